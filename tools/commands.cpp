@@ -1,0 +1,32 @@
+// Dispatch from a parsed subcommand to its action.
+#include "tools/commands.h"
+
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/error.h"
+
+namespace kiln::tools {
+
+namespace {
+std::map<CLI::App*, std::function<int()>>& actions() {
+  static std::map<CLI::App*, std::function<int()>> table;
+  return table;
+}
+}  // namespace
+
+void register_action(CLI::App* subcommand, std::function<int()> action) {
+  actions()[subcommand] = std::move(action);
+}
+
+int run_selected_command(CLI::App& app) {
+  for (CLI::App* subcommand : app.get_subcommands()) {
+    auto found = actions().find(subcommand);
+    KILN_CHECK(found != actions().end(), "no action for subcommand ", subcommand->get_name());
+    return found->second();
+  }
+  KILN_CHECK(false, "no subcommand selected");
+}
+
+}  // namespace kiln::tools

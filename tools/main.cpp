@@ -1,0 +1,58 @@
+// The `kiln` command line: parses flags (CLI11) and prints. The work is done by the
+// libraries; each subcommand lives in its own file (dump_command.cpp, run_command.cpp).
+// Exit status: 0 success, 1 a user error (one line on stderr), 2 an internal error.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kiln: an ahead-of-time graph compiler for machine-learning models.\n"
+      "Reads a model (Kiln IR text .kiln or JSON .json, with weights in a .safetensors file\n"
+      "of the same stem), shows its IR, and runs it.",
+      "kiln"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
+  app.footer(
+      "Examples:\n"
+      "  kiln dump samples/models/mlp.kiln\n"
+      "  kiln dump samples/models/cnn.kiln --format dot | dot -Tsvg > cnn.svg\n"
+      "  kiln run samples/models/mlp.kiln --random-inputs 0 --dim s0=4\n"
+      "  kiln run samples/models/cnn.kiln --input x=image.npy --out results/\n"
+      "Run 'kiln COMMAND --help' for a command's options.");
+
+  kiln::tools::add_dump_command(app);
+  kiln::tools::add_run_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    std::cerr << "kiln: error: " << error.what() << "\n"
+              << "Run 'kiln --help' for usage.\n";
+    return 1;
+  }
+
+  try {
+    return kiln::tools::run_selected_command(app);
+  } catch (const kiln::Error& error) {
+    std::cerr << "kiln: error: " << error.what() << "\n";
+    return 1;
+  } catch (const kiln::InternalError& error) {
+    std::cerr << "kiln: internal error (a bug in Kiln; please report it): " << error.what() << "\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "kiln: internal error (a bug in Kiln; please report it): " << error.what() << "\n";
+    return 2;
+  }
+}

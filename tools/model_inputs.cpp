@@ -1,0 +1,123 @@
+// Input flags to tensors, and printing summaries of results.
+#include "tools/model_inputs.h"
+
+#include <charconv>
+#include <random>
+#include <sstream>
+
+#include "runtime/error.h"
+#include "runtime/npy.h"
+
+namespace kiln::tools {
+
+namespace {
+std::pair<std::string, std::string> split_assignment(const std::string& flag, const char* what) {
+  size_t equals = flag.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == flag.size())
+    fail("bad ", what, " '", flag, "': expected NAME=VALUE");
+  return {flag.substr(0, equals), flag.substr(equals + 1)};
+}
+
+std::string joined_names(const std::vector<ir::Node*>& placeholders) {
+  std::string text;
+  for (ir::Node* node : placeholders) text += (text.empty() ? "" : ", ") + node->target();
+  return text.empty() ? "none" : text;
+}
+
+Tensor random_tensor(const ir::TensorMeta& meta, const Sizes& sizes, std::mt19937_64& generator) {
+  Tensor tensor = Tensor::empty(sizes, meta.dtype);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int64_t> small_int(0, 9);
+  std::bernoulli_distribution coin(0.5);
+  char* base = static_cast<char*>(tensor.data_ptr());
+  size_t width = tensor.element_size();
+  for (int64_t i = 0; i < tensor.numel(); ++i) {
+    void* address = base + size_t(i) * width;
+    if (is_floating(meta.dtype)) store_double(meta.dtype, address, normal(generator));
+    else if (meta.dtype == DType::boolean) store_int(meta.dtype, address, coin(generator));
+    else store_int(meta.dtype, address, small_int(generator));
+  }
+  return tensor;
+}
+}  // namespace
+
+std::map<std::string, std::string> parse_input_flags(const std::vector<std::string>& flags) {
+  std::map<std::string, std::string> files;
+  for (const std::string& flag : flags) {
+    auto [name, path] = split_assignment(flag, "--input");
+    if (!files.emplace(name, path).second) fail("--input ", name, " is given twice");
+  }
+  return files;
+}
+
+std::map<std::string, int64_t> parse_dim_flags(const std::vector<std::string>& flags) {
+  std::map<std::string, int64_t> dims;
+  for (const std::string& flag : flags) {
+    auto [name, text] = split_assignment(flag, "--dim");
+    int64_t value = -1;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 0)
+      fail("bad --dim '", flag, "': the size must be a non-negative integer");
+    if (!dims.emplace(name, value).second) fail("--dim ", name, " is given twice");
+  }
+  return dims;
+}
+
+std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,
+                                             const std::map<std::string, std::string>& files,
+                                             const std::map<std::string, int64_t>& dims,
+                                             std::optional<uint64_t> seed) {
+  std::vector<ir::Node*> placeholders = graph.placeholders();
+  for (const auto& [name, path] : files) {
+    bool known = false;
+    for (ir::Node* node : placeholders) known |= node->target() == name;
+    if (!known) fail("--input ", name, ": the model has no input named '", name, "' (its inputs: ", joined_names(placeholders), ")");
+  }
+  std::map<std::string, Tensor> inputs;
+  std::mt19937_64 generator(seed.value_or(0));
+  for (ir::Node* node : placeholders) {
+    const ir::TensorMeta& meta = node->value();
+    auto file = files.find(node->target());
+    if (file != files.end()) {
+      Tensor tensor = read_npy(file->second);
+      // A --dim must agree with what a given input says about its symbol.
+      for (size_t d = 0; d < meta.shape.size() && int64_t(d) < tensor.dim(); ++d) {
+        if (!meta.shape[d].is_symbol()) continue;
+        std::string symbol = meta.shape[d].to_string();
+        auto bound = dims.find(symbol);
+        if (bound != dims.end() && bound->second != tensor.size(int64_t(d)))
+          fail("--dim ", symbol, "=", bound->second, " contradicts input '", node->target(), "' (", file->second,
+               "), whose dim ", d, " is ", tensor.size(int64_t(d)));
+      }
+      inputs.emplace(node->target(), std::move(tensor));
+      continue;
+    }
+    if (!seed)
+      fail("missing input '", node->target(), "' (", meta.type_string(), "): pass --input ", node->target(),
+           "=FILE.npy or --random-inputs SEED");
+    for (const ir::SymInt& dim : meta.shape)
+      for (const std::string& symbol : dim.free_symbols())
+        if (!dims.count(symbol))
+          fail("input '", node->target(), "' has symbolic size ", symbol, " (", meta.type_string(),
+               "): pass --dim ", symbol, "=N to make random inputs");
+    inputs.emplace(node->target(), random_tensor(meta, meta.evaluate_shape(dims), generator));
+  }
+  return inputs;
+}
+
+std::string summarize_tensor(const std::string& name, const Tensor& tensor, int64_t max_values) {
+  std::ostringstream out;
+  out << name << ": " << dtype_name(tensor.dtype()) << sizes_to_string(tensor.sizes()) << " = [";
+  int64_t count = std::min(tensor.numel(), max_values);
+  for (int64_t i = 0; i < count; ++i) {
+    if (i) out << ", ";
+    if (is_floating(tensor.dtype())) out << tensor.flat_double(i);
+    else if (tensor.dtype() == DType::boolean) out << (tensor.flat_int(i) ? "True" : "False");
+    else out << tensor.flat_int(i);
+  }
+  if (tensor.numel() > count) out << (count ? ", " : "") << "...";
+  out << "]";
+  return out.str();
+}
+
+}  // namespace kiln::tools

@@ -1,0 +1,33 @@
+// Turning the user's input flags into the tensors a model's placeholders expect:
+// --input NAME=FILE.npy, --random-inputs SEED, --dim SYMBOL=N; and a one-line summary of a
+// tensor for printing results.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+
+namespace kiln::tools {
+
+// "x=a.npy" -> {"x": "a.npy"}; errors name the malformed flag.
+std::map<std::string, std::string> parse_input_flags(const std::vector<std::string>& flags);
+// "s0=4" -> {"s0": 4}.
+std::map<std::string, int64_t> parse_dim_flags(const std::vector<std::string>& flags);
+
+// One tensor per placeholder: read from its file, or random (from `seed`) with symbolic
+// sizes taken from `dims`. Errors: unknown input name, missing input, unbound symbol, a
+// --dim that contradicts a given input.
+std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,
+                                             const std::map<std::string, std::string>& files,
+                                             const std::map<std::string, int64_t>& dims,
+                                             std::optional<uint64_t> seed);
+
+// "probs: f32[3, 10] = [0.1, 0.2, ...]"
+std::string summarize_tensor(const std::string& name, const Tensor& tensor, int64_t max_values);
+
+}  // namespace kiln::tools
