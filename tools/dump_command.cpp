@@ -1,4 +1,7 @@
-// `kiln dump MODEL [--format text|json|dot] [--show-source]`: prints a model's graph IR.
+// `kiln dump MODEL [--stage NAME | --all-stages DIR] [--format text|json|dot]`: prints a
+// model's graph IR as loaded ("traced") or after any stage of the default pipeline.
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -9,6 +12,8 @@
 #include "ir/json_format.h"
 #include "ir/model_file.h"
 #include "ir/printer.h"
+#include "passes/pass_manager.h"
+#include "runtime/error.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -17,32 +22,77 @@ namespace {
 struct DumpOptions {
   std::string model;
   std::string format = "text";
+  std::string stage = "traced";
+  std::string all_stages_dir;
   bool show_source = false;
+  bool verbose = false;
+  bool freeze = false;
 };
+
+std::string render(const ir::Graph& graph, const DumpOptions& options) {
+  if (options.format == "json") return ir::graph_to_json(graph).dump(2) + "\n";
+  if (options.format == "dot") return ir::graph_to_dot(graph);
+  ir::PrintOptions print_options;
+  print_options.show_source = options.show_source;
+  return ir::print_graph(graph, print_options);
+}
+
+std::string extension(const std::string& format) {
+  if (format == "json") return ".json";
+  if (format == "dot") return ".dot";
+  return ".kiln";
+}
 
 int run_dump(const DumpOptions& options) {
   ir::Graph graph = ir::load_model(options.model);
-  if (options.format == "json") {
-    std::cout << ir::graph_to_json(graph).dump(2) << "\n";
-  } else if (options.format == "dot") {
-    std::cout << ir::graph_to_dot(graph);
-  } else {
-    ir::PrintOptions print_options;
-    print_options.show_source = options.show_source;
-    std::cout << ir::print_graph(graph, print_options);
+  passes::RunOptions run_options;
+  run_options.verbose = options.verbose;
+  run_options.pass_options.freeze = options.freeze;
+  if (!options.all_stages_dir.empty()) {
+    std::filesystem::create_directories(options.all_stages_dir);
+    int index = 0;
+    const auto& stages = passes::pipeline_stages();
+    passes::run_pipeline(graph, stages.back().name, run_options,
+                         [&](const passes::Stage& stage, const ir::Graph& at_stage) {
+                           std::string file = std::to_string(index++) + "_" + std::string(stage.name) + extension(options.format);
+                           std::filesystem::path path = std::filesystem::path(options.all_stages_dir) / file;
+                           std::ofstream out(path);
+                           if (!out) fail("cannot write ", path.string());
+                           out << render(at_stage, options);
+                           std::cout << "wrote " << path.string() << "\n";
+                         });
+    return 0;
   }
+  passes::run_pipeline(graph, options.stage, run_options);
+  std::cout << render(graph, options);
   return 0;
+}
+
+std::string stage_help() {
+  std::string text = "Show the graph after this stage of the pipeline:";
+  for (const passes::Stage& stage : passes::pipeline_stages())
+    text += "\n  " + std::string(stage.name) + ": " + std::string(stage.summary);
+  return text;
 }
 }  // namespace
 
 void add_dump_command(CLI::App& app) {
   auto options = std::make_shared<DumpOptions>();
-  CLI::App* dump = app.add_subcommand("dump", "Print a model's graph IR (as torch.fx prints a graph).");
+  CLI::App* dump = app.add_subcommand("dump", "Print a model's graph IR (as torch.fx prints a graph), at any stage.");
   dump->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
-  dump->add_option("--format", options->format, "Output format")
+  dump->add_option("--format", options->format, "Output format: text, json or dot")
       ->check(CLI::IsMember({"text", "json", "dot"}))
       ->capture_default_str();
+  std::vector<std::string> stage_names;
+  for (const passes::Stage& stage : passes::pipeline_stages()) stage_names.emplace_back(stage.name);
+  auto* stage = dump->add_option("--stage", options->stage, stage_help())
+                    ->check(CLI::IsMember(stage_names))
+                    ->capture_default_str();
+  dump->add_option("--all-stages", options->all_stages_dir, "Write the graph after every stage into DIR, one file per stage")
+      ->excludes(stage);
   dump->add_flag("--show-source", options->show_source, "Append each node's origin as a comment");
+  dump->add_flag("--verbose,-v", options->verbose, "Print each pass's time and the IR after it (to stderr)");
+  dump->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");
   register_action(dump, [options] { return run_dump(*options); });
 }
 

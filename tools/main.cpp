@@ -22,12 +22,15 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  kiln dump samples/models/mlp.kiln\n"
       "  kiln dump samples/models/cnn.kiln --format dot | dot -Tsvg > cnn.svg\n"
+      "  kiln dump samples/models/attention.kiln --stage decomposed\n"
+      "  kiln opt samples/models/inplace.kiln --passes functionalize,dce --verbose\n"
       "  kiln run samples/models/mlp.kiln --random-inputs 0 --dim s0=4\n"
       "  kiln run samples/models/cnn.kiln --input x=image.npy --out results/\n"
       "Run 'kiln COMMAND --help' for a command's options.");
 
   kiln::tools::add_dump_command(app);
   kiln::tools::add_run_command(app);
+  kiln::tools::add_opt_command(app);
 
   try {
     app.parse(argc, argv);

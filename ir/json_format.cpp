@@ -1,0 +1,382 @@
+// Graph <-> JSON: encoding of arguments, metas and source info, and the validating reader.
+#include "ir/json_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "ir/op_registry.h"
+#include "ir/printer.h"
+#include "runtime/error.h"
+
+namespace kiln::ir {
+
+namespace {
+
+using nlohmann::json;
+
+// ---- writing ----
+
+json dim_to_json(const SymInt& dim) {
+  if (std::optional<int64_t> constant = dim.maybe_constant()) return *constant;
+  return dim.to_string();
+}
+
+json dims_to_json(const SymShape& dims) {
+  json array = json::array();
+  for (const SymInt& dim : dims) array.push_back(dim_to_json(dim));
+  return array;
+}
+
+json argument_to_json(const Argument& argument) {
+  switch (argument.kind()) {
+    case Argument::Kind::none: return nullptr;
+    case Argument::Kind::node: return {{"node", argument.node()->name()}};
+    case Argument::Kind::integer: return argument.integer();
+    case Argument::Kind::floating: {
+      double value = argument.floating();
+      if (std::isfinite(value)) return value;
+      return {{"float", float_repr(value)}};
+    }
+    case Argument::Kind::boolean: return argument.boolean();
+    case Argument::Kind::string: return argument.string();
+    case Argument::Kind::symint: return {{"symint", argument.symint().to_string()}};
+    case Argument::Kind::dtype: return {{"dtype", std::string(dtype_name(argument.dtype()))}};
+    case Argument::Kind::device: return {{"device", argument.device().to_string()}};
+    case Argument::Kind::list: {
+      json array = json::array();
+      for (const Argument& item : argument.list()) array.push_back(argument_to_json(item));
+      return array;
+    }
+  }
+  KILN_CHECK(false, "bad argument kind");
+}
+
+json meta_to_json(const NodeMeta& meta) {
+  json values = json::array();
+  for (const TensorMeta& value : meta.values)
+    values.push_back({{"dtype", std::string(dtype_name(value.dtype))},
+                      {"shape", dims_to_json(value.shape)},
+                      {"strides", dims_to_json(value.strides)},
+                      {"device", value.device.to_string()}});
+  return {{"tuple", meta.is_tuple}, {"values", values}};
+}
+
+json node_to_json(const Node& node) {
+  json args = json::array();
+  for (const Argument& argument : node.args()) args.push_back(argument_to_json(argument));
+  json kwargs = json::array();
+  for (const auto& [key, value] : node.kwargs()) kwargs.push_back(json::array({key, argument_to_json(value)}));
+  const SourceInfo& source = node.source;
+  return {{"name", node.name()},
+          {"op", std::string(op_kind_name(node.op()))},
+          {"target", node.target()},
+          {"args", args},
+          {"kwargs", kwargs},
+          {"meta", meta_to_json(node.meta)},
+          {"source",
+           {{"file", source.file},
+            {"line", source.line},
+            {"module_path", source.module_path},
+            {"onnx_node", source.onnx_node},
+            {"onnx_op", source.onnx_op}}}};
+}
+
+// ---- reading ----
+
+// JSON text of `value` for messages, kept short and shallow: nested containers beyond three
+// levels and items past the fourth print as "..." (so hostile, deeply nested input cannot
+// exhaust the stack through dump()).
+std::string brief(const json& value, int depth = 0) {
+  if (!value.is_structured()) return value.dump();
+  bool is_array = value.is_array();
+  std::string text(1, is_array ? '[' : '{');
+  if (depth >= 3 && !value.empty()) return text + "..." + (is_array ? "]" : "}");
+  size_t shown = 0;
+  for (auto item = value.begin(); item != value.end(); ++item, ++shown) {
+    if (shown) text += ",";
+    if (shown == 4) {
+      text += "...";
+      break;
+    }
+    if (!is_array) text += json(item.key()).dump() + ":";
+    text += brief(item.value(), depth + 1);
+  }
+  return text + (is_array ? "]" : "}");
+}
+
+
+class Reader {
+ public:
+  static constexpr long kMaxListDepth = 64;  // bounds the recursion on hostile input
+
+  explicit Reader(const ParseOptions& options) : options_(options) {}
+
+  Graph read(const json& document) {
+    for (const auto& [name, tensor] : options_.parameters) graph_.set_parameter(name, tensor);
+    if (!document.is_object()) error("", "expected a JSON object, found ", kind_of(document));
+    const json& format = field(document, "format", "");
+    if (format != "kiln-graph") error("format", "expected \"kiln-graph\", found ", brief(format));
+    const json& version = field(document, "version", "");
+    if (!version.is_number_integer() || version.get<int64_t>() != kJsonFormatVersion)
+      error("version", "unsupported version ", brief(version), " (Kiln reads version ", kJsonFormatVersion, ")");
+    const json& nodes = field(document, "nodes", "");
+    if (!nodes.is_array()) error("nodes", "expected an array, found ", kind_of(nodes));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (graph_.output_node()) error(index_path("nodes", i), "a node after the output node");
+      read_node(nodes[i], index_path("nodes", i));
+    }
+    if (!graph_.output_node()) error("nodes", "no output node");
+    return std::move(graph_);
+  }
+
+ private:
+  template <typename... Parts>
+  [[noreturn]] void error(const std::string& path, const Parts&... parts) const {
+    if (path.empty()) fail(options_.file_name, ": ", parts...);
+    fail(options_.file_name, ": ", path, ": ", parts...);
+  }
+
+  static std::string index_path(const std::string& path, size_t index) {
+    return path + "[" + std::to_string(index) + "]";
+  }
+  static std::string member_path(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static std::string kind_of(const json& value) { return std::string(value.type_name()) + " " + brief(value); }
+
+  const json& field(const json& object, const std::string& key, const std::string& path) const {
+    auto found = object.find(key);
+    if (found == object.end()) error(path, "missing field \"", key, "\"");
+    return *found;
+  }
+
+  std::string string_field(const json& object, const std::string& key, const std::string& path) const {
+    const json& value = field(object, key, path);
+    if (!value.is_string()) error(member_path(path, key), "expected a string, found ", kind_of(value));
+    return value.get<std::string>();
+  }
+
+  int64_t integer(const json& value, const std::string& path) const {
+    if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
+      error(path, "integer ", brief(value), " is out of range");
+    if (!value.is_number_integer()) error(path, "expected an integer, found ", kind_of(value));
+    return value.get<int64_t>();
+  }
+
+  SymInt dim(const json& value, const std::string& path) const {
+    if (value.is_number_integer()) return SymInt(integer(value, path));
+    if (!value.is_string())
+      error(path, "expected an integer or a symbolic expression string, found ", kind_of(value));
+    try {
+      return parse_sym_int(value.get<std::string>());
+    } catch (const SymbolicError& failure) {
+      error(path, failure.what());
+    }
+  }
+
+  SymShape dims(const json& value, const std::string& path) const {
+    if (!value.is_array()) error(path, "expected an array of dimensions, found ", kind_of(value));
+    SymShape result;
+    for (size_t i = 0; i < value.size(); ++i) result.push_back(dim(value[i], index_path(path, i)));
+    return result;
+  }
+
+  Argument argument(const json& value, const std::string& path) const {
+    switch (value.type()) {
+      case json::value_t::null: return Argument();
+      case json::value_t::boolean: return Argument(value.get<bool>());
+      case json::value_t::number_integer:
+      case json::value_t::number_unsigned: return Argument(integer(value, path));
+      case json::value_t::number_float: return Argument(value.get<double>());
+      case json::value_t::string: return Argument(value.get<std::string>());
+      case json::value_t::array: {
+        if (std::count(path.begin(), path.end(), '[') > kMaxListDepth)
+          error(path, "lists nested deeper than ", kMaxListDepth, " levels");
+        std::vector<Argument> items;
+        for (size_t i = 0; i < value.size(); ++i) items.push_back(argument(value[i], index_path(path, i)));
+        return Argument(std::move(items));
+      }
+      case json::value_t::object: return tagged_argument(value, path);
+      default: error(path, "expected an argument, found ", kind_of(value));
+    }
+  }
+
+  Argument tagged_argument(const json& value, const std::string& path) const {
+    if (value.size() == 1 && value.begin().value().is_string()) {
+      const std::string& tag = value.begin().key();
+      std::string text = value.begin().value().get<std::string>();
+      std::string tag_path = member_path(path, tag);
+      if (tag == "node") {
+        Node* node = graph_.find(text);
+        if (!node) error(tag_path, "%", text, " used before it is defined");
+        return Argument(node);
+      }
+      if (tag == "symint") return Argument(dim(value.begin().value(), tag_path));
+      if (tag == "dtype") {
+        std::optional<DType> dtype = parse_dtype(text);
+        if (!dtype) error(tag_path, "unknown dtype \"", text, "\"");
+        return Argument(*dtype);
+      }
+      if (tag == "device") {
+        try {
+          return Argument(parse_device(text));
+        } catch (const Error& failure) {
+          error(tag_path, failure.what());
+        }
+      }
+      if (tag == "float") {
+        if (text == "inf") return Argument(HUGE_VAL);
+        if (text == "-inf") return Argument(-HUGE_VAL);
+        if (text == "nan") return Argument(std::nan(""));
+        error(tag_path, "expected \"inf\", \"-inf\" or \"nan\", found \"", text, "\"");
+      }
+    }
+    error(path, "expected an argument: null, a bool, a number, a string, an array, or one of ",
+          "{\"node\"|\"symint\"|\"dtype\"|\"device\"|\"float\": string}; found ", kind_of(value));
+  }
+
+  NodeMeta meta(const json& value, const std::string& path) const {
+    if (!value.is_object()) error(path, "expected an object, found ", kind_of(value));
+    NodeMeta result;
+    const json& tuple = field(value, "tuple", path);
+    if (!tuple.is_boolean()) error(member_path(path, "tuple"), "expected true or false, found ", kind_of(tuple));
+    result.is_tuple = tuple.get<bool>();
+    const json& values = field(value, "values", path);
+    std::string values_path = member_path(path, "values");
+    if (!values.is_array()) error(values_path, "expected an array, found ", kind_of(values));
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::string item_path = index_path(values_path, i);
+      const json& item = values[i];
+      if (!item.is_object()) error(item_path, "expected an object, found ", kind_of(item));
+      TensorMeta tensor;
+      std::string dtype_text = string_field(item, "dtype", item_path);
+      std::optional<DType> dtype = parse_dtype(dtype_text);
+      if (!dtype) error(member_path(item_path, "dtype"), "unknown dtype \"", dtype_text, "\"");
+      tensor.dtype = *dtype;
+      tensor.shape = dims(field(item, "shape", item_path), member_path(item_path, "shape"));
+      tensor.strides = dims(field(item, "strides", item_path), member_path(item_path, "strides"));
+      if (tensor.strides.size() != tensor.shape.size())
+        error(member_path(item_path, "strides"), tensor.strides.size(), " strides for ", tensor.shape.size(),
+              " dimensions");
+      try {
+        tensor.device = parse_device(string_field(item, "device", item_path));
+      } catch (const Error& failure) {
+        error(member_path(item_path, "device"), failure.what());
+      }
+      result.values.push_back(std::move(tensor));
+    }
+    if (!result.is_tuple && result.values.size() > 1)
+      error(values_path, result.values.size(), " values in a meta that is not a tuple");
+    return result;
+  }
+
+  SourceInfo source(const json& value, const std::string& path) const {
+    if (!value.is_object()) error(path, "expected an object, found ", kind_of(value));
+    SourceInfo result;
+    auto text = [&](const char* key) {
+      return value.contains(key) ? string_field(value, key, path) : std::string();
+    };
+    result.file = text("file");
+    result.module_path = text("module_path");
+    result.onnx_node = text("onnx_node");
+    result.onnx_op = text("onnx_op");
+    if (value.contains("line")) result.line = int(integer(value["line"], member_path(path, "line")));
+    return result;
+  }
+
+  void check_type(const Node& node, const NodeMeta& written, const std::string& path, const std::string& origin) {
+    std::string written_text = format_node_type(written);
+    std::string actual_text = format_node_type(node.meta);
+    if (written_text != actual_text)
+      error(path, "type of %", node.name(), " is written ", written_text, " but ", origin, " ", actual_text);
+  }
+
+  void read_node(const json& value, const std::string& path) {
+    if (!value.is_object()) error(path, "expected a node object, found ", kind_of(value));
+    std::string name = string_field(value, "name", path);
+    std::string op = string_field(value, "op", path);
+    std::string target = string_field(value, "target", path);
+    const json& args_json = field(value, "args", path);
+    const json& kwargs_json = field(value, "kwargs", path);
+    NodeMeta written = meta(field(value, "meta", path), member_path(path, "meta"));
+
+    std::string args_path = member_path(path, "args");
+    if (!args_json.is_array()) error(args_path, "expected an array, found ", kind_of(args_json));
+    std::vector<Argument> args;
+    for (size_t i = 0; i < args_json.size(); ++i) args.push_back(argument(args_json[i], index_path(args_path, i)));
+    std::string kwargs_path = member_path(path, "kwargs");
+    if (!kwargs_json.is_array())
+      error(kwargs_path, "expected an array of [name, value] pairs, found ", kind_of(kwargs_json));
+    Kwargs kwargs;
+    for (size_t i = 0; i < kwargs_json.size(); ++i) {
+      const json& pair = kwargs_json[i];
+      std::string pair_path = index_path(kwargs_path, i);
+      if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string())
+        error(pair_path, "expected a [name, value] pair, found ", kind_of(pair));
+      kwargs.emplace_back(pair[0].get<std::string>(), argument(pair[1], index_path(pair_path, 1)));
+    }
+
+    if (op != "output" && graph_.find(name)) error(member_path(path, "name"), "duplicate name %", name);
+    Node* node = nullptr;
+    if (op == "placeholder") {
+      if (written.is_tuple || written.values.size() != 1)
+        error(member_path(path, "meta"), "a placeholder needs exactly one tensor value");
+      node = graph_.create_node(OpKind::placeholder, target, std::move(args), std::move(kwargs), name, written);
+    } else if (op == "get_attr") {
+      if (!graph_.parameter(target)) error(member_path(path, "target"), options_.missing_parameter_message(target));
+      node = graph_.create_get_attr(target, name);
+      check_type(*node, written, member_path(path, "meta"), "the parameter '" + target + "' is");
+      node->meta = written;
+    } else if (op == "call_function") {
+      if (!OpRegistry::global().find(target)) {
+        try {
+          OpRegistry::global().get(target);
+        } catch (const Error& failure) {
+          error(member_path(path, "target"), failure.what());
+        }
+      }
+      try {
+        node = graph_.create_call(target, std::move(args), std::move(kwargs), name);
+      } catch (const Error& failure) {
+        error(path, failure.what());
+      }
+      check_type(*node, written, member_path(path, "meta"), "infers");
+      node->meta = written;
+    } else if (op == "output") {
+      node = graph_.create_output(std::move(args));
+    } else {
+      error(member_path(path, "op"), "expected placeholder, get_attr, call_function or output, found \"", op, "\"");
+    }
+    if (value.contains("source")) node->source = source(value["source"], member_path(path, "source"));
+  }
+
+  const ParseOptions& options_;
+  Graph graph_;
+};
+
+}  // namespace
+
+nlohmann::json graph_to_json(const Graph& graph) {
+  json nodes = json::array();
+  for (Node* node : graph.nodes()) nodes.push_back(node_to_json(*node));
+  return {{"format", "kiln-graph"}, {"version", kJsonFormatVersion}, {"nodes", nodes}};
+}
+
+Graph graph_from_json(const nlohmann::json& json, const ParseOptions& options) { return Reader(options).read(json); }
+
+Graph graph_from_json(const nlohmann::json& json, const std::string& file_name) {
+  ParseOptions options;
+  options.file_name = file_name;
+  return graph_from_json(json, options);
+}
+
+Graph graph_from_json(const nlohmann::json& json, const std::string& file_name,
+                      const std::map<std::string, Tensor, std::less<>>& parameters) {
+  ParseOptions options;
+  options.file_name = file_name;
+  options.parameters = parameters;
+  return graph_from_json(json, options);
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,105 @@
+// Constant folding: evaluates constant subgraphs with the reference interpreter.
+#include "passes/constant_folding.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "ir/interpreter.h"
+#include "passes/graph_queries.h"
+
+namespace kiln::passes {
+
+namespace {
+
+// Evaluates one node whose tensor inputs have known values, by running a two-level graph
+// (the inputs as parameters, then the node) through the interpreter.
+Tensor evaluate_node(const ir::Node& node, const std::map<const ir::Node*, Tensor>& values) {
+  ir::Graph scratch;
+  std::map<const ir::Node*, ir::Node*> inputs;
+  for (ir::Node* input : node.input_nodes()) {
+    std::string name = "c" + std::to_string(inputs.size());
+    scratch.set_parameter(name, values.at(input));
+    inputs[input] = scratch.create_get_attr(name);
+  }
+  std::function<ir::Argument(const ir::Argument&)> remap = [&](const ir::Argument& argument) -> ir::Argument {
+    if (argument.is_node()) return ir::Argument(inputs.at(argument.node()));
+    if (argument.is_list()) {
+      std::vector<ir::Argument> items;
+      for (const ir::Argument& item : argument.list()) items.push_back(remap(item));
+      return ir::Argument(std::move(items));
+    }
+    return argument;
+  };
+  std::vector<ir::Argument> args;
+  for (const ir::Argument& argument : node.args()) args.push_back(remap(argument));
+  ir::Kwargs kwargs;
+  for (const auto& [key, argument] : node.kwargs()) kwargs.emplace_back(key, remap(argument));
+  ir::Node* call = scratch.create_call(node.target(), std::move(args), std::move(kwargs));
+  scratch.create_output({call});
+  std::vector<Tensor> outputs = ir::Interpreter().run(scratch, {});
+  return outputs.at(0).clone();  // own the memory: views would pin their inputs
+}
+
+bool foldable(const ir::Node& node) {
+  return node.op() == ir::OpKind::call_function && node.has_single_value() && node.value().is_static() &&
+         !node_mutates(node);
+}
+
+}  // namespace
+
+bool fold_constants(ir::Graph& graph, bool freeze) {
+  if (!is_functional(graph)) return false;
+  std::map<const ir::Node*, Tensor> values;
+  for (ir::Node* node : graph.nodes()) {
+    if (node->op() == ir::OpKind::get_attr && freeze) values[node] = *graph.parameter(node->target());
+    if (node->op() == ir::OpKind::get_attr && node->target().starts_with("_folded_"))
+      values[node] = *graph.parameter(node->target());
+    if (!foldable(*node)) continue;
+    std::vector<ir::Node*> inputs = node->input_nodes();
+    bool all_constant = std::all_of(inputs.begin(), inputs.end(), [&](ir::Node* input) { return values.count(input) > 0; });
+    if (!all_constant) continue;
+    int64_t limit = kMaxFoldedElements;
+    for (ir::Node* input : inputs) limit = std::max(limit, values.at(input).numel());
+    if (node->value().static_shape() && numel_of(*node->value().static_shape()) > limit) continue;
+    values[node] = evaluate_node(*node, values);
+  }
+
+  // Replace the frontier: constant call nodes read by something that is not constant.
+  bool changed = false;
+  for (ir::Node* node : graph.node_list()) {
+    if (node->op() != ir::OpKind::call_function || !values.count(node)) continue;
+    bool read_by_non_constant = std::any_of(node->users().begin(), node->users().end(),
+                                            [&](ir::Node* user) { return !values.count(user); });
+    if (!read_by_non_constant || is_copy_back_output(*node)) continue;
+    std::string name = "_folded_" + node->name();
+    graph.set_parameter(name, values.at(node));
+    ir::Node* constant;
+    {
+      auto guard = graph.inserting_before(node);
+      constant = graph.create_get_attr(name);
+    }
+    constant->source = node->source;
+    node->replace_all_uses_with(constant);
+    changed = true;
+  }
+  // Constant nodes now unused go away, in reverse order.
+  std::vector<ir::Node*> nodes = graph.node_list();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    ir::Node* node = *it;
+    if (node->op() == ir::OpKind::call_function && values.count(node) && node->users().empty()) {
+      graph.erase(node);
+      changed = true;
+    }
+  }
+  // Parameters no get_attr reads any more are dropped only if we created them.
+  for (const auto& [name, tensor] : std::map<std::string, Tensor, std::less<>>(graph.parameters())) {
+    if (!name.starts_with("_folded_")) continue;
+    bool used = false;
+    for (ir::Node* node : graph.nodes()) used |= node->op() == ir::OpKind::get_attr && node->target() == name;
+    if (!used) graph.remove_parameter(name);
+  }
+  return changed;
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,121 @@
+// Type promotion against tables written from PyTorch's documentation (torch.promote_types,
+// torch.result_type, torch.can_cast), with Kiln's one documented difference: u8 + i8 is i32
+// (PyTorch: i16, a dtype Kiln lacks).
+#include "ir/type_promotion.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln::ir {
+namespace {
+
+constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16, f64 = DType::f64, i64 = DType::i64,
+                i32 = DType::i32, i8 = DType::i8, u8 = DType::u8, b = DType::boolean;
+
+TEST(PromoteTypes, MatchesPyTorchTable) {
+  // Rows and columns in this order; entries from PyTorch's promotion table.
+  const DType order[] = {u8, i8, i32, i64, f16, f32, f64, b, bf16};
+  const DType table[9][9] = {
+      //        u8    i8   i32   i64   f16   f32   f64     b  bf16
+      /* u8 */ {u8, i32, i32, i64, f16, f32, f64, u8, bf16},
+      /* i8 */ {i32, i8, i32, i64, f16, f32, f64, i8, bf16},
+      /*i32 */ {i32, i32, i32, i64, f16, f32, f64, i32, bf16},
+      /*i64 */ {i64, i64, i64, i64, f16, f32, f64, i64, bf16},
+      /*f16 */ {f16, f16, f16, f16, f16, f32, f64, f16, f32},
+      /*f32 */ {f32, f32, f32, f32, f32, f32, f64, f32, f32},
+      /*f64 */ {f64, f64, f64, f64, f64, f64, f64, f64, f64},
+      /*  b */ {u8, i8, i32, i64, f16, f32, f64, b, bf16},
+      /*bf16*/ {bf16, bf16, bf16, bf16, f32, f32, f64, bf16, bf16},
+  };
+  for (int row = 0; row < 9; ++row)
+    for (int column = 0; column < 9; ++column)
+      EXPECT_EQ(promote_types(order[row], order[column]), table[row][column])
+          << dtype_name(order[row]) << " + " << dtype_name(order[column]);
+}
+
+TEST(PromoteTypes, HalfTypesMeetInF32) {
+  EXPECT_EQ(promote_types(bf16, f16), f32);
+  EXPECT_EQ(promote_types(f16, bf16), f32);
+}
+
+TEST(DTypeCategory, OrdersBoolIntegralFloating) {
+  EXPECT_EQ(dtype_category(b), DTypeCategory::boolean);
+  EXPECT_EQ(dtype_category(u8), DTypeCategory::integral);
+  EXPECT_EQ(dtype_category(i64), DTypeCategory::integral);
+  EXPECT_EQ(dtype_category(bf16), DTypeCategory::floating);
+}
+
+using Operand = PromotionOperand;
+
+DType result(std::initializer_list<Operand> operands) {
+  return result_type(std::span<const Operand>(operands.begin(), operands.size()));
+}
+Operand tensor(DType dtype) { return Operand::tensor(dtype, 1); }
+Operand zero_dim(DType dtype) { return Operand::tensor(dtype, 0); }
+Operand scalar_int() { return Operand::scalar(i64); }
+Operand scalar_float() { return Operand::scalar(kDefaultFloat); }
+Operand scalar_bool() { return Operand::scalar(b); }
+
+TEST(ResultType, DimensionedTensorsPromoteAsTable) {
+  EXPECT_EQ(result({tensor(i32), tensor(f16)}), f16);
+  EXPECT_EQ(result({tensor(u8), tensor(i8)}), i32);
+  EXPECT_EQ(result({tensor(b), tensor(b)}), b);
+}
+
+TEST(ResultType, PythonScalarsOnlyRaiseTheCategory) {
+  // Examples from the torch.result_type / type promotion documentation.
+  EXPECT_EQ(result({tensor(i64), scalar_float()}), f32);  // int tensor + 2.5 -> default float
+  EXPECT_EQ(result({tensor(i32), scalar_int()}), i32);    // int32 tensor + 5 -> int32
+  EXPECT_EQ(result({tensor(u8), scalar_int()}), u8);
+  EXPECT_EQ(result({tensor(f16), scalar_float()}), f16);
+  EXPECT_EQ(result({tensor(bf16), scalar_int()}), bf16);
+  EXPECT_EQ(result({tensor(b), scalar_int()}), i64);      // bool tensor + 5 -> int64
+  EXPECT_EQ(result({tensor(b), scalar_float()}), f32);
+  EXPECT_EQ(result({tensor(b), scalar_bool()}), b);
+  EXPECT_EQ(result({tensor(i32), scalar_bool()}), i32);
+}
+
+TEST(ResultType, ZeroDimTensorsRankBetweenTensorsAndScalars) {
+  EXPECT_EQ(result({tensor(i32), zero_dim(i64)}), i32);  // same category: dimensioned wins
+  EXPECT_EQ(result({tensor(f16), zero_dim(f64)}), f16);
+  EXPECT_EQ(result({tensor(i32), zero_dim(f64)}), f64);  // higher category: promoted
+  EXPECT_EQ(result({tensor(i64), zero_dim(f16)}), f16);
+  EXPECT_EQ(result({zero_dim(i32), scalar_int()}), i32);
+  EXPECT_EQ(result({zero_dim(i32), scalar_float()}), f32);
+  EXPECT_EQ(result({zero_dim(f16), zero_dim(f32)}), f32);
+  EXPECT_EQ(result({tensor(u8), zero_dim(i8), scalar_float()}), f32);
+}
+
+TEST(ResultType, OnlyScalars) {
+  EXPECT_EQ(result({scalar_int(), scalar_int()}), i64);
+  EXPECT_EQ(result({scalar_int(), scalar_float()}), f32);
+  EXPECT_EQ(result({scalar_bool()}), b);
+}
+
+TEST(CanCast, FollowsPyTorch) {
+  EXPECT_TRUE(can_cast(i64, f32));
+  EXPECT_TRUE(can_cast(f64, f16));  // narrowing within a category is allowed
+  EXPECT_TRUE(can_cast(i64, u8));
+  EXPECT_TRUE(can_cast(b, i32));
+  EXPECT_TRUE(can_cast(b, b));
+  EXPECT_FALSE(can_cast(f32, i64));
+  EXPECT_FALSE(can_cast(f16, u8));
+  EXPECT_FALSE(can_cast(i32, b));
+  EXPECT_FALSE(can_cast(f32, b));
+}
+
+TEST(FloatOps, IntegralInputsBecomeDefaultFloat) {
+  EXPECT_EQ(to_floating(i64), f32);
+  EXPECT_EQ(to_floating(b), f32);
+  EXPECT_EQ(to_floating(f16), f16);
+  EXPECT_EQ(to_floating(f64), f64);
+}
+
+TEST(SumDType, IntegralAndBoolAccumulateAsI64) {
+  EXPECT_EQ(sum_dtype(i32), i64);
+  EXPECT_EQ(sum_dtype(u8), i64);
+  EXPECT_EQ(sum_dtype(b), i64);
+  EXPECT_EQ(sum_dtype(bf16), bf16);
+}
+
+}  // namespace
+}  // namespace kiln::ir

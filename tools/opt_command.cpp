@@ -1,0 +1,58 @@
+// `kiln opt MODEL --passes a,b,c [--verbose] [--freeze]`: runs any list of passes on a model
+// and prints the result (as `mlir-opt` does).
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "ir/model_file.h"
+#include "ir/printer.h"
+#include "passes/pass_manager.h"
+#include "runtime/error.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+
+namespace {
+struct OptOptions {
+  std::string model;
+  std::vector<std::string> passes;
+  bool verbose = false;
+  bool freeze = false;
+  bool verify = true;
+};
+
+int run_opt(const OptOptions& options) {
+  ir::Graph graph = ir::load_model(options.model);
+  std::vector<std::string_view> names(options.passes.begin(), options.passes.end());
+  for (std::string_view name : names) passes::find_pass(name);  // unknown names fail before anything runs
+  passes::RunOptions run_options;
+  run_options.verbose = options.verbose;
+  run_options.verify_each = options.verify;
+  run_options.pass_options.freeze = options.freeze;
+  passes::run_passes(graph, names, run_options);
+  std::cout << ir::print_graph(graph);
+  return 0;
+}
+
+std::string passes_help() {
+  std::string text = "Comma-separated passes to run, in order:";
+  for (const passes::PassInfo& pass : passes::all_passes())
+    text += "\n  " + std::string(pass.name) + ": " + std::string(pass.summary);
+  return text;
+}
+}  // namespace
+
+void add_opt_command(CLI::App& app) {
+  auto options = std::make_shared<OptOptions>();
+  CLI::App* opt = app.add_subcommand("opt", "Run a list of graph passes on a model and print the result.");
+  opt->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  opt->add_option("--passes,-p", options->passes, passes_help())->delimiter(',')->required();
+  opt->add_flag("--verbose,-v", options->verbose, "Print each pass's time and the IR after it (to stderr)");
+  opt->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");
+  opt->add_flag("!--no-verify", options->verify, "Skip the verifier after each pass");
+  register_action(opt, [options] { return run_opt(*options); });
+}
+
+}  // namespace kiln::tools
