@@ -1,19 +1,22 @@
 // Eager mode against the plain interpreter: MLP inference (samples/models/mlp.kiln: 784 -> 128
 // -> 10 with softmax, a batch of 64 random inputs) run by ir::Interpreter and by
-// compiler::EagerExecutor, whose kernel calls go through the instruction VM, in its
-// multi-thread and single-thread modes. The reference kernels do the same work both ways, so
-// the difference is what eager mode costs on top: VM instructions, output buffers filled by a
-// copy, the read-back of the outputs.
+// compiler::EagerExecutor, whose kernel calls go through the instruction VM. The reference
+// kernels do the same work both ways, so the difference is what eager mode costs on top: VM
+// instructions, output buffers filled by a copy, the read-back of the outputs.
 //
 // A second pair runs a chain of 64 cheap ops on 16 values, where kernels cost next to nothing
-// and the per-node overhead of each way shows ("per_node").
+// and the per-node overhead of each way shows ("per_node": wall time per call_function node).
 //
-// process_cpu_ms: CPU time of every thread of the process per run (the VM's threads spin
-// while they wait, so this shows what eager mode costs the machine besides wall time).
+//   single: the VM's single-thread mode (everything on the caller's thread) or its threads
+//   spin:   the VM's threads spin (200 us scheduler, 50 us workers) before they sleep, the
+//           default, or sleep at once; on a machine with fewer free cores than VM threads
+//           spinning takes time from the kernels
+// process_cpu_ms: CPU time of every thread of the process per run.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
 
+#include <chrono>
 #include <map>
 #include <random>
 #include <string>
@@ -93,10 +96,15 @@ void run_interpreter(benchmark::State& state, const Workload& workload) {
   report(state, process_cpu_seconds() - cpu_start, call_nodes(workload.graph));
 }
 
-// range(0): 1 for the VM's single-thread mode.
+// range(0): 1 for the VM's single-thread mode; range(1): 0 to let the VM's threads sleep at
+// once when idle instead of spinning first (the default spins, 200 us and 50 us).
 void run_eager(benchmark::State& state, const Workload& workload) {
   compiler::EagerOptions options;
   options.vm.single_thread = state.range(0) != 0;
+  if (state.range(1) == 0) {
+    options.vm.scheduler_spin = std::chrono::microseconds(0);
+    options.vm.worker_spin = std::chrono::microseconds(0);
+  }
   options.vm.watchdog_timeout = std::chrono::milliseconds(0);
   compiler::EagerExecutor eager(options);
   const double cpu_start = process_cpu_seconds();
@@ -111,9 +119,21 @@ void BM_ChainInterpreter(benchmark::State& state) { run_interpreter(state, chain
 void BM_ChainEager(benchmark::State& state) { run_eager(state, chain()); }
 
 BENCHMARK(BM_MlpInterpreter)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_MlpEager)->ArgName("single")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MlpEager)
+    ->ArgNames({"single", "spin"})
+    ->Args({0, 1})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_ChainInterpreter)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_ChainEager)->ArgName("single")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ChainEager)
+    ->ArgNames({"single", "spin"})
+    ->Args({0, 1})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 
