@@ -119,6 +119,31 @@ TEST_F(Cli, DumpOfEverySample) {
   }
 }
 
+TEST_F(Cli, DumpAfterPipelineStages) {
+  Result decomposed = kiln("dump " + model("mlp") + " --stage decomposed");
+  EXPECT_EQ(decomposed.status, 0) << decomposed.err;
+  EXPECT_THAT(decomposed.out, Not(HasSubstr("target=linear]")));
+  EXPECT_THAT(decomposed.out, Not(HasSubstr("target=softmax]")));
+  EXPECT_THAT(decomposed.out, HasSubstr("target=amax]"));
+  expect_user_error(kiln("dump " + model("mlp") + " --stage bogus"), "--stage");
+
+  Result all = kiln("dump " + model("inplace") + " --all-stages " + (dir_ / "stages").string());
+  EXPECT_EQ(all.status, 0) << all.err;
+  for (const char* file : {"0_traced.kiln", "1_functional.kiln", "2_decomposed.kiln", "3_simplified.kiln"})
+    EXPECT_TRUE(fs::exists(dir_ / "stages" / file)) << file;
+  EXPECT_THAT(read_file(dir_ / "stages" / "1_functional.kiln"), Not(HasSubstr("target=add_]")));
+}
+
+TEST_F(Cli, OptRunsPassListsAndRejectsUnknownPasses) {
+  Result result = kiln("opt " + model("inplace") + " --passes functionalize,dce --verbose");
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, Not(HasSubstr("target=mul_]")));
+  EXPECT_THAT(result.err, HasSubstr("[pass functionalize]"));
+  EXPECT_THAT(result.err, HasSubstr("[pass dce]"));
+  expect_user_error(kiln("opt " + model("mlp") + " --passes functionalize,bogus"), "unknown pass 'bogus'");
+  expect_user_error(kiln("opt " + model("mlp")), "--passes");
+}
+
 TEST_F(Cli, RunPrintsAndWritesOutputs) {
   Result result = kiln("run " + model("mlp") + " --input " + input("mlp") + " --out " + (dir_ / "out").string());
   ASSERT_EQ(result.status, 0) << result.err;
