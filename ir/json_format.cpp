@@ -8,6 +8,7 @@
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "runtime/error.h"
+#include "runtime/json_brief.h"
 
 namespace kiln::ir {
 
@@ -84,26 +85,6 @@ json node_to_json(const Node& node) {
 
 // ---- reading ----
 
-// JSON text of `value` for messages, kept short and shallow: nested containers beyond three
-// levels and items past the fourth print as "..." (so hostile, deeply nested input cannot
-// exhaust the stack through dump()).
-std::string brief(const json& value, int depth = 0) {
-  if (!value.is_structured()) return value.dump();
-  bool is_array = value.is_array();
-  std::string text(1, is_array ? '[' : '{');
-  if (depth >= 3 && !value.empty()) return text + "..." + (is_array ? "]" : "}");
-  size_t shown = 0;
-  for (auto item = value.begin(); item != value.end(); ++item, ++shown) {
-    if (shown) text += ",";
-    if (shown == 4) {
-      text += "...";
-      break;
-    }
-    if (!is_array) text += json(item.key()).dump() + ":";
-    text += brief(item.value(), depth + 1);
-  }
-  return text + (is_array ? "]" : "}");
-}
 
 
 class Reader {
@@ -116,10 +97,10 @@ class Reader {
     for (const auto& [name, tensor] : options_.parameters) graph_.set_parameter(name, tensor);
     if (!document.is_object()) error("", "expected a JSON object, found ", kind_of(document));
     const json& format = field(document, "format", "");
-    if (format != "kiln-graph") error("format", "expected \"kiln-graph\", found ", brief(format));
+    if (format != "kiln-graph") error("format", "expected \"kiln-graph\", found ", json_brief(format));
     const json& version = field(document, "version", "");
     if (!version.is_number_integer() || version.get<int64_t>() != kJsonFormatVersion)
-      error("version", "unsupported version ", brief(version), " (Kiln reads version ", kJsonFormatVersion, ")");
+      error("version", "unsupported version ", json_brief(version), " (Kiln reads version ", kJsonFormatVersion, ")");
     const json& nodes = field(document, "nodes", "");
     if (!nodes.is_array()) error("nodes", "expected an array, found ", kind_of(nodes));
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -143,7 +124,7 @@ class Reader {
   static std::string member_path(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
   }
-  static std::string kind_of(const json& value) { return std::string(value.type_name()) + " " + brief(value); }
+  static std::string kind_of(const json& value) { return std::string(value.type_name()) + " " + json_brief(value); }
 
   const json& field(const json& object, const std::string& key, const std::string& path) const {
     auto found = object.find(key);
@@ -159,7 +140,7 @@ class Reader {
 
   int64_t integer(const json& value, const std::string& path) const {
     if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
-      error(path, "integer ", brief(value), " is out of range");
+      error(path, "integer ", json_brief(value), " is out of range");
     if (!value.is_number_integer()) error(path, "expected an integer, found ", kind_of(value));
     return value.get<int64_t>();
   }

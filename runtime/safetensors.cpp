@@ -20,6 +20,7 @@
 
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
+#include "runtime/json_brief.h"
 
 namespace kiln {
 
@@ -72,26 +73,6 @@ std::string offsets_text(const Entry& entry) {
   return "[" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + "]";
 }
 
-// JSON text of `value` for messages, kept short and shallow: nested containers beyond three
-// levels and items past the fourth print as "..." (so hostile, deeply nested input cannot
-// exhaust the stack through dump()).
-std::string brief(const nlohmann::json& value, int depth = 0) {
-  if (!value.is_structured()) return value.dump();
-  bool is_array = value.is_array();
-  std::string text(1, is_array ? '[' : '{');
-  if (depth >= 3 && !value.empty()) return text + "..." + (is_array ? "]" : "}");
-  size_t shown = 0;
-  for (auto item = value.begin(); item != value.end(); ++item, ++shown) {
-    if (shown) text += ",";
-    if (shown == 4) {
-      text += "...";
-      break;
-    }
-    if (!is_array) text += nlohmann::json(item.key()).dump() + ":";
-    text += brief(item.value(), depth + 1);
-  }
-  return text + (is_array ? "]" : "}");
-}
 
 // A JSON value as a non-negative integer, or nullopt.
 std::optional<uint64_t> as_count(const nlohmann::json& value) {
@@ -107,7 +88,7 @@ template <typename... Parts>
 
 Entry parse_entry(const std::string& file, const std::string& name, const nlohmann::json& info) {
   if (!info.is_object())
-    tensor_error(file, name, "expected an object with dtype, shape and data_offsets, found ", brief(info));
+    tensor_error(file, name, "expected an object with dtype, shape and data_offsets, found ", json_brief(info));
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!info.contains(key)) tensor_error(file, name, "missing \"", key, "\"");
 
@@ -115,16 +96,16 @@ Entry parse_entry(const std::string& file, const std::string& name, const nlohma
   const nlohmann::json& dtype = info["dtype"];
   std::optional<DType> parsed = dtype.is_string() ? parse_dtype_name(dtype.get<std::string>()) : std::nullopt;
   if (!parsed)
-    tensor_error(file, name, "unknown dtype ", brief(dtype),
+    tensor_error(file, name, "unknown dtype ", json_brief(dtype),
                  " (Kiln reads F32, F16, BF16, F64, I64, I32, I8, U8 and BOOL)");
   entry.dtype = *parsed;
 
   const nlohmann::json& shape = info["shape"];
-  if (!shape.is_array()) tensor_error(file, name, "shape ", brief(shape), " is not a list");
+  if (!shape.is_array()) tensor_error(file, name, "shape ", json_brief(shape), " is not a list");
   for (const nlohmann::json& dim : shape) {
     std::optional<uint64_t> size = as_count(dim);
     if (!size || *size > uint64_t(std::numeric_limits<int64_t>::max()))
-      tensor_error(file, name, "bad shape ", brief(shape));
+      tensor_error(file, name, "bad shape ", json_brief(shape));
     entry.shape.push_back(int64_t(*size));
   }
 
@@ -135,7 +116,7 @@ Entry parse_entry(const std::string& file, const std::string& name, const nlohma
     entry.end = *as_count(offsets[1]);
   }
   if (!valid || entry.begin > entry.end)
-    tensor_error(file, name, "bad data_offsets ", brief(offsets), " (expected [begin, end] with begin <= end)");
+    tensor_error(file, name, "bad data_offsets ", json_brief(offsets), " (expected [begin, end] with begin <= end)");
   return entry;
 }
 
