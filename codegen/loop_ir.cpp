@@ -1,0 +1,204 @@
+// Builders and queries of the loop IR (codegen/loop_ir.h).
+#include "codegen/loop_ir.h"
+
+#include <algorithm>
+#include <set>
+
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+
+SymInt loop_var(size_t dim) { return SymInt::symbol("x" + std::to_string(dim)); }
+SymInt reduction_var(size_t dim) { return SymInt::symbol("r" + std::to_string(dim)); }
+
+std::vector<SymInt> loop_vars(size_t rank) {
+  std::vector<SymInt> vars;
+  for (size_t d = 0; d < rank; ++d) vars.push_back(loop_var(d));
+  return vars;
+}
+
+SymInt flat_index(const std::vector<SymInt>& index, const SymShape& shape) {
+  KILN_CHECK(index.size() == shape.size(), "flat_index: rank mismatch");
+  SymInt flat = 0;
+  SymInt stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != SymInt(1)) flat = flat + index[d] * stride;
+    stride = stride * shape[d];
+  }
+  return flat;
+}
+
+SymInt numel(const SymShape& shape) {
+  SymInt n = 1;
+  for (const SymInt& d : shape) n = n * d;
+  return n;
+}
+
+const std::vector<std::string>& unary_ops() {
+  static const std::vector<std::string> ops = {
+      "neg",   "abs",   "exp",     "log",  "log1p", "expm1", "sqrt",  "rsqrt",       "reciprocal", "sin",
+      "cos",   "tanh",  "sigmoid", "erf",  "relu",  "floor", "ceil",  "round",       "sign",       "logical_not",
+      "isnan"};
+  return ops;
+}
+
+const std::vector<std::string>& binary_ops() {
+  static const std::vector<std::string> ops = {
+      "add", "sub", "mul", "div", "div_trunc", "div_floor", "pow", "maximum", "minimum", "fmod", "remainder",
+      "eq",  "ne",  "lt",  "le",  "gt",        "ge",        "logical_and", "logical_or", "logical_xor",
+      "bitwise_and", "bitwise_or"};
+  return ops;
+}
+
+namespace {
+
+bool is_bool_result(const std::string& op) {
+  static const std::set<std::string> ops = {"logical_not", "isnan", "eq", "ne", "lt", "le", "gt", "ge",
+                                            "logical_and", "logical_or", "logical_xor"};
+  return ops.count(op) > 0;
+}
+
+std::shared_ptr<ExprNode> make(ExprKind kind, DType dtype) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = kind;
+  node->dtype = dtype;
+  return node;
+}
+
+}  // namespace
+
+Expr constant(double value, DType dtype) {
+  auto node = make(ExprKind::Constant, dtype);
+  if (is_floating(dtype)) {
+    node->float_value = value;
+  } else if (dtype == DType::boolean) {
+    node->int_value = value != 0 ? 1 : 0;
+  } else {
+    node->int_value = int64_t(value);
+  }
+  return node;
+}
+
+Expr load(int buffer, DType dtype, SymInt index) {
+  auto node = make(ExprKind::Load, dtype);
+  node->buffer = buffer;
+  node->index = std::move(index);
+  return node;
+}
+
+Expr index_value(SymInt index, DType dtype) {
+  auto node = make(ExprKind::IndexValue, dtype);
+  node->index = std::move(index);
+  return node;
+}
+
+Expr unary(std::string op, Expr a) {
+  KILN_CHECK(std::count(unary_ops().begin(), unary_ops().end(), op) == 1, "unknown unary op " + op);
+  auto node = make(ExprKind::Unary, is_bool_result(op) ? DType::boolean : a->dtype);
+  node->op = std::move(op);
+  node->args = {std::move(a)};
+  return node;
+}
+
+Expr binary(std::string op, Expr a, Expr b) {
+  KILN_CHECK(std::count(binary_ops().begin(), binary_ops().end(), op) == 1, "unknown binary op " + op);
+  auto node = make(ExprKind::Binary, is_bool_result(op) ? DType::boolean : a->dtype);
+  node->op = std::move(op);
+  node->args = {std::move(a), std::move(b)};
+  return node;
+}
+
+Expr where(Expr condition, Expr a, Expr b) {
+  auto node = make(ExprKind::Where, a->dtype);
+  node->args = {std::move(condition), std::move(a), std::move(b)};
+  return node;
+}
+
+Expr cast(Expr a, DType dtype) {
+  if (a->dtype == dtype) return a;
+  auto node = make(ExprKind::Cast, dtype);
+  node->args = {std::move(a)};
+  return node;
+}
+
+void visit(const Expr& expr, const std::function<void(const ExprNode&)>& f) {
+  if (!expr) return;
+  for (const Expr& arg : expr->args) visit(arg, f);
+  for (const IndirectTerm& term : expr->indirect) visit(term.value, f);
+  visit(expr->mask, f);
+  visit(expr->other, f);
+  f(*expr);
+}
+
+Expr map_indices(const Expr& expr, const std::function<SymInt(const SymInt&)>& f) {
+  if (!expr) return expr;
+  auto node = std::make_shared<ExprNode>(*expr);
+  if (node->kind == ExprKind::Load || node->kind == ExprKind::IndexValue || node->kind == ExprKind::Random) {
+    node->index = f(node->index);
+  }
+  for (Expr& arg : node->args) arg = map_indices(arg, f);
+  for (IndirectTerm& term : node->indirect) {
+    term.value = map_indices(term.value, f);
+    term.size = f(term.size);
+    term.stride = f(term.stride);
+  }
+  node->mask = map_indices(node->mask, f);
+  node->other = map_indices(node->other, f);
+  return node;
+}
+
+Expr substitute(const Expr& expr, const std::map<std::string, SymInt>& replacements) {
+  return map_indices(expr, [&](const SymInt& index) { return index.substitute(replacements); });
+}
+
+std::vector<int> loaded_buffers(const Expr& expr) {
+  std::vector<int> buffers;
+  visit(expr, [&](const ExprNode& node) {
+    if (node.kind == ExprKind::Load && std::find(buffers.begin(), buffers.end(), node.buffer) == buffers.end()) {
+      buffers.push_back(node.buffer);
+    }
+  });
+  return buffers;
+}
+
+size_t expr_size(const Expr& expr) {
+  size_t count = 0;
+  visit(expr, [&](const ExprNode&) { ++count; });
+  return count;
+}
+
+int LoopProgram::add_buffer(Buffer buffer) {
+  buffer.id = int(buffers.size());
+  buffers.push_back(std::move(buffer));
+  return buffers.back().id;
+}
+
+int LoopProgram::add_node(LoopNode node) {
+  node.id = int(nodes.size());
+  nodes.push_back(std::move(node));
+  return nodes.back().id;
+}
+
+std::vector<int> LoopProgram::readers(int buffer_id) const {
+  std::vector<int> result;
+  for (const LoopNode& node : nodes) {
+    bool reads = false;
+    if (node.kind == NodeKind::Extern) {
+      for (const StridedView& view : node.extern_call.inputs) reads = reads || view.buffer == buffer_id;
+    } else {
+      std::vector<int> loaded = loaded_buffers(node.body);
+      reads = std::find(loaded.begin(), loaded.end(), buffer_id) != loaded.end();
+    }
+    if (reads) result.push_back(node.id);
+  }
+  return result;
+}
+
+int LoopProgram::writer(int buffer_id) const {
+  for (const LoopNode& node : nodes) {
+    if (std::find(node.outputs.begin(), node.outputs.end(), buffer_id) != node.outputs.end()) return node.id;
+  }
+  return -1;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,214 @@
+// The loop IR: what lowering (codegen/lowering) produces from a graph and what the scheduler
+// and every backend (codegen/cpp, later codegen/cuda) consume. It is backend-neutral.
+//
+// A LoopProgram is a list of Buffers and a topologically ordered list of LoopNodes:
+//   - Pointwise: for every point x of `ranges`, out[store(x)] = body(x).
+//   - Reduction: for every x of `ranges`, out[store(x)] = reduce over r of `reduction_ranges` of body(x, r).
+//   - Extern: a library call (batched GEMM) or a fallback to the reference kernel of one graph node.
+// Views produce no node: lowering folds them into the index expressions of the loads that read them.
+//
+// Index expressions are SymInts over three kinds of symbols:
+//   - loop variables x0, x1, ... (one per dim of `ranges`),
+//   - reduction variables r0, r1, ... (one per dim of `reduction_ranges`),
+//   - the graph's shape symbols (s0, s1, ...), bound at run time from the inputs' sizes.
+// Graph symbols named like loop variables (x<digits>, r<digits>) are rejected by lowering.
+//
+// Every buffer a node writes is contiguous over the node's `ranges` (row-major), so the store
+// index of point x is sum_d x_d * contiguous_stride(ranges)_d; for a Reduction the ranges are
+// the keepdim output shape (reduced dims are 1), whose row-major order equals the graph's output.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/symbolic.h"
+#include "runtime/dtype.h"
+
+namespace kiln::codegen {
+
+using ir::SymInt;
+using ir::SymShape;
+
+SymInt loop_var(size_t dim);       // x<dim>
+SymInt reduction_var(size_t dim);  // r<dim>
+// The variables x0..x{rank-1}, in order.
+std::vector<SymInt> loop_vars(size_t rank);
+// Row-major flat index of `index` in `shape`: sum_d index_d * contiguous_stride(shape)_d.
+SymInt flat_index(const std::vector<SymInt>& index, const SymShape& shape);
+SymInt numel(const SymShape& shape);
+
+// ---------------------------------------------------------------- buffers
+
+enum class BufferKind {
+  Input,         // a graph placeholder; strides are the guarded input strides (contiguous)
+  Parameter,     // a get_attr: read-only memory from the weights file (contiguous)
+  Output,        // a graph output: contiguous, allocated by the caller
+  Intermediate,  // a temporary: contiguous, placed in the workspace by the memory plan
+};
+
+struct Buffer {
+  int id = -1;
+  std::string name;  // readable and unique: the graph value's name ("add_1"), "buf3" when none
+  BufferKind kind = BufferKind::Intermediate;
+  DType dtype = DType::f32;
+  SymShape shape;
+  // Input: the placeholder's target; Parameter: the parameter name; Output: the output's name.
+  std::string source;
+  int position = -1;  // Input: placeholder index; Output: index in the graph's output tuple
+};
+
+// ---------------------------------------------------------------- expressions
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+enum class ExprKind {
+  Constant,    // value as `dtype` (floats in float_value; ints and bools in int_value)
+  Load,        // buffer[index + sum_k cast<i64>(indirect[k].value) * indirect[k].stride]
+               // where mask is absent or true, else `other` (a Constant of the load's dtype)
+  IndexValue,  // the value of `index` (a SymInt over loop variables) as `dtype`
+  Unary,       // op(args[0]); op is one of unary_ops()
+  Binary,      // op(args[0], args[1]); one of binary_ops(); comparisons give bool
+  Where,       // args[0] (bool) ? args[1] : args[2]
+  Cast,        // args[0] converted to dtype (float to int truncates toward zero; to bool: != 0)
+  Random,      // Philox4x32-10 uniform [0, 1) (or normal when `normal`) at linear element index `index`
+               // with `seed` and `offset`, exactly the interpreter's contract (runtime/philox.h)
+};
+
+struct IndirectTerm {
+  Expr value;     // an integer expression; negative values count from the end: value + size
+  SymInt size;    // the size of the indexed dim (to wrap negatives and check bounds)
+  SymInt stride;  // element stride of the indexed dim in the buffer
+};
+
+struct ExprNode {
+  ExprKind kind = ExprKind::Constant;
+  DType dtype = DType::f32;  // the type of the value this expression yields
+  // Constant
+  double float_value = 0;
+  int64_t int_value = 0;
+  // Load / IndexValue / Random
+  int buffer = -1;
+  SymInt index;
+  std::vector<IndirectTerm> indirect;
+  Expr mask;   // Load: optional bool predicate
+  Expr other;  // Load: value where mask is false
+  // Unary / Binary: the op name; arguments already have the computation dtype (lowering inserts casts)
+  std::string op;
+  std::vector<Expr> args;
+  // Random
+  int64_t seed = 0;
+  int64_t offset = 0;
+  bool normal = false;
+};
+
+// The closed op sets the backends implement, with the interpreter's semantics:
+//   unary:  neg abs exp log log1p expm1 sqrt rsqrt reciprocal sin cos tanh sigmoid erf relu floor ceil
+//           round (half to even) sign logical_not (bool) isnan (bool)
+//   binary: add sub mul div div_trunc div_floor pow maximum minimum (NaN propagates) fmod remainder
+//           eq ne lt le gt ge (bool) logical_and logical_or logical_xor (bool args and result)
+//           bitwise_and bitwise_or (bools and integers)
+const std::vector<std::string>& unary_ops();
+const std::vector<std::string>& binary_ops();
+
+Expr constant(double value, DType dtype);  // ints and bools are stored in int_value
+Expr load(int buffer, DType dtype, SymInt index);
+Expr index_value(SymInt index, DType dtype);
+Expr unary(std::string op, Expr a);  // dtype: a's, bool for logical_not/isnan
+Expr binary(std::string op, Expr a, Expr b);  // dtype: a's, bool for comparisons and logical ops
+Expr where(Expr condition, Expr a, Expr b);
+Expr cast(Expr a, DType dtype);  // returns a when it already has dtype
+
+// Calls f on every node of the expression, children first.
+void visit(const Expr& expr, const std::function<void(const ExprNode&)>& f);
+// A copy of the expression with every index (and indirect stride) rewritten by f.
+Expr map_indices(const Expr& expr, const std::function<SymInt(const SymInt&)>& f);
+// Substitutes symbols in every index of the expression.
+Expr substitute(const Expr& expr, const std::map<std::string, SymInt>& replacements);
+// The buffers the expression loads from.
+std::vector<int> loaded_buffers(const Expr& expr);
+// Number of operations (nodes) in the expression.
+size_t expr_size(const Expr& expr);
+
+// ---------------------------------------------------------------- nodes
+
+enum class NodeKind { Pointwise, Reduction, Extern };
+
+enum class ReductionKind {
+  Sum,
+  Prod,
+  Max,     // NaN propagates
+  Min,     // NaN propagates
+  ArgMax,  // i64 row-major index over reduction_ranges of the first max (NaN counts as max)
+  ArgMin,
+  Welford,  // outputs {mean, m2}: mean and sum of squared deviations, one pass
+};
+
+// A strided view of a buffer, as library calls take it.
+struct StridedView {
+  int buffer = -1;
+  SymInt offset;  // elements
+  SymShape shape;
+  SymShape strides;  // elements
+};
+
+enum class ExternKind {
+  Gemm,      // out[b...] = a[b...] @ b[b...]: a [batch..., m, k], b [batch..., k, n], out [batch..., m, n]
+  Fallback,  // the reference kernel of graph node `graph_node`, run by the host
+};
+
+struct ExternCall {
+  ExternKind kind = ExternKind::Gemm;
+  std::vector<StridedView> inputs;  // Gemm: {a, b}; Fallback: the node's tensor arguments in order
+  std::vector<StridedView> outputs;  // Gemm: {out} (contiguous); Fallback: the node's results
+  std::string graph_node;            // Fallback: the graph node to run
+};
+
+struct LoopNode {
+  int id = -1;
+  NodeKind kind = NodeKind::Pointwise;
+  std::string name;                  // readable: the graph node's name
+  std::vector<std::string> origins;  // graph nodes this node computes (views folded in included)
+  std::vector<int> outputs;          // buffer ids written; Welford: {mean, m2}; Extern: the outputs
+  SymShape ranges;                   // x variables; the output shape (keepdim shape for reductions)
+  SymShape reduction_ranges;         // r variables (Reduction only)
+  ReductionKind reduction = ReductionKind::Sum;
+  // Pointwise and Reduction: the value at (x, r). For a reduction its dtype is the accumulation
+  // dtype; results are cast to each output buffer's dtype when stored.
+  Expr body;
+  ExternCall extern_call;  // Extern only
+};
+
+// ---------------------------------------------------------------- programs
+
+struct LoopProgram {
+  std::vector<Buffer> buffers;  // id == index
+  std::vector<LoopNode> nodes;  // id == index, topological order
+  std::vector<int> inputs;      // buffer ids, in placeholder order
+  std::vector<int> parameters;  // buffer ids of the parameters read
+  std::vector<int> outputs;     // buffer ids, in the graph's output order
+  std::vector<std::string> symbols;  // the graph's shape symbols, in order of first appearance
+  // How each symbol is bound: the first input dim whose size is exactly that symbol.
+  struct SymbolSource {
+    std::string symbol;
+    int input = -1;  // position in `inputs`
+    int dim = -1;
+  };
+  std::vector<SymbolSource> symbol_sources;
+
+  int add_buffer(Buffer buffer);  // sets id, returns it
+  int add_node(LoopNode node);    // sets id, returns it
+  const Buffer& buffer(int id) const { return buffers.at(size_t(id)); }
+  // Nodes that read buffer `id` (in a load or as an extern input), in order.
+  std::vector<int> readers(int buffer_id) const;
+  // The node that writes buffer `id`, or -1 (inputs and parameters).
+  int writer(int buffer_id) const;
+};
+
+}  // namespace kiln::codegen
