@@ -178,6 +178,10 @@ struct LoopNode {
   std::vector<int> outputs;          // buffer ids written; Welford: {mean, m2}; Extern: the outputs
   SymShape ranges;                   // x variables; the output shape (keepdim shape for reductions)
   SymShape reduction_ranges;         // r variables (Reduction only)
+  // Reduction only: positions in `ranges` of the reduced dims (ranges has the input's rank and is 1
+  // there); reduction_ranges[k] is the input's size of dim reduced_dims[k]. A full reduction
+  // (dim=None) has ranges [1, ..., 1] and every dim reduced.
+  std::vector<int> reduced_dims;
   ReductionKind reduction = ReductionKind::Sum;
   // Pointwise and Reduction: the value at (x, r). For a reduction its dtype is the accumulation
   // dtype; results are cast to each output buffer's dtype when stored.
