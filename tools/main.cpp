@@ -26,11 +26,13 @@ int main(int argc, char** argv) {
       "  kiln opt samples/models/inplace.kiln --passes functionalize,dce --verbose\n"
       "  kiln run samples/models/mlp.kiln --random-inputs 0 --dim s0=4\n"
       "  kiln run samples/models/cnn.kiln --input x=image.npy --out results/\n"
+      "  kiln cache stats\n"
       "Run 'kiln COMMAND --help' for a command's options.");
 
   kiln::tools::add_dump_command(app);
   kiln::tools::add_run_command(app);
   kiln::tools::add_opt_command(app);
+  kiln::tools::add_cache_command(app);
 
   try {
     app.parse(argc, argv);
