@@ -1,0 +1,496 @@
+// The lowering driver (codegen/lowering.h) and the Lowerer's shared machinery
+// (codegen/lowering_context.h): symbols and their sources, inputs and parameters, the node
+// loop with its dispatch to the per-op rules, accessors, loads, new buffers and nodes,
+// contiguous copies, the Fallback extern, and the graph outputs.
+#include "codegen/lowering.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "codegen/index_analysis.h"
+#include "codegen/lowering_context.h"
+#include "ir/type_promotion.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+
+namespace lowering {
+
+// ---------------------------------------------------------------- dtype helpers
+
+DType compute_dtype(DType dtype) {
+  return dtype == DType::f16 || dtype == DType::bf16 ? DType::f32 : dtype;
+}
+
+Expr upcast(Expr value) { return cast(value, compute_dtype(value->dtype)); }
+
+DType number_dtype(const ir::Argument& value) {
+  if (value.is_bool()) return DType::boolean;
+  if (value.is_int()) return DType::i64;
+  return ir::kDefaultFloat;
+}
+
+Expr number(const ir::Argument& value, DType dtype) {
+  // Through a 0-d tensor of `dtype`, exactly as the interpreter converts numbers.
+  Tensor scalar = Tensor::empty({}, dtype);
+  if (value.is_float()) {
+    scalar.set_double({}, value.floating());
+  } else {
+    scalar.set_int({}, value.is_bool() ? int64_t(value.boolean()) : value.integer());
+  }
+  DType compute = compute_dtype(dtype);
+  if (is_floating(dtype)) return constant(scalar.item_double({}), compute);
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::Constant;
+  node->dtype = compute;
+  node->int_value = scalar.item_int({});
+  return node;
+}
+
+DType promoted_dtype(const ir::OpCall& call, const std::vector<size_t>& indices) {
+  std::vector<ir::PromotionOperand> operands;
+  for (size_t index : indices) {
+    const ir::Argument& argument = call.arg(index);
+    if (argument.is_node()) {
+      const ir::TensorMeta& meta = call.tensor(index);
+      operands.push_back(ir::PromotionOperand::tensor(meta.dtype, meta.rank()));
+    } else if (argument.is_number()) {
+      operands.push_back(ir::PromotionOperand::scalar(number_dtype(argument)));
+    }
+  }
+  KILN_CHECK(!operands.empty(), "promoted_dtype: no operands");
+  return ir::result_type(operands);
+}
+
+// ---------------------------------------------------------------- index helpers
+
+std::vector<SymInt> vars_of(const SymShape& shape) { return loop_vars(shape.size()); }
+
+std::vector<SymInt> broadcast_index(const SymShape& shape, const SymShape& out_shape) {
+  KILN_CHECK(shape.size() <= out_shape.size(), "broadcast_index: rank ", shape.size(), " into ", out_shape.size());
+  size_t lead = out_shape.size() - shape.size();
+  std::vector<SymInt> index;
+  for (size_t d = 0; d < shape.size(); ++d)
+    index.push_back(shape[d] == SymInt(1) ? SymInt(0) : loop_var(d + lead));
+  return index;
+}
+
+bool provably_le(const SymInt& a, const SymInt& b) { return max(a, b) == b; }
+
+namespace {
+
+bool is_reserved_symbol(const std::string& name) {
+  if (name.size() < 2 || (name[0] != 'x' && name[0] != 'r')) return false;
+  return std::all_of(name.begin() + 1, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+void collect_symbols(const SymInt& value, std::vector<std::string>& out) {
+  for (const std::string& symbol : value.free_symbols())
+    if (std::find(out.begin(), out.end(), symbol) == out.end()) out.push_back(symbol);
+}
+
+void collect_symbols(const ir::Argument& argument, std::vector<std::string>& out) {
+  if (argument.is_symint()) collect_symbols(argument.symint(), out);
+  if (argument.is_list())
+    for (const ir::Argument& item : argument.list()) collect_symbols(item, out);
+}
+
+// The node that first uses `symbol`, for messages.
+const ir::Node* first_user_of(const ir::Graph& graph, const std::string& symbol) {
+  for (const ir::Node* node : graph.nodes()) {
+    std::vector<std::string> found;
+    for (const ir::TensorMeta& meta : node->meta.values)
+      for (const SymInt& size : meta.shape) collect_symbols(size, found);
+    for (const ir::Argument& argument : node->args()) collect_symbols(argument, found);
+    for (const auto& [key, argument] : node->kwargs()) collect_symbols(argument, found);
+    if (std::find(found.begin(), found.end(), symbol) != found.end()) return node;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the Lowerer
+
+Lowerer::Lowerer(const ir::Graph& graph, const LoweringOptions& options) : graph_(graph), options_(options) {
+  register_view_lowerings(rules_);
+  register_pointwise_lowerings(rules_);
+  register_creation_lowerings(rules_);
+  register_reduction_lowerings(rules_);
+  register_copy_lowerings(rules_);
+  register_linear_algebra_lowerings(rules_);
+  register_pooling_lowerings(rules_);
+}
+
+LoopProgram Lowerer::run() {
+  bind_symbols();
+  const ir::Node* output = nullptr;
+  for (const ir::Node* node : graph_.nodes()) {
+    if (node->op() == ir::OpKind::output) {
+      output = node;
+      break;
+    }
+    lower_node(*node);
+  }
+  if (!output) fail("lowering: the graph has no output node");
+  lower_outputs(*output);
+  return std::move(program_);
+}
+
+void Lowerer::bind_symbols() {
+  std::vector<std::string> symbols;
+  for (const ir::Node* node : graph_.nodes()) {
+    for (const ir::TensorMeta& meta : node->meta.values)
+      for (const SymInt& size : meta.shape) collect_symbols(size, symbols);
+    for (const ir::Argument& argument : node->args()) collect_symbols(argument, symbols);
+    for (const auto& [key, argument] : node->kwargs()) collect_symbols(argument, symbols);
+  }
+  for (const std::string& symbol : symbols)
+    if (is_reserved_symbol(symbol)) {
+      const ir::Node* user = first_user_of(graph_, symbol);
+      fail("lowering: the graph symbol '", symbol, "' (used by ", user ? ir::describe(*user) : "the graph",
+           ") is named like a loop variable; rename it (x<digits> and r<digits> are reserved)");
+    }
+  program_.symbols = symbols;
+
+  std::vector<ir::Node*> placeholders = graph_.placeholders();
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    const ir::Node& placeholder = *placeholders[i];
+    const ir::TensorMeta& meta = placeholder.value();
+    Buffer buffer;
+    buffer.name = unique_buffer_name(placeholder.name());
+    buffer.kind = BufferKind::Input;
+    buffer.dtype = meta.dtype;
+    buffer.shape = meta.shape;
+    buffer.source = placeholder.target();
+    buffer.position = int(i);
+    int id = program_.add_buffer(std::move(buffer));
+    program_.inputs.push_back(id);
+    define(placeholder, whole(id));
+    for (size_t d = 0; d < meta.shape.size(); ++d) {
+      if (!meta.shape[d].is_symbol()) continue;
+      std::string symbol = meta.shape[d].free_symbols().front();
+      bool bound = std::any_of(program_.symbol_sources.begin(), program_.symbol_sources.end(),
+                               [&](const LoopProgram::SymbolSource& source) { return source.symbol == symbol; });
+      if (!bound) program_.symbol_sources.push_back({symbol, int(i), int(d)});
+    }
+  }
+  for (const std::string& symbol : symbols) {
+    bool bound = std::any_of(program_.symbol_sources.begin(), program_.symbol_sources.end(),
+                             [&](const LoopProgram::SymbolSource& source) { return source.symbol == symbol; });
+    if (!bound) {
+      const ir::Node* user = first_user_of(graph_, symbol);
+      fail("lowering: the symbol '", symbol, "' (used by ", user ? ir::describe(*user) : "the graph",
+           ") is not bound by any input: no input has a dim whose size is exactly ", symbol);
+    }
+  }
+}
+
+void Lowerer::lower_node(const ir::Node& node) {
+  current_ = &node;
+  pending_origins_.clear();
+  switch (node.op()) {
+    case ir::OpKind::placeholder:
+    case ir::OpKind::output:
+      return;
+    case ir::OpKind::get_attr: {
+      const ir::TensorMeta& meta = node.value();
+      Accessor accessor;
+      accessor.parameter = node.target();
+      accessor.dtype = meta.dtype;
+      accessor.shape = meta.shape;
+      accessor.index = flat_index(vars_of(meta.shape), meta.shape);
+      define(node, std::move(accessor));
+      return;
+    }
+    case ir::OpKind::call_function:
+      break;
+  }
+  const ir::OpInfo& op = ir::OpRegistry::global().get(node.target());
+  if (op.is_inplace() || op.has_tag("mutation"))
+    fail("lowering: ", ir::describe(node), " mutates its input; lowering needs a functional graph (run the default "
+         "pipeline first: kiln dump --stage simplified)");
+  ir::OpCall call = ir::OpCall::of(node);
+  bool view = op.is_view || op.name() == "getitem";
+  auto rule = rules_.find(node.target());
+  if (rule == rules_.end() || (!view && options_.force_fallback_ops.count(node.target()))) {
+    lower_fallback(node, call);
+    return;
+  }
+  rule->second(*this, node, call);
+}
+
+const Accessor& Lowerer::value(const ir::Node* node, size_t element) const {
+  auto found = values_.find(node);
+  KILN_CHECK(found != values_.end(), "lowering: no value for ", ir::describe(*node));
+  KILN_CHECK(element < found->second.size(), "lowering: ", ir::describe(*node), " has no value ", element);
+  return found->second[element];
+}
+
+const Accessor& Lowerer::tensor(const ir::OpCall& call, size_t index) const {
+  KILN_CHECK(call.arg(index).is_node(), call.prefix(), "argument ", index, " is not a tensor");
+  return value(call.arg(index).node());
+}
+
+void Lowerer::define(const ir::Node& node, Accessor value) { values_[&node] = {std::move(value)}; }
+
+void Lowerer::define(const ir::Node& node, std::vector<Accessor> values) { values_[&node] = std::move(values); }
+
+int Lowerer::resolve(const Accessor& value) {
+  if (value.buffer >= 0) return value.buffer;
+  auto found = parameter_buffers_.find(value.parameter);
+  if (found != parameter_buffers_.end()) return found->second;
+  const Tensor* tensor = graph_.parameter(value.parameter);
+  if (!tensor) fail("lowering: no parameter named '", value.parameter, "' in the graph");
+  Buffer buffer;
+  buffer.name = unique_buffer_name(value.parameter);
+  buffer.kind = BufferKind::Parameter;
+  buffer.dtype = tensor->dtype();
+  for (int64_t size : tensor->sizes()) buffer.shape.push_back(size);
+  buffer.source = value.parameter;
+  int id = program_.add_buffer(std::move(buffer));
+  program_.parameters.push_back(id);
+  parameter_buffers_[value.parameter] = id;
+  return id;
+}
+
+Expr Lowerer::load(const Accessor& value, const std::vector<SymInt>& index) {
+  KILN_CHECK(index.size() == value.shape.size(), "load: index of rank ", index.size(), " for a value of rank ",
+             value.shape.size());
+  std::map<std::string, SymInt> replacements;
+  for (size_t d = 0; d < index.size(); ++d) replacements["x" + std::to_string(d)] = index[d];
+  for (const std::string& view : value.views)
+    if (std::find(pending_origins_.begin(), pending_origins_.end(), view) == pending_origins_.end())
+      pending_origins_.push_back(view);
+  return codegen::load(resolve(value), value.dtype, value.index.substitute(replacements));
+}
+
+Expr Lowerer::load_masked(const Accessor& value, const std::vector<SymInt>& index, Expr mask, double other) {
+  auto node = std::make_shared<ExprNode>(*load(value, index));
+  node->mask = std::move(mask);
+  node->other = constant(other, value.dtype);
+  return node;
+}
+
+Expr Lowerer::load_broadcast(const Accessor& value, const SymShape& out_shape) {
+  return load(value, broadcast_index(value.shape, out_shape));
+}
+
+Expr Lowerer::load_indirect(const Accessor& value, std::vector<SymInt> index, size_t dim, Expr position) {
+  Accessor source = value;
+  SymInt var = loop_var(dim);
+  std::optional<AffineIndex> form = affine_form(source.index, {var});
+  bool usable = form.has_value();
+  if (usable)
+    for (const std::string& symbol : form->coefficients[0].free_symbols())
+      if (is_reserved_symbol(symbol)) usable = false;
+  if (!usable) {
+    source = contiguous(value, current().name() + "_source");
+    form = affine_form(source.index, {var});
+    KILN_CHECK(form, "load_indirect: a contiguous accessor is not affine");
+  }
+  index[dim] = SymInt(0);
+  auto node = std::make_shared<ExprNode>(*load(source, index));
+  std::map<std::string, SymInt> replacements;
+  for (size_t d = 0; d < index.size(); ++d) replacements["x" + std::to_string(d)] = index[d];
+  node->indirect.push_back(IndirectTerm{std::move(position), source.shape[dim],
+                                        form->coefficients[0].substitute(replacements)});
+  return node;
+}
+
+std::optional<StridedView> Lowerer::strided_view(const Accessor& value) {
+  std::vector<SymInt> vars = vars_of(value.shape);
+  std::optional<AffineIndex> form = affine_form(value.index, vars);
+  if (!form) return std::nullopt;
+  StridedView view;
+  view.buffer = resolve(value);
+  view.offset = form->offset;
+  view.shape = value.shape;
+  view.strides = form->coefficients;
+  for (const std::string& view_node : value.views)
+    if (std::find(pending_origins_.begin(), pending_origins_.end(), view_node) == pending_origins_.end())
+      pending_origins_.push_back(view_node);
+  return view;
+}
+
+bool Lowerer::is_contiguous(const Accessor& value) {
+  return value.index == flat_index(vars_of(value.shape), value.shape);
+}
+
+Accessor Lowerer::contiguous(const Accessor& value, const std::string& name) {
+  if (is_contiguous(value)) return value;
+  int buffer = emit_pointwise(name, value.dtype, value.shape, load(value, vars_of(value.shape)));
+  return whole(buffer);
+}
+
+Accessor Lowerer::whole(int buffer, std::optional<SymShape> shape) const {
+  const Buffer& target = program_.buffer(buffer);
+  Accessor accessor;
+  accessor.buffer = buffer;
+  accessor.dtype = target.dtype;
+  accessor.shape = shape ? *shape : target.shape;
+  accessor.index = flat_index(vars_of(accessor.shape), accessor.shape);
+  return accessor;
+}
+
+std::string Lowerer::unique_buffer_name(const std::string& name) {
+  std::string candidate = name;
+  for (int suffix = 1; buffer_names_.count(candidate); ++suffix) candidate = name + "_" + std::to_string(suffix);
+  buffer_names_.insert(candidate);
+  return candidate;
+}
+
+int Lowerer::new_buffer(const std::string& name, DType dtype, SymShape shape) {
+  Buffer buffer;
+  buffer.name = unique_buffer_name(name);
+  buffer.kind = BufferKind::Intermediate;
+  buffer.dtype = dtype;
+  buffer.shape = std::move(shape);
+  return program_.add_buffer(std::move(buffer));
+}
+
+int Lowerer::add_node(LoopNode node) {
+  KILN_CHECK(current_ != nullptr, "add_node outside of a graph node");
+  if (node.name.empty()) node.name = current_->name();
+  node.origins = pending_origins_;
+  if (std::find(node.origins.begin(), node.origins.end(), current_->name()) == node.origins.end())
+    node.origins.push_back(current_->name());
+  pending_origins_.clear();
+  return program_.add_node(std::move(node));
+}
+
+int Lowerer::emit_pointwise(const std::string& name, DType dtype, const SymShape& ranges, Expr body) {
+  int buffer = new_buffer(name, dtype, ranges);
+  LoopNode node;
+  node.kind = NodeKind::Pointwise;
+  node.name = name;
+  node.ranges = ranges;
+  node.outputs = {buffer};
+  node.body = cast(std::move(body), dtype);
+  add_node(std::move(node));
+  return buffer;
+}
+
+void Lowerer::define_pointwise(const ir::Node& node, Expr body) {
+  const ir::TensorMeta& meta = node.value();
+  define(node, whole(emit_pointwise(node.name(), meta.dtype, meta.shape, std::move(body))));
+}
+
+// ---------------------------------------------------------------- fallback
+
+void Lowerer::lower_fallback(const ir::Node& node, const ir::OpCall& call) {
+  ExternCall extern_call;
+  extern_call.kind = ExternKind::Fallback;
+  extern_call.graph_node = node.name();
+  // The tensor arguments in the order ir::tensor_arguments walks them.
+  auto add_input = [&](const Accessor& accessor) {
+    std::optional<StridedView> view = strided_view(accessor);
+    if (!view) view = strided_view(contiguous(accessor, node.name() + "_input"));
+    extern_call.inputs.push_back(*view);
+  };
+  auto add_node_values = [&](const ir::Node* input) {
+    auto found = values_.find(input);
+    KILN_CHECK(found != values_.end(), "lowering: no value for ", ir::describe(*input));
+    for (const Accessor& accessor : found->second) add_input(accessor);
+  };
+  const std::vector<ir::Param>& params = call.op().schema.params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ir::Argument& argument = call.arg(i);
+    switch (params[i].type) {
+      case ir::ParamType::tensor:
+      case ir::ParamType::optional_tensor:
+      case ir::ParamType::tensor_or_scalar:
+        if (argument.is_node()) add_input(value(argument.node()));
+        break;
+      case ir::ParamType::tensor_list:
+      case ir::ParamType::optional_tensor_list:
+        if (argument.is_node()) {
+          add_node_values(argument.node());
+        } else if (argument.is_list()) {
+          for (const ir::Argument& item : argument.list())
+            if (item.is_node()) add_input(value(item.node()));
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  std::vector<Accessor> results;
+  LoopNode loop_node;
+  loop_node.kind = NodeKind::Extern;
+  for (size_t i = 0; i < node.meta.values.size(); ++i) {
+    const ir::TensorMeta& meta = node.meta.values[i];
+    std::string name = node.meta.is_tuple ? node.name() + "_" + std::to_string(i) : node.name();
+    int buffer = new_buffer(name, meta.dtype, meta.shape);
+    loop_node.outputs.push_back(buffer);
+    extern_call.outputs.push_back(StridedView{buffer, SymInt(0), meta.shape, ir::contiguous_strides(meta.shape)});
+    results.push_back(whole(buffer));
+  }
+  if (!node.meta.is_tuple && !results.empty()) loop_node.ranges = node.value().shape;
+  loop_node.extern_call = std::move(extern_call);
+  add_node(std::move(loop_node));
+  define(node, std::move(results));
+}
+
+// ---------------------------------------------------------------- outputs
+
+void Lowerer::lower_outputs(const ir::Node& output) {
+  current_ = &output;
+  pending_origins_.clear();
+  std::vector<std::string> names = graph_.output_names();
+  size_t named = 0;
+  int position = 0;
+  for (const ir::Argument& argument : output.args()) {
+    if (!argument.is_node())
+      fail("lowering: graph output ", position, " is ", argument.to_string(), ", not a tensor");
+    const ir::Node* node = argument.node();
+    std::string name = named < names.size() ? names[named] : node->name();
+    ++named;
+    auto found = values_.find(node);
+    KILN_CHECK(found != values_.end(), "lowering: no value for output ", ir::describe(*node));
+    const std::vector<Accessor>& values = found->second;
+    for (size_t i = 0; i < values.size(); ++i)
+      add_output(*node, values[i], values.size() > 1 ? name + "_" + std::to_string(i) : name, position++);
+  }
+}
+
+void Lowerer::add_output(const ir::Node& source, const Accessor& value, const std::string& name, int position) {
+  bool whole_buffer = value.buffer >= 0 && is_contiguous(value);
+  if (whole_buffer) {
+    Buffer& buffer = program_.buffers[size_t(value.buffer)];
+    whole_buffer = buffer.kind == BufferKind::Intermediate && buffer.dtype == value.dtype &&
+                   numel(buffer.shape) == numel(value.shape);
+  }
+  int id;
+  if (whole_buffer) {
+    id = value.buffer;
+    program_.buffers[size_t(id)].shape = value.shape;
+  } else {
+    LoopNode copy;
+    copy.kind = NodeKind::Pointwise;
+    copy.ranges = value.shape;
+    copy.body = load(value, vars_of(value.shape));
+    id = new_buffer(name + "_output", value.dtype, value.shape);
+    copy.name = program_.buffer(id).name;
+    copy.outputs = {id};
+    // The copy computes the output value: its origins are the views it reads and the value's node.
+    copy.origins = pending_origins_;
+    if (std::find(copy.origins.begin(), copy.origins.end(), source.name()) == copy.origins.end())
+      copy.origins.push_back(source.name());
+    pending_origins_.clear();
+    program_.add_node(std::move(copy));
+  }
+  Buffer& buffer = program_.buffers[size_t(id)];
+  buffer.kind = BufferKind::Output;
+  buffer.source = name;
+  buffer.position = position;
+  program_.outputs.push_back(id);
+}
+
+}  // namespace lowering
+
+LoopProgram lower(const ir::Graph& graph, const LoweringOptions& options) {
+  return lowering::Lowerer(graph, options).run();
+}
+
+}  // namespace kiln::codegen

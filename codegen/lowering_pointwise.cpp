@@ -1,0 +1,160 @@
+// Lowering of the elementwise ops to one Pointwise node each: the unary ops, clamp, the
+// binary ops (with alpha for add/sub and the rounding modes of div), comparisons, logical
+// ops, where, cast and clone. Operands are converted to the promoted dtype exactly as the
+// interpreter converts them (tensors through a cast, Python numbers rounded or wrapped to it),
+// then to the computation dtype (f16/bf16 -> f32); the result is cast to the node's dtype.
+#include <set>
+
+#include "codegen/lowering_context.h"
+#include "ir/type_promotion.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen::lowering {
+namespace {
+
+// Argument `index` (a tensor, broadcast to `shape`, or a Python number) as `dtype`, then in
+// the computation dtype.
+Expr operand(Lowerer& lowerer, const ir::OpCall& call, size_t index, const SymShape& shape, DType dtype) {
+  const ir::Argument& argument = call.arg(index);
+  if (argument.is_node()) return upcast(cast(lowerer.load_broadcast(lowerer.tensor(call, index), shape), dtype));
+  KILN_CHECK(argument.is_number(), call.prefix(), "argument ", index, " is neither a tensor nor a number");
+  return number(argument, dtype);
+}
+
+// Argument `index` as a truth value (bool), from its own dtype (NaN is true).
+Expr truth(Lowerer& lowerer, const ir::OpCall& call, size_t index, const SymShape& shape) {
+  const ir::Argument& argument = call.arg(index);
+  if (argument.is_node()) return cast(lowerer.load_broadcast(lowerer.tensor(call, index), shape), DType::boolean);
+  return cast(number(argument, number_dtype(argument)), DType::boolean);
+}
+
+const std::set<std::string>& float_unary_ops() {
+  static const std::set<std::string> ops = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
+                                            "sin", "cos", "tanh",  "sigmoid", "erf"};
+  return ops;
+}
+
+void lower_unary(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  const std::string& op = node.target();
+  const SymShape& shape = node.value().shape;
+  DType out = node.value().dtype;
+  Expr input = lowerer.load_broadcast(lowerer.tensor(call, 0), shape);
+  DType in = input->dtype;
+  Expr body;
+  if (float_unary_ops().count(op)) {
+    body = unary(op, upcast(cast(input, out)));
+  } else if (op == "floor" || op == "ceil" || op == "round") {
+    body = is_floating(in) ? unary(op, upcast(input)) : input;  // identity on integers
+  } else if (op == "logical_not") {
+    body = unary(op, cast(input, DType::boolean));
+  } else if (op == "isnan") {
+    body = is_floating(in) ? unary(op, upcast(input)) : constant(0, DType::boolean);
+  } else {  // neg abs relu sign: same dtype
+    body = unary(op, upcast(input));
+  }
+  lowerer.define_pointwise(node, body);
+}
+
+void lower_clamp(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  const SymShape& shape = node.value().shape;
+  DType dtype = promoted_dtype(call, {0, 1, 2});
+  Expr body = operand(lowerer, call, 0, shape, dtype);
+  if (!call.is_none(1)) body = binary("maximum", body, number(call.arg(1), dtype));
+  if (!call.is_none(2)) body = binary("minimum", body, number(call.arg(2), dtype));
+  lowerer.define_pointwise(node, body);
+}
+
+// add / sub: self + alpha * other (alpha 1 adds no multiplication).
+void lower_add_sub(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  const SymShape& shape = node.value().shape;
+  DType dtype = promoted_dtype(call, {0, 1});
+  Expr a = operand(lowerer, call, 0, shape, dtype);
+  Expr b = operand(lowerer, call, 1, shape, dtype);
+  const ir::Argument& alpha = call.arg(2);
+  bool unit = alpha.is_float() ? alpha.floating() == 1.0 : (alpha.is_bool() ? alpha.boolean() : alpha.integer() == 1);
+  if (!is_floating(dtype) && alpha.is_float())
+    call.fail("for integral input tensors, argument alpha must not be a floating point number");
+  if (!unit) {
+    // Floating: alpha multiplies in the computation dtype; integers: alpha wraps to the dtype.
+    Expr scale = is_floating(dtype) ? constant(alpha.floating(), compute_dtype(dtype)) : number(alpha, dtype);
+    b = binary("mul", b, scale);
+  }
+  lowerer.define_pointwise(node, binary(node.target(), a, b));
+}
+
+void lower_div(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  const SymShape& shape = node.value().shape;
+  DType dtype = promoted_dtype(call, {0, 1});
+  if (call.is_none(2)) {
+    DType out = is_floating(dtype) ? dtype : ir::kDefaultFloat;
+    lowerer.define_pointwise(node, binary("div", operand(lowerer, call, 0, shape, out), operand(lowerer, call, 1, shape, out)));
+    return;
+  }
+  const std::string& mode = call.string_arg(2);
+  if (mode != "trunc" && mode != "floor")
+    call.fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode, "'");
+  lowerer.define_pointwise(node, binary(mode == "trunc" ? "div_trunc" : "div_floor",
+                                        operand(lowerer, call, 0, shape, dtype), operand(lowerer, call, 1, shape, dtype)));
+}
+
+void lower_pow(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  DType dtype = promoted_dtype(call, {0, 1});
+  const ir::Argument& exponent = call.arg(1);
+  if (!is_floating(dtype) && exponent.is_int() && exponent.integer() < 0)
+    call.fail("integers to negative integer powers are not allowed");
+  const SymShape& shape = node.value().shape;
+  lowerer.define_pointwise(node, binary("pow", operand(lowerer, call, 0, shape, dtype), operand(lowerer, call, 1, shape, dtype)));
+}
+
+// maximum minimum fmod remainder and the comparisons: both operands in the promoted dtype.
+void lower_promoted_binary(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  DType dtype = promoted_dtype(call, {0, 1});
+  const SymShape& shape = node.value().shape;
+  lowerer.define_pointwise(node, binary(node.target(), operand(lowerer, call, 0, shape, dtype),
+                                        operand(lowerer, call, 1, shape, dtype)));
+}
+
+void lower_mul(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) { lower_promoted_binary(lowerer, node, call); }
+
+void lower_logical(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  const SymShape& shape = node.value().shape;
+  lowerer.define_pointwise(node, binary(node.target(), truth(lowerer, call, 0, shape), truth(lowerer, call, 1, shape)));
+}
+
+void lower_where(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  const SymShape& shape = node.value().shape;
+  DType dtype = promoted_dtype(call, {1, 2});
+  Expr condition = cast(lowerer.load_broadcast(lowerer.tensor(call, 0), shape), DType::boolean);
+  lowerer.define_pointwise(node, where(condition, operand(lowerer, call, 1, shape, dtype),
+                                       operand(lowerer, call, 2, shape, dtype)));
+}
+
+void lower_cast(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  lowerer.define_pointwise(node, cast(lowerer.load_broadcast(lowerer.tensor(call, 0), node.value().shape), call.dtype_arg(1)));
+}
+
+void lower_clone(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  lowerer.define_pointwise(node, lowerer.load_broadcast(lowerer.tensor(call, 0), node.value().shape));
+}
+
+}  // namespace
+
+void register_pointwise_lowerings(LoweringTable& table) {
+  for (const char* op : {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
+                         "tanh", "sigmoid", "erf", "relu", "floor", "ceil", "round", "sign", "logical_not", "isnan"})
+    table[op] = lower_unary;
+  table["clamp"] = lower_clamp;
+  table["add"] = lower_add_sub;
+  table["sub"] = lower_add_sub;
+  table["mul"] = lower_mul;
+  table["div"] = lower_div;
+  table["pow"] = lower_pow;
+  for (const char* op : {"maximum", "minimum", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge"})
+    table[op] = lower_promoted_binary;
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) table[op] = lower_logical;
+  table["where"] = lower_where;
+  table["cast"] = lower_cast;
+  table["clone"] = lower_clone;
+}
+
+}  // namespace kiln::codegen::lowering
