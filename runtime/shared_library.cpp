@@ -19,7 +19,7 @@ std::string loader_error() {
 
 SharedLibrary SharedLibrary::open(const std::filesystem::path& path) {
   dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) fail("cannot load shared library ", path.string(), ": ", loader_error());
   return SharedLibrary(handle, path);
 }

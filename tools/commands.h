@@ -12,6 +12,8 @@ void add_dump_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_opt_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 // Registers the action of a subcommand (called by the add_*_command functions).
 void register_action(CLI::App* subcommand, std::function<int()> action);

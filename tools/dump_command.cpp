@@ -1,5 +1,6 @@
 // `kiln dump MODEL [--stage NAME | --all-stages DIR] [--format text|json|dot]`: prints a
-// model's graph IR as loaded ("traced") or after any stage of the default pipeline.
+// model's graph IR as loaded ("traced") or after any stage of the default pipeline, or the
+// code generator's stages: loop IR (loops), kernels (scheduled) and generated C++ (cpp).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/cpu_backend.h"
 #include "ir/dot_format.h"
 #include "ir/json_format.h"
 #include "ir/model_file.h"
@@ -63,6 +65,13 @@ int run_dump(const DumpOptions& options) {
                          });
     return 0;
   }
+  if (compiler::is_codegen_stage(options.stage)) {
+    if (options.format != "text") fail("--stage ", options.stage, " prints text only (not --format ", options.format, ")");
+    compiler::CpuCompileOptions compile_options;
+    compile_options.freeze = options.freeze;
+    std::cout << compiler::dump_codegen_stage(graph, options.stage, compile_options);
+    return 0;
+  }
   passes::run_pipeline(graph, options.stage, run_options);
   std::cout << render(graph, options);
   return 0;
@@ -72,6 +81,9 @@ std::string stage_help() {
   std::string text = "Show the graph after this stage of the pipeline:";
   for (const passes::Stage& stage : passes::pipeline_stages())
     text += "\n  " + std::string(stage.name) + ": " + std::string(stage.summary);
+  text += "\n  loops: the loop IR lowered from the simplified graph";
+  text += "\n  scheduled: the kernels, the nodes fused into each, and the memory plan";
+  text += "\n  cpp: the generated C++ source";
   return text;
 }
 }  // namespace
@@ -85,6 +97,7 @@ void add_dump_command(CLI::App& app) {
       ->capture_default_str();
   std::vector<std::string> stage_names;
   for (const passes::Stage& stage : passes::pipeline_stages()) stage_names.emplace_back(stage.name);
+  for (const char* codegen_stage : {"loops", "scheduled", "cpp"}) stage_names.emplace_back(codegen_stage);
   auto* stage = dump->add_option("--stage", options->stage, stage_help())
                     ->check(CLI::IsMember(stage_names))
                     ->capture_default_str();

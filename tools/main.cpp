@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   kiln::tools::add_run_command(app);
   kiln::tools::add_opt_command(app);
   kiln::tools::add_cache_command(app);
+  kiln::tools::add_compile_command(app);
+  kiln::tools::add_bench_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,8 +1,12 @@
 // `kiln run MODEL [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim SYMBOL=N]...
-//  [--out DIR] [--backend interp|eager]`: runs a model through the reference interpreter
-// (interp, the default) or through eager mode, the interpreter's kernels as instructions of
-// the VM (eager), and prints a summary of each output (name, dtype, shape, first values);
-// --out writes each output to DIR/NAME.npy.
+//  [--out DIR] [--backend interp|eager|cpu] [--check]`: runs a model through the reference
+// interpreter (interp, the default), eager mode (the interpreter's kernels as instructions of
+// the VM) or the compiled CPU backend (cpu), and prints a summary of each output (name, dtype,
+// shape, first values); --out writes each output to DIR/NAME.npy. --check also runs the
+// interpreter and compares: it prints the max abs and rel error of each output and exits 1
+// when any element is off by more than atol + rtol * |expected| (ints and bools: exactly).
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -13,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/cpu_backend.h"
 #include "compiler/eager_executor.h"
 #include "ir/interpreter.h"
 #include "ir/model_file.h"
@@ -32,11 +37,55 @@ struct RunOptions {
   std::string out_dir;
   int64_t show = 6;
   std::string backend = "interp";
+  bool check = false;
+  double rtol = 1e-4;
+  double atol = 1e-5;
+  std::string isa;
+  int threads = 0;
 };
 
+// Compares one output with the interpreter's; prints the errors; returns whether it is within tolerance.
+bool check_output(const std::string& name, const Tensor& got, const Tensor& expected, const RunOptions& options) {
+  if (got.dtype() != expected.dtype() || got.sizes() != expected.sizes()) {
+    std::cout << "check " << name << ": FAIL: got " << dtype_name(got.dtype()) << " of another shape than the interpreter's "
+              << dtype_name(expected.dtype()) << "\n";
+    return false;
+  }
+  Tensor a = got.contiguous().to(DType::f64), b = expected.contiguous().to(DType::f64);
+  const double* pa = a.data<double>();
+  const double* pb = b.data<double>();
+  bool exact = !is_floating(expected.dtype());
+  double max_abs = 0, max_rel = 0;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = pa[i], y = pb[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    double diff = std::isnan(x) || std::isnan(y) ? INFINITY : std::fabs(x - y);
+    if (x == y) diff = 0;  // equal infinities
+    max_abs = std::max(max_abs, diff);
+    if (y != 0) max_rel = std::max(max_rel, diff / std::fabs(y));
+    bool ok = exact ? diff == 0 : diff <= options.atol + options.rtol * std::fabs(y);
+    if (!ok) ++bad;
+  }
+  std::cout << "check " << name << ": max abs err " << max_abs << ", max rel err " << max_rel;
+  if (bad) {
+    std::cout << ": FAIL, " << bad << " of " << a.numel() << " elements past "
+              << (exact ? std::string("exact equality") : "atol " + std::to_string(options.atol) + " + rtol " + std::to_string(options.rtol))
+              << "\n";
+    return false;
+  }
+  std::cout << ": ok\n";
+  return true;
+}
+
 std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
-                              const std::string& backend) {
-  if (backend == "eager") return compiler::EagerExecutor().run(graph, inputs);
+                              const RunOptions& options) {
+  if (options.backend == "eager") return compiler::EagerExecutor().run(graph, inputs);
+  if (options.backend == "cpu") {
+    compiler::CpuCompileOptions compile_options;
+    if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
+    return compiler::CpuModel::compile(graph, compile_options).run(inputs, options.threads);
+  }
   return ir::Interpreter().run(graph, inputs);
 }
 
@@ -45,7 +94,7 @@ int run_run(const RunOptions& options) {
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
   std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
 
-  std::vector<Tensor> outputs = run_model(graph, inputs, options.backend);
+  std::vector<Tensor> outputs = run_model(graph, inputs, options);
   std::vector<std::string> names = graph.output_names();
 
   if (!options.out_dir.empty()) std::filesystem::create_directories(options.out_dir);
@@ -59,13 +108,22 @@ int run_run(const RunOptions& options) {
   if (!options.out_dir.empty())
     std::cout << "wrote " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << " to "
               << options.out_dir << "\n";
+  if (options.check) {
+    std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+    bool ok = true;
+    for (size_t i = 0; i < outputs.size(); ++i) ok = check_output(names[i], outputs[i], expected[i], options) && ok;
+    if (!ok) {
+      std::cout << "check failed: the " << options.backend << " backend disagrees with the interpreter\n";
+      return 1;
+    }
+  }
   return 0;
 }
 }  // namespace
 
 void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* run = app.add_subcommand("run", "Run a model on given or random inputs with the reference interpreter or in eager mode.");
+  CLI::App* run = app.add_subcommand("run", "Run a model on given or random inputs: reference interpreter, eager mode or compiled CPU code.");
   run->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
   run->add_option("--input,-i", options->inputs, "An input as NAME=FILE.npy (repeatable)");
   run->add_option("--random-inputs", options->random_seed,
@@ -76,9 +134,15 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run->add_option("--backend", options->backend,
-                  "interp: the reference interpreter; eager: its kernels as instructions of the VM")
-      ->check(CLI::IsMember({"interp", "eager"}))
+                  "interp: the reference interpreter; eager: its kernels as instructions of the VM; cpu: compiled C++")
+      ->check(CLI::IsMember({"interp", "eager", "cpu"}))
       ->capture_default_str();
+  run->add_flag("--check", options->check, "Also run the interpreter; print the max abs and rel error; exit 1 past the tolerance");
+  run->add_option("--rtol", options->rtol, "Relative tolerance of --check")->capture_default_str();
+  run->add_option("--atol", options->atol, "Absolute tolerance of --check")->capture_default_str();
+  run->add_option("--isa", options->isa, "cpu backend: instruction set, scalar, avx2 or avx512 (default: the host's best)")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  run->add_option("--threads", options->threads, "cpu backend: OpenMP threads (0: the default)")->check(CLI::NonNegativeNumber);
   register_action(run, [options] { return run_run(*options); });
 }
 

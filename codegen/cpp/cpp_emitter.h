@@ -1,0 +1,36 @@
+// The C++ backend: prints a scheduled program (codegen/schedule.h) as one C++ source file that
+// implements the compiled-artifact ABI (runtime/compiled_abi.h): one function per kernel,
+// OpenMP over outer loops sized to the work, `omp simd` inner loops (the ISA is chosen by the
+// compiler flags: AVX-512, AVX2 or scalar), reductions in 16 vector lanes, GEMMs through CBLAS
+// with fused epilogues applied per block of rows, and a wrapper that checks guards, binds
+// symbols, places buffers in the workspace and calls the kernels in order.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/schedule.h"
+
+namespace kiln::codegen {
+
+struct CppEmitOptions {
+  std::string title = "model";  // named in the file's first comment
+  // A loop nest with fewer elements of work than this runs on one thread (no parallel region).
+  int64_t parallel_threshold = 32768;
+  // Row blocking of GEMM epilogues: rows per block.
+  int64_t gemm_block_rows = 64;
+};
+
+struct CppModule {
+  std::string source;
+  std::vector<std::string> fallbacks;  // graph nodes run by the host's reference kernels, in ABI order
+  bool uses_blas = false;
+};
+
+CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& options = {});
+
+// The op layer pasted after the prelude (codegen/cpp/cpp_ops.cpp).
+std::string_view cpp_ops_text();
+
+}  // namespace kiln::codegen

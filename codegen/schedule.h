@@ -1,0 +1,84 @@
+// The scheduled program: the loop IR grouped into kernels, with loop order and a memory plan.
+// This is what every backend prints (codegen/cpp now, codegen/cuda later); it is backend-neutral.
+//
+// The scheduler (codegen/scheduler.cpp):
+//   1. inlines pointwise nodes into their readers (vertical fusion, and pointwise producers into
+//      reduction loads) unless the value must exist in memory (a graph output, an extern's input,
+//      an expensive value read by several nodes, or a read the index analysis cannot invert);
+//   2. groups what remains into kernels: a reduction kernel iterates its outer range and runs
+//      several row loops per outer point (reductions over the same ranges, pointwise consumers over
+//      the row or over the outer point) so softmax and layer_norm are one kernel each; pointwise
+//      nodes over the same range share a kernel (vertical and horizontal fusion); a pointwise node
+//      that reads only a GEMM's output becomes that GEMM's epilogue, applied per block of rows
+//      while the block is in cache;
+//   3. coalesces dims that every access walks contiguously, drops size-1 dims;
+//   4. plans memory: every intermediate buffer that still exists gets an offset in one workspace
+//      by liveness (buffers whose lifetimes do not overlap share bytes).
+// KILN_LOG=fusion prints each decision that kept two nodes apart and why.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/loop_ir.h"
+
+namespace kiln::codegen {
+
+enum class KernelKind { Pointwise, Reduction, Extern };
+
+// One loop of a kernel. Expressions and the store index are over the kernel's variables:
+// outer x0..x{outer-1} and inner (row) r0..r{inner-1}.
+struct KernelStep {
+  enum class Kind {
+    Reduce,      // a reduction over the inner range, once per outer point
+    StoreInner,  // a pointwise loop over the inner range, once per outer point
+    StoreOuter,  // one value per outer point (a pointwise kernel has only these)
+  };
+  Kind kind = Kind::StoreOuter;
+  int node = -1;             // the loop node this step computes
+  Expr body;                 // value per point (Reduce: per inner point, accumulated)
+  ReductionKind reduction = ReductionKind::Sum;
+  std::vector<int> outputs;  // buffers (Welford: {mean, m2})
+  SymInt store_index;        // where each output element goes (contiguous over the node's ranges)
+};
+
+struct Kernel {
+  int id = -1;
+  std::string name;  // kernel3_softmax: a C identifier
+  KernelKind kind = KernelKind::Pointwise;
+  SymShape outer;    // outer ranges, after coalescing (parallelized)
+  SymShape inner;    // inner (row) ranges of a reduction kernel
+  std::vector<KernelStep> steps;
+  int extern_node = -1;             // Extern: the loop node of the library call
+  std::vector<int> nodes;           // loop nodes fused into this kernel, in order
+  std::vector<std::string> origins;  // graph nodes computed here
+};
+
+struct MemoryPlan {
+  // Intermediate buffers that exist in memory: their byte offset in the workspace (64-aligned).
+  std::map<int, SymInt> offsets;
+  SymInt peak_bytes;  // workspace size
+  SymInt naive_bytes;  // the sum of every planned buffer's size: what no reuse would need
+};
+
+struct ScheduledProgram {
+  LoopProgram program;  // the loop program after inlining (inlined nodes are gone from kernels)
+  std::vector<Kernel> kernels;
+  MemoryPlan memory;
+  // Buffers that live only in registers inside one kernel (reduction results and values consumed
+  // where they are made): never stored.
+  std::vector<int> register_buffers;
+  std::vector<std::string> fusion_log;  // why nodes were kept apart (KILN_LOG=fusion prints it)
+};
+
+struct ScheduleOptions {
+  bool fuse = true;  // false: one kernel per loop node, nothing inlined (for tests and debugging)
+};
+
+ScheduledProgram schedule(LoopProgram program, const ScheduleOptions& options = {});
+
+// `kiln dump --stage scheduled`: each kernel with its ranges, steps and the graph nodes fused in,
+// then the memory plan.
+std::string print_schedule(const ScheduledProgram& scheduled);
+
+}  // namespace kiln::codegen

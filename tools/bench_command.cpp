@@ -1,0 +1,116 @@
+// `kiln bench MODEL [--backend cpu|interp] [--iters N] [--warmup N] [--threads N]
+//  [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim S=N]... [--json]`: times a model's
+// runs after warm-up runs and prints the median latency with its spread (min, p10, p90, max),
+// and for the cpu backend the compile (or cache load) time. --json prints one JSON object.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "compiler/cpu_backend.h"
+#include "ir/interpreter.h"
+#include "ir/model_file.h"
+#include "tools/commands.h"
+#include "tools/model_inputs.h"
+
+namespace kiln::tools {
+
+namespace {
+struct BenchOptions {
+  std::string model;
+  std::string backend = "cpu";
+  int iters = 50;
+  int warmup = 5;
+  int threads = 0;
+  std::vector<std::string> inputs;
+  uint64_t random_seed = 0;
+  std::vector<std::string> dims;
+  bool json = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double milliseconds(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  double position = p * double(sorted.size() - 1);
+  size_t low = size_t(position);
+  size_t high = std::min(low + 1, sorted.size() - 1);
+  return sorted[low] + (sorted[high] - sorted[low]) * (position - double(low));
+}
+
+int run_bench(const BenchOptions& options) {
+  ir::Graph graph = ir::load_model(options.model);
+  std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
+  std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
+  std::function<void()> run_once;
+  std::unique_ptr<compiler::CpuModel> model;
+  double compile_ms = 0;
+  bool cache_hit = false;
+  if (options.backend == "cpu") {
+    auto start = Clock::now();
+    model = std::make_unique<compiler::CpuModel>(compiler::CpuModel::compile(graph));
+    compile_ms = milliseconds(Clock::now() - start);
+    cache_hit = model->result().cache_hit;
+    run_once = [&] { model->run(inputs, options.threads); };
+  } else {
+    run_once = [&] { ir::Interpreter().run(graph, inputs); };
+  }
+  for (int i = 0; i < options.warmup; ++i) run_once();
+  std::vector<double> times;
+  for (int i = 0; i < options.iters; ++i) {
+    auto start = Clock::now();
+    run_once();
+    times.push_back(milliseconds(Clock::now() - start));
+  }
+  std::sort(times.begin(), times.end());
+  double median = percentile(times, 0.5);
+  if (options.json) {
+    nlohmann::json out = {{"model", options.model},       {"backend", options.backend},
+                          {"iters", options.iters},       {"median_ms", median},
+                          {"min_ms", times.front()},      {"p10_ms", percentile(times, 0.1)},
+                          {"p90_ms", percentile(times, 0.9)}, {"max_ms", times.back()},
+                          {"compile_ms", compile_ms},     {"cache_hit", cache_hit}};
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "%s on %s: median %.4f ms (min %.4f, p10 %.4f, p90 %.4f, max %.4f) over %d runs after %d warm-up",
+                options.model.c_str(), options.backend.c_str(), median, times.front(), percentile(times, 0.1),
+                percentile(times, 0.9), times.back(), options.iters, options.warmup);
+  std::cout << line << "\n";
+  if (options.backend == "cpu") {
+    std::snprintf(line, sizeof line, "compile: %.1f ms (%s)", compile_ms, cache_hit ? "cache hit" : "compiled");
+    std::cout << line << "\n";
+  }
+  return 0;
+}
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* bench = app.add_subcommand("bench", "Time a model's runs: median latency and spread, after warm-up.");
+  bench->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  bench->add_option("--backend", options->backend, "cpu: compiled C++; interp: the reference interpreter")
+      ->check(CLI::IsMember({"cpu", "interp"}))
+      ->capture_default_str();
+  bench->add_option("--iters,-n", options->iters, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
+  bench->add_option("--warmup", options->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  bench->add_option("--threads", options->threads, "OpenMP threads of the cpu backend (0: the default)")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--input,-i", options->inputs, "An input as NAME=FILE.npy (repeatable)");
+  bench->add_option("--random-inputs", options->random_seed, "Seed of the random values of inputs not given")
+      ->capture_default_str();
+  bench->add_option("--dim", options->dims, "Size of a symbolic dimension, SYMBOL=N (repeatable)");
+  bench->add_flag("--json", options->json, "Print one JSON object");
+  register_action(bench, [options] { return run_bench(*options); });
+}
+
+}  // namespace kiln::tools

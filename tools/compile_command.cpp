@@ -1,0 +1,70 @@
+// `kiln compile MODEL [-o DIR] [--isa scalar|avx2|avx512] [--no-cache] [--force] [--freeze]`:
+// compiles a model with the CPU backend (passes, lowering, scheduling, C++, the system
+// compiler) into the compile cache, printing each stage with its time; -o also copies the
+// artifact (module.so, manifest.json and the generated module.cpp) into DIR.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "compiler/cpu_backend.h"
+#include "ir/model_file.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+
+namespace {
+struct CompileOptions {
+  std::string model;
+  std::string out_dir;
+  std::string isa;
+  bool no_cache = false;
+  bool force = false;
+  bool freeze = false;
+};
+
+int run_compile(const CompileOptions& options) {
+  ir::Graph graph = ir::load_model(options.model);
+  compiler::CpuCompileOptions compile_options;
+  if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
+  compile_options.use_cache = !options.no_cache;
+  compile_options.freeze = options.freeze;
+  compile_options.overwrite = options.force;
+  if (!options.out_dir.empty()) compile_options.output_dir = options.out_dir;
+  double total = 0;
+  compile_options.on_stage = [&](const std::string& stage, double ms) {
+    total += ms;
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-12s %9.2f ms", stage.c_str(), ms);
+    std::cout << line << "\n";
+  };
+  std::cout << "compiling " << options.model << "\n";
+  compiler::CpuModel model = compiler::CpuModel::compile(graph, compile_options);
+  const compiler::CpuCompileResult& result = model.result();
+  char line[128];
+  std::snprintf(line, sizeof line, "  %-12s %9.2f ms", "total", total);
+  std::cout << line << "\n";
+  std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": key " << result.key;
+  if (!result.cache_hit) std::cout << ", " << result.kernel_count << " kernels";
+  std::cout << ", isa " << isa_name(model.artifact().isa()) << "\n";
+  std::cout << "artifact: " << result.artifact_dir.string() << "\n";
+  return 0;
+}
+}  // namespace
+
+void add_compile_command(CLI::App& app) {
+  auto options = std::make_shared<CompileOptions>();
+  CLI::App* compile = app.add_subcommand("compile", "Compile a model to fused C++ (OpenMP, AVX-512/AVX2) and a shared object.");
+  compile->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  compile->add_option("--out,-o", options->out_dir, "Also write the artifact and its generated source into DIR");
+  compile->add_option("--isa", options->isa, "Instruction set: scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best)")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  compile->add_flag("--no-cache", options->no_cache, "Build without reading or writing the compile cache");
+  compile->add_flag("--force", options->force, "Overwrite DIR when it is not empty");
+  compile->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");
+  register_action(compile, [options] { return run_compile(*options); });
+}
+
+}  // namespace kiln::tools
