@@ -197,6 +197,7 @@ void Lowerer::lower_node(const ir::Node& node) {
       const ir::TensorMeta& meta = node.value();
       Accessor accessor;
       accessor.parameter = node.target();
+      parameter_names_.emplace(node.target(), node.name());
       accessor.dtype = meta.dtype;
       accessor.shape = meta.shape;
       accessor.index = flat_index(vars_of(meta.shape), meta.shape);
@@ -243,7 +244,8 @@ int Lowerer::resolve(const Accessor& value) {
   const Tensor* tensor = graph_.parameter(value.parameter);
   if (!tensor) fail("lowering: no parameter named '", value.parameter, "' in the graph");
   Buffer buffer;
-  buffer.name = unique_buffer_name(value.parameter);
+  auto named = parameter_names_.find(value.parameter);
+  buffer.name = unique_buffer_name(named != parameter_names_.end() ? named->second : value.parameter);
   buffer.kind = BufferKind::Parameter;
   buffer.dtype = tensor->dtype();
   for (int64_t size : tensor->sizes()) buffer.shape.push_back(size);

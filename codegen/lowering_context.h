@@ -138,6 +138,7 @@ class Lowerer {
   LoopProgram program_;
   std::map<const ir::Node*, std::vector<Accessor>> values_;
   std::map<std::string, int> parameter_buffers_;
+  std::map<std::string, std::string> parameter_names_;  // get_attr target -> the first get_attr node's name
   std::set<std::string> buffer_names_;
   const ir::Node* current_ = nullptr;
   std::vector<std::string> pending_origins_;

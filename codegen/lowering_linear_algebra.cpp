@@ -25,8 +25,10 @@ namespace {
 
 bool gemm_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
-// Makes the last two dims of `view` a BLAS-usable matrix layout, adjusting the strides of
-// size-1 dims (which address nothing). False when no such layout exists.
+// Makes the last two dims of `view` a BLAS-usable matrix layout: a unit stride in one dim and
+// a leading stride at least the other dim's size (an emitter clamps a zero leading stride of
+// an empty matrix to 1). Adjusts the strides of size-1 dims, which address nothing. False when
+// no such layout exists.
 bool make_matrix_layout(StridedView& view) {
   size_t rows = view.shape.size() - 2, cols = view.shape.size() - 1;
   for (bool row_major : {true, false}) {
@@ -34,9 +36,8 @@ bool make_matrix_layout(StridedView& view) {
     size_t unit = row_major ? cols : rows, lead = row_major ? rows : cols;
     if (candidate.shape[unit] == SymInt(1)) candidate.strides[unit] = SymInt(1);
     if (!(candidate.strides[unit] == SymInt(1))) continue;
-    SymInt needed = max(candidate.shape[unit], SymInt(1));
-    if (candidate.shape[lead] == SymInt(1)) candidate.strides[lead] = needed;
-    if (!provably_le(needed, candidate.strides[lead])) continue;
+    if (candidate.shape[lead] == SymInt(1)) candidate.strides[lead] = candidate.shape[unit];
+    if (!provably_le(candidate.shape[unit], candidate.strides[lead])) continue;
     view = candidate;
     return true;
   }
@@ -44,9 +45,10 @@ bool make_matrix_layout(StridedView& view) {
 }
 
 // `value` (rank >= 1) as a Gemm operand of batch shape `batch`: a 1-d value becomes [1, k]
-// (left operand) or [k, 1] (right operand); nullopt when its accessor is not affine or its
-// matrix dims have no usable layout.
-std::optional<StridedView> try_operand(Lowerer& lowerer, const Accessor& value, bool left, const SymShape& batch) {
+// (left operand) or [k, 1] (right operand); nullopt when its accessor is not affine or, with
+// `need_layout`, when its matrix dims have no usable layout.
+std::optional<StridedView> try_operand(Lowerer& lowerer, const Accessor& value, bool left, const SymShape& batch,
+                                       bool need_layout) {
   std::optional<StridedView> view = lowerer.strided_view(value);
   if (!view) return std::nullopt;
   if (view->shape.size() == 1) {
@@ -70,25 +72,16 @@ std::optional<StridedView> try_operand(Lowerer& lowerer, const Accessor& value, 
   }
   view->shape = shape;
   view->strides = strides;
-  if (!make_matrix_layout(*view)) return std::nullopt;
+  if (!make_matrix_layout(*view) && need_layout) return std::nullopt;
   return view;
 }
 
 StridedView gemm_operand(Lowerer& lowerer, const Accessor& value, bool left, const SymShape& batch,
                          const std::string& name) {
-  if (std::optional<StridedView> view = try_operand(lowerer, value, left, batch)) return *view;
-  Accessor copy = lowerer.contiguous(value, name);
-  if (std::optional<StridedView> view = try_operand(lowerer, copy, left, batch)) return *view;
-  // Only a matrix with a zero-size dim lacks a layout after the copy; it addresses nothing.
-  std::optional<StridedView> view = lowerer.strided_view(copy);
+  if (std::optional<StridedView> view = try_operand(lowerer, value, left, batch, true)) return *view;
+  // A contiguous copy is row-major (only an empty matrix can miss the layout check).
+  std::optional<StridedView> view = try_operand(lowerer, lowerer.contiguous(value, name), left, batch, false);
   KILN_CHECK(view, "gemm operand: a contiguous copy is not affine");
-  SymShape matrix(view->shape.end() - std::min<long>(2, long(view->shape.size())), view->shape.end());
-  if (matrix.size() == 1) matrix.insert(left ? matrix.begin() : matrix.end(), SymInt(1));
-  view->shape = batch;
-  view->shape.insert(view->shape.end(), matrix.begin(), matrix.end());
-  view->strides = SymShape(batch.size(), SymInt(0));
-  SymShape matrix_strides = ir::contiguous_strides(matrix);
-  view->strides.insert(view->strides.end(), matrix_strides.begin(), matrix_strides.end());
   return *view;
 }
 
