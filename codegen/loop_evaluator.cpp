@@ -342,15 +342,9 @@ class Machine {
       case ExprKind::Binary: {
         const ExprNode& a = *e.args.at(0);
         const ExprNode& b = *e.args.at(1);
-        KILN_CHECK(a.dtype == b.dtype || is_comparison(e.op) || e.op.rfind("logical_", 0) == 0,
-                   "loop evaluator: binary ", e.op, " of ", dtype_name(a.dtype), " and ", dtype_name(b.dtype));
-        Value x = eval(a), y = eval(b);
-        if (a.dtype != b.dtype) {  // logical ops on differing dtypes: compare truth values
-          x = convert(x, a.dtype, DType::boolean);
-          y = convert(y, b.dtype, DType::boolean);
-          return normalized(e.dtype, binary_op(e.op, DType::boolean, x, y));
-        }
-        return normalized(e.dtype, binary_op(e.op, a.dtype, x, y));
+        KILN_CHECK(a.dtype == b.dtype, "loop evaluator: binary ", e.op, " of ", dtype_name(a.dtype), " and ",
+                   dtype_name(b.dtype), " (operands must share the computation dtype)");
+        return normalized(e.dtype, binary_op(e.op, a.dtype, eval(a), eval(b)));
       }
       case ExprKind::Where: {
         const ExprNode& condition = *e.args.at(0);

@@ -3,8 +3,9 @@
 // (tolerances of tests/codegen/lowering_test_support.h). Half of the seeds bind the symbols
 // to other sizes than the default; a quarter lower a handful of common ops through the
 // Fallback too, so native nodes and fallbacks meet in one program. A failure prints the
-// seed, the graph and the loop program. KILN_LOWERING_SEEDS=3,17 reruns just those seeds
-// (in shard 0).
+// seed, the graph and the loop program. A quarter of the seeds are also lowered right after
+// functionalization, where composite ops remain and go to the Fallback.
+// KILN_LOWERING_SEEDS=3,17 reruns just those seeds (in shard 0).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -60,6 +61,26 @@ TEST_P(LoweringRandomGraphs, MatchTheInterpreter) {
   if (!std::getenv("KILN_LOWERING_SEEDS")) {
     EXPECT_GT(kinds["Pointwise"], 0);
     EXPECT_GT(kinds["Reduction"], 0);
+  }
+}
+
+// Before decomposition, composite ops (softmax, layer_norm, ...) lower to Fallback externs.
+TEST_P(LoweringRandomGraphs, FunctionalGraphsLowerWithCompositeFallbacks) {
+  int fallbacks = 0;
+  for (uint64_t seed : seeds_of(GetParam())) {
+    if (seed % 4 != 1) continue;
+    ir::Graph graph = test_support::random_graph(seed);
+    passes::run_pipeline(graph, "functional");
+    Inputs inputs = test_support::random_inputs(graph, seed);
+    std::string problem = check_lowering(graph, inputs);
+    if (!problem.empty()) {
+      ADD_FAILURE() << "seed " << seed << " (rerun: KILN_LOWERING_SEEDS=" << seed << "): " << problem;
+      continue;
+    }
+    fallbacks += node_kinds(lower(graph))["Fallback"];
+  }
+  if (!std::getenv("KILN_LOWERING_SEEDS")) {
+    EXPECT_GT(fallbacks, 0);
   }
 }
 
