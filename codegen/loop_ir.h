@@ -82,7 +82,7 @@ enum class ExprKind {
 };
 
 struct IndirectTerm {
-  Expr value;     // an integer expression; negative values count from the end: value + size
+  Expr value;     // an integer expression; generated code reports values outside [0, size) as errors
   SymInt size;    // the size of the indexed dim (to wrap negatives and check bounds)
   SymInt stride;  // element stride of the indexed dim in the buffer
 };

@@ -112,7 +112,7 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
       }
     }
     for (size_t d = 0; d < ranges.size() && !dim; ++d) {
-      if (ranges[d] == SymInt(1)) continue;
+      if (ranges[d] == SymInt(1) || strides[d] == SymInt(0)) continue;
       SymInt q = floordiv(c, strides[d]);
       if (q * strides[d] == c && q.maybe_constant().value_or(1) > 0) {
         dim = d;
@@ -130,7 +130,7 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
     if (!rest) return std::nullopt;
     for (size_t d = 0; d < ranges.size(); ++d) {
       std::optional<int64_t> stride = strides[d].maybe_constant();
-      if (!stride) {
+      if (!stride || *stride == 0) {
         if (*rest != 0) return std::nullopt;
         continue;
       }

@@ -15,6 +15,7 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
+#include "passes/functionalize.h"
 #include "passes/pass_manager.h"
 #include "runtime/artifact_manifest.h"
 #include "runtime/checksum.h"
@@ -75,13 +76,14 @@ std::string hex64(uint64_t value) {
   return out;
 }
 
-// 128 bits of XXH64 (two seeds) over everything that decides the generated module.
-std::string cache_key(const std::string& graph_text, const CpuCompileOptions& options, Isa isa) {
+// 128 bits of XXH64 (two seeds) over everything that decides the built module: the generated
+// source, the compiler and its flags, the BLAS, the ABI and Kiln's version.
+std::string cache_key(const std::string& source, const CpuCompileOptions& options, Isa isa) {
   std::string content = "kiln " KILN_VERSION "\nabi " + std::to_string(kKilnAbiVersion) + "\nisa " +
                         std::string(isa_name(isa)) + "\ncxx " + compiler_command() + "\nfuse " +
                         (options.fuse ? "1" : "0") + "\nblas " KILN_BLAS_LIBRARY "\n";
   for (const std::string& flag : compile_flags(isa)) content += flag + " ";
-  content += "\n" + graph_text;
+  content += "\n" + source;
   Checksum64 a(0), b(0x9E3779B97F4A7C15ULL);
   a.update(content.data(), content.size());
   b.update(content.data(), content.size());
@@ -238,16 +240,17 @@ CpuModel CpuModel::compile(const ir::Graph& graph, const CpuCompileOptions& opti
   ir::Graph g = final_graph(graph, options);
   timer.done("passes");
   Isa isa = resolve_isa(options.isa);
-  std::string text = ir::print_graph(g);
-  std::string key = cache_key(text, options, isa);
+  std::string title = "a graph of " + std::to_string(g.size()) + " nodes";
+  // The key covers the generated source itself, so any change of the code generator gives a
+  // new key (generation takes milliseconds; the C++ compile is what the cache saves).
+  Generated generated = generate(g, options, timer, title);
+  std::string key = cache_key(generated.module.source, options, isa);
   CompileCache cache(options.cache_dir);
   CpuCompileResult result;
   result.key = key;
-  std::string title = "a graph of " + std::to_string(g.size()) + " nodes";
+  result.kernel_count = generated.scheduled.kernels.size();
 
   auto build_into = [&](const std::filesystem::path& staging) {
-    Generated generated = generate(g, options, timer, title);
-    result.kernel_count = generated.scheduled.kernels.size();
     {
       std::ofstream out(staging / "module.cpp", std::ios::binary);
       out << generated.module.source;
@@ -315,7 +318,20 @@ std::vector<Tensor> CpuModel::run(const std::map<std::string, Tensor>& inputs, i
     KILN_CHECK(results.size() == outputs.size(), "fallback " + name + ": result count");
     for (size_t i = 0; i < results.size(); ++i) outputs[i].copy_from(results[i]);
   };
-  return artifact_.run(ordered, parameters_, fallback, num_threads);
+  std::vector<Tensor> outputs = artifact_.run(ordered, parameters_, fallback, num_threads);
+  // Mutated inputs and parameters: the functionalized graph returns their final values as
+  // trailing outputs; write them back as PyTorch's in-place semantics require.
+  std::vector<passes::CopyBack> copy_backs = passes::copy_back_outputs(graph_);
+  for (const passes::CopyBack& copy : copy_backs) {
+    const Tensor& value = outputs.at(copy.output_index);
+    if (copy.input->op() == ir::OpKind::placeholder) {
+      inputs.at(copy.input->target()).copy_from(value);
+    } else {
+      graph_.parameters().at(copy.input->target()).copy_from(value);
+    }
+  }
+  outputs.resize(outputs.size() - copy_backs.size());
+  return outputs;
 }
 
 }  // namespace kiln::compiler

@@ -1,9 +1,10 @@
 // The CPU backend driver: graph -> passes (simplified stage) -> lowering -> scheduling -> C++
 // -> the system compiler -> a shared object in the compile cache -> a loaded CompiledArtifact.
 //
-// The cache key hashes the final graph's text, the compile options that change the code, the
-// instruction set, the C++ compiler command and Kiln's version: a second compile of the same
-// model finds the entry and compiles no C++ (it skips lowering and code generation too). Two
+// The cache key hashes the generated source (a function of the final graph and the options),
+// the instruction set, the C++ compiler command and flags, the BLAS library and Kiln's
+// version: a second compile of the same model finds the entry and compiles no C++; a change of
+// the code generator changes the source and so the key (an old entry is never reused). Two
 // processes compiling one key at once take the cache's per-key lock; the second finds the
 // first one's entry. Parameters are not part of the key: they are passed at run time, read
 // from the model's safetensors file (mmap'd by the IR loader).
@@ -46,7 +47,7 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
 struct CpuCompileResult {
   std::string key;
   bool cache_hit = false;
-  size_t kernel_count = 0;   // 0 on a cache hit (the schedule is not rebuilt)
+  size_t kernel_count = 0;
   std::filesystem::path artifact_dir;
 };
 

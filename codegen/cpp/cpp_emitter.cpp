@@ -249,6 +249,7 @@ class Emitter {
   }
 
   void declare_symbols() {
+    w_.line("(void)sym;");
     for (size_t i = 0; i < p_.symbols.size(); ++i) {
       w_.line("const int64_t " + p_.symbols[i] + " = sym[" + std::to_string(i) + "];");
       w_.line("(void)" + p_.symbols[i] + ";");
@@ -760,7 +761,11 @@ class Emitter {
         w_.line("return 1;");
         w_.close();
       }
-      // Strides: the compiled code assumes contiguous inputs (size-1 dims may have any stride).
+      // Strides: the compiled code assumes contiguous inputs (size-1 dims may have any stride,
+      // and an input with no elements any strides).
+      SymInt empty_check = 1;
+      for (const SymInt& d : b.shape) empty_check = empty_check * d;
+      w_.open("if ((" + cpp(empty_check) + ") != 0)");
       SymInt stride = 1;
       for (size_t d = b.shape.size(); d-- > 0;) {
         std::string got = in + ".strides[" + std::to_string(d) + "]";
@@ -773,6 +778,7 @@ class Emitter {
         w_.close();
         stride = stride * b.shape[d];
       }
+      w_.close();
     }
     w_.line("(void)error; (void)capacity;");
     w_.line("return 0;");

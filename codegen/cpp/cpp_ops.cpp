@@ -29,12 +29,12 @@ static inline int64_t kiln_mod(int64_t a, int64_t b) {
 static int kiln_fault_zero_division = 0;
 static int kiln_fault_index = 0;
 
-// An index read from a tensor: negative counts from the end; out of range flags a fault.
+// An index read from a tensor (gather, index_select, embedding): outside [0, size) flags a
+// fault, as the interpreter (and PyTorch) reject such indices.
 static inline int64_t kiln_wrap_index(int64_t value, int64_t size) {
-  int64_t wrapped = value < 0 ? value + size : value;
-  int bad = wrapped < 0 || wrapped >= size;
+  int bad = value < 0 || value >= size;
   if (bad) __atomic_store_n(&kiln_fault_index, 1, __ATOMIC_RELAXED);
-  return bad ? 0 : wrapped;
+  return bad ? 0 : value;
 }
 
 // ---- unary

@@ -1,0 +1,136 @@
+// Tests of the scheduler (codegen/scheduler.cpp): how many kernels common patterns become
+// (softmax and layer_norm one each, GEMM epilogues fused, the MLP sample), the memory plan
+// (reuse by liveness, peak no more than the naive sum), and the fusion log.
+#include "codegen/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "codegen/lowering.h"
+#include "ir/model_file.h"
+#include "passes/pass_manager.h"
+
+namespace kiln::codegen {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::SymInt;
+using ir::TensorMeta;
+
+ir::Argument ints(std::initializer_list<int64_t> values) {
+  std::vector<ir::Argument> list;
+  for (int64_t v : values) list.emplace_back(v);
+  return ir::Argument(list);
+}
+
+Node* input(Graph& graph, const std::string& name, const std::vector<SymInt>& shape) {
+  return graph.create_placeholder(name, TensorMeta::contiguous(DType::f32, shape));
+}
+
+ScheduledProgram schedule_graph(Graph graph) {
+  passes::run_pipeline(graph, "simplified");
+  return schedule(lower(graph));
+}
+
+size_t count(const ScheduledProgram& s, KernelKind kind) {
+  size_t n = 0;
+  for (const Kernel& k : s.kernels) n += k.kind == kind;
+  return n;
+}
+
+TEST(Scheduler, SoftmaxIsOneKernel) {
+  Graph graph;
+  Node* x = input(graph, "x", {64, 1000});
+  graph.create_output({graph.create_call("softmax", {x, 1})});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  EXPECT_EQ(s.kernels.size(), 1u) << print_schedule(s);
+  EXPECT_EQ(count(s, KernelKind::Reduction), 1u);
+}
+
+TEST(Scheduler, LayerNormIsOneKernel) {
+  Graph graph;
+  Node* x = input(graph, "x", {SymInt::symbol("s0"), 768});
+  Node* w = input(graph, "w", {768});
+  Node* b = input(graph, "b", {768});
+  graph.create_output({graph.create_call("layer_norm", {x, ints({768}), w, b})});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  EXPECT_EQ(s.kernels.size(), 1u) << print_schedule(s);
+}
+
+TEST(Scheduler, GemmEpilogueIsFused) {
+  Graph graph;
+  Node* x = input(graph, "x", {64, 256});
+  Node* w = input(graph, "w", {256, 512});
+  Node* b = input(graph, "b", {512});
+  Node* y = graph.create_call("gelu", {graph.create_call("add", {graph.create_call("matmul", {x, w}), b})});
+  graph.create_output({y});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  EXPECT_EQ(count(s, KernelKind::Extern), 1u) << print_schedule(s);
+  EXPECT_LE(s.kernels.size() - count(s, KernelKind::Extern), 1u) << print_schedule(s);
+}
+
+TEST(Scheduler, MlpSampleIsItsGemmsAndAtMostTwoKernels) {
+  Graph graph = ir::load_model((std::filesystem::path(KILN_SOURCE_DIR) / "samples/models/mlp.kiln").string());
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  EXPECT_EQ(count(s, KernelKind::Extern), 2u) << print_schedule(s);
+  EXPECT_LE(s.kernels.size() - count(s, KernelKind::Extern), 2u) << print_schedule(s);
+}
+
+TEST(Scheduler, PointwiseChainIsOneKernelAndNeedsNoWorkspace) {
+  Graph graph;
+  Node* x = input(graph, "x", {4096, 4096});
+  Node* w = input(graph, "w", {4096});
+  Node* y = graph.create_call("mul", {graph.create_call("gelu", {graph.create_call("add", {graph.create_call("mul", {x, w}), 1.0})}),
+                                      graph.create_call("sigmoid", {x})});
+  graph.create_output({y});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  EXPECT_EQ(s.kernels.size(), 1u) << print_schedule(s);
+  EXPECT_EQ(s.memory.peak_bytes, SymInt(0));
+}
+
+TEST(Scheduler, MemoryPlanReusesDeadBuffers) {
+  // Two GEMMs in a row with stored intermediates: a -> b -> c; a and c can share bytes.
+  Graph graph;
+  Node* x = input(graph, "x", {128, 128});
+  Node* a = graph.create_call("matmul", {x, x});
+  Node* b = graph.create_call("matmul", {a, x});
+  Node* c = graph.create_call("matmul", {b, x});
+  Node* d = graph.create_call("matmul", {c, x});
+  graph.create_output({d});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  ASSERT_TRUE(s.memory.peak_bytes.is_constant());
+  ASSERT_TRUE(s.memory.naive_bytes.is_constant());
+  EXPECT_LT(s.memory.peak_bytes.constant(), s.memory.naive_bytes.constant()) << print_schedule(s);
+  EXPECT_EQ(s.memory.peak_bytes.constant(), 2 * 128 * 128 * 4) << print_schedule(s);
+}
+
+TEST(Scheduler, FusionLogSaysWhyAValueIsStored) {
+  Graph graph;
+  Node* x = input(graph, "x", {8, 16});
+  Node* w = input(graph, "w", {16, 16});
+  Node* h = graph.create_call("relu", {x});
+  graph.create_output({graph.create_call("matmul", {h, w})});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  bool found = false;
+  for (const std::string& line : s.fusion_log) found = found || line.find("library call reads it") != std::string::npos;
+  EXPECT_TRUE(found) << print_schedule(s);
+}
+
+TEST(Scheduler, WithoutFusionEveryNodeIsAKernel) {
+  Graph graph;
+  Node* x = input(graph, "x", {64, 100});
+  graph.create_output({graph.create_call("softmax", {x, 1})});
+  passes::run_pipeline(graph, "simplified");
+  LoopProgram program = lower(graph);
+  size_t nodes = program.nodes.size();
+  ScheduleOptions options;
+  options.fuse = false;
+  ScheduledProgram s = schedule(std::move(program), options);
+  EXPECT_EQ(s.kernels.size(), nodes);
+  EXPECT_GT(nodes, 1u);
+}
+
+}  // namespace
+}  // namespace kiln::codegen
