@@ -1,6 +1,8 @@
 // Engine: releasing, linking, fusing, dispatching and prescheduling, and out-of-memory recovery.
 #include "runtime/vm/engine.h"
 
+#include "runtime/allocator.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -358,6 +360,7 @@ void Engine::recover_memory() {
     allocator->shrink();
     shrunk.push_back(allocator);
   }
+  cpu_empty_cache();  // the process-wide cache of large host blocks
 }
 
 void Engine::drain() {
