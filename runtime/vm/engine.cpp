@@ -1,11 +1,10 @@
 // Engine: releasing, linking, fusing, dispatching and prescheduling, and out-of-memory recovery.
 #include "runtime/vm/engine.h"
 
-#include "runtime/allocator.h"
-
 #include <algorithm>
 #include <sstream>
 
+#include "runtime/allocator.h"
 #include "runtime/error.h"
 #include "runtime/vm/error_sink.h"
 #include "runtime/vm/errors.h"
