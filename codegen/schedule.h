@@ -11,8 +11,11 @@
 //      nodes over the same range share a kernel (vertical and horizontal fusion); a pointwise node
 //      that reads only a GEMM's output becomes that GEMM's epilogue, applied per block of rows
 //      while the block is in cache;
-//   3. coalesces dims that every access walks contiguously, drops size-1 dims;
-//   4. plans memory: every intermediate buffer that still exists gets an offset in one workspace
+//   3. stashes: when a row step recomputes exactly the (expensive) value an earlier reduction
+//      of the kernel reduced, the reduction stores it in the row step's output and the row
+//      step reads it back (softmax computes each exp once, as ATen's kernel does);
+//   4. coalesces dims that every access walks contiguously, drops size-1 dims;
+//   5. plans memory: every intermediate buffer that still exists gets an offset in one workspace
 //      by liveness (buffers whose lifetimes do not overlap share bytes).
 // KILN_LOG=fusion prints each decision that kept two nodes apart and why.
 #pragma once
@@ -40,6 +43,10 @@ struct KernelStep {
   ReductionKind reduction = ReductionKind::Sum;
   std::vector<int> outputs;  // buffers (Welford: {mean, m2})
   SymInt store_index;        // where each output element goes (contiguous over the node's ranges)
+  // Reduce only: also store each value reduced into `stash_buffer` at `stash_index` (a later
+  // row step of the kernel reads it back instead of computing it again: softmax's exp).
+  int stash_buffer = -1;
+  SymInt stash_index;
 };
 
 struct Kernel {

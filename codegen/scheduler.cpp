@@ -167,6 +167,7 @@ class Scheduler {
     if (options_.fuse) inline_pointwise();
     form_kernels();
     find_register_buffers();
+    for (Kernel& kernel : result_.kernels) stash_reduced_values(kernel);
     for (Kernel& kernel : result_.kernels) simplify_ranges(kernel);
     plan_memory();
     return std::move(result_);
@@ -534,6 +535,79 @@ class Scheduler {
     }
   }
 
+  // ------------------------------------------------------------ stashes
+
+  static bool same_expr(const Expr& a, const Expr& b) {
+    if (a == b) return true;
+    if (!a || !b) return false;
+    if (a->kind != b->kind || a->dtype != b->dtype || a->op != b->op || a->buffer != b->buffer ||
+        a->float_value != b->float_value || a->int_value != b->int_value || a->seed != b->seed ||
+        a->offset != b->offset || a->normal != b->normal || !(a->index == b->index) ||
+        a->args.size() != b->args.size() || a->indirect.size() != b->indirect.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < a->args.size(); ++i) {
+      if (!same_expr(a->args[i], b->args[i])) return false;
+    }
+    for (size_t i = 0; i < a->indirect.size(); ++i) {
+      if (!same_expr(a->indirect[i].value, b->indirect[i].value) || !(a->indirect[i].stride == b->indirect[i].stride) ||
+          !(a->indirect[i].size == b->indirect[i].size)) {
+        return false;
+      }
+    }
+    return same_expr(a->mask, b->mask) && same_expr(a->other, b->other);
+  }
+
+  static bool expensive(const Expr& expr) {
+    bool found = false;
+    visit(expr, [&](const ExprNode& node) {
+      found = found || (node.kind == ExprKind::Unary &&
+                        (node.op == "exp" || node.op == "log" || node.op == "tanh" || node.op == "erf" ||
+                         node.op == "sigmoid" || node.op == "expm1" || node.op == "log1p" || node.op == "sin" ||
+                         node.op == "cos")) ||
+              (node.kind == ExprKind::Binary && node.op == "pow");
+    });
+    return found;
+  }
+
+  // Replaces every occurrence of `target` in `expr` by `replacement`; counts them.
+  static Expr replace_expr(const Expr& expr, const Expr& target, const Expr& replacement, int& count) {
+    if (!expr) return expr;
+    if (same_expr(expr, target)) {
+      ++count;
+      return replacement;
+    }
+    auto node = std::make_shared<ExprNode>(*expr);
+    for (Expr& arg : node->args) arg = replace_expr(arg, target, replacement, count);
+    for (IndirectTerm& term : node->indirect) term.value = replace_expr(term.value, target, replacement, count);
+    node->mask = replace_expr(node->mask, target, replacement, count);
+    node->other = replace_expr(node->other, target, replacement, count);
+    return node;
+  }
+
+  void stash_reduced_values(Kernel& kernel) {
+    if (kernel.kind != KernelKind::Reduction) return;
+    for (size_t i = 0; i < kernel.steps.size(); ++i) {
+      KernelStep& reduce = kernel.steps[i];
+      if (reduce.kind != KernelStep::Kind::Reduce || !expensive(reduce.body)) continue;
+      if (reduce.reduction == ReductionKind::Welford) continue;
+      for (size_t j = i + 1; j < kernel.steps.size(); ++j) {
+        KernelStep& row = kernel.steps[j];
+        if (row.kind != KernelStep::Kind::StoreInner || row.outputs.size() != 1) continue;
+        int out = row.outputs[0];
+        if (program().buffer(out).dtype != reduce.body->dtype) continue;
+        Expr stashed = load(out, reduce.body->dtype, row.store_index);
+        int count = 0;
+        Expr body = replace_expr(row.body, reduce.body, stashed, count);
+        if (count == 0) continue;
+        row.body = body;
+        reduce.stash_buffer = out;
+        reduce.stash_index = row.store_index;
+        break;
+      }
+    }
+  }
+
   // ------------------------------------------------------------ ranges
 
   // Every index expression of the kernel, for coalescing decisions.
@@ -545,6 +619,7 @@ class Scheduler {
         return index;
       });
       indices.push_back(step.store_index);
+      if (step.stash_buffer >= 0) indices.push_back(step.stash_index);
     }
     return indices;
   }
@@ -558,6 +633,7 @@ class Scheduler {
     for (KernelStep& step : kernel.steps) {
       step.body = substitute(substitute(step.body, to_temp), from_temp);
       step.store_index = step.store_index.substitute(to_temp).substitute(from_temp);
+      step.stash_index = step.stash_index.substitute(to_temp).substitute(from_temp);
     }
   }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/cpp/prelude.h"
+#include "codegen/index_analysis.h"
 #include "runtime/compiled_abi.h"
 #include "runtime/error.h"
 
@@ -351,9 +352,13 @@ class Emitter {
       case ReductionKind::ArgMin: init = highest(at); break;
       case ReductionKind::Welford: init = literal(0, 0, at); break;
     }
+    const std::string L1 = std::to_string(kLanes + 1);
     if (welford) {
-      w_.line(t + " " + mean + "[" + L + "], " + m2 + "[" + L + "], " + cnt + "[" + L + "];");
-      w_.line("for (int l = 0; l < " + L + "; ++l) { " + mean + "[l] = 0; " + m2 + "[l] = 0; " + cnt + "[l] = 0; }");
+      // Lanes 0..L-1 see the same count in the main loop (one reciprocal per chunk, not one
+      // division per element); lane L takes the tail.
+      w_.line(t + " " + mean + "[" + L1 + "], " + m2 + "[" + L1 + "], " + cnt + "[" + L1 + "];");
+      w_.line("for (int l = 0; l <= " + L + "; ++l) { " + mean + "[l] = 0; " + m2 + "[l] = 0; " + cnt + "[l] = 0; }");
+      w_.line(t + " wn" + n + " = 0;");
     } else {
       w_.line(t + " " + acc + "[" + L + "];");
       w_.line("for (int l = 0; l < " + L + "; ++l) " + acc + "[l] = " + init + ";");
@@ -384,14 +389,22 @@ class Emitter {
           break;
         }
         case ReductionKind::Welford: {
-          std::string me = mean + "[" + lane + "]", m = m2 + "[" + lane + "]", c = cnt + "[" + lane + "]";
-          w_.line(c + " += " + t + "(1);");
+          bool main_loop = lane == "l";
+          std::string slot = main_loop ? lane : L;
+          std::string me = mean + "[" + slot + "]", m = m2 + "[" + slot + "]", c = cnt + "[" + slot + "]";
           w_.line("const " + t + " d" + n + " = " + v + " - " + me + ";");
-          w_.line(me + " += d" + n + " / " + c + ";");
+          if (main_loop) {
+            w_.line(c + " = wn" + n + ";");
+            w_.line(me + " += d" + n + " * winv" + n + ";");
+          } else {
+            w_.line(c + " += " + t + "(1);");
+            w_.line(me + " += d" + n + " / " + c + ";");
+          }
           w_.line(m + " += d" + n + " * (" + v + " - " + me + ");");
           break;
         }
       }
+      if (step.stash_buffer >= 0) w_.line(buf(step.stash_buffer) + "[" + cpp(step.stash_index) + "] = " + v + ";");
     };
     if (kernel.inner.empty()) {
       w_.open("");
@@ -406,6 +419,10 @@ class Emitter {
           w_.line("const int64_t " + rn + " = " + cpp(kernel.inner[last]) + ";");
           w_.line("int64_t " + rl + " = 0;");
           w_.open("for (; " + rl + " + " + L + " <= " + rn + "; " + rl + " += " + L + ")");
+          if (welford) {
+            w_.line("wn" + n + " += " + t + "(1);");
+            w_.line("const " + t + " winv" + n + " = " + t + "(1) / wn" + n + ";");
+          }
           w_.line("#pragma omp simd");
           w_.open("for (int l = 0; l < " + L + "; ++l)");
           w_.line("const int64_t " + rv + " = " + rl + " + l;");
@@ -464,7 +481,7 @@ class Emitter {
       case ReductionKind::Welford: {
         std::string rm = "rm" + n, rq = "rq" + n, rc = "rc" + n;
         w_.line(t + " " + rm + " = 0, " + rq + " = 0, " + rc + " = 0;");
-        w_.open("for (int l = 0; l < " + L + "; ++l)");
+        w_.open("for (int l = 0; l <= " + L + "; ++l)");
         w_.line("if (" + cnt + "[l] == 0) continue;");
         w_.line("const " + t + " total = " + rc + " + " + cnt + "[l];");
         w_.line("const " + t + " delta = " + mean + "[l] - " + rm + ";");
@@ -539,10 +556,62 @@ class Emitter {
       w_.close();
       return;
     }
+    if (rank >= 2 && reads_transposed(kernel)) {
+      emit_tiled_transpose(kernel, work, body);
+      return;
+    }
     std::string pragma = parallel_pragma(work, rank >= 2 ? " collapse(" + std::to_string(rank - 1) + ")" : " simd");
     if (pragma.empty() && rank == 1) pragma = "#pragma omp simd";
     if (!pragma.empty()) w_.line(pragma);
     outer_loops(kernel.outer, 0, body, true);
+  }
+
+  // Whether some load walks the second-to-last loop variable contiguously and the last one with
+  // a stride: a transpose, whose plain loop order reads (or writes) one element per cache line.
+  bool reads_transposed(const Kernel& kernel) {
+    const size_t rank = kernel.outer.size();
+    std::vector<SymInt> vars = loop_vars(rank);
+    bool transposed = false;
+    for (const KernelStep& step : kernel.steps) {
+      visit(step.body, [&](const ExprNode& node) {
+        if (node.kind != ExprKind::Load || registers_.count(node.buffer) || !node.indirect.empty()) return;
+        std::optional<AffineIndex> form = affine_form(node.index, vars);
+        if (!form) return;
+        const SymInt& row = form->coefficients[rank - 2];
+        const SymInt& col = form->coefficients[rank - 1];
+        if (row == SymInt(1) && !(col == SymInt(1)) && !(col == SymInt(0))) transposed = true;
+      });
+    }
+    return transposed;
+  }
+
+  // Loops over the last two dims in square tiles, so that both the transposed reads and the
+  // contiguous writes use whole cache lines while a tile is in L1.
+  void emit_tiled_transpose(const Kernel& kernel, const SymInt& work, const std::function<void()>& body) {
+    const size_t rank = kernel.outer.size();
+    const std::string tile = "32";
+    std::string pragma = parallel_pragma(work, " collapse(" + std::to_string(rank) + ")");
+    w_.line("// tiled " + tile + "x" + tile + ": a transposed read");
+    if (!pragma.empty()) w_.line(pragma);
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      std::string var = loop_var(d).to_string();
+      w_.open("for (int64_t " + var + " = 0; " + var + " < " + cpp(kernel.outer[d]) + "; ++" + var + ")");
+    }
+    std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
+    std::string rows = cpp(kernel.outer[rank - 2]), cols = cpp(kernel.outer[rank - 1]);
+    w_.open("for (int64_t tr = 0; tr < " + rows + "; tr += " + tile + ")");
+    w_.open("for (int64_t tc = 0; tc < " + cols + "; tc += " + tile + ")");
+    w_.line("const int64_t row_end = tr + " + tile + " < " + rows + " ? tr + " + tile + " : " + rows + ";");
+    w_.line("const int64_t col_end = tc + " + tile + " < " + cols + " ? tc + " + tile + " : " + cols + ";");
+    w_.open("for (int64_t " + row + " = tr; " + row + " < row_end; ++" + row + ")");
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + col + " = tc; " + col + " < col_end; ++" + col + ")");
+    body();
+    w_.close();
+    w_.close();
+    w_.close();
+    w_.close();
+    for (size_t d = 0; d + 2 < rank; ++d) w_.close();
   }
 
   void emit_reduction_kernel(const Kernel& kernel) {

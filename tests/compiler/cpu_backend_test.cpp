@@ -234,6 +234,17 @@ TEST(CpuBackend, ViewsFoldIntoIndexing) {
   expect_matches_interpreter(graph, {{"x", random_tensor({4, 6, 5}, DType::f32, 10)}});
 }
 
+TEST(CpuBackend, TransposesAreTiledAndRight) {
+  for (int64_t rows : {1, 31, 100}) {
+    Graph graph;
+    Node* x = input(graph, "x", {3, rows, 67});
+    graph.create_output({graph.create_call("add", {graph.create_call("transpose", {x, 1, 2}), 1.0})});
+    bool tiled = dump_codegen_stage(graph, "cpp").find("tiled 32x32") != std::string::npos;
+    EXPECT_EQ(tiled, rows > 1) << rows << " rows (a 1-row transpose is a plain copy)";
+    expect_matches_interpreter(graph, {{"x", random_tensor({3, rows, 67}, DType::f32, uint64_t(rows))}});
+  }
+}
+
 TEST(CpuBackend, SymbolicBatch) {
   Graph graph;
   SymInt s0 = SymInt::symbol("s0");

@@ -1,0 +1,590 @@
+// Kiln's prelude for generated C++: the text the C++ backend pastes at the top of every
+// generated source file (embedded by codegen/CMakeLists.txt as kiln::codegen::cpp_prelude()).
+// It owns what generated kernels need beyond plain arithmetic: the compiled-artifact ABI
+// declarations, branch-free float math that GCC and Clang vectorize inside `#pragma omp simd`
+// loops without -ffast-math, the interpreter's exact semantics for rounding, division and
+// NaN-propagating max/min, f16/bf16 conversions and the Philox generator.
+//
+// Compile latency rules the form: no header but <stdint.h> and <stddef.h> (compiler builtins
+// instead of <cmath> and <immintrin.h>); C++17 that GCC and Clang accept warning-free with
+// -Wall -Wextra -Wpedantic -Wshadow -Wconversion; every function `static inline` with a `kiln_`
+// prefix.
+//
+// Float math: the error is |result - exact| in ulps of the exact value (a correctly rounded
+// result is within 0.5). "bound" is what tests/codegen/prelude_math_test.cpp and
+// prelude_compile_test.cpp assert (this build's flags, and -O3 -march=native with FMA,
+// vectorized); "seen" is the largest error over every float of the function's non-trivial
+// range, with and without FMA:
+//   function      bound  seen   checked exhaustively over
+//   kiln_exp      1      0.78   2^-27 <= |x| <= 104 (0 below -104, inf above 88.72)
+//   kiln_expm1    2      1.01   2^-27 <= |x| <= 104
+//   kiln_log      1      0.89   every positive float, subnormals included
+//   kiln_log1p    1      0.89   -1 < x <= -2^-27, x >= 2^-27
+//   kiln_sigmoid  2      1.48   2^-27 <= |x| <= 104
+//   kiln_tanh     3      2.42   2^-13 <= |x| <= 10 (+-1 beyond)
+//   kiln_erf      2      1.38   |x| < 4.5 (+-1 beyond), subnormals included
+//   kiln_sin/cos  1      0.501  2^-13 <= |x| <= 1e4; every 13th float from 2^26 to the largest
+//   kiln_pow      1      0.50   5 million random pairs; computed in double (log, product, exp)
+// Subnormal inputs and results are handled (no flush to zero). Special values follow C:
+// NaN in gives NaN, exp(-inf) = 0, exp overflows to +inf, log(0) = -inf, log(x < 0) = NaN,
+// log1p(-1) = -inf, expm1(-inf) = -1, tanh(+-inf) = +-1, sin(+-inf) = NaN, pow has all of C's
+// special cases, and -0 maps to -0 for the odd functions. Double versions call the scalar libm
+// builtins: f64 is rare.
+#ifndef KILN_PRELUDE_H
+#define KILN_PRELUDE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// ---------------------------------------------------------------- compiled-artifact ABI
+// Repeated verbatim from runtime/compiled_abi.h (tests/codegen check the layouts agree).
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { kKilnAbiVersion = 1 };
+
+// dtype codes: the order of kiln::DType (runtime/dtype.h).
+typedef struct KilnTensorDesc {
+  void* data;
+  const int64_t* sizes;
+  const int64_t* strides;  // elements
+  int32_t dtype;
+  int32_t rank;
+} KilnTensorDesc;
+
+// Runs graph node `fallback_index` (manifest "fallbacks" order) with the reference kernel:
+// `inputs` are its tensor arguments, `outputs` its results (contiguous, preallocated).
+// Returns 0, or non-zero with a message in `error`.
+typedef int32_t (*KilnFallbackFn)(void* state, int32_t fallback_index, const KilnTensorDesc* inputs,
+                                  int32_t num_inputs, const KilnTensorDesc* outputs, int32_t num_outputs,
+                                  char* error, int64_t error_capacity);
+
+typedef struct KilnRunArgs {
+  const KilnTensorDesc* inputs;   // graph placeholder order
+  void* const* outputs;           // graph output order, contiguous
+  void* const* parameters;        // manifest "parameters" order, contiguous
+  void* workspace;
+  const int64_t* symbols;         // as bound by kiln_bind
+  KilnFallbackFn fallback;        // may be null when the manifest lists no fallbacks
+  void* fallback_state;
+  char* error;
+  int64_t error_capacity;
+  int32_t num_threads;            // 0: the OpenMP default
+} KilnRunArgs;
+
+#ifdef __cplusplus
+}
+#endif
+
+#define KILN_INLINE static inline __attribute__((always_inline, unused))
+
+// ---------------------------------------------------------------- bits and selects
+KILN_INLINE uint32_t kiln_f32_bits(float x) { uint32_t u; __builtin_memcpy(&u, &x, 4); return u; }
+KILN_INLINE float kiln_bits_f32(uint32_t u) { float x; __builtin_memcpy(&x, &u, 4); return x; }
+KILN_INLINE uint64_t kiln_f64_bits(double x) { uint64_t u; __builtin_memcpy(&u, &x, 8); return u; }
+KILN_INLINE double kiln_bits_f64(uint64_t u) { double x; __builtin_memcpy(&x, &u, 8); return x; }
+
+// `condition ? if_true : if_false` as a bit blend. GCC (12, without -ffast-math) turns a `?:`
+// into a branch, may then sink float arithmetic into it, and will not if-convert a branch
+// holding float operations while -ftrapping-math is on (the default): the loop stays scalar.
+// A blend keeps both arms computed and the code straight, so loops vectorize; every select
+// below whose arms involve float arithmetic goes through these.
+KILN_INLINE uint32_t kiln_select(bool condition, uint32_t if_true, uint32_t if_false) {
+  uint32_t mask = 0u - uint32_t(condition);
+  return (if_true & mask) | (if_false & ~mask);
+}
+KILN_INLINE float kiln_select(bool condition, float if_true, float if_false) {
+  return kiln_bits_f32(kiln_select(condition, kiln_f32_bits(if_true), kiln_f32_bits(if_false)));
+}
+KILN_INLINE double kiln_select(bool condition, double if_true, double if_false) {
+  uint64_t mask = 0ull - uint64_t(condition);
+  return kiln_bits_f64((kiln_f64_bits(if_true) & mask) | (kiln_f64_bits(if_false) & ~mask));
+}
+
+// ---------------------------------------------------------------- rounding, sign, NaN
+// Round half to even (the default rounding mode; nearbyint's result).
+KILN_INLINE float kiln_round(float x) { return __builtin_rintf(x); }
+KILN_INLINE double kiln_round(double x) { return __builtin_rint(x); }
+// floor, ceil and trunc from rint, which GCC vectorizes (floor, ceil and trunc it vectorizes
+// only with -fno-trapping-math): rint(x), minus 1 where it rounded up. Exact; -0 and NaN kept.
+KILN_INLINE float kiln_floor(float x) {
+  float rounded = __builtin_rintf(x);
+  return kiln_select(rounded > x, rounded - 1.0f, rounded);
+}
+KILN_INLINE double kiln_floor(double x) {
+  double rounded = __builtin_rint(x);
+  return kiln_select(rounded > x, rounded - 1.0, rounded);
+}
+KILN_INLINE float kiln_ceil(float x) { return -kiln_floor(-x); }
+KILN_INLINE double kiln_ceil(double x) { return -kiln_floor(-x); }
+KILN_INLINE float kiln_trunc(float x) { return kiln_select(x < 0.0f, kiln_ceil(x), kiln_floor(x)); }
+KILN_INLINE double kiln_trunc(double x) { return kiln_select(x < 0.0, kiln_ceil(x), kiln_floor(x)); }
+KILN_INLINE float kiln_sqrt(float x) { return __builtin_sqrtf(x); }
+KILN_INLINE double kiln_sqrt(double x) { return __builtin_sqrt(x); }
+// 1/sqrt(x) rounded once, as the interpreter computes it (in double).
+KILN_INLINE float kiln_rsqrt(float x) { return float(1.0 / __builtin_sqrt(double(x))); }
+KILN_INLINE double kiln_rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
+KILN_INLINE bool kiln_isnan(float x) { return x != x; }
+KILN_INLINE bool kiln_isnan(double x) { return x != x; }
+// PyTorch's relu and sign: relu(NaN) = NaN; sign(NaN) = sign(-0) = 0.
+KILN_INLINE float kiln_relu(float x) { return ((x > 0.0f) | (x != x)) ? x : 0.0f; }
+KILN_INLINE double kiln_relu(double x) { return ((x > 0.0) | (x != x)) ? x : 0.0; }
+KILN_INLINE float kiln_sign(float x) { return float(int(0.0f < x) - int(x < 0.0f)); }
+KILN_INLINE double kiln_sign(double x) { return double(int(0.0 < x) - int(x < 0.0)); }
+
+// ---------------------------------------------------------------- maximum, minimum
+// NaN-propagating, as the interpreter: a NaN operand gives the quiet NaN; otherwise the larger
+// (smaller) value, `a` on ties (so maximum(-0, +0) = -0, like std::max).
+KILN_INLINE float kiln_maximum(float a, float b) { return ((a != a) | (b != b)) ? __builtin_nanf("") : (a < b ? b : a); }
+KILN_INLINE double kiln_maximum(double a, double b) { return ((a != a) | (b != b)) ? __builtin_nan("") : (a < b ? b : a); }
+KILN_INLINE float kiln_minimum(float a, float b) { return ((a != a) | (b != b)) ? __builtin_nanf("") : (b < a ? b : a); }
+KILN_INLINE double kiln_minimum(double a, double b) { return ((a != a) | (b != b)) ? __builtin_nan("") : (b < a ? b : a); }
+// Reduction accumulators, as the interpreter's amax/amin: start from -inf (+inf) or the first
+// value; a NaN sticks; ties keep the accumulator. Also combines two partial results, the
+// earlier one as `acc`. In a `#pragma omp simd reduction` they need a declared reduction:
+//   #pragma omp declare reduction(kiln_max : float : omp_out = kiln_max_accumulate(omp_out, omp_in))
+//       initializer(omp_priv = -__builtin_inff())
+KILN_INLINE float kiln_max_accumulate(float acc, float value) { return ((value > acc) | (value != value)) ? value : acc; }
+KILN_INLINE double kiln_max_accumulate(double acc, double value) { return ((value > acc) | (value != value)) ? value : acc; }
+KILN_INLINE float kiln_min_accumulate(float acc, float value) { return ((value < acc) | (value != value)) ? value : acc; }
+KILN_INLINE double kiln_min_accumulate(double acc, double value) { return ((value < acc) | (value != value)) ? value : acc; }
+
+// ---------------------------------------------------------------- division and remainder
+// Floats: computed in double exactly as the interpreter (ir/kernels/binary_kernels.cpp) and
+// rounded once, so the results agree bit for bit (fmod is exact at any precision; it stays a
+// scalar call).
+KILN_INLINE double kiln_div_trunc(double a, double b) { return kiln_trunc(a / b); }
+KILN_INLINE float kiln_div_trunc(float a, float b) { return float(kiln_div_trunc(double(a), double(b))); }
+KILN_INLINE double kiln_fmod(double a, double b) { return __builtin_fmod(a, b); }
+KILN_INLINE float kiln_fmod(float a, float b) { return __builtin_fmodf(a, b); }
+// Python's remainder: the sign of the divisor.
+KILN_INLINE double kiln_remainder(double a, double b) {
+  double mod = __builtin_fmod(a, b);
+  return kiln_select((mod != 0.0) & ((b < 0.0) != (mod < 0.0)), mod + b, mod);
+}
+KILN_INLINE float kiln_remainder(float a, float b) { return float(kiln_remainder(double(a), double(b))); }
+// PyTorch's div_floor_floating: the floor of the exact quotient, IEEE results for b == 0.
+KILN_INLINE double kiln_div_floor(double a, double b) {
+  double mod = __builtin_fmod(a, b);
+  double div = (a - mod) / b;
+  div = kiln_select((mod != 0.0) & ((b < 0.0) != (mod < 0.0)), div - 1.0, div);
+  double floored = kiln_floor(div);
+  floored = kiln_select(div - floored > 0.5, floored + 1.0, floored);
+  double quotient = a / b;
+  floored = kiln_select(div == 0.0, __builtin_copysign(0.0, quotient), floored);
+  return kiln_select(b == 0.0, quotient, floored);
+}
+KILN_INLINE float kiln_div_floor(float a, float b) { return float(kiln_div_floor(double(a), double(b))); }
+
+// Integers: exact in int64 with two's-complement wrap (INT64_MIN / -1 = INT64_MIN), as the
+// interpreter. Narrower types promote to int or int64 and the caller truncates the result,
+// which equals the interpreter's wrap. Division by zero returns 0 and never traps: the
+// interpreter raises "ZeroDivisionError: integer division by zero" (or "... remainder / fmod
+// by zero"), so a kernel must test the divisor itself to report it.
+KILN_INLINE int64_t kiln_int_div_trunc(int64_t a, int64_t b) {
+  int64_t divisor = ((b == 0) | (b == -1)) ? 1 : b;
+  int64_t quotient = a / divisor;
+  quotient = b == -1 ? int64_t(0 - uint64_t(a)) : quotient;
+  return b == 0 ? 0 : quotient;
+}
+KILN_INLINE int64_t kiln_int_div_floor(int64_t a, int64_t b) {
+  int64_t divisor = ((b == 0) | (b == -1)) ? 1 : b;
+  int64_t quotient = a / divisor, rest = a % divisor;
+  quotient = ((rest != 0) & ((rest < 0) != (divisor < 0))) ? quotient - 1 : quotient;
+  quotient = b == -1 ? int64_t(0 - uint64_t(a)) : quotient;
+  return b == 0 ? 0 : quotient;
+}
+// C's remainder (the sign of the dividend): the integer fmod.
+KILN_INLINE int64_t kiln_int_fmod(int64_t a, int64_t b) {
+  int64_t divisor = ((b == 0) | (b == -1)) ? 1 : b;
+  return ((b == 0) | (b == -1)) ? 0 : a % divisor;
+}
+// Python's remainder (the sign of the divisor).
+KILN_INLINE int64_t kiln_int_remainder(int64_t a, int64_t b) {
+  int64_t rest = kiln_int_fmod(a, b);
+  return ((rest != 0) & ((rest < 0) != (b < 0))) ? int64_t(uint64_t(rest) + uint64_t(b)) : rest;
+}
+KILN_INLINE int32_t kiln_int_div_trunc(int32_t a, int32_t b) { return int32_t(kiln_int_div_trunc(int64_t(a), int64_t(b))); }
+KILN_INLINE int32_t kiln_int_div_floor(int32_t a, int32_t b) { return int32_t(kiln_int_div_floor(int64_t(a), int64_t(b))); }
+KILN_INLINE int32_t kiln_int_fmod(int32_t a, int32_t b) { return int32_t(kiln_int_fmod(int64_t(a), int64_t(b))); }
+KILN_INLINE int32_t kiln_int_remainder(int32_t a, int32_t b) { return int32_t(kiln_int_remainder(int64_t(a), int64_t(b))); }
+
+// Float to int64 as the interpreter stores it: truncation toward zero, NaN gives 0, values
+// beyond the range saturate (never the undefined behaviour of a plain cast).
+KILN_INLINE int64_t kiln_saturate_to_i64(double x) {
+  double in_range = kiln_select(x < -0x1p63, -0x1p63, kiln_select(x < 0x1p63, x, 0.0));
+  int64_t value = int64_t(kiln_select(x != x, 0.0, in_range));
+  return x >= 0x1p63 ? INT64_MAX : value;
+}
+KILN_INLINE int64_t kiln_saturate_to_i64(float x) { return kiln_saturate_to_i64(double(x)); }
+
+// ---------------------------------------------------------------- exp, expm1
+// x = k ln2 + r_high + r_low with k = rint(x / ln2) clamped to [k_min, k_max] (so out-of-range
+// and NaN inputs stay harmless; callers select their results for those). ln2 = 0.693359375
+// (9 bits, so k * 0.693359375 and r_high = x - k * 0.693359375 are exact) - 2.12194440e-4.
+KILN_INLINE float kiln_reduce_ln2(float x, int32_t k_min, int32_t k_max, int32_t* k, float* r_low) {
+  const float shifter = 0x1.8p23f;  // adding it rounds to an integer in the low mantissa bits
+  int32_t n = int32_t(kiln_f32_bits(x * 0x1.715476p0f + shifter) - kiln_f32_bits(shifter));
+  n = n < k_min ? k_min : n;
+  n = n > k_max ? k_max : n;
+  float kf = float(n);
+  *k = n;
+  *r_low = kf * 2.12194440e-4f;
+  return x - kf * 0.693359375f;
+}
+
+// e^r - 1 - r on |r| <= ln2/2 (+ a little): r^2 P(r), P a minimax fit of (e^r - 1 - r) / r^2
+// with float coefficients, weighted by r^2 / |e^r - 1| (relative error of expm1: 0.04 ulp).
+KILN_INLINE float kiln_exp_tail(float r) {
+  float p = 0x1.a032cep-13f;
+  p = p * r + 0x1.6d72f4p-10f;
+  p = p * r + 0x1.11118ap-7f;
+  p = p * r + 0x1.5554bp-5f;
+  p = p * r + 0x1.555554p-3f;
+  p = p * r + 0.5f;
+  return (r * r) * p;
+}
+
+KILN_INLINE float kiln_exp(float x) {
+  int32_t k;
+  float r_low, r_high = kiln_reduce_ln2(x, -151, 129, &k, &r_low);
+  // e^r = 1 + r_high + (r_low + tail); 1 + r_high is split into a sum and its exact rounding
+  // error (|r_high| < 1), so only the last addition rounds at the result's scale.
+  float sum = 1.0f + r_high;
+  float sum_error = (1.0f - sum) + r_high;
+  float p = sum + (sum_error + (r_low + kiln_exp_tail(r_high + r_low)));
+  // 2^k in two factors, so that results in the subnormal range are rounded once.
+  int32_t half = k / 2;
+  float scale_a = kiln_bits_f32(uint32_t(half + 127) << 23);
+  float scale_b = kiln_bits_f32(uint32_t(k - half + 127) << 23);
+  float result = (p * scale_a) * scale_b;
+  // Past 89 the result is +inf, below -104 it is 0 (NaN takes neither).
+  result = kiln_select(x > 89.0f, __builtin_inff(), result);
+  return kiln_select(x < -104.0f, 0.0f, result);
+}
+KILN_INLINE double kiln_exp(double x) { return __builtin_exp(x); }
+
+KILN_INLINE float kiln_expm1(float x) {
+  int32_t k;
+  float r_low, r_high = kiln_reduce_ln2(x, -27, 128, &k, &r_low);
+  // 2^k (1 + em) - 1 = 2 (t em + (t - 1/2)) with t = 2^(k-1): halving every term is exact and
+  // t stays finite for k = 128. With em = r_high + (r_low + tail), the leading terms
+  // (t - 1/2) + t r_high are summed with their exact rounding errors (t - 1/2 rounds for
+  // k > 24; |t - 1/2| >= |t r_high| or t - 1/2 = 0), so only the last addition rounds at the
+  // result's scale.
+  float t = kiln_bits_f32(uint32_t(k - 1 + 127) << 23);
+  float lead = t - 0.5f, scaled = t * r_high;
+  float lead_error = (t - lead) - 0.5f;
+  float sum = lead + scaled;
+  float sum_error = (lead - sum) + scaled;
+  float low = (sum_error + lead_error) + t * (r_low + kiln_exp_tail(r_high + r_low));
+  float result = 2.0f * (sum + low);
+  // Past 89 the result is +inf; below -18, e^x < 2^-25 and it rounds to -1; for tiny |x|
+  // (and -0) it is x itself, x + x^2/2 rounding to x.
+  result = kiln_select(x > 89.0f, __builtin_inff(), result);
+  result = kiln_select(x < -18.0f, -1.0f, result);
+  return kiln_select(__builtin_fabsf(x) < 0x1p-25f, x, result);
+}
+KILN_INLINE double kiln_expm1(double x) { return __builtin_expm1(x); }
+
+// ---------------------------------------------------------------- log, log1p
+// log(1 + f) - f for f in [sqrt(1/2) - 1, sqrt(2) - 1]: Cephes' logf polynomial.
+KILN_INLINE float kiln_log1p_tail(float f) {
+  float z = f * f;
+  float p = 7.0376836292e-2f;
+  p = p * f - 1.1514610310e-1f;
+  p = p * f + 1.1676998740e-1f;
+  p = p * f - 1.2420140846e-1f;
+  p = p * f + 1.4249322787e-1f;
+  p = p * f - 1.6668057665e-1f;
+  p = p * f + 2.0000714765e-1f;
+  p = p * f - 2.4999993993e-1f;
+  p = p * f + 3.3333331174e-1f;
+  return f * z * p - 0.5f * z;
+}
+
+// Splits a positive normal float into 2^e * m with m in [sqrt(1/2), sqrt(2)); returns m - 1
+// (exact).
+KILN_INLINE float kiln_split_log(float x, int32_t* e) {
+  uint32_t bits = kiln_f32_bits(x) + (0x3f800000u - 0x3f3504f3u);
+  *e = int32_t(bits >> 23) - 127;
+  return kiln_bits_f32((bits & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+}
+
+KILN_INLINE float kiln_log(float x) {
+  bool subnormal = x < 0x1p-126f;
+  int32_t e;
+  float f = kiln_split_log(kiln_select(subnormal, x * 0x1p23f, x), &e);
+  float fe = float(e - (subnormal ? 23 : 0));
+  // log 2 = 0.693359375 - 2.12194440e-4, as in exp.
+  float result = (f + (kiln_log1p_tail(f) + fe * -2.12194440e-4f)) + fe * 0.693359375f;
+  float special = kiln_select(x == 0.0f, -__builtin_inff(), kiln_select(x == __builtin_inff(), x, __builtin_nanf("")));
+  return kiln_select((x > 0.0f) & (x < __builtin_inff()), result, special);
+}
+KILN_INLINE double kiln_log(double x) { return __builtin_log(x); }
+
+KILN_INLINE float kiln_log1p(float x) {
+  float u = 1.0f + x;
+  int32_t e;
+  float f = kiln_split_log(u, &e);
+  // log(1 + x) = log(u) + c with c ~ (1 + x - u) / u, the rounding error of u (musl's log1pf).
+  // With e == 0, f is x itself (exact) and needs no correction.
+  float c = kiln_select(e >= 2, 1.0f - (u - x), x - (u - 1.0f)) / u;
+  c = kiln_select((e != 0) & (e < 25), c, 0.0f);
+  f = kiln_select(e == 0, x, f);
+  float fe = float(e);
+  float result = (f + (kiln_log1p_tail(f) + (fe * -2.12194440e-4f + c))) + fe * 0.693359375f;
+  float special = kiln_select(x == -1.0f, -__builtin_inff(), kiln_select(x == __builtin_inff(), x, __builtin_nanf("")));
+  result = kiln_select((x > -1.0f) & (x < __builtin_inff()), result, special);
+  // Tiny |x| (and -0) gives x itself: x - x^2/2 rounds to x.
+  return kiln_select(__builtin_fabsf(x) < 0x1p-25f, x, result);
+}
+KILN_INLINE double kiln_log1p(double x) { return __builtin_log1p(x); }
+
+// ---------------------------------------------------------------- sigmoid, tanh, erf
+KILN_INLINE float kiln_sigmoid(float x) {
+  // With e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0 (no overflow,
+  // subnormal results kept). The sum and quotient in double leave one rounding after exp's.
+  double e = double(kiln_exp(-__builtin_fabsf(x)));
+  return float(kiln_select(x < 0.0f, e, 1.0) / (1.0 + e));
+}
+KILN_INLINE double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
+
+KILN_INLINE float kiln_tanh(float x) {
+  // tanh|x| = t / (t + 2) with t = expm1(2|x|); tanh(10) already rounds to 1.
+  float a = __builtin_fabsf(x);
+  float t = kiln_expm1(2.0f * kiln_select(a > 10.0f, 10.0f, a));
+  return __builtin_copysignf(t / (t + 2.0f), x);
+}
+KILN_INLINE double kiln_tanh(double x) { return __builtin_tanh(x); }
+
+KILN_INLINE float kiln_erf(float x) {
+  float a = __builtin_fabsf(x);
+  // |x| < 0.921875: x + x P(x^2), a minimax fit of erf(x) - x relative to erf(x).
+  float z = x * x;
+  float p = 0x1.5f12dep-14f;
+  p = p * z - 0x1.aaea14p-11f;
+  p = p * z + 0x1.54daeap-8f;
+  p = p * z - 0x1.b8107ep-6f;
+  p = p * z + 0x1.ce2e2p-4f;
+  p = p * z - 0x1.812744p-2f;
+  p = p * z + 0x1.06eba8p-3f;
+  float small = x + x * p;
+  // 0.921875 <= |x| < 3.92: 1 - exp(Q(|x|)), Q a fit of log(erfc(|x|)) weighted by erfc(|x|)
+  // (the absolute error of erf). From 3.92 on, erfc < 2^-25 and erf rounds to 1.
+  float b = kiln_select(a < 3.92f, a, 3.92f);
+  float q = 0x1.986354p-13f;
+  q = q * b - 0x1.8d5ba8p-9f;
+  q = q * b + 0x1.6b6b88p-6f;
+  q = q * b - 0x1.a952fcp-4f;
+  q = q * b - 0x1.464a52p-1f;
+  q = q * b - 0x1.20ab68p+0f;
+  q = q * b - 0x1.b8365p-13f;
+  float large = kiln_select(a >= 3.92f, 1.0f, 1.0f - kiln_exp(q));
+  // NaN takes `small`, which is NaN.
+  return kiln_select(a >= 0.921875f, __builtin_copysignf(large, x), small);
+}
+KILN_INLINE double kiln_erf(double x) { return __builtin_erf(x); }
+
+// ---------------------------------------------------------------- sin, cos
+// Both reduce |x| = n pi/2 + r, |r| <= pi/4, and evaluate FreeBSD's k_sinf/k_cosf polynomials
+// in double. Below 2^27 the reduction is Cody-Waite in double (pi/2 as 25 + 53 bits: n times
+// the high part is exact); from 2^27 on it is Payne-Hanek as in glibc's sinf: the float's
+// mantissa times a 96-bit window of 2/pi's bits, chosen by its exponent, gives x 2/pi mod 4
+// in 2.62 fixed point, and r to 33 bits. Both run for every lane (a select picks one).
+static const uint32_t kiln_two_over_pi_bits[24] __attribute__((unused)) = {
+    0x000000a2, 0x0000a2f9, 0x00a2f983, 0xa2f9836e, 0xf9836e4e, 0x836e4e44, 0x6e4e4415, 0x4e441529,
+    0x441529fc, 0x1529fc27, 0x29fc2757, 0xfc2757d1, 0x2757d1f5, 0x57d1f534, 0xd1f534dd, 0xf534ddc0,
+    0x34ddc0db, 0xddc0db62, 0xc0db6295, 0xdb629599, 0x6295993c, 0x95993c43, 0x993c4390, 0x3c439041};
+
+// Returns r and writes the quadrant n mod 4 (as a double, 0 to 3) for a = |x| (finite or not:
+// infinities and NaN give garbage that the callers replace with NaN).
+KILN_INLINE double kiln_reduce_pio2(float a, double* quadrant) {
+  double ad = double(a);
+  double n = __builtin_rint(ad * 0x1.45f306dc9c883p-1);
+  double r_small = (ad - n * 0x1.921fb5p+0) - n * 0x1.110b4611a6263p-26;
+  double quadrant_small = n - 4.0 * kiln_floor(n * 0.25);
+  uint32_t bits = kiln_f32_bits(a);
+  uint32_t window = (bits >> 26) & 15u;  // indexed, not a pointer: GCC vectorizes it as a gather
+  uint32_t mantissa = ((bits & 0x7fffffu) | 0x800000u) << ((bits >> 23) & 7u);
+  uint64_t low = uint64_t(mantissa) * kiln_two_over_pi_bits[window + 4];
+  uint64_t high = uint64_t(mantissa) * kiln_two_over_pi_bits[window + 8];
+  uint64_t top = uint32_t(mantissa * kiln_two_over_pi_bits[window]);
+  uint64_t fixed = ((high >> 32) | (top << 32)) + low;
+  uint64_t n_large = (fixed + (1ull << 61)) >> 62;
+  // The signed 2.62 remainder to double as high * 2^32 + low: AVX2 converts int32 but not int64
+  // (and has no 64-bit arithmetic shift), so the halves are converted apart, the unsigned low
+  // half by the 2^52 bit trick.
+  uint64_t remainder = fixed - (n_large << 62);
+  double high_half = double(int32_t(uint32_t(remainder >> 32)));
+  double low_half = kiln_bits_f64(0x4330000000000000ull | (remainder & 0xffffffffull)) - 0x1p52;
+  double r_large = (high_half * 0x1p32 + low_half) * 0x1.921fb54442d18p-62;  // pi/2 2^-62
+  bool large = a >= 0x1p27f;
+  *quadrant = kiln_select(large, double(int32_t(n_large)), quadrant_small);
+  return kiln_select(large, r_large, r_small);
+}
+KILN_INLINE double kiln_sin_reduced(double r) {
+  double z = r * r, w = z * z, s = z * r;
+  double high = -0x1.a00f9e2cae774p-13 + z * 0x1.6cd878c3b46a7p-19;
+  return (r + s * (-0x1.5555554cbac77p-3 + z * 0x1.11110896efbb2p-7)) + s * w * high;
+}
+KILN_INLINE double kiln_cos_reduced(double r) {
+  double z = r * r, w = z * z;
+  double high = -0x1.6c087e80f1e27p-10 + z * 0x1.99342e0ee5069p-16;
+  return ((1.0 + z * -0x1.ffffffd0c5e81p-2) + w * 0x1.55553e1053a42p-5) + (w * z) * high;
+}
+KILN_INLINE float kiln_sin(float x) {
+  float a = __builtin_fabsf(x);
+  double quadrant;
+  double r = kiln_reduce_pio2(a, &quadrant);
+  double value = kiln_select((quadrant == 1.0) | (quadrant == 3.0), kiln_cos_reduced(r), kiln_sin_reduced(r));
+  value = kiln_select((quadrant >= 2.0) != (x < 0.0f), -value, value);  // sin(-x) = -sin(x)
+  float result = kiln_select(a < __builtin_inff(), float(value), __builtin_nanf(""));
+  // Tiny |x| (and -0) gives x itself.
+  return kiln_select(a < 0x1p-12f, x, result);
+}
+KILN_INLINE double kiln_sin(double x) { return __builtin_sin(x); }
+KILN_INLINE float kiln_cos(float x) {
+  float a = __builtin_fabsf(x);
+  double quadrant;
+  double r = kiln_reduce_pio2(a, &quadrant);
+  double value = kiln_select((quadrant == 1.0) | (quadrant == 3.0), kiln_sin_reduced(r), kiln_cos_reduced(r));
+  value = kiln_select((quadrant == 1.0) | (quadrant == 2.0), -value, value);
+  return kiln_select(a < __builtin_inff(), float(value), __builtin_nanf(""));
+}
+KILN_INLINE double kiln_cos(double x) { return __builtin_cos(x); }
+
+// ---------------------------------------------------------------- pow
+// log(x) in double for a float x (never subnormal in double): fdlibm's log, branch-free.
+KILN_INLINE double kiln_log_of_float(double x) {
+  uint64_t bits = kiln_f64_bits(x) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
+  double e = double(int32_t(bits >> 52) - 1023);
+  double f = kiln_bits_f64((bits & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
+  double s = f / (2.0 + f), z = s * s, w = z * z;
+  double t1 = w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
+  double t2 = z * (0x1.5555555555593p-1 + w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3 + w * 0x1.2f112df3e5244p-3)));
+  double half_f2 = 0.5 * f * f;
+  double result = e * 0x1.62e42feep-1 - ((half_f2 - (s * (half_f2 + (t1 + t2)) + e * 0x1.a39ef35793c76p-33)) - f);
+  double special = kiln_select(x == 0.0, -__builtin_inf(), kiln_select(x == __builtin_inf(), x, __builtin_nan("")));
+  return kiln_select((x > 0.0) & (x < __builtin_inf()), result, special);
+}
+// e^t in double for the exponents a float pow needs: 2^k times a degree-11 Taylor polynomial
+// on |r| <= ln2/2 (relative error below 1e-14); t is clamped to [-300, 300] (the float
+// result is 0 or inf well before), NaN passes through.
+KILN_INLINE double kiln_exp_for_float(double t) {
+  double clamped = kiln_select(t > 300.0, 300.0, kiln_select(t < -300.0, -300.0, t));
+  const double shifter = 0x1.8p52;
+  double shifted = clamped * 0x1.71547652b82fep0 + shifter;
+  double k = shifted - shifter;
+  int64_t ki = int64_t(kiln_f64_bits(shifted) - kiln_f64_bits(shifter));
+  double r = (clamped - k * 0x1.62e42fee00000p-1) - k * 0x1.a39ef35793c76p-33;
+  double p = 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  return p * kiln_bits_f64(uint64_t(ki + 1023) << 52);
+}
+// C's powf: |x|^y = e^(y log|x|) in double, rounded once; then C's special cases as selects.
+KILN_INLINE float kiln_pow(float x, float y) {
+  double magnitude = kiln_exp_for_float(double(y) * kiln_log_of_float(double(__builtin_fabsf(x))));
+  float result = float(magnitude);
+  float y_half = y * 0.5f;
+  bool y_integer = __builtin_rintf(y) == y;  // true for +-inf
+  bool y_odd = y_integer & (__builtin_rintf(y_half) != y_half);
+  bool x_negative = kiln_f32_bits(x) >> 31 != 0;  // includes -0 and -inf
+  result = kiln_select(x_negative & y_odd, -result, result);
+  // A finite negative base to a finite non-integer power.
+  result = kiln_select((x < 0.0f) & (x > -__builtin_inff()) & !y_integer, __builtin_nanf(""), result);
+  result = kiln_select((x == -1.0f) & (__builtin_fabsf(y) == __builtin_inff()), 1.0f, result);
+  return kiln_select((x == 1.0f) | (y == 0.0f), 1.0f, result);
+}
+KILN_INLINE double kiln_pow(double x, double y) { return __builtin_pow(x, y); }
+
+// ---------------------------------------------------------------- f16, bf16
+// Bit for bit runtime/half.h: round to nearest even, infinities kept, NaN quieted.
+KILN_INLINE float kiln_bf16_to_f32(uint16_t value) { return kiln_bits_f32(uint32_t(value) << 16); }
+
+KILN_INLINE uint16_t kiln_f32_to_bf16(float value) {
+  uint32_t bits = kiln_f32_bits(value);
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t quiet_nan = (bits >> 16) | 0x40u;
+  return uint16_t(kiln_select((bits & 0x7fffffffu) > 0x7f800000u, quiet_nan, rounded));
+}
+
+KILN_INLINE float kiln_f16_to_f32(uint16_t value) {
+  uint32_t sign = uint32_t(value & 0x8000u) << 16;
+  uint32_t exponent = (uint32_t(value) >> 10) & 0x1fu;
+  uint32_t mantissa = value & 0x3ffu;
+  uint32_t normal = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  uint32_t inf_nan = sign | 0x7f800000u | (mantissa << 13);
+  uint32_t subnormal = sign | kiln_f32_bits(float(int32_t(mantissa)) * 0x1p-24f);  // zero too
+  return kiln_bits_f32(kiln_select(exponent == 0x1fu, inf_nan, kiln_select(exponent == 0u, subnormal, normal)));
+}
+
+KILN_INLINE uint16_t kiln_f32_to_f16(float value) {
+  uint32_t bits = kiln_f32_bits(value);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t magnitude = bits & 0x7fffffffu;
+  // Normal in f16: round the 13 dropped mantissa bits to nearest even and rebias.
+  uint32_t normal = (magnitude + 0xfffu + ((magnitude >> 13) & 1u) - (112u << 23)) >> 13;
+  // Subnormal in f16: adding 0.5 lines the f16 subnormal unit 2^-24 up with the float's last
+  // mantissa bit, so the float addition rounds to nearest even.
+  uint32_t subnormal = kiln_f32_bits(kiln_bits_f32(magnitude) + 0.5f) - 0x3f000000u;
+  uint32_t result = kiln_select(magnitude < 0x38800000u, subnormal, normal);
+  result = kiln_select(magnitude >= 0x477ff000u, 0x7c00u, result);  // rounds to infinity
+  result = kiln_select(magnitude > 0x7f800000u, 0x7e00u, result);   // NaN
+  return uint16_t(sign | result);
+}
+
+// ---------------------------------------------------------------- Philox4x32-10
+// Exactly runtime/philox.h: element `index` of rand/randn with `seed` and `offset` uses
+// counter {lo(index), hi(index), lo(offset), hi(offset)} and key {lo(seed), hi(seed)}.
+struct KilnPhiloxWords {
+  uint32_t word[4];
+};
+
+KILN_INLINE KilnPhiloxWords kiln_philox_words(uint64_t seed, uint64_t offset, uint64_t index) {
+  uint32_t c0 = uint32_t(index), c1 = uint32_t(index >> 32), c2 = uint32_t(offset), c3 = uint32_t(offset >> 32);
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    uint64_t product0 = uint64_t(0xD2511F53u) * c0;
+    uint64_t product1 = uint64_t(0xCD9E8D57u) * c2;
+    uint32_t next0 = uint32_t(product1 >> 32) ^ c1 ^ k0;
+    uint32_t next2 = uint32_t(product0 >> 32) ^ c3 ^ k1;
+    c1 = uint32_t(product1);
+    c3 = uint32_t(product0);
+    c0 = next0;
+    c2 = next2;
+    k0 += 0x9E3779B9u;  // the key is bumped between rounds (the last bump is unused)
+    k1 += 0xBB67AE85u;
+  }
+  KilnPhiloxWords words = {{c0, c1, c2, c3}};
+  return words;
+}
+
+// Uniform in [0, 1): the top 24 bits of word 0 times 2^-24 (exact).
+KILN_INLINE float kiln_philox_uniform(uint64_t seed, uint64_t offset, uint64_t index) {
+  return float(kiln_philox_words(seed, offset, index).word[0] >> 8) * 0x1p-24f;
+}
+
+// Standard normal by Box-Muller in double with libm's log and cos, rounded once: the
+// interpreter's exact value (these libm calls are scalar).
+KILN_INLINE float kiln_philox_normal(uint64_t seed, uint64_t offset, uint64_t index) {
+  KilnPhiloxWords words = kiln_philox_words(seed, offset, index);
+  double u1 = double((words.word[0] >> 8) + 1u) * (1.0 / 16777216.0);  // (0, 1]
+  double u2 = double(words.word[1] >> 8) * (1.0 / 16777216.0);         // [0, 1)
+  return float(__builtin_sqrt(-2.0 * __builtin_log(u1)) * __builtin_cos(6.283185307179586476925286766559 * u2));
+}
+
+#undef KILN_INLINE
+
+#endif  // KILN_PRELUDE_H

@@ -1,0 +1,13 @@
+// The prelude of generated C++: the text of codegen/cpp/kiln_prelude.h (the ABI declarations,
+// vectorizable float math, exact division and rounding, f16/bf16 conversions and Philox),
+// which the C++ backend pastes at the top of every generated source file. codegen/CMakeLists.txt
+// embeds the header's text at build time, so editing it regenerates this string.
+#pragma once
+
+#include <string_view>
+
+namespace kiln::codegen {
+
+std::string_view cpp_prelude();
+
+}  // namespace kiln::codegen
