@@ -223,7 +223,8 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
 }
 
 CpuModel::CpuModel(ir::Graph graph, CompiledArtifact artifact, CpuCompileResult result)
-    : graph_(std::move(graph)), artifact_(std::move(artifact)), result_(std::move(result)) {
+    : graph_(std::move(graph)), artifact_(std::move(artifact)), result_(std::move(result)),
+      copy_backs_(passes::copy_back_outputs(graph_)) {
   for (const ArtifactParameter& parameter : artifact_.parameters()) {
     auto it = graph_.parameters().find(parameter.name);
     if (it == graph_.parameters().end()) fail("the model has no parameter '", parameter.name, "'");
@@ -321,8 +322,7 @@ std::vector<Tensor> CpuModel::run(const std::map<std::string, Tensor>& inputs, i
   std::vector<Tensor> outputs = artifact_.run(ordered, parameters_, fallback, num_threads);
   // Mutated inputs and parameters: the functionalized graph returns their final values as
   // trailing outputs; write them back as PyTorch's in-place semantics require.
-  std::vector<passes::CopyBack> copy_backs = passes::copy_back_outputs(graph_);
-  for (const passes::CopyBack& copy : copy_backs) {
+  for (const passes::CopyBack& copy : copy_backs_) {
     const Tensor& value = outputs.at(copy.output_index);
     if (copy.input->op() == ir::OpKind::placeholder) {
       inputs.at(copy.input->target()).copy_from(value);
@@ -330,7 +330,7 @@ std::vector<Tensor> CpuModel::run(const std::map<std::string, Tensor>& inputs, i
       graph_.parameters().at(copy.input->target()).copy_from(value);
     }
   }
-  outputs.resize(outputs.size() - copy_backs.size());
+  outputs.resize(outputs.size() - copy_backs_.size());
   return outputs;
 }
 

@@ -20,6 +20,7 @@
 #include "codegen/cpp/cpp_emitter.h"
 #include "codegen/schedule.h"
 #include "ir/graph.h"
+#include "passes/functionalize.h"
 #include "runtime/compiled_artifact.h"
 #include "runtime/cpu_features.h"
 
@@ -69,6 +70,7 @@ class CpuModel {
   ir::Graph graph_;  // the final graph: parameters and fallback nodes come from it
   CompiledArtifact artifact_;
   CpuCompileResult result_;
+  std::vector<passes::CopyBack> copy_backs_;  // mutated inputs and parameters to write back
   std::vector<Tensor> parameters_;
 };
 

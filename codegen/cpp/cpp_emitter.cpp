@@ -690,7 +690,8 @@ class Emitter {
     bool epilogue = !kernel.steps.empty();
     // Small GEMMs of a batch run in parallel, each on one thread.
     if (batch_rank > 0) {
-      w_.line("#pragma omp parallel for schedule(static) if(batch > 1 && M * N * K < 262144)");
+      // (only when the whole batch is worth a parallel region: ~1M multiply-adds)
+      w_.line("#pragma omp parallel for schedule(static) if(batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576)");
     }
     w_.open("for (int64_t bi = 0; bi < batch; ++bi)");
     std::vector<std::string> batch_vars;
