@@ -57,8 +57,8 @@ static inline float kop_expm1(float a) { return kiln_expm1(a); }
 static inline double kop_expm1(double a) { return __builtin_expm1(a); }
 static inline float kop_sqrt(float a) { return __builtin_sqrtf(a); }
 static inline double kop_sqrt(double a) { return __builtin_sqrt(a); }
-static inline float kop_rsqrt(float a) { return 1.0f / __builtin_sqrtf(a); }
-static inline double kop_rsqrt(double a) { return 1.0 / __builtin_sqrt(a); }
+static inline float kop_rsqrt(float a) { return kiln_rsqrt(a); }
+static inline double kop_rsqrt(double a) { return kiln_rsqrt(a); }
 template <class T> static inline T kop_reciprocal(T a) { return T(1) / a; }
 static inline float kop_sin(float a) { return kiln_sin(a); }
 static inline double kop_sin(double a) { return __builtin_sin(a); }
@@ -75,11 +75,11 @@ template <class T> static inline T kop_relu(T a) {
   else return a > T(0) ? a : T(0);
 }
 template <class T> static inline T kop_floor(T a) { return a; }
-static inline float kop_floor(float a) { return __builtin_floorf(a); }
-static inline double kop_floor(double a) { return __builtin_floor(a); }
+static inline float kop_floor(float a) { return kiln_floor(a); }
+static inline double kop_floor(double a) { return kiln_floor(a); }
 template <class T> static inline T kop_ceil(T a) { return a; }
-static inline float kop_ceil(float a) { return __builtin_ceilf(a); }
-static inline double kop_ceil(double a) { return __builtin_ceil(a); }
+static inline float kop_ceil(float a) { return kiln_ceil(a); }
+static inline double kop_ceil(double a) { return kiln_ceil(a); }
 template <class T> static inline T kop_round(T a) { return a; }
 static inline float kop_round(float a) { return __builtin_rintf(a); }
 static inline double kop_round(double a) { return __builtin_rint(a); }
@@ -118,7 +118,8 @@ template <class T> static inline T kop_div_trunc(T a, T b) {
   if constexpr (kiln_is_float<T>::value) return T(__builtin_trunc(double(a / b)));
   else return kiln_int_div_checked(a, b);
 }
-static inline float kop_div_trunc(float a, float b) { return __builtin_truncf(a / b); }
+static inline float kop_div_trunc(float a, float b) { return kiln_div_trunc(a, b); }
+static inline double kop_div_trunc(double a, double b) { return kiln_div_trunc(a, b); }
 template <class T> static inline T kop_div_floor(T a, T b) {
   if constexpr (kiln_is_float<T>::value) {
     if (b == T(0)) return a / b;
@@ -139,6 +140,8 @@ template <class T> static inline T kop_div_floor(T a, T b) {
     return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
   }
 }
+static inline float kop_div_floor(float a, float b) { return kiln_div_floor(a, b); }
+static inline double kop_div_floor(double a, double b) { return kiln_div_floor(a, b); }
 template <class T> static inline T kop_pow(T base, T exponent) {
   if constexpr (kiln_is_float<T>::value) {
     return T(__builtin_pow(double(base), double(exponent)));
