@@ -90,6 +90,32 @@ TEST(Scheduler, PointwiseChainIsOneKernelAndNeedsNoWorkspace) {
   EXPECT_EQ(s.memory.peak_bytes, SymInt(0));
 }
 
+TEST(Scheduler, IndependentNodesOverOneRangeShareAKernel) {
+  Graph graph;
+  Node* x = input(graph, "x", {64, 100});
+  Node* y = input(graph, "y", {64, 100});
+  graph.create_output({graph.create_call("exp", {x}), graph.create_call("neg", {y}), graph.create_call("mul", {x, y})});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  ASSERT_EQ(s.kernels.size(), 1u) << print_schedule(s);
+  EXPECT_EQ(s.kernels[0].steps.size(), 3u);
+  EXPECT_EQ(s.kernels[0].outer.size(), 1u) << "contiguous dims are coalesced into one loop";
+}
+
+TEST(Scheduler, SymbolicMemoryPlanReusesSlotsOfEqualSize) {
+  Graph graph;
+  SymInt s0 = SymInt::symbol("s0");
+  Node* x = input(graph, "x", {s0, 64});
+  Node* w = input(graph, "w", {64, 64});
+  Node* a = graph.create_call("matmul", {x, w});
+  Node* b = graph.create_call("matmul", {a, w});
+  Node* c = graph.create_call("matmul", {b, w});
+  graph.create_output({graph.create_call("matmul", {c, w})});
+  ScheduledProgram s = schedule_graph(std::move(graph));
+  // naive: three intermediates of 256*s0 bytes; a and c never live together, so two slots.
+  EXPECT_EQ(s.memory.naive_bytes, SymInt(768) * s0) << print_schedule(s);
+  EXPECT_EQ(s.memory.peak_bytes, SymInt(512) * s0) << print_schedule(s);
+}
+
 TEST(Scheduler, MemoryPlanReusesDeadBuffers) {
   // Two GEMMs in a row with stored intermediates: a -> b -> c; a and c can share bytes.
   Graph graph;
