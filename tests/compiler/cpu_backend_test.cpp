@@ -182,6 +182,60 @@ TEST(CpuBackend, IntegerAndBoolOpsAreExact) {
                                      {"m", random_tensor({3, 17}, DType::boolean, 6)}});
 }
 
+TEST(CpuBackend, CopiesCreationRandomAndFallbackOps) {
+  Graph graph;
+  Node* x = input(graph, "x", {5, 7});
+  Node* y = input(graph, "y", {5, 3});
+  Node* idx = input(graph, "idx", {5, 4}, DType::i64);
+  Node* rows = input(graph, "rows", {6}, DType::i64);
+  std::vector<ir::Argument> outputs = {
+      graph.create_call("cat", {std::vector<ir::Argument>{x, y}, 1}),
+      graph.create_call("pad", {x, ints({1, 2, 0, 1}), "constant", 0.5}),
+      graph.create_call("pad", {x, ints({2, 1}), "reflect"}),
+      graph.create_call("pad", {x, ints({1, 3}), "replicate"}),
+      graph.create_call("gather", {x, 1, idx}),
+      graph.create_call("index_select", {x, 0, rows}),
+      graph.create_call("full", {ints({3, 4}), 2.5}),
+      graph.create_call("arange", {0, 10, 3}),
+      graph.create_call("iota", {9}, {{"start", 2}, {"step", 3}}),
+      graph.create_call("rand", {ints({4, 33})}, {{"seed", 7}, {"offset", 3}}),
+      graph.create_call("randn", {ints({17})}, {{"seed", 9}}),
+      graph.create_call("cumsum", {x, 1}),
+      graph.create_call("scatter", {x, 1, graph.create_call("slice", {idx, 1, 0, 3}), y}),
+      graph.create_call("prod", {x, ints({1})}),
+      graph.create_call("amin", {x, ints({0, 1})}),
+      graph.create_call("var", {x, ints({1})}),
+      graph.create_call("adaptive_avg_pool", {graph.create_call("unsqueeze", {x, 0}), ints({3, 2})}),
+      graph.create_call("adaptive_max_pool", {graph.create_call("unsqueeze", {x, 0}), ints({2, 4})}),
+      graph.create_call("bmm", {graph.create_call("unsqueeze", {x, 0}), graph.create_call("unsqueeze",
+                                {graph.create_call("transpose", {x, 0, 1}), 0})}),
+      graph.create_call("cast", {x, DType::f16}),
+      graph.create_call("cast", {graph.create_call("mul", {graph.create_call("cast", {x, DType::bf16}), 3.0}), DType::f32}),
+      graph.create_call("cast", {graph.create_call("mul", {x, 10.0}), DType::i8}),
+  };
+  graph.create_output(outputs);
+  Tensor index = Tensor::from_doubles({5, 4}, std::vector<double>{0, 6, 3, 3, 1, 2, 5, 0, 4, 4, 4, 1, 6, 5, 2, 0, 3, 1, 0, 2},
+                                      DType::i64);
+  Tensor row_index = Tensor::from_doubles({6}, std::vector<double>{4, 0, 0, 3, 1, 2}, DType::i64);
+  expect_matches_interpreter(graph, {{"x", random_tensor({5, 7}, DType::f32, 30)},
+                                     {"y", random_tensor({5, 3}, DType::f32, 31)},
+                                     {"idx", index},
+                                     {"rows", row_index}},
+                             1e-4, 1e-5);
+}
+
+TEST(CpuBackend, IndexOutOfRangeIsAnErrorNotAWrongNumber) {
+  Graph graph;
+  Node* x = input(graph, "x", {5, 7});
+  Node* rows = input(graph, "rows", {2}, DType::i64);
+  graph.create_output({graph.create_call("index_select", {x, 0, rows})});
+  CpuModel model = CpuModel::compile(graph, test_options());
+  std::string message = error_of([&] {
+    model.run({{"x", random_tensor({5, 7}, DType::f32, 1)}, {"rows", Tensor::from_doubles({2}, std::vector<double>{1, 5}, DType::i64)}});
+  });
+  EXPECT_NE(message.find("out of range"), std::string::npos) << message;
+}
+
 // ---------------------------------------------------------------- sizes
 
 class CpuBackendSizes : public ::testing::TestWithParam<int64_t> {};
