@@ -81,6 +81,11 @@ std::string convert(const std::string& value, DType from, DType to) {
   if (to == DType::f16) return "kiln_f32_to_f16(" + convert(value, from, DType::f32) + ")";
   if (to == DType::bf16) return "kiln_f32_to_bf16(" + convert(value, from, DType::f32) + ")";
   if (to == DType::boolean) return "bool((" + value + ") != 0)";
+  // Float to integer: the interpreter's store rule (truncate, NaN to 0, saturate to int64, then
+  // wrap to the narrower type), never the undefined behaviour of a plain cast.
+  if ((from == DType::f32 || from == DType::f64) && !is_floating(to)) {
+    return ctype(to) + "(kiln_saturate_to_i64(" + value + "))";
+  }
   return ctype(to) + "(" + value + ")";
 }
 

@@ -236,6 +236,16 @@ TEST(CpuBackend, IndexOutOfRangeIsAnErrorNotAWrongNumber) {
   EXPECT_NE(message.find("out of range"), std::string::npos) << message;
 }
 
+TEST(CpuBackend, FloatToIntegerCastsSaturateAsTheInterpreterDoes) {
+  Graph graph;
+  Node* x = input(graph, "x", {8});
+  graph.create_output({graph.create_call("cast", {x, DType::i64}), graph.create_call("cast", {x, DType::i32}),
+                       graph.create_call("cast", {x, DType::u8}), graph.create_call("cast", {x, DType::boolean})});
+  Tensor values = Tensor::from_doubles(
+      {8}, std::vector<double>{NAN, INFINITY, -INFINITY, 3e20, -3e20, 300.7, -2.5, 0.0}, DType::f32);
+  expect_matches_interpreter(graph, {{"x", values}});
+}
+
 // ---------------------------------------------------------------- sizes
 
 class CpuBackendSizes : public ::testing::TestWithParam<int64_t> {};
