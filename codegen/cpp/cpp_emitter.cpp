@@ -181,6 +181,7 @@ class Emitter {
     switch (e->kind) {
       case ExprKind::Constant: return literal(e->float_value, e->int_value, e->dtype);
       case ExprKind::Load: {
+        if (auto named = named_values_.find(e->buffer); named != named_values_.end()) return named->second;
         if (registers_.count(e->buffer)) return reg(e->buffer);
         std::string index = cpp(e->index);
         for (const IndirectTerm& term : e->indirect) {
@@ -329,11 +330,53 @@ class Emitter {
 
   void emit_row_step(const Kernel& kernel, const KernelStep& step, int number) {
     w_.line("// row: " + p_.nodes[size_t(step.node)].name);
+    // Values the row loop would compute again for every element are computed once before it,
+    // and a division by one is a product with its reciprocal (as ATen's softmax does).
+    std::vector<std::pair<std::string, Expr>> hoisted;
+    Expr body = hoist_row_invariants(step.body, kernel.inner.size(), hoisted);
+    for (const auto& [name, value] : hoisted) {
+      w_.line("const " + ctype(value->dtype) + " " + name + " = " + expr(value) + ";");
+    }
     inner_loops(kernel.inner, 0, [&] {
       std::string v = "t" + std::to_string(number);
-      w_.line("const " + ctype(step.body->dtype) + " " + v + " = " + expr(step.body) + ";");
-      store_outputs(step, v, step.body->dtype);
+      w_.line("const " + ctype(body->dtype) + " " + v + " = " + expr(body) + ";");
+      store_outputs(step, v, body->dtype);
     });
+  }
+
+  bool depends_on_row(const Expr& e, size_t inner_rank) {
+    bool depends = false;
+    map_indices(e, [&](const SymInt& index) {
+      for (size_t k = 0; k < inner_rank && !depends; ++k) depends = codegen::depends_on(index, reduction_var(k));
+      return index;
+    });
+    return depends;
+  }
+
+  // A value named `name` (a hoisted temporary), as an expression.
+  Expr named_value(const std::string& name, DType dtype) {
+    int id = kFirstNamedValue - int(named_values_.size());
+    named_values_[id] = name;
+    return load(id, dtype, 0);
+  }
+
+  Expr hoist_row_invariants(const Expr& e, size_t inner_rank, std::vector<std::pair<std::string, Expr>>& hoisted) {
+    if (!e) return e;
+    if (!depends_on_row(e, inner_rank)) {
+      if (e->kind == ExprKind::Constant || e->kind == ExprKind::Load || e->kind == ExprKind::IndexValue) return e;
+      std::string name = "h" + std::to_string(hoist_counter_++);
+      hoisted.push_back({name, e});
+      return named_value(name, e->dtype);
+    }
+    if (e->kind == ExprKind::Binary && e->op == "div" && is_floating(e->dtype) && !depends_on_row(e->args[1], inner_rank)) {
+      std::string name = "h" + std::to_string(hoist_counter_++);
+      hoisted.push_back({name, binary("div", constant(1, e->dtype), e->args[1])});
+      return binary("mul", hoist_row_invariants(e->args[0], inner_rank, hoisted), named_value(name, e->dtype));
+    }
+    if (e->kind == ExprKind::Load) return e;  // masks and indirect terms stay with their load
+    auto node = std::make_shared<ExprNode>(*e);
+    for (Expr& arg : node->args) arg = hoist_row_invariants(arg, inner_rank, hoisted);
+    return node;
   }
 
   void emit_reduce_step(const Kernel& kernel, const KernelStep& step, int number) {
@@ -922,6 +965,11 @@ class Emitter {
     w_.line("return 0;");
     w_.close();
   }
+
+  // Hoisted temporaries appear in expressions as loads of these (negative) buffer ids.
+  static constexpr int kFirstNamedValue = -1000;
+  std::map<int, std::string> named_values_;
+  int hoist_counter_ = 0;
 
   const ScheduledProgram& s_;
   const LoopProgram& p_;

@@ -20,7 +20,7 @@
 //   kiln_expm1    2      1.01   2^-27 <= |x| <= 104
 //   kiln_log      1      0.89   every positive float, subnormals included
 //   kiln_log1p    1      0.89   -1 < x <= -2^-27, x >= 2^-27
-//   kiln_sigmoid  2      1.48   2^-27 <= |x| <= 104
+//   kiln_sigmoid  3      2.61   2^-27 <= |x| <= 104
 //   kiln_tanh     3      2.42   2^-13 <= |x| <= 10 (+-1 beyond)
 //   kiln_erf      2      1.38   |x| < 4.5 (+-1 beyond), subnormals included
 //   kiln_sin/cos  1      0.501  2^-13 <= |x| <= 1e4; every 13th float from 2^26 to the largest
@@ -345,9 +345,11 @@ KILN_INLINE double kiln_log1p(double x) { return __builtin_log1p(x); }
 // ---------------------------------------------------------------- sigmoid, tanh, erf
 KILN_INLINE float kiln_sigmoid(float x) {
   // With e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0 (no overflow,
-  // subnormal results kept). The sum and quotient in double leave one rounding after exp's.
-  double e = double(kiln_exp(-__builtin_fabsf(x)));
-  return float(kiln_select(x < 0.0f, e, 1.0) / (1.0 + e));
+  // subnormal results kept). All in float: one reciprocal and a product, 8 or 16 lanes per
+  // instruction (2.61 ulp; a double quotient measured 1.48 ulp at twice the cost).
+  float e = kiln_exp(-__builtin_fabsf(x));
+  float r = 1.0f / (1.0f + e);
+  return kiln_select(x < 0.0f, e * r, r);
 }
 KILN_INLINE double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
 
