@@ -238,6 +238,10 @@ class Emitter {
     w_.line("}");
     w_.line("static const char* const kiln_dtype_names[] = {\"f32\", \"f16\", \"bf16\", \"f64\", \"i64\", \"i32\", \"i8\", \"u8\", \"bool\"};");
     w_.line("static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 9 ? kiln_dtype_names[code] : \"(unknown dtype)\"; }");
+    w_.line("#pragma omp declare reduction(kiln_max_f32 : float : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inff())");
+    w_.line("#pragma omp declare reduction(kiln_min_f32 : float : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inff())");
+    w_.line("#pragma omp declare reduction(kiln_max_f64 : double : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inf())");
+    w_.line("#pragma omp declare reduction(kiln_min_f64 : double : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inf())");
     w_.line("extern \"C\" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);");
     w_.line("extern \"C\" void cblas_dgemm(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*, int);");
     w_.line("// A row-major matrix with strides (rows, cols) as a CBLAS operand: 0 when it has none.");
@@ -466,6 +470,27 @@ class Emitter {
           std::string rl = "rl" + n, rn = "rn" + n;
           w_.line("const int64_t " + rn + " = " + cpp(kernel.inner[last]) + ";");
           w_.line("int64_t " + rl + " = 0;");
+          if (std::string op = split_reduction_operator(kernel, step); !op.empty()) {
+            // A whole-tensor reduction: no outer loop to share out, so the threads split the row
+            // and OpenMP combines their lanes.
+            std::string chunks = "chunks" + n;
+            w_.line("const int64_t " + chunks + " = " + rn + " / " + L + ";");
+            w_.line("#pragma omp parallel for schedule(static) reduction(" + op + ":" + acc + "[:" + L + "]) if(" + rn +
+                    " >= " + std::to_string(options_.parallel_threshold) + ")");
+            w_.open("for (int64_t c = 0; c < " + chunks + "; ++c)");
+            w_.line("#pragma omp simd");
+            w_.open("for (int l = 0; l < " + L + "; ++l)");
+            w_.line("const int64_t " + rv + " = c * " + L + " + l;");
+            combine("l");
+            w_.close();
+            w_.close();
+            w_.line(rl + " = " + chunks + " * " + L + ";");
+            w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
+            w_.line("const int64_t " + rv + " = " + rl + ";");
+            combine("0");
+            w_.close();
+            return;
+          }
           w_.open("for (; " + rl + " + " + L + " <= " + rn + "; " + rl + " += " + L + ")");
           if (welford) {
             w_.line("wn" + n + " += " + t + "(1);");
@@ -540,6 +565,21 @@ class Emitter {
         store_reduction(step, {rm, rq}, at);
         break;
       }
+    }
+  }
+
+  // The OpenMP reduction operator that lets a whole-tensor float reduction (no outer range, one
+  // row dim) split its row across threads; empty when the step cannot split.
+  std::string split_reduction_operator(const Kernel& kernel, const KernelStep& step) {
+    if (!kernel.outer.empty() || kernel.inner.size() != 1 || step.stash_buffer >= 0) return "";
+    const DType t = step.body->dtype;
+    if (t != DType::f32 && t != DType::f64) return "";
+    switch (step.reduction) {
+      case ReductionKind::Sum: return "+";
+      case ReductionKind::Prod: return "*";
+      case ReductionKind::Max: return t == DType::f32 ? "kiln_max_f32" : "kiln_max_f64";
+      case ReductionKind::Min: return t == DType::f32 ? "kiln_min_f32" : "kiln_min_f64";
+      default: return "";
     }
   }
 
