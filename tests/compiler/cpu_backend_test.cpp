@@ -246,6 +246,18 @@ TEST(CpuBackend, FloatToIntegerCastsSaturateAsTheInterpreterDoes) {
   expect_matches_interpreter(graph, {{"x", values}});
 }
 
+TEST(CpuBackend, WholeTensorReductionsSplitAcrossThreads) {
+  Graph graph;
+  Node* x = input(graph, "x", {300007});
+  graph.create_output({graph.create_call("sum", {x}), graph.create_call("amax", {x}), graph.create_call("amin", {x}),
+                       graph.create_call("mean", {x})});
+  Tensor values = random_tensor({300007}, DType::f32, 40);
+  expect_matches_interpreter(graph, {{"x", values}}, 1e-4, 1e-3);
+  Tensor with_nan = values.clone();
+  with_nan.data<float>()[123457] = NAN;
+  expect_matches_interpreter(graph, {{"x", with_nan}}, 1e-4, 1e-3);
+}
+
 // ---------------------------------------------------------------- sizes
 
 class CpuBackendSizes : public ::testing::TestWithParam<int64_t> {};
