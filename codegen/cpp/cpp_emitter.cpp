@@ -384,7 +384,7 @@ class Emitter {
   }
 
   void emit_reduce_step(const Kernel& kernel, const KernelStep& step, int number) {
-    const DType at = step.body->dtype;
+    const DType at = accumulation_dtype(kernel, step);
     const std::string t = ctype(at);
     const std::string n = std::to_string(number);
     const std::string L = std::to_string(kLanes);
@@ -568,11 +568,22 @@ class Emitter {
     }
   }
 
+  // Long f32 sums and Welford statistics accumulate in f64 lanes (the interpreter sums in
+  // double; a 16M-element f32 sum would otherwise drift by ~1e-5 relative). Rows up to 16K
+  // elements (softmax, layer_norm) keep f32 lanes: 1K additions per lane lose nothing visible.
+  DType accumulation_dtype(const Kernel& kernel, const KernelStep& step) {
+    std::optional<int64_t> row_length = numel(kernel.inner).maybe_constant();
+    bool widen = step.body->dtype == DType::f32 &&
+                 (step.reduction == ReductionKind::Sum || step.reduction == ReductionKind::Welford) &&
+                 !(row_length && *row_length <= kLanes * 1024);
+    return widen ? DType::f64 : step.body->dtype;
+  }
+
   // The OpenMP reduction operator that lets a whole-tensor float reduction (no outer range, one
   // row dim) split its row across threads; empty when the step cannot split.
   std::string split_reduction_operator(const Kernel& kernel, const KernelStep& step) {
     if (!kernel.outer.empty() || kernel.inner.size() != 1 || step.stash_buffer >= 0) return "";
-    const DType t = step.body->dtype;
+    const DType t = accumulation_dtype(kernel, step);
     if (t != DType::f32 && t != DType::f64) return "";
     switch (step.reduction) {
       case ReductionKind::Sum: return "+";
