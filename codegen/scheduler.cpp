@@ -84,8 +84,6 @@ std::vector<VarRange> node_vars(const LoopNode& node) {
   return vars;
 }
 
-}  // namespace
-
 // Given the index at which a reader reads a buffer stored contiguously over `ranges`, the
 // coordinates (one expression of the reader's variables per dim of `ranges`) of the element
 // read, or nullopt when they cannot be recovered exactly. `masked`: the read is guarded by a
@@ -136,6 +134,7 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
       }
       if (ranges[d] == SymInt(1)) continue;
       int64_t part = trunc_div(*rest, *stride);
+      if (part < 0 && !masked) return std::nullopt;  // only a masked read may start before the buffer
       coords[d] = coords[d] + part;
       largest[d] = largest[d] + part;
       *rest -= part * *stride;
@@ -152,8 +151,6 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
   }
   return coords;
 }
-
-namespace {
 
 class Scheduler {
  public:
