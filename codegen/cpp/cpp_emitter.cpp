@@ -778,13 +778,14 @@ class Emitter {
     w_.line("  kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
     w_.line("  return 1;");
     w_.line("}");
-    w_.line("if (M == 0 || N == 0) return 0;");
-    w_.line("if (K == 0) { for (int64_t i = 0; i < M * N; ++i) " + buf(c.buffer) + "[" + cpp(c.offset) +
-            " + i] = 0; }");
     const size_t batch_rank = rank - 2;
     SymInt batch = 1;
     for (size_t i = 0; i < batch_rank; ++i) batch = batch * c.shape[i];
     w_.line("const int64_t batch = " + cpp(batch) + ";");
+    w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
+    // An empty inner dim: the products are zeros (the output is contiguous).
+    w_.line("if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) " + buf(c.buffer) + "[" + cpp(c.offset) +
+            " + i] = 0; }");
     std::string sam = cpp(a.strides[rank - 2]);
     bool epilogue = !kernel.steps.empty();
     // Small GEMMs of a batch run in parallel, each on one thread.

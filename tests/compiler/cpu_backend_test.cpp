@@ -354,6 +354,14 @@ TEST(CpuBackend, MatmulBatchedAndBroadcast) {
                                      {"v", random_tensor({5}, DType::f32, 14)}});
 }
 
+TEST(CpuBackend, MatmulWithAnEmptyInnerDimIsZeros) {
+  Graph graph;
+  Node* a = input(graph, "a", {3, 4, 0});
+  Node* b = input(graph, "b", {3, 0, 5});
+  graph.create_output({graph.create_call("add", {graph.create_call("matmul", {a, b}), 1.0})});
+  expect_matches_interpreter(graph, {{"a", Tensor::zeros({3, 4, 0}, DType::f32)}, {"b", Tensor::zeros({3, 0, 5}, DType::f32)}});
+}
+
 TEST(CpuBackend, ConvolutionAndPooling) {
   Graph graph;
   Node* x = input(graph, "x", {2, 4, 9, 11});
