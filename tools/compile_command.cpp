@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/cpu_backend.h"
-#include "ir/model_file.h"
+#include "compiler/model_loader.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -26,7 +26,7 @@ struct CompileOptions {
 };
 
 int run_compile(const CompileOptions& options) {
-  ir::Graph graph = ir::load_model(options.model);
+  ir::Graph graph = compiler::load_model(options.model);
   compiler::CpuCompileOptions compile_options;
   if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
   compile_options.use_cache = !options.no_cache;

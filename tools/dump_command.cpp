@@ -10,9 +10,9 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/cpu_backend.h"
+#include "compiler/model_loader.h"
 #include "ir/dot_format.h"
 #include "ir/json_format.h"
-#include "ir/model_file.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "runtime/error.h"
@@ -46,7 +46,7 @@ std::string extension(const std::string& format) {
 }
 
 int run_dump(const DumpOptions& options) {
-  ir::Graph graph = ir::load_model(options.model);
+  ir::Graph graph = compiler::load_model(options.model);
   passes::RunOptions run_options;
   run_options.verbose = options.verbose;
   run_options.pass_options.freeze = options.freeze;

@@ -13,8 +13,8 @@
 int main(int argc, char** argv) {
   CLI::App app{
       "kiln: an ahead-of-time graph compiler for machine-learning models.\n"
-      "Reads a model (Kiln IR text .kiln or JSON .json, with weights in a .safetensors file\n"
-      "of the same stem), shows its IR, and runs it.",
+      "Reads a model (ONNX .onnx, or Kiln IR text .kiln or JSON .json with weights in a\n"
+      ".safetensors file of the same stem), shows its IR, and runs it.",
       "kiln"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
