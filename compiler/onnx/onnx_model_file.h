@@ -3,10 +3,13 @@
 //     an opset for the default domain ("" or "ai.onnx") — a truncated file or garbage fails
 //     here, with a message naming the file;
 //  2. the default domain's opset is within what Kiln imports (kMinOnnxOpset..kMaxOnnxOpset);
-//  3. onnx::checker::check_model passes. Debian's ONNX is 1.12, which knows IR version 8 and
-//     opsets up to 17: a newer IR version is checked as IR 8 (the structure the checker knows
-//     is unchanged; element types added since are refused by the importer), and a model
-//     declaring opset 18-21 passes the checker without its new ops being understood.
+//  3. for opsets up to 17, onnx::checker::check_model passes. Debian's ONNX is 1.12, which
+//     knows IR version 8 and opsets up to 17: a newer IR version is checked as IR 8 (the
+//     structure the checker knows is unchanged; element types added since are refused by the
+//     importer). Its checker rejects ops and attributes added in opsets 18-21 (Gelu, Split's
+//     num_outputs, ...), so for those opsets Kiln checks the graph's structure itself: every
+//     node input is a graph input, an initializer or an earlier node's output, no value is
+//     defined twice, every graph output is defined (attributes are checked by the converters).
 // Shape inference (infer_onnx_shapes) is separate so that the importer can first report
 // unsupported ops: it runs only where the library knows the opset (<= 17) and adds each
 // intermediate value's type to graph().value_info().
@@ -32,7 +35,7 @@ struct OnnxModel {
   bool shapes_inferred = false;
 };
 
-// Steps 1-3 above; throws kiln::Error naming the file.
+// Steps 1-3 above; throws kiln::Error naming the file (and the node at fault).
 OnnxModel read_onnx_model(const std::string& path);
 
 // ONNX shape inference (strict: a node whose types do not fit its schema is an error naming

@@ -78,19 +78,19 @@ Tensor tensor_over(const void* bytes, DType dtype, const Sizes& sizes, std::shar
 Tensor OnnxTensorReader::read(const onnx::TensorProto& proto, const std::string& what) {
   std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
   if (!dtype)
-    fail(model_path_, ": ", what, " has element type ", onnx_type_name(proto.data_type()),
+    fail("'", model_path_, "': ", what, " has element type ", onnx_type_name(proto.data_type()),
          ", which Kiln does not support (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL)");
-  if (proto.has_segment()) fail(model_path_, ": ", what, " is segmented, which Kiln does not support");
+  if (proto.has_segment()) fail("'", model_path_, "': ", what, " is segmented, which Kiln does not support");
   Sizes sizes;
   for (int64_t dim : proto.dims()) {
-    if (dim < 0) fail(model_path_, ": ", what, " has a negative dimension ", dim);
+    if (dim < 0) fail("'", model_path_, "': ", what, " has a negative dimension ", dim);
     sizes.push_back(dim);
   }
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) return read_external(proto, *dtype, sizes, what);
   if (proto.has_raw_data()) {
     size_t expected = size_t(numel_of(sizes)) * dtype_size(*dtype);
     if (proto.raw_data().size() != expected)
-      fail(model_path_, ": ", what, " has ", proto.raw_data().size(), " bytes of raw data, but its shape ",
+      fail("'", model_path_, "': ", what, " has ", proto.raw_data().size(), " bytes of raw data, but its shape ",
            sizes_to_string(sizes), " of ", dtype_name(*dtype), " needs ", expected);
     return tensor_over(proto.raw_data().data(), *dtype, sizes, model_);
   }
@@ -103,7 +103,7 @@ Tensor OnnxTensorReader::read_typed_fields(const onnx::TensorProto& proto, DType
   Tensor tensor = Tensor::empty(sizes, dtype);
   auto check_count = [&](int64_t found, const char* field) {
     if (found != count)
-      fail(model_path_, ": ", what, " has ", found, " values in ", field, ", but its shape ", sizes_to_string(sizes),
+      fail("'", model_path_, "': ", what, " has ", found, " values in ", field, ", but its shape ", sizes_to_string(sizes),
            " needs ", count);
   };
   switch (proto.data_type()) {
@@ -141,29 +141,29 @@ std::shared_ptr<const OnnxTensorReader::MappedFile> OnnxTensorReader::map_extern
   if (auto found = mapped_files_.find(location); found != mapped_files_.end()) return found->second;
   fs::path relative(location);
   if (relative.empty() || relative.is_absolute())
-    fail(model_path_, ": ", what, " names the external data file '", location,
+    fail("'", model_path_, "': ", what, " names the external data file '", location,
          "'; it must be a path relative to the model's folder");
   for (const fs::path& part : relative)
     if (part == "..")
-      fail(model_path_, ": ", what, " names the external data file '", location,
+      fail("'", model_path_, "': ", what, " names the external data file '", location,
            "', which leaves the model's folder ('..' is not allowed)");
   fs::path path = fs::path(model_path_).parent_path() / relative;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    fail(model_path_, ": ", what, " keeps its data in '", location, "', but '", path.string(), "' ",
+    fail("'", model_path_, "': ", what, " keeps its data in '", location, "', but '", path.string(), "' ",
          errno == ENOENT ? "does not exist" : std::string("cannot be opened: ") + std::strerror(errno));
   auto file = std::make_shared<MappedFile>();
   struct stat status {};
   if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
     ::close(fd);
-    fail(model_path_, ": ", what, ": the external data file '", path.string(), "' is not a regular file");
+    fail("'", model_path_, "': ", what, ": the external data file '", path.string(), "' is not a regular file");
   }
   file->size = size_t(status.st_size);
   if (file->size > 0) {
     void* address = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (address == MAP_FAILED) {
       ::close(fd);
-      fail(model_path_, ": ", what, ": cannot map the external data file '", path.string(), "': ", std::strerror(errno));
+      fail("'", model_path_, "': ", what, ": cannot map the external data file '", path.string(), "': ", std::strerror(errno));
     }
     file->address = address;
   }
@@ -184,21 +184,21 @@ Tensor OnnxTensorReader::read_external(const onnx::TensorProto& proto, DType dty
         if (used == text.size()) return uint64_t(value);
       } catch (const std::exception&) {
       }
-      fail(model_path_, ": ", what, " has an external data ", entry.key(), " '", text, "' that is not a number");
+      fail("'", model_path_, "': ", what, " has an external data ", entry.key(), " '", text, "' that is not a number");
     };
     if (entry.key() == "location") location = entry.value();
     else if (entry.key() == "offset") offset = number(entry.value());
     else if (entry.key() == "length") length = number(entry.value());
   }
-  if (location.empty()) fail(model_path_, ": ", what, " is stored externally but names no location");
+  if (location.empty()) fail("'", model_path_, "': ", what, " is stored externally but names no location");
   std::shared_ptr<const MappedFile> file = map_external_file(location, what);
   uint64_t needed = uint64_t(numel_of(sizes)) * dtype_size(dtype);
   uint64_t begin = offset.value_or(0);
   if (length && *length != needed)
-    fail(model_path_, ": ", what, " has an external length of ", *length, " bytes, but its shape ", sizes_to_string(sizes),
+    fail("'", model_path_, "': ", what, " has an external length of ", *length, " bytes, but its shape ", sizes_to_string(sizes),
          " of ", dtype_name(dtype), " needs ", needed);
   if (begin > file->size || file->size - begin < needed)
-    fail(model_path_, ": ", what, " needs bytes ", begin, "..", begin + needed, " of '", location, "', which has only ",
+    fail("'", model_path_, "': ", what, " needs bytes ", begin, "..", begin + needed, " of '", location, "', which has only ",
          file->size, " bytes");
   const char* bytes = static_cast<const char*>(file->address) + begin;
   return tensor_over(bytes, dtype, sizes, file);

@@ -1,0 +1,583 @@
+#!/usr/bin/env python3
+"""Writes the ONNX importer's test data into tests/data/onnx/ (run it with the reference
+Python: `$(scripts/python-env) scripts/make_onnx_test_models.py`).
+
+Every case is a folder holding model.onnx, input_<k>.npy for the k-th graph input that is not
+an initializer, and output_<k>.npy with ONNX Runtime's value of the k-th graph output
+(CPU provider, graph optimizations off, one thread):
+  ops/<case>/     one ONNX op (or a short chain) built with onnx.helper, per opset form;
+  models/<name>/  small real models exported from PyTorch (TorchScript exporter, opset 17):
+                  an MLP, LeNet, a residual CNN, a MobileNet-v2 block, a transformer encoder
+                  layer and a GPT-2-style block with token/position embeddings and a causal mask;
+  dynamic/<case>/ models with dim_param dims (inputs at one size; the C++ tests bind it);
+  covered_ops.txt the op types the cases above use;
+  bad/            models the importer must refuse (checker failure, opsets out of range,
+                  missing external data, unsupported ops) and external/ (weights in a side file).
+Inputs are random with a fixed seed, so running the script again rewrites the same models and
+inputs (outputs may differ in the last bits across ONNX Runtime versions).
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "onnx")
+RNG = np.random.default_rng(20261130)
+
+IR_FOR_OPSET = {11: 6, 12: 7, 13: 7, 14: 7, 15: 8, 16: 8, 17: 8, 18: 8, 19: 9, 20: 9, 21: 10}
+ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+             np.dtype(np.int32): TensorProto.INT32, np.dtype(np.bool_): TensorProto.BOOL,
+             np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.uint8): TensorProto.UINT8}
+
+
+def run_reference(model_bytes, feeds):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def write_case(folder, model, inputs, check=True):
+    """Saves model.onnx with static output shapes from ONNX Runtime, inputs and outputs."""
+    initializers = {init.name for init in model.graph.initializer}
+    names = [value.name for value in model.graph.input if value.name not in initializers]
+    assert len(names) == len(inputs), (folder, names)
+    feeds = dict(zip(names, inputs))
+    outputs = run_reference(model.SerializeToString(), feeds)
+    for value, result in zip(model.graph.output, outputs):
+        value.type.tensor_type.elem_type = ONNX_TYPE[result.dtype]
+        value.type.tensor_type.ClearField("shape")
+        shape = value.type.tensor_type.shape
+        shape.SetInParent()
+        for size in result.shape:
+            shape.dim.add().dim_value = size
+    if check:
+        onnx.checker.check_model(model)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    for k, array in enumerate(inputs):
+        np.save(os.path.join(folder, f"input_{k}.npy"), array)
+    for k, array in enumerate(outputs):
+        np.save(os.path.join(folder, f"output_{k}.npy"), array)
+
+
+def value_info(name, array_or_type, shape=None):
+    if isinstance(array_or_type, np.ndarray):
+        return helper.make_tensor_value_info(name, ONNX_TYPE[array_or_type.dtype], list(array_or_type.shape))
+    return helper.make_tensor_value_info(name, array_or_type, shape)
+
+
+def graph_model(nodes, inputs, outputs, opset=17, initializers=None, name="case"):
+    """A model of `nodes` with graph inputs {name: array}, `outputs` names, initializers
+    {name: array}; output types are inferred."""
+    graph = helper.make_graph(
+        nodes, name, [value_info(n, a) for n, a in inputs.items()],
+        [helper.make_empty_tensor_value_info(n) for n in outputs],
+        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = IR_FOR_OPSET[opset]
+    return model
+
+
+def op_case(case, op, inputs, attributes=None, opset=17, initializers=None, outputs=1, input_names=None, check=True):
+    """One node of `op`: graph inputs `inputs` (arrays), then initializers (arrays, or None
+    for an omitted optional input) in the order given. `check`: run ONNX's checker (off only
+    for forms the current ONNX deprecates but exporters still write)."""
+    names = list(input_names or [f"x{k}" for k in range(len(inputs))])
+    graph_inputs = dict(zip(names, inputs))
+    node_inputs = list(names)
+    constants = {}
+    for k, (name, array) in enumerate((initializers or {}).items()):
+        node_inputs.append("" if array is None else name)
+        if array is not None:
+            constants[name] = array
+    output_names = [f"y{k}" for k in range(outputs)]
+    node = helper.make_node(op, node_inputs, output_names, name=f"{case}_node", **(attributes or {}))
+    model = graph_model([node], graph_inputs, output_names, opset, constants, case)
+    write_case(os.path.join(ROOT, "ops", case), model, inputs, check)
+
+
+def f32(*shape, low=-2.0, high=2.0):
+    return RNG.uniform(low, high, size=shape).astype(np.float32)
+
+
+def i64(*values):
+    return np.array(values, dtype=np.int64)
+
+
+def make_op_cases():
+    x = f32(2, 3, 4)
+    positive = f32(2, 3, 4, low=0.1, high=3.0)
+    for op in ["Abs", "Neg", "Exp", "Sin", "Cos", "Tanh", "Sigmoid", "Erf", "Relu", "Floor", "Ceil", "Sign",
+               "Softplus", "Softsign", "HardSwish"]:
+        op_case(op.lower(), op, [x])
+    for op in ["Log", "Sqrt", "Reciprocal"]:
+        op_case(op.lower(), op, [positive])
+    op_case("round", "Round", [np.array([[-2.5, -1.5, -0.5, 0.5], [1.5, 2.5, 0.4, -0.6]], np.float32)])
+    op_case("leaky_relu", "LeakyRelu", [x], {"alpha": 0.1})
+    op_case("elu", "Elu", [x], {"alpha": 0.5})
+    op_case("selu", "Selu", [x])
+    op_case("hard_sigmoid", "HardSigmoid", [x], {"alpha": 0.25, "beta": 0.4})
+    op_case("thresholded_relu", "ThresholdedRelu", [x], {"alpha": 0.5})
+    op_case("prelu", "PRelu", [x], initializers={"slope": f32(3, 1, low=0.0, high=0.5)})
+    op_case("clip", "Clip", [x], initializers={"low": np.array(-0.5, np.float32), "high": np.array(1.0, np.float32)})
+    op_case("clip_min_only", "Clip", [x], initializers={"low": np.array(-0.5, np.float32)})
+    op_case("clip_runtime_bounds", "Clip", [x, np.array(-0.25, np.float32), np.array(0.75, np.float32)])
+    op_case("isnan", "IsNaN", [np.array([1.0, np.nan, -np.inf, 0.0], np.float32)])
+    op_case("not", "Not", [RNG.random((3, 4)) > 0.5])
+    op_case("mish", "Mish", [x], opset=18)
+    op_case("gelu", "Gelu", [x], opset=20)
+    op_case("gelu_tanh", "Gelu", [x], {"approximate": "tanh"}, opset=20)
+
+    y = f32(4)
+    for op in ["Add", "Sub", "Mul", "Div"]:
+        op_case(op.lower(), op, [x, y])
+    op_case("add_scalar_constant", "Add", [x], initializers={"c": np.array(1.5, np.float32)})
+    op_case("pow", "Pow", [positive, f32(4, low=-1.0, high=2.0)])
+    op_case("pow_int_exponent", "Pow", [x], initializers={"e": np.array(3, np.int64)})
+    op_case("mod_fmod", "Mod", [x, f32(4, low=0.5, high=1.5)], {"fmod": 1})
+    a_int = RNG.integers(-9, 10, size=(3, 4)).astype(np.int64)
+    b_int = np.array([3, -4, 5, 7], np.int64)
+    op_case("mod_int", "Mod", [a_int, b_int])
+    op_case("div_int", "Div", [a_int, b_int])
+    for op in ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]:
+        op_case(op.lower(), op, [a_int, np.array([0, 1, -1, 2], np.int64)])
+    p, q = RNG.random((3, 4)) > 0.5, RNG.random((4,)) > 0.5
+    for op in ["And", "Or", "Xor"]:
+        op_case(op.lower(), op, [p, q])
+    op_case("max", "Max", [x, y, f32(3, 1)])
+    op_case("min", "Min", [x, y])
+    op_case("sum", "Sum", [x, y, f32(3, 1)])
+    op_case("mean", "Mean", [x, y])
+    op_case("where", "Where", [RNG.random((3, 4)) > 0.5, f32(3, 4), f32(4)])
+    op_case("cast_float_to_int", "Cast", [f32(3, 4, low=-5, high=5)], {"to": TensorProto.INT64})
+    op_case("cast_int_to_float", "Cast", [a_int], {"to": TensorProto.FLOAT})
+    op_case("cast_float_to_bool", "Cast", [np.array([0.0, 1.5, -2.0, 0.0], np.float32)], {"to": TensorProto.BOOL})
+    op_case("castlike", "CastLike", [a_int, f32(1)])
+
+    op_case("matmul_batched", "MatMul", [f32(2, 3, 5), f32(5, 4)])
+    op_case("matmul_vector", "MatMul", [f32(5), f32(2, 5, 3)])
+    op_case("gemm", "Gemm", [f32(5, 3)], {"transA": 1, "alpha": 0.5, "beta": 2.0},
+            initializers={"b": f32(5, 4), "c": f32(3, 4)})
+    op_case("gemm_linear", "Gemm", [f32(3, 5)], {"transB": 1}, initializers={"w": f32(4, 5), "bias": f32(4)})
+    op_case("gemm_no_bias", "Gemm", [f32(3, 5), f32(5, 4)])
+
+    image = f32(2, 4, 9, 9)
+    op_case("conv_groups_asymmetric_pads", "Conv", [image],
+            {"group": 2, "pads": [1, 0, 2, 1], "strides": [2, 1], "dilations": [1, 2]},
+            initializers={"w": f32(6, 2, 3, 3), "b": f32(6)})
+    op_case("conv_same_upper", "Conv", [image], {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+            initializers={"w": f32(3, 4, 4, 4)})
+    op_case("conv_same_lower", "Conv", [image], {"auto_pad": "SAME_LOWER"}, initializers={"w": f32(3, 4, 2, 2)})
+    op_case("conv_valid", "Conv", [image], {"auto_pad": "VALID"}, initializers={"w": f32(5, 4, 3, 3), "b": f32(5)})
+    op_case("conv_depthwise", "Conv", [image], {"group": 4, "pads": [1, 1, 1, 1]}, initializers={"w": f32(4, 1, 3, 3)})
+    op_case("conv_1d", "Conv", [f32(2, 3, 11)], {"pads": [1, 1], "strides": [2]}, initializers={"w": f32(4, 3, 3)})
+    op_case("conv_transpose", "ConvTranspose", [f32(2, 4, 5, 5)],
+            {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},
+            initializers={"w": f32(4, 3, 3, 3), "b": f32(3)})
+    op_case("conv_transpose_asymmetric", "ConvTranspose", [f32(1, 2, 4, 4)], {"strides": [2, 2], "pads": [0, 1, 1, 0]},
+            initializers={"w": f32(2, 2, 3, 3)})
+    op_case("maxpool", "MaxPool", [image], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
+    op_case("maxpool_ceil", "MaxPool", [image], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1})
+    op_case("maxpool_same_upper", "MaxPool", [image], {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"})
+    op_case("averagepool", "AveragePool", [image], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
+    op_case("averagepool_include_pad", "AveragePool", [image],
+            {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1})
+    op_case("averagepool_same_upper", "AveragePool", [image], {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"})
+    op_case("global_average_pool", "GlobalAveragePool", [image])
+    op_case("global_max_pool", "GlobalMaxPool", [image])
+    op_case("batch_normalization", "BatchNormalization", [image], {"epsilon": 1e-3},
+            initializers={"scale": f32(4), "bias": f32(4), "mean": f32(4), "var": f32(4, low=0.5, high=2.0)})
+    op_case("layer_normalization", "LayerNormalization", [x], {"epsilon": 1e-5},
+            initializers={"scale": f32(4), "bias": f32(4)})
+    op_case("layer_normalization_axis1", "LayerNormalization", [x], {"axis": 1},
+            initializers={"scale": f32(3, 4), "bias": f32(3, 4)})
+    op_case("instance_normalization", "InstanceNormalization", [image],
+            initializers={"scale": f32(4), "bias": f32(4)})
+    # GroupNormalization-18 (per-group scale and bias) is deprecated by ONNX 1.16's checker.
+    op_case("group_normalization_opset18", "GroupNormalization", [image], {"num_groups": 2}, opset=18,
+            initializers={"scale": f32(2), "bias": f32(2)}, check=False)
+    op_case("group_normalization_opset21", "GroupNormalization", [image], {"num_groups": 2}, opset=21,
+            initializers={"scale": f32(4), "bias": f32(4)})
+    op_case("softmax", "Softmax", [x], {"axis": 1})
+    op_case("softmax_opset11_coerced", "Softmax", [x], {"axis": 1}, opset=11)
+    op_case("log_softmax", "LogSoftmax", [x])
+
+    op_case("reduce_sum_opset11", "ReduceSum", [x], {"axes": [0, 2], "keepdims": 0}, opset=11)
+    op_case("reduce_sum", "ReduceSum", [x], {"keepdims": 1}, initializers={"axes": i64(-1)})
+    op_case("reduce_sum_all", "ReduceSum", [x], {"keepdims": 0})
+    op_case("reduce_sum_int", "ReduceSum", [a_int.astype(np.int32)], initializers={"axes": i64(1)})
+    op_case("reduce_mean", "ReduceMean", [x], {"axes": [1]})
+    op_case("reduce_mean_opset18", "ReduceMean", [x], {"keepdims": 0}, opset=18, initializers={"axes": i64(0, 1)})
+    op_case("reduce_max", "ReduceMax", [x], {"axes": [2], "keepdims": 0})
+    op_case("reduce_min", "ReduceMin", [x], {"axes": [0]})
+    op_case("reduce_prod", "ReduceProd", [f32(2, 3, 4, low=0.5, high=1.5)], {"axes": [1]})
+    op_case("reduce_l1", "ReduceL1", [x], {"axes": [2]})
+    op_case("reduce_l2", "ReduceL2", [x], {"axes": [2]})
+    op_case("reduce_log_sum", "ReduceLogSum", [positive], {"axes": [1]})
+    op_case("reduce_log_sum_exp", "ReduceLogSumExp", [x], {"axes": [2], "keepdims": 0})
+    op_case("reduce_sum_square", "ReduceSumSquare", [x], {"axes": [0, 1]})
+    ties = np.array([[1, 3, 3, 0], [2, 2, 1, 2]], np.float32)
+    op_case("argmax", "ArgMax", [ties], {"axis": 1})
+    op_case("argmax_last_index", "ArgMax", [ties], {"axis": 1, "keepdims": 0, "select_last_index": 1})
+    op_case("argmin", "ArgMin", [ties], {"axis": 0, "keepdims": 0})
+    op_case("cumsum", "CumSum", [x], initializers={"axis": np.array(1, np.int64)})
+    op_case("cumsum_exclusive_reverse", "CumSum", [x], {"exclusive": 1, "reverse": 1},
+            initializers={"axis": np.array(-1, np.int64)})
+
+    op_case("reshape", "Reshape", [x], initializers={"shape": i64(0, -1, 2)})
+    op_case("flatten", "Flatten", [x], {"axis": 2})
+    op_case("flatten_axis0", "Flatten", [x], {"axis": 0})
+    op_case("transpose", "Transpose", [x], {"perm": [2, 0, 1]})
+    op_case("transpose_default", "Transpose", [x])
+    op_case("squeeze_opset11", "Squeeze", [f32(3, 1, 4, 1)], {"axes": [1, -1]}, opset=11)
+    op_case("squeeze", "Squeeze", [f32(3, 1, 4, 1)], initializers={"axes": i64(1)})
+    op_case("squeeze_all", "Squeeze", [f32(3, 1, 4, 1)])
+    op_case("unsqueeze_opset11", "Unsqueeze", [x], {"axes": [0, 4]}, opset=11)
+    op_case("unsqueeze", "Unsqueeze", [x], initializers={"axes": i64(-1, 1)})
+    op_case("concat", "Concat", [x, f32(2, 2, 4)], {"axis": 1})
+    op_case("split_opset11", "Split", [f32(2, 6)], {"axis": 1, "split": [2, 4]}, opset=11, outputs=2)
+    op_case("split", "Split", [f32(5, 3)], initializers={"split": i64(1, 3, 1)}, outputs=3)
+    op_case("split_equal", "Split", [f32(4, 6)], {"axis": 1}, outputs=3)
+    op_case("split_num_outputs", "Split", [f32(2, 7)], {"axis": 1, "num_outputs": 3}, opset=18, outputs=3)
+    op_case("slice", "Slice", [f32(5, 6, 7)],
+            initializers={"starts": i64(1, -4), "ends": i64(9223372036854775807, -1), "axes": i64(0, 2),
+                          "steps": i64(2, 1)})
+    op_case("slice_negative_step", "Slice", [f32(5, 6)],
+            initializers={"starts": i64(-1), "ends": i64(-9223372036854775807), "axes": i64(1), "steps": i64(-2)})
+    op_case("slice_default_axes", "Slice", [f32(5, 6)], initializers={"starts": i64(1, 2), "ends": i64(4, 5)})
+    op_case("gather_scalar_index", "Gather", [x], {"axis": 1}, initializers={"i": np.array(-1, np.int64)})
+    op_case("gather_vector_index", "Gather", [x], {"axis": 2}, initializers={"i": i64(3, 0, -2)})
+    op_case("gather_matrix_index", "Gather", [x], {"axis": 1}, initializers={"i": np.array([[0, 2], [1, 1]], np.int64)})
+    op_case("gather_runtime_indices", "Gather", [f32(10, 4), np.array([[1, -1, 3], [9, 0, 2]], np.int64)])
+    op_case("gather_elements", "GatherElements", [f32(3, 4), np.array([[0, 1, 2, 0], [2, 2, 1, -1]], np.int64)],
+            {"axis": 0})
+    op_case("scatter_elements_add", "ScatterElements",
+            [f32(3, 4), np.array([[0, 1, 2, 0], [2, 2, 1, 0]], np.int64), f32(2, 4)], {"axis": 0, "reduction": "add"},
+            opset=18)
+    op_case("expand", "Expand", [f32(3, 1)], initializers={"shape": i64(2, 1, 4)})
+    op_case("tile", "Tile", [f32(2, 3)], initializers={"repeats": i64(2, 3)})
+    op_case("range", "Range", [], initializers={"start": np.array(1.5, np.float32), "limit": np.array(7.0, np.float32),
+                                                "delta": np.array(1.25, np.float32)})
+    op_case("trilu_upper", "Trilu", [f32(2, 4, 5)], initializers={"k": np.array(1, np.int64)})
+    op_case("trilu_lower", "Trilu", [f32(4, 5)], {"upper": 0}, initializers={"k": np.array(-1, np.int64)})
+    op_case("pad_constant", "Pad", [f32(2, 3, 4)], initializers={"pads": i64(0, 1, 2, 0, 2, 1),
+                                                                 "value": np.array(0.5, np.float32)})
+    op_case("pad_reflect", "Pad", [f32(1, 2, 4, 5)], {"mode": "reflect"}, initializers={"pads": i64(0, 0, 1, 2, 0, 0, 2, 1)})
+    op_case("pad_edge", "Pad", [f32(1, 2, 4, 5)], {"mode": "edge"}, initializers={"pads": i64(0, 0, 0, 3, 0, 0, 0, 1)})
+    op_case("pad_axes_opset18", "Pad", [f32(2, 3, 4)], opset=18,
+            initializers={"pads": i64(1, 2), "value": None, "axes": i64(-1)})
+    op_case("identity", "Identity", [x])
+    op_case("size", "Size", [x])
+    op_case("dropout_inference", "Dropout", [x], opset=13, initializers={"ratio": np.array(0.5, np.float32)})
+    op_case("constant_of_shape", "ConstantOfShape", [], {"value": numpy_helper.from_array(np.array([7], np.int64))},
+            initializers={"shape": i64(2, 3)})
+
+    # Constant, Shape -> Gather -> Unsqueeze -> Concat -> Reshape: folded while importing.
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch_1d"]),
+        helper.make_node("Constant", [], ["minus_one"], value_ints=[-1]),
+        helper.make_node("Concat", ["batch_1d", "minus_one"], ["new_shape"], axis=0),
+        helper.make_node("Reshape", ["x", "new_shape"], ["flat"]),
+        helper.make_node("Constant", [], ["scale"], value_float=2.0),
+        helper.make_node("Mul", ["flat", "scale"], ["y"]),
+    ]
+    model = graph_model(nodes, {"x": x}, ["y"], initializers={"axes": i64(0)})
+    write_case(os.path.join(ROOT, "ops", "shape_chain_folded"), model, [x])
+
+
+def export_torch(name, module, inputs, input_names, output_names, dynamic_axes=None, folder="models"):
+    module.eval()
+    path = os.path.join(ROOT, folder, name, "model.onnx")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with torch.no_grad():
+        torch.onnx.export(module, tuple(torch.from_numpy(a) for a in inputs), path, input_names=input_names,
+                          output_names=output_names, opset_version=17, dynamo=False, do_constant_folding=True,
+                          dynamic_axes=dynamic_axes)
+    model = onnx.load(path)
+    write_case(os.path.dirname(path), model, inputs)
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(64, 128), torch.nn.Linear(128, 64), torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return torch.log_softmax(self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x))))), dim=-1)
+
+
+class LeNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = torch.nn.Conv2d(1, 6, 5, padding=2), torch.nn.Conv2d(6, 16, 5)
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(400, 120), torch.nn.Linear(120, 84), torch.nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.nn.functional.avg_pool2d(torch.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+class BasicBlock(torch.nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(cout)
+        self.conv2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False), torch.nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNetTiny(torch.nn.Module):
+    """ResNet-18's structure (stem, basic blocks with downsampling, global pool, fc), narrow."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(8),
+                                        torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1))
+        self.blocks = torch.nn.Sequential(BasicBlock(8, 8, 1), BasicBlock(8, 16, 2), BasicBlock(16, 32, 2))
+        self.fc = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.blocks(self.stem(x))
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class MobileNetBlock(torch.nn.Module):
+    """MobileNet-v2/v3 inverted residual: expand 1x1, depthwise 3x3, project 1x1, hardswish, ReLU6."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = torch.nn.Conv2d(8, 32, 1)
+        self.depthwise = torch.nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.project = torch.nn.Conv2d(32, 8, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.hardswish(self.expand(x))
+        y = torch.nn.functional.relu6(self.depthwise(y))
+        return x + self.project(y)
+
+
+class EncoderLayer(torch.nn.Module):
+    """torch.nn.TransformerEncoderLayer, called with its mask arguments spelled out (the
+    TorchScript exporter cannot trace the defaults)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
+                                                      batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x, src_mask=None, is_causal=False)
+
+
+class GptBlock(torch.nn.Module):
+    def __init__(self, vocab=96, context=16, dim=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.token = torch.nn.Embedding(vocab, dim)
+        self.position = torch.nn.Embedding(context, dim)
+        self.ln1, self.ln2, self.ln_final = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
+        self.qkv, self.proj = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
+        self.fc, self.fc_proj = torch.nn.Linear(dim, 4 * dim), torch.nn.Linear(4 * dim, dim)
+        self.head = torch.nn.Linear(dim, vocab, bias=False)
+        self.register_buffer("mask", torch.tril(torch.ones(context, context)).view(1, 1, context, context))
+
+    def forward(self, ids):
+        b, t = ids.shape
+        positions = torch.arange(0, t, dtype=torch.long).unsqueeze(0)
+        x = self.token(ids) + self.position(positions)
+        q, k, v = self.qkv(self.ln1(x)).split(x.shape[-1], dim=2)
+        shape = (b, t, self.heads, x.shape[-1] // self.heads)
+        q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / (k.shape[-1] ** 0.5)
+        scores = scores.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        y = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, x.shape[-1])
+        x = x + self.proj(y)
+        x = x + self.fc_proj(torch.nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return self.head(self.ln_final(x))
+
+
+def make_model_cases():
+    torch.manual_seed(0)
+    export_torch("mlp", Mlp(), [f32(8, 64)], ["x"], ["log_probs"])
+    export_torch("lenet", LeNet(), [f32(2, 1, 28, 28)], ["image"], ["logits"])
+    resnet = ResNetTiny()
+    for module in resnet.modules():  # non-trivial batch-norm statistics
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 2.0)
+            module.weight.data.uniform_(0.5, 1.5)
+    export_torch("resnet_tiny", resnet, [f32(2, 3, 32, 32)], ["image"], ["logits"])
+    export_torch("mobilenet_block", MobileNetBlock(), [f32(2, 8, 12, 12)], ["x"], ["y"])
+    torch.backends.mha.set_fastpath_enabled(False)  # the fused fast path has no ONNX export
+    export_torch("transformer_encoder_layer", EncoderLayer(), [f32(2, 10, 32)], ["x"], ["y"])
+    ids = RNG.integers(0, 96, size=(2, 12)).astype(np.int64)
+    export_torch("gpt_block", GptBlock(), [ids], ["ids"], ["logits"])
+
+
+def make_dynamic_cases():
+    torch.manual_seed(1)
+    export_torch("mlp_dynamic_batch", Mlp(), [f32(3, 64)], ["x"], ["log_probs"], {"x": {0: "batch"}}, folder="dynamic")
+    # Shape arithmetic on a dim_param dim: Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+    x = f32(3, 4, 5)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n_1d"]),
+        helper.make_node("Concat", ["n_1d", "minus_one"], ["new_shape"], axis=0),
+        helper.make_node("Reshape", ["x", "new_shape"], ["flat"]),
+        helper.make_node("Relu", ["flat"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "symbolic_reshape", [value_info("x", TensorProto.FLOAT, ["rows", 4, 5])],
+                              [helper.make_empty_tensor_value_info("y")],
+                              initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                                           numpy_helper.from_array(i64(0), "axes"),
+                                           numpy_helper.from_array(i64(-1), "minus_one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    write_case(os.path.join(ROOT, "dynamic", "symbolic_reshape"), model, [x])
+    # write_case fixed the output's shape to the run's; give it back its symbolic rows.
+    path = os.path.join(ROOT, "dynamic", "symbolic_reshape", "model.onnx")
+    saved = onnx.load(path)
+    saved.graph.output[0].type.tensor_type.shape.dim[0].ClearField("dim_value")
+    saved.graph.output[0].type.tensor_type.shape.dim[0].dim_param = "rows"
+    onnx.save(saved, path)
+
+
+def save_bad(name, model):
+    os.makedirs(os.path.join(ROOT, "bad"), exist_ok=True)
+    with open(os.path.join(ROOT, "bad", name), "wb") as file:
+        file.write(model.SerializeToString())
+
+
+def relu_model(opset):
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "relu", [value_info("x", TensorProto.FLOAT, [2])], [value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def make_bad_cases():
+    shutil.rmtree(os.path.join(ROOT, "bad"), ignore_errors=True)
+    save_bad("opset_10.onnx", relu_model(10))
+    save_bad("opset_22.onnx", relu_model(22))
+    # The checker: a node reads a value nothing defines.
+    node = helper.make_node("Add", ["x", "undefined"], ["y"])
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [2])], [value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save_bad("checker_fails.onnx", model)
+    # The same defect at opset 18, which ONNX 1.12's checker does not know: Kiln's own check.
+    model.opset_import[0].version = 18
+    save_bad("opset18_undefined_input.onnx", model)
+    # A shape computed at run time (Reshape's shape is a graph input).
+    node = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_runtime")
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [2, 6]), value_info("shape", TensorProto.INT64, [2])],
+                              [value_info("y", TensorProto.FLOAT, [None, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save_bad("reshape_runtime_shape.onnx", model)
+    # An input of an element type Kiln has no dtype for.
+    node = helper.make_node("Identity", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.UINT16, [3])], [value_info("y", TensorProto.UINT16, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save_bad("uint16_input.onnx", model)
+    # Unsupported ops: TopK twice, NonMaxSuppression once, and an op of another domain.
+    nodes = [
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk_a"),
+        helper.make_node("TopK", ["values", "k"], ["values2", "indices2"], name="topk_b"),
+        helper.make_node("Relu", ["values2"], ["relu"], name="relu"),
+        helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["selected"], name="nms"),
+        helper.make_node("FusedThing", ["relu"], ["y"], name="custom", domain="com.example"),
+    ]
+    graph = helper.make_graph(
+        nodes, "g",
+        [value_info("x", TensorProto.FLOAT, [4, 8]), value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
+         value_info("scores", TensorProto.FLOAT, [1, 1, 4])],
+        [value_info("y", TensorProto.FLOAT, [4, 2]), value_info("selected", TensorProto.INT64, [4, 3])],
+        initializer=[numpy_helper.from_array(i64(2), "k")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    model.ir_version = 8
+    save_bad("unsupported_ops.onnx", model)
+    # External data: a good model with its weight in a side file, one whose file is missing, and
+    # one whose file lies outside the model's folder; the bad ones also at opset 18, where
+    # Kiln's own reader (not ONNX's checker) finds the fault.
+    shutil.rmtree(os.path.join(ROOT, "external"), ignore_errors=True)
+    os.makedirs(os.path.join(ROOT, "external"))
+    weight = f32(4, 3)
+    for case in ["good", "missing", "outside"]:
+        for opset in [17, 18]:
+            if case == "good" and opset == 18:
+                continue
+            node = helper.make_node("MatMul", ["x", "w"], ["y"])
+            graph = helper.make_graph([node], "external", [value_info("x", TensorProto.FLOAT, [2, 4])],
+                                      [value_info("y", TensorProto.FLOAT, [2, 3])],
+                                      initializer=[numpy_helper.from_array(weight, "w")])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+            model.ir_version = 8
+            suffix = "" if opset == 17 else "_opset18"
+            if case == "outside":
+                onnx.external_data_helper.set_external_data(model.graph.initializer[0], location="../outside.bin")
+                model.graph.initializer[0].ClearField("raw_data")
+                save_bad(f"external_data_outside{suffix}.onnx", model)
+                continue
+            onnx.external_data_helper.convert_model_to_external_data(
+                model, all_tensors_to_one_file=True, location="weights.bin" if case == "good" else "missing_weights.bin",
+                size_threshold=0)
+            if case == "good":
+                onnx.save_model(model, os.path.join(ROOT, "external", "model.onnx"))
+                x = f32(2, 4)
+                np.save(os.path.join(ROOT, "external", "input_0.npy"), x)
+                np.save(os.path.join(ROOT, "external", "output_0.npy"), x @ weight)
+            else:
+                onnx.save_model(model, os.path.join(ROOT, "bad", f"external_data_missing{suffix}.onnx"))
+                os.remove(os.path.join(ROOT, "bad", "missing_weights.bin"))
+
+
+def write_covered_ops():
+    """covered_ops.txt: every op type used by a case model, one a line (the C++ tests check
+    that each op the importer supports is among them)."""
+    ops = set()
+    for group in ["ops", "models", "dynamic"]:
+        for case in os.listdir(os.path.join(ROOT, group)):
+            ops.update(node.op_type for node in onnx.load(os.path.join(ROOT, group, case, "model.onnx")).graph.node)
+    with open(os.path.join(ROOT, "covered_ops.txt"), "w") as file:
+        file.write("".join(op + "\n" for op in sorted(ops)))
+
+
+def main():
+    if len(sys.argv) > 1:
+        sys.exit("usage: make_onnx_test_models.py (no arguments)")
+    os.makedirs(ROOT, exist_ok=True)
+    make_op_cases()
+    make_model_cases()
+    make_dynamic_cases()
+    make_bad_cases()
+    write_covered_ops()
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(ROOT) for f in files)
+    print(f"wrote {os.path.normpath(ROOT)}: {total / 1e6:.2f} MB")
+
+
+if __name__ == "__main__":
+    main()
