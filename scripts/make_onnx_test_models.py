@@ -280,6 +280,36 @@ def make_op_cases():
     op_case("constant_of_shape", "ConstantOfShape", [], {"value": numpy_helper.from_array(np.array([7], np.int64))},
             initializers={"shape": i64(2, 3)})
 
+    small_image = f32(1, 2, 4, 5)
+    op_case("resize_nearest_asymmetric_floor", "Resize", [small_image],
+            {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+            initializers={"roi": None, "scales": np.array([1, 1, 2, 2], np.float32)})
+    op_case("resize_nearest_half_pixel_down", "Resize", [f32(1, 2, 8, 9)], {"mode": "nearest"},
+            initializers={"roi": None, "scales": np.array([1, 1, 0.5, 0.5], np.float32)})
+    op_case("resize_nearest_sizes_round_prefer_ceil", "Resize", [small_image],
+            {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
+            initializers={"roi": None, "scales": None, "sizes": i64(1, 2, 7, 3)})
+    op_case("resize_linear_pytorch_half_pixel", "Resize", [small_image],
+            {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+            initializers={"roi": None, "scales": np.array([1, 1, 2, 1.5], np.float32)})
+    op_case("resize_linear_align_corners", "Resize", [small_image],
+            {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+            initializers={"roi": None, "scales": None, "sizes": i64(1, 2, 7, 9)})
+    op_case("resize_linear_half_pixel_down", "Resize", [f32(1, 1, 9, 7)], {"mode": "linear"},
+            initializers={"roi": None, "scales": np.array([1, 1, 0.5, 0.6], np.float32)})
+    op_case("resize_opset11", "Resize", [small_image], {"mode": "linear"}, opset=11,
+            initializers={"roi": np.array([], np.float32), "scales": np.array([1, 1, 2, 2], np.float32)})
+    op_case("resize_axes_opset18", "Resize", [small_image], {"mode": "nearest", "axes": [2, 3]}, opset=18,
+            initializers={"roi": None, "scales": np.array([3, 2], np.float32)})
+    op_case("einsum_batched_matmul", "Einsum", [f32(2, 3, 4), f32(2, 4, 5)], {"equation": "bij,bjk->bik"})
+    op_case("einsum_attention_scores", "Einsum", [f32(2, 3, 5, 4), f32(2, 3, 6, 4)], {"equation": "bhqd,bhkd->bhqk"})
+    op_case("einsum_transpose", "Einsum", [f32(3, 4)], {"equation": "ij->ji"})
+    op_case("einsum_sum", "Einsum", [f32(2, 3, 4)], {"equation": "abc->b"})
+    op_case("einsum_outer", "Einsum", [f32(3), f32(4)], {"equation": "i,j->ij"})
+    op_case("einsum_implicit_output", "Einsum", [f32(3, 4), f32(4, 5)], {"equation": "ij,jk"})
+    op_case("einsum_ellipsis_broadcast", "Einsum", [f32(2, 1, 3, 4), f32(1, 5, 4, 2)], {"equation": "...ij,...jk->...ik"})
+    op_case("einsum_three_operands", "Einsum", [f32(2, 3), f32(3, 4), f32(4, 5)], {"equation": "ij,jk,kl->il"})
+
     # Constant, Shape -> Gather -> Unsqueeze -> Concat -> Reshape: folded while importing.
     nodes = [
         helper.make_node("Shape", ["x"], ["shape"]),

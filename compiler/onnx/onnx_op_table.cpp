@@ -12,6 +12,8 @@ const OnnxOpTable& OnnxOpTable::global() {
     register_onnx_nn_ops(built);
     register_onnx_normalization_ops(built);
     register_onnx_reduction_ops(built);
+    register_onnx_resize_ops(built);
+    register_onnx_einsum_ops(built);
     register_onnx_shape_ops(built);
     register_onnx_tensor_ops(built);
     return built;

@@ -38,6 +38,8 @@ void register_onnx_elementwise_ops(OnnxOpTable& table);  // onnx_ops_elementwise
 void register_onnx_nn_ops(OnnxOpTable& table);           // onnx_ops_nn.cpp
 void register_onnx_normalization_ops(OnnxOpTable& table);  // onnx_ops_normalization.cpp
 void register_onnx_reduction_ops(OnnxOpTable& table);    // onnx_ops_reduction.cpp
+void register_onnx_resize_ops(OnnxOpTable& table);       // onnx_ops_resize.cpp
+void register_onnx_einsum_ops(OnnxOpTable& table);       // onnx_ops_einsum.cpp
 void register_onnx_shape_ops(OnnxOpTable& table);        // onnx_ops_shape.cpp
 void register_onnx_tensor_ops(OnnxOpTable& table);       // onnx_ops_tensor.cpp
 
