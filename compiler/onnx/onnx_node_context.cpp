@@ -54,12 +54,12 @@ ir::Node* OnnxImportState::node_of(const std::string& onnx_name) {
 OnnxNodeContext::OnnxNodeContext(OnnxImportState& state, const onnx::NodeProto& node, ir::Graph& graph)
     : state_(state), node_(node), graph_(graph), folding_(&graph != &state.graph), outputs_(size_t(node.output_size())) {}
 
-std::string OnnxNodeContext::where() const {
-  std::string node = node_.name().empty()
-                         ? "the " + node_.op_type() + " node producing '" + (node_.output_size() ? node_.output(0) : "") + "'"
-                         : "node '" + node_.name() + "' (" + node_.op_type() + ")";
-  return "'" + state_.model_path + "': " + node;
+std::string OnnxNodeContext::node_description() const {
+  if (!node_.name().empty()) return "node '" + node_.name() + "' (" + node_.op_type() + ")";
+  return "the " + node_.op_type() + " node producing '" + (node_.output_size() ? node_.output(0) : "") + "'";
 }
+
+std::string OnnxNodeContext::where() const { return "'" + state_.model_path + "': " + node_description(); }
 
 bool OnnxNodeContext::has_input(size_t index) const {
   return index < input_count() && !node_.input(int(index)).empty();
@@ -194,7 +194,7 @@ Tensor OnnxNodeContext::tensor_attribute(std::string_view name) const {
   const onnx::AttributeProto* found = attribute(name);
   if (!found) fail("attribute '", name, "' is required");
   KILN_EXPECT_ATTRIBUTE_TYPE(found, TENSOR)
-  return state_.tensors->read(found->t(), "the value of " + where().substr(where().find(": ") + 2));
+  return state_.tensors->read(found->t(), "attribute '" + std::string(name) + "' of " + node_description());
 }
 
 #undef KILN_EXPECT_ATTRIBUTE_TYPE

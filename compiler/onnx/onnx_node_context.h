@@ -53,6 +53,8 @@ class OnnxNodeContext {
   const onnx::NodeProto& proto() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
   int64_t opset() const { return state_.opset; }
+  // "node 'fc1' (Gemm)", or "the Gemm node producing 'y'" when it has no name.
+  std::string node_description() const;
   // "'model.onnx': node 'fc1' (Gemm)"
   std::string where() const;
   template <typename... Parts>

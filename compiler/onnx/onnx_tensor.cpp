@@ -38,7 +38,7 @@ std::string onnx_type_name(int32_t element_type) {
   return "element type " + std::to_string(element_type);
 }
 
-// One external data file, mapped read-only (private) for as long as a tensor views it.
+// One external data file, mapped (copy-on-write) for as long as a tensor views it.
 struct OnnxTensorReader::MappedFile {
   void* address = nullptr;
   size_t size = 0;
@@ -160,7 +160,8 @@ std::shared_ptr<const OnnxTensorReader::MappedFile> OnnxTensorReader::map_extern
   }
   file->size = size_t(status.st_size);
   if (file->size > 0) {
-    void* address = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Private and writable, like the safetensors reader's: a write never reaches the file.
+    void* address = ::mmap(nullptr, file->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     if (address == MAP_FAILED) {
       ::close(fd);
       fail("'", model_path_, "': ", what, ": cannot map the external data file '", path.string(), "': ", std::strerror(errno));

@@ -107,6 +107,29 @@ TEST(OnnxImport, ShapeArithmeticOnSymbolsStaysSymbolic) {
   expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "rows 3");
 }
 
+TEST(OnnxImport, GptBlockWithADynamicBatchRunsAtAnyBatch) {
+  // Its attention reshapes to [batch, 12, 4, 8] from Shape/Gather/Concat of the input.
+  fs::path folder = kOnnxData / "dynamic" / "gpt_block_dynamic";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  EXPECT_EQ(graph.outputs()[0]->value().type_string(), "f32[batch, 12, 96]");
+  std::multiset<std::string> targets = call_targets(graph);
+  for (const char* materialized : {"full", "sum", "cat"}) EXPECT_EQ(targets.count(materialized), 0u) << materialized;
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "batch 2");
+  // Batch 3: the recorded two sequences, then the first again, give the recorded logits.
+  Tensor ids = read_numbered(folder, "input")[0];
+  Tensor three = Tensor::empty({3, 12}, DType::i64);
+  for (int64_t row = 0; row < 3; ++row)
+    for (int64_t column = 0; column < 12; ++column) {
+      std::vector<int64_t> from = {row % 2, column}, to = {row, column};
+      three.set_int(to, ids.item_int(from));
+    }
+  Tensor logits = ir::interpret(graph, {{"ids", three}})[0];
+  Tensor expected = read_numbered(folder, "output")[0];
+  ASSERT_EQ(logits.sizes(), (Sizes{3, 12, 96}));
+  EXPECT_EQ(difference_from_reference(expected, logits.slice(0, 0, 2).contiguous()), "");
+  EXPECT_EQ(difference_from_reference(expected.slice(0, 0, 1).contiguous(), logits.slice(0, 2, 3).contiguous()), "");
+}
+
 TEST(OnnxImport, ShapeArithmeticOnSymbolsRunsOnTheCpuBackend) {
   fs::path folder = kOnnxData / "dynamic" / "symbolic_reshape";
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
