@@ -318,6 +318,12 @@ def make_op_cases():
     op_case("einsum_ellipsis_broadcast", "Einsum", [f32(2, 1, 3, 4), f32(1, 5, 4, 2)], {"equation": "...ij,...jk->...ik"})
     op_case("einsum_three_operands", "Einsum", [f32(2, 3), f32(3, 4), f32(4, 5)], {"equation": "ij,jk,kl->il"})
 
+    # A graph input that also has an initializer (IR version 3 style): a parameter, not an input.
+    weight = f32(4)
+    model = graph_model([helper.make_node("Add", ["x", "w"], ["y"])], {"x": x}, ["y"], initializers={"w": weight})
+    model.graph.input.append(value_info("w", weight))
+    write_case(os.path.join(ROOT, "ops", "initializer_as_input"), model, [x])
+
     # Constant, Shape -> Gather -> Unsqueeze -> Concat -> Reshape: folded while importing.
     nodes = [
         helper.make_node("Shape", ["x"], ["shape"]),

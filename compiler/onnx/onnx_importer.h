@@ -7,7 +7,8 @@
 //  4. initializers (and graph inputs that have one) become constants: raw data is viewed in
 //     place and external data memory-mapped (onnx_tensor.h), never copied; a constant becomes
 //     a graph parameter of its (sanitized) name where an op reads it as a tensor;
-//  5. graph inputs become placeholders; dim_param dims become symbols (onnx_symbols.h);
+//  5. graph inputs become placeholders named after them ([A-Za-z0-9_]: "input.1" is input_1);
+//     dim_param dims become symbols (onnx_symbols.h);
 //  6. nodes are converted in order by their converters (onnx_op_table.h). A node whose
 //     inputs are all constants is folded: converted into a scratch graph and evaluated by the
 //     interpreter (unless its result is larger than its inputs and over 1 MiB), so static

@@ -58,8 +58,8 @@ std::optional<bool> sizes_equal(const SymInt& a, const SymInt& b) {
 
 void unary(OnnxNodeContext& context, const std::string& target) { context.emit(0, target, {context.tensor(0)}); }
 
-// A broadcasting binary op; the result keeps the ONNX result type `dtype` (the inputs' type
-// for arithmetic).
+// A broadcasting binary op; one-element constants become Scalar operands (ONNX gives both
+// inputs one type, so the result's type is unchanged by that).
 void binary(OnnxNodeContext& context, const std::string& target, ir::Kwargs kwargs = {}) {
   int64_t rank = std::max(context.rank(0), context.rank(1));
   ir::Argument a = operand(context, 0, rank), b = operand(context, 1, rank);

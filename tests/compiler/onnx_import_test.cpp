@@ -61,6 +61,14 @@ TEST(OnnxImport, InitializersBecomeParametersOfTheirNames) {
   EXPECT_EQ(call_targets(graph), (std::multiset<std::string>{"linear", "linear", "linear", "relu", "relu", "log_softmax"}));
 }
 
+TEST(OnnxImport, GraphInputsWithAnInitializerAreParameters) {
+  ir::Graph graph = import_onnx((kOnnxData / "ops" / "initializer_as_input" / "model.onnx").string());
+  ASSERT_EQ(graph.placeholders().size(), 1u);
+  EXPECT_EQ(graph.placeholders()[0]->target(), "x");
+  ASSERT_NE(graph.parameter("w"), nullptr);
+  EXPECT_EQ(graph.parameter("w")->sizes(), (Sizes{4}));
+}
+
 TEST(OnnxImport, StaticShapeArithmeticIsFolded) {
   // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, and Constant -> Mul.
   ir::Graph graph = import_onnx((kOnnxData / "ops" / "shape_chain_folded" / "model.onnx").string());
