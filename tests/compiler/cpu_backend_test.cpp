@@ -336,6 +336,15 @@ TEST(CpuBackend, SymbolicBatch) {
   }
 }
 
+TEST(CpuBackend, SymbolsNamedLikeGeneratedVariablesCompile) {
+  Graph graph;
+  SymInt batch = SymInt::symbol("batch"), sym = SymInt::symbol("sym"), n = SymInt::symbol("N");
+  Node* a = input(graph, "a", {batch, sym, 4});
+  Node* b = input(graph, "b", {batch, 4, n});
+  graph.create_output({graph.create_call("matmul", {a, b}), graph.create_call("softmax", {a, 2})});
+  expect_matches_interpreter(graph, {{"a", random_tensor({2, 3, 4}, DType::f32, 50)}, {"b", random_tensor({2, 4, 5}, DType::f32, 51)}});
+}
+
 // ---------------------------------------------------------------- library calls
 
 TEST(CpuBackend, MatmulBatchedAndBroadcast) {

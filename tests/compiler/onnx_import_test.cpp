@@ -150,7 +150,7 @@ TEST(OnnxImport, ShapeArithmeticOnSymbolsRunsOnTheCpuBackend) {
 // The C++ code generator declares each symbol as a local variable of the generated code under
 // its own name, so a symbol named like one of its locals ("batch", which batched GEMMs use)
 // does not compile. Enable when codegen keeps symbol names apart from its own.
-TEST(OnnxImport, DISABLED_DynamicBatchNamedBatchRunsOnTheCpuBackend) {
+TEST(OnnxImport, DynamicBatchNamedBatchRunsOnTheCpuBackend) {
   fs::path folder = kOnnxData / "dynamic" / "mlp_dynamic_batch";
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
   CpuModel model = CpuModel::compile(graph, onnx_test_compile_options());
