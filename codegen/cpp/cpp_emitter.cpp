@@ -790,6 +790,12 @@ class Emitter {
     const size_t batch_rank = rank - 2;
     SymInt batch = 1;
     for (size_t i = 0; i < batch_rank; ++i) batch = batch * c.shape[i];
+    if (batch_rank > 0) {
+      if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
+        emit_folded_gemm(kernel, a, b, c, *row_stride, batch, gemm, t);
+        return;
+      }
+    }
     w_.line("const int64_t batch = " + cpp(batch) + ";");
     w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
     // An empty inner dim: the products are zeros (the output is contiguous).
@@ -833,6 +839,71 @@ class Emitter {
       w_.close();
       w_.close();
     }
+    w_.close();
+  }
+
+  // When the right operand is the same matrix for every batch entry and the left operand's batch
+  // and row dims walk memory as one dim, the batch folds into M: one GEMM of batch*M rows
+  // instead of batch GEMMs (x[seq, 1, d] @ w[d, n] is one call, not seq calls of one row).
+  // Returns the folded row stride of `a`.
+  std::optional<SymInt> folded_row_stride(const StridedView& a, const StridedView& b) {
+    const size_t rank = a.shape.size();
+    for (size_t i = 0; i + 2 < rank; ++i) {
+      if (!(b.strides[i] == SymInt(0)) && !(b.shape[i] == SymInt(1))) return std::nullopt;
+    }
+    std::vector<size_t> walked;  // batch and row dims of `a` that have more than one element
+    for (size_t i = 0; i + 1 < rank; ++i) {
+      if (!(a.shape[i] == SymInt(1))) walked.push_back(i);
+    }
+    for (size_t j = 0; j + 1 < walked.size(); ++j) {
+      if (!(a.strides[walked[j]] == a.strides[walked[j + 1]] * a.shape[walked[j + 1]])) return std::nullopt;
+    }
+    if (walked.empty()) return a.shape[rank - 1];  // one row: any stride >= K will do
+    return a.strides[walked.back()];
+  }
+
+  void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
+                        const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t) {
+    const size_t rank = c.shape.size();
+    w_.line("// batch folded into M: one GEMM");
+    w_.line("const int64_t rows = (" + cpp(batch) + ") * M;");
+    w_.line("if (rows == 0 || N == 0) return 0;");
+    w_.line("if (!kiln_blas_layout(" + cpp(row_stride) + ", " + cpp(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
+    w_.line("  const char* parts[] = {\"" + kernel.name + ": an operand has no BLAS layout\"};");
+    w_.line("  kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+    w_.line("  return 1;");
+    w_.line("}");
+    w_.line("if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + cpp(c.offset) + " + i] = 0; }");
+    w_.line("const " + t + "* pa = " + buf(a.buffer) + " + (" + cpp(a.offset) + ");");
+    w_.line("const " + t + "* pb = " + buf(b.buffer) + " + (" + cpp(b.offset) + ");");
+    w_.line(t + "* pc = " + buf(c.buffer) + " + (" + cpp(c.offset) + ");");
+    if (kernel.steps.empty()) {
+      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(rows), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+      return;
+    }
+    std::string block = std::to_string(options_.gemm_block_rows);
+    w_.open("for (int64_t m0 = 0; m0 < rows; m0 += " + block + ")");
+    w_.line("const int64_t mb = rows - m0 < " + block + " ? rows - m0 : " + block + ";");
+    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + cpp(row_stride) +
+            "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+    w_.open("for (int64_t folded = m0; folded < m0 + mb; ++folded)");
+    // The epilogue is written over the output's own coordinates: unfold the row.
+    w_.line("int64_t rest = folded;");
+    std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
+    w_.line("const int64_t " + row + " = rest % M;");
+    w_.line("rest /= M;");
+    for (size_t i = rank - 2; i-- > 0;) {
+      std::string var = loop_var(i).to_string();
+      w_.line("const int64_t " + var + " = rest % (" + cpp(c.shape[i]) + ");");
+      w_.line("rest /= (" + cpp(c.shape[i]) + ");");
+      w_.line("(void)" + var + ";");
+    }
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + col + " = 0; " + col + " < N; ++" + col + ")");
+    int number = 0;
+    for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+    w_.close();
+    w_.close();
     w_.close();
   }
 

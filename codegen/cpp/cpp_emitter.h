@@ -18,8 +18,9 @@ struct CppEmitOptions {
   std::string title = "model";  // named in the file's first comment
   // A loop nest with fewer elements of work than this runs on one thread (no parallel region).
   int64_t parallel_threshold = 32768;
-  // Row blocking of GEMM epilogues: rows per block.
-  int64_t gemm_block_rows = 64;
+  // Row blocking of GEMM epilogues: rows per block. Each block is one BLAS call, which packs the
+  // whole right operand again, so blocks are large: the epilogue reads a block back from L2/L3.
+  int64_t gemm_block_rows = 1024;
 };
 
 struct CppModule {
