@@ -2,7 +2,6 @@
 #include "runtime/compiled_artifact.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <variant>
@@ -225,11 +224,6 @@ CompiledArtifact CompiledArtifact::load(const fs::path& directory) {
   if (!host_supports(manifest.isa))
     fail("compiled artifact ", where, " was built for ", isa_name(manifest.isa), ", which this CPU cannot run (it supports ",
          isa_name(host_isa()), "); recompile the model on this machine");
-  // The module brings in GNU OpenMP, which reads its settings once, when it loads. Its default
-  // spin before sleeping (300000 iterations) lets idle workers hold the cores that OpenBLAS's
-  // threads need between kernels: a transformer layer ran 8x slower on 2 threads than on 1.
-  // A short spin keeps wake-ups cheap without that. The environment's own choice wins.
-  setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0);
   loaded->library = SharedLibrary::open(loaded->directory / manifest.library);
   const SharedLibrary& library = loaded->library;
   int32_t module_abi = library.function<AbiVersionFn>("kiln_abi_version")();
