@@ -392,6 +392,17 @@ class Scheduler {
     return std::nullopt;
   }
 
+  // Adds pointwise `node` as one value per point of `kernel`, stored at `index`.
+  void add_point_step(Kernel& kernel, const LoopNode& node, const SymInt& index) {
+    KernelStep step;
+    step.kind = KernelStep::Kind::StoreOuter;
+    step.node = node.id;
+    step.body = node.body;
+    step.outputs = node.outputs;
+    step.store_index = index;
+    add_step(kernel, node, std::move(step));
+  }
+
   std::optional<std::string> try_join_pointwise_kernel(int k, const LoopNode& node) {
     Kernel& kernel = result_.kernels[size_t(k)];
     if (node.kind != NodeKind::Pointwise) return "it is not pointwise";
@@ -400,13 +411,7 @@ class Scheduler {
     }
     SymInt index = flat_index(loop_vars(kernel.outer.size()), kernel.outer);
     if (auto problem = in_kernel_reads_ok(kernel, k, node.body, index, index)) return problem;
-    KernelStep step;
-    step.kind = KernelStep::Kind::StoreOuter;
-    step.node = node.id;
-    step.body = node.body;
-    step.outputs = node.outputs;
-    step.store_index = index;
-    add_step(kernel, node, std::move(step));
+    add_point_step(kernel, node, index);
     return std::nullopt;
   }
 
@@ -424,13 +429,7 @@ class Scheduler {
     if (auto problem = in_kernel_reads_ok(kernel, k, node.body, index, index)) return problem;
     // The epilogue runs once per block of rows: it must read the GEMM output at its own point only
     // (checked above) and nothing else this kernel makes.
-    KernelStep step;
-    step.kind = KernelStep::Kind::StoreOuter;
-    step.node = node.id;
-    step.body = node.body;
-    step.outputs = node.outputs;
-    step.store_index = index;
-    add_step(kernel, node, std::move(step));
+    add_point_step(kernel, node, index);
     return std::nullopt;
   }
 
