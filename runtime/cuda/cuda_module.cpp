@@ -1,0 +1,27 @@
+// Loaded device code. See runtime/cuda/cuda_module.h.
+#include "runtime/cuda/cuda_module.h"
+
+#include "runtime/error.h"
+
+namespace kiln::cuda {
+
+CudaModule::CudaModule(const CudaContext& context, const std::string& image, const std::string& what)
+    : context_(context), what_(what) {
+  context_.make_current();
+  // PTX must be NUL-terminated; std::string's data() is.
+  context_.driver().check(context_.driver().api().cuModuleLoadData(&module_, image.c_str()), "loading the device code of " + what);
+}
+
+CudaModule::~CudaModule() {
+  if (module_ != nullptr) context_.driver().api().cuModuleUnload(module_);
+}
+
+CUfunction CudaModule::function(const std::string& name) const {
+  CUfunction function = nullptr;
+  context_.make_current();
+  context_.driver().check(context_.driver().api().cuModuleGetFunction(&function, module_, name.c_str()),
+                          "finding kernel '" + name + "' in " + what_);
+  return function;
+}
+
+}  // namespace kiln::cuda
