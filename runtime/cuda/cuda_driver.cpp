@@ -2,6 +2,7 @@
 #include "runtime/cuda/cuda_driver.h"
 
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "runtime/error.h"

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <type_traits>
 
 #include "runtime/cuda/library_search.h"
 #include "runtime/error.h"
