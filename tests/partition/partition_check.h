@@ -1,0 +1,87 @@
+// Checks shared by the partition tests: run a joint graph and its forward + backward on the
+// same random inputs and compare, and find forward ops the backward duplicated that it must
+// not have.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "passes/joint_graph.h"
+#include "passes/partition.h"
+#include "runtime/tensor.h"
+#include "tests/support/differential.h"
+
+namespace kiln::partition_test {
+
+// A random tensor for each placeholder of `graph`, by target; symbols take `symbols`' values.
+inline std::map<std::string, Tensor> random_inputs(const ir::Graph& graph, const std::map<std::string, int64_t>& symbols,
+                                                   uint64_t seed = 1) {
+  std::map<std::string, Tensor> inputs;
+  for (const ir::Node* placeholder : graph.placeholders()) {
+    const ir::TensorMeta& meta = placeholder->value();
+    inputs[placeholder->target()] = test_support::random_tensor(meta.evaluate_shape(symbols), meta.dtype, seed++);
+  }
+  return inputs;
+}
+
+// The forward on the primal inputs, then the backward on the saved values and the tangents;
+// returns the forward outputs followed by the gradients, as the joint graph returns them.
+using Runner = std::vector<Tensor> (*)(const ir::Graph&, const std::map<std::string, Tensor>&);
+
+inline std::vector<Tensor> run_partitioned(const passes::Partition& partition, const std::map<std::string, Tensor>& inputs,
+                                           Runner run = &ir::interpret) {
+  std::map<std::string, Tensor> forward_inputs;
+  for (const ir::Node* placeholder : partition.forward.placeholders())
+    forward_inputs[placeholder->target()] = inputs.at(placeholder->target());
+  std::vector<Tensor> forward_results = run(partition.forward, forward_inputs);
+  EXPECT_EQ(forward_results.size(), size_t(partition.num_forward_outputs) + partition.saved.size());
+
+  std::vector<ir::Node*> backward_placeholders = partition.backward.placeholders();
+  EXPECT_EQ(backward_placeholders.size(), partition.saved.size() + partition.tangents.size());
+  std::map<std::string, Tensor> backward_inputs;
+  for (size_t i = 0; i < backward_placeholders.size(); ++i) {
+    const std::string& target = backward_placeholders[i]->target();
+    backward_inputs[target] = i < partition.saved.size() ? forward_results.at(partition.num_forward_outputs + i)
+                                                         : inputs.at(target);
+  }
+  std::vector<Tensor> results(forward_results.begin(), forward_results.begin() + partition.num_forward_outputs);
+  for (const Tensor& gradient : run(partition.backward, backward_inputs)) results.push_back(gradient);
+  return results;
+}
+
+// Expects the forward + backward to reproduce the joint graph's outputs bit for bit in the
+// reference interpreter.
+inline void expect_same_as_joint(const passes::JointGraph& joint, const passes::Partition& partition,
+                                 const std::map<std::string, int64_t>& symbols = {}) {
+  std::map<std::string, Tensor> inputs = random_inputs(joint.graph, symbols);
+  std::vector<Tensor> expected = ir::interpret(joint.graph, inputs);
+  std::vector<Tensor> actual = run_partitioned(partition, inputs);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(test_support::compare_tensors(expected[i], actual[i], 0, 0), "") << "output " << i;
+}
+
+// Backward nodes that duplicate a forward node which may not be recomputed (matmul,
+// convolution, reduction, random, ...): the names of forward nodes of `joint` that also
+// appear, as computations, in the backward graph and are not recomputable.
+inline std::vector<std::string> forbidden_recomputations(const passes::JointGraph& joint, const passes::Partition& partition) {
+  std::vector<std::string> forbidden;
+  for (const std::string& name : partition.recomputed)
+    if (!passes::is_recomputable(*joint.graph.find(name))) forbidden.push_back(name);
+  // Independently of `recomputed`: a backward computation named like a forward node that the
+  // forward graph also computes.
+  for (const ir::Node* node : partition.backward.nodes()) {
+    if (node->op() != ir::OpKind::call_function) continue;
+    const ir::Node* in_forward = partition.forward.find(node->name());
+    if (in_forward && in_forward->op() == ir::OpKind::call_function && !passes::is_recomputable(*in_forward))
+      forbidden.push_back(node->name());
+  }
+  return forbidden;
+}
+
+}  // namespace kiln::partition_test
