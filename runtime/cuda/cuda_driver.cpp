@@ -56,6 +56,7 @@ void resolve(const SharedLibrary& library, DriverFunctions& api) {
   bind(api.cuModuleLoadData, "cuModuleLoadData");
   bind(api.cuModuleUnload, "cuModuleUnload");
   bind(api.cuModuleGetFunction, "cuModuleGetFunction");
+  bind(api.cuModuleGetGlobal, "cuModuleGetGlobal_v2");
   bind(api.cuLaunchKernel, "cuLaunchKernel");
 }
 

@@ -24,4 +24,13 @@ CUfunction CudaModule::function(const std::string& name) const {
   return function;
 }
 
+std::pair<CUdeviceptr, size_t> CudaModule::global(const std::string& name) const {
+  CUdeviceptr pointer = 0;
+  size_t bytes = 0;
+  context_.make_current();
+  context_.driver().check(context_.driver().api().cuModuleGetGlobal(&pointer, &bytes, module_, name.c_str()),
+                          "finding device variable '" + name + "' in " + what_);
+  return {pointer, bytes};
+}
+
 }  // namespace kiln::cuda

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "runtime/cuda/cuda_context.h"
 
@@ -19,6 +20,8 @@ class CudaModule {
 
   // The kernel `name` (its extern "C" name); kiln::Error naming the module when absent.
   CUfunction function(const std::string& name) const;
+  // The address and size of the module's __device__ variable `name`; kiln::Error when absent.
+  std::pair<CUdeviceptr, size_t> global(const std::string& name) const;
 
  private:
   const CudaContext& context_;

@@ -72,6 +72,7 @@ struct DriverFunctions {
   CUresult (*cuModuleLoadData)(CUmodule* module, const void* image);
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr* pointer, size_t* bytes, CUmodule module, const char* name);  // _v2
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                              unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
                              CUstream stream, void** arguments, void** extra);
