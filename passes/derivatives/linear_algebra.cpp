@@ -14,6 +14,13 @@ namespace {
 
 Node* matrix_transpose(VjpEmitter& emit, Node* value) { return emit.call("transpose", {value, -2, -1}); }
 
+// A gradient of the matrix form `matrix` of `operand` as the gradient of `operand`.
+Node* back_to_operand(VjpEmitter& emit, Node* grad, const Node* matrix, const Node* operand) {
+  grad = emit.sum_to_shape(grad, shape_of(matrix));
+  if (rank_of(operand) == 1) grad = emit.call("reshape", {grad, Argument::sym_ints(shape_of(operand))}, {}, "as_vector");
+  return emit.to_input(grad, operand);
+}
+
 std::vector<Gradient> matmul_vjp(VjpEmitter& emit) {
   Node* a = emit.input(0);
   Node* b = emit.input(1);
@@ -27,11 +34,11 @@ std::vector<Gradient> matmul_vjp(VjpEmitter& emit) {
   std::vector<Gradient> grads;
   if (emit.needs(0)) {
     Node* grad = emit.call("matmul", {g2, matrix_transpose(emit, b2)}, {}, "grad_self");
-    grads.push_back({a, emit.to_input(emit.sum_to_shape(grad, shape_of(a2)), a)});
+    grads.push_back({a, back_to_operand(emit, grad, a2, a)});
   }
   if (emit.needs(1)) {
     Node* grad = emit.call("matmul", {matrix_transpose(emit, a2), g2}, {}, "grad_other");
-    grads.push_back({b, emit.to_input(emit.sum_to_shape(grad, shape_of(b2)), b)});
+    grads.push_back({b, back_to_operand(emit, grad, b2, b)});
   }
   return grads;
 }
