@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,10 +32,10 @@ inline std::map<std::string, Tensor> random_inputs(const ir::Graph& graph, const
 
 // The forward on the primal inputs, then the backward on the saved values and the tangents;
 // returns the forward outputs followed by the gradients, as the joint graph returns them.
-using Runner = std::vector<Tensor> (*)(const ir::Graph&, const std::map<std::string, Tensor>&);
+using Runner = std::function<std::vector<Tensor>(const ir::Graph&, const std::map<std::string, Tensor>&)>;
 
 inline std::vector<Tensor> run_partitioned(const passes::Partition& partition, const std::map<std::string, Tensor>& inputs,
-                                           Runner run = &ir::interpret) {
+                                           const Runner& run = &ir::interpret) {
   std::map<std::string, Tensor> forward_inputs;
   for (const ir::Node* placeholder : partition.forward.placeholders())
     forward_inputs[placeholder->target()] = inputs.at(placeholder->target());
