@@ -5,7 +5,10 @@
 // column-major [c, r] matrix with the same ld). Pure arithmetic, tested without a GPU.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace kiln::cuda {
 
@@ -36,5 +39,30 @@ struct ColumnMajorGemm {
 // Fills dense leading dims; throws kiln::Error for a negative size, a leading dim below the
 // row length, or a size past cuBLAS's 32-bit int.
 ColumnMajorGemm plan_column_major(const RowMajorGemm& gemm);
+
+// How a strided 2-D view [rows, cols] is read by BLAS: as stored (row-major, leading dim
+// `ld`) or transposed (column-major, stored [cols, rows] with leading dim `ld`); std::nullopt
+// when neither stride is 1 (the view needs a copy). Dims of size 1 take any stride.
+struct OperandLayout {
+  bool transposed = false;
+  int64_t ld = 0;
+};
+std::optional<OperandLayout> blas_layout(int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols);
+
+// A batched product of strided views, out[b...] = a[b...] @ b[b...] with a [batch..., m, k],
+// b [batch..., k, n] and out [batch..., m, n] (any rank >= 2, the same for all three; a batch
+// stride of 0 broadcasts), as GEMM calls: one strided batched call over the innermost batch
+// dims that walk memory as one dim, repeated at each element offset of the rest.
+struct StridedGemm {
+  std::vector<int64_t> out_shape;                      // [batch..., m, n]
+  int64_t k = 0;
+  std::vector<int64_t> a_strides, b_strides, out_strides;  // elements, one per dim
+};
+struct GemmCalls {
+  RowMajorGemm gemm;                            // alpha 1, beta 0
+  std::vector<std::array<int64_t, 3>> offsets;  // per call: element offsets of a, b and out
+};
+// std::nullopt when an operand has no BLAS layout (blas_layout). No calls when the output is empty.
+std::optional<GemmCalls> plan_strided_gemm(const StridedGemm& views);
 
 }  // namespace kiln::cuda

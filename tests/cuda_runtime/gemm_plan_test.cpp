@@ -133,3 +133,74 @@ TEST(GemmPlan, BadSizesAreErrors) {
 
 }  // namespace
 }  // namespace kiln::cuda
+
+namespace kiln::cuda {
+namespace {
+
+// Runs `views` both directly (a loop over every output element) and as the planned calls through
+// the reference column-major GEMM, on random data, and compares.
+void check_strided(const StridedGemm& views, size_t a_size, size_t b_size, size_t expected_calls, int64_t expected_batch) {
+  std::optional<GemmCalls> calls = plan_strided_gemm(views);
+  ASSERT_TRUE(calls.has_value());
+  EXPECT_EQ(calls->offsets.size(), expected_calls);
+  EXPECT_EQ(calls->gemm.batch, expected_batch);
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> values(-1, 1);
+  std::vector<float> a(a_size), b(b_size);
+  for (float& x : a) x = values(random);
+  for (float& x : b) x = values(random);
+  const size_t rank = views.out_shape.size();
+  int64_t out_size = 1;
+  for (int64_t d : views.out_shape) out_size *= d;
+  std::vector<float> expected(size_t(out_size), 0), got(size_t(out_size), -7);
+  for (int64_t flat = 0; flat < out_size; ++flat) {  // out is contiguous in these cases
+    std::vector<int64_t> index(rank);
+    int64_t rest = flat;
+    for (size_t i = rank; i-- > 0;) index[i] = rest % views.out_shape[i], rest /= views.out_shape[i];
+    int64_t a_base = 0, b_base = 0;
+    for (size_t i = 0; i + 2 < rank; ++i) a_base += index[i] * views.a_strides[i], b_base += index[i] * views.b_strides[i];
+    double sum = 0;
+    for (int64_t l = 0; l < views.k; ++l) {
+      sum += double(a[size_t(a_base + index[rank - 2] * views.a_strides[rank - 2] + l * views.a_strides[rank - 1])]) *
+             b[size_t(b_base + l * views.b_strides[rank - 2] + index[rank - 1] * views.b_strides[rank - 1])];
+    }
+    expected[size_t(flat)] = float(sum);
+  }
+  ColumnMajorGemm plan = plan_column_major(calls->gemm);
+  for (const auto& offset : calls->offsets) {
+    for (int64_t batch = 0; batch < plan.batch; ++batch) {
+      column_major_gemm(plan, 1, b.data() + offset[1] + batch * plan.stride_first, a.data() + offset[0] + batch * plan.stride_second,
+                        0, got.data() + offset[2] + batch * plan.stride_out);
+    }
+  }
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-5) << "element " << i;
+}
+
+TEST(StridedGemm, ContiguousBatchDimsMergeIntoOneCall) {
+  // a [2, 3, 4, 5], b [2, 3, 5, 6], out [2, 3, 4, 6], all contiguous.
+  check_strided({{2, 3, 4, 6}, 5, {60, 20, 5, 1}, {90, 30, 6, 1}, {72, 24, 6, 1}}, 120, 180, 1, 6);
+}
+
+TEST(StridedGemm, ABroadcastRightOperandAndATransposedLeftOne) {
+  // a stored [2, 5, 4] read as [2, 4, 5] (transposed), b [5, 6] broadcast over the batch.
+  check_strided({{2, 4, 6}, 5, {20, 1, 4}, {0, 6, 1}, {24, 6, 1}}, 40, 30, 1, 2);
+}
+
+TEST(StridedGemm, BatchDimsThatDoNotMergeBecomeSeparateCalls) {
+  // a's batch dims are permuted in memory: a [3, 2, 4, 5] stored as [2, 3, 4, 5].
+  check_strided({{3, 2, 4, 6}, 5, {20, 60, 5, 1}, {60, 30, 6, 1}, {48, 24, 6, 1}}, 120, 180, 3, 2);
+}
+
+TEST(StridedGemm, AnOperandWithoutAUnitStrideHasNoLayout) {
+  EXPECT_FALSE(plan_strided_gemm({{4, 6}, 5, {10, 2}, {6, 1}, {6, 1}}).has_value());
+  EXPECT_FALSE(blas_layout(10, 2, 4, 5).has_value());
+  EXPECT_TRUE(blas_layout(10, 2, 4, 1).has_value());  // one column: any column stride
+}
+
+TEST(StridedGemm, AnEmptyBatchOrOutputMakesNoCalls) {
+  EXPECT_TRUE(plan_strided_gemm({{0, 4, 6}, 5, {20, 5, 1}, {30, 6, 1}, {24, 6, 1}})->offsets.empty());
+  EXPECT_TRUE(plan_strided_gemm({{2, 0, 6}, 5, {0, 5, 1}, {30, 6, 1}, {0, 6, 1}})->offsets.empty());
+}
+
+}  // namespace
+}  // namespace kiln::cuda
