@@ -1,0 +1,44 @@
+// kiln::trace: runs a module (or a function of Vars) once on placeholders and returns the
+// recorded ir::Graph, as torch.fx's symbolic_trace / torch.export do for PyTorch:
+//  - one placeholder per input, typed by the example tensor's dtype and shape (or by a given
+//    ir::TensorMeta, whose dims may be symbols for dynamic shapes);
+//  - one get_attr node per parameter and buffer read, named by its module path
+//    ("fc1.weight"), its tensor stored with graph.set_parameter (shared with the module, not
+//    copied: running a graph that mutates a buffer updates the module's buffer, as PyTorch does);
+//  - the recorded ops in call order, each with ir::SourceInfo: the C++ file and line of the
+//    user's call and the path of the module whose forward ran it;
+//  - an output node returning forward's results.
+// The module's mode decides what is recorded (train(): dropout nodes, batch statistics and
+// in-place updates of BatchNorm's buffers; eval(): none of these). In-place methods record
+// in-place ops; passes::functionalize turns them into values, and mutated buffers into
+// extra "<name>_mutated" outputs that the CPU backend copies back into the parameters.
+// The graph passes ir::verify.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kiln/nn/module.h"
+#include "kiln/var.h"
+#include "runtime/tensor.h"
+
+namespace kiln {
+
+struct TraceOptions {
+  // Placeholder names, one per input; default "x" for one input, else "x0", "x1", ...
+  std::vector<std::string> input_names;
+};
+
+using TracedFunction = std::function<std::vector<Var>(const std::vector<Var>& inputs)>;
+
+ir::Graph trace(nn::Module& module, const std::vector<Tensor>& example_inputs, const TraceOptions& options = {});
+ir::Graph trace(nn::Module& module, const std::vector<ir::TensorMeta>& input_types, const TraceOptions& options = {});
+ir::Graph trace(const TracedFunction& function, const std::vector<ir::TensorMeta>& input_types,
+                const TraceOptions& options = {});
+
+// The placeholder type of an example input: its dtype and shape, contiguous.
+ir::TensorMeta example_type(const Tensor& example);
+
+}  // namespace kiln
