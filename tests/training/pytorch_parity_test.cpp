@@ -52,6 +52,20 @@ TEST(PyTorchParity, MLP) {
   expect_matches_pytorch(graph, inputs, golden_entries("mlp", "expected"), {"y"});
 }
 
+TEST(PyTorchParity, MLPWithADynamicBatchDimension) {
+  MLP model;
+  model.load_state_dict(data_path("mlp.weights.safetensors"));
+  model.eval();
+  ir::Graph graph = trace(model, std::vector<ir::TensorMeta>{ir::TensorMeta::contiguous(
+                                     DType::f32, {ir::SymInt::symbol("batch"), 16})});
+  EXPECT_EQ(graph.outputs().at(0)->value().type_string(), "f32[batch, 8]");
+  std::map<std::string, Tensor> inputs = golden_entries("mlp", "input");
+  expect_matches_pytorch(graph, inputs, golden_entries("mlp", "expected"), {"y"});
+  // The same graph on the first two rows.
+  std::vector<Tensor> rows = ir::interpret(graph, {{"x", inputs.at("x").slice(0, 0, 2)}});
+  EXPECT_EQ(mismatch(golden_entries("mlp", "expected").at("y").slice(0, 0, 2), rows[0]), "");
+}
+
 nn::Sequential cnn() {
   return nn::Sequential(nn::Conv2d(3, 8, 3, 1, 1), nn::BatchNorm2d(8), nn::ReLU(),
                         nn::Conv2d(8, 4, 3, 2, 1, 1, 1, false), nn::BatchNorm2d(4), nn::SiLU(), nn::Flatten(),
