@@ -1,0 +1,92 @@
+// FusedOptimizer: SGD, Adam and AdamW over a ParameterArena, each step one compiled pointwise
+// kernel per dtype group over the whole arena (the analogue of PyTorch's fused optimizers).
+//
+// Construction validates the hyperparameters (PyTorch's checks and messages), builds the rule's
+// update graph (compiler/training/update_rule.h) for each dtype group of the arena, and compiles
+// each once with the CPU backend (compiler/cpu_backend.h; the compile cache makes a second
+// optimizer of the same shape and hyperparameters a cache hit). step() then runs those kernels:
+// the learning rate, bias corrections and the like are 0-d inputs, so no step, no set_lr and no
+// number of steps ever compiles again (compile_count() stays the number of groups).
+//
+// State. Each group keeps its optimizer state (momentum buffers, exp_avg, exp_avg_sq,
+// max_exp_avg_sq) in flat arenas laid out like the parameter arena, zero at the start as
+// PyTorch's zeros_like; state(name, key) views one parameter's slice, as optimizer.state[p][key].
+//
+// Where the results go. CpuModel::run returns fresh output tensors (from the caching allocator,
+// so no page faults after the first step). The new states simply become the state arenas (no
+// copy: the old ones go back to the allocator's cache). The new parameters are copied into
+// the parameter arena, whose views the model holds: one extra read and write of the parameters
+// per step. Running the kernel with the parameter arena as its own output would remove that
+// copy; it needs a CpuModel::run that takes caller-provided outputs (the C ABI,
+// runtime/compiled_abi.h, already does) and the guarantee that an output may alias an input
+// when every read of that input precedes the write (true of these graphs: the new parameter is
+// the last value computed).
+//
+// Unlike PyTorch, which skips parameters whose .grad is None, every parameter is updated at
+// every step (gradients are never None here: zero_grad keeps them at zero).
+//
+// The arena must outlive the optimizer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/cpu_backend.h"
+#include "compiler/training/optimizer_options.h"
+#include "compiler/training/parameter_arena.h"
+#include "compiler/training/update_rule.h"
+
+namespace kiln::training {
+
+struct FusedOptimizerOptions {
+  compiler::CpuCompileOptions compile;
+  int num_threads = 0;  // 0: the OpenMP default
+};
+
+class FusedOptimizer {
+ public:
+  static FusedOptimizer sgd(ParameterArena& arena, const SgdOptions& options, const FusedOptimizerOptions& run = {});
+  static FusedOptimizer adam(ParameterArena& arena, const AdamOptions& options, const FusedOptimizerOptions& run = {});
+  static FusedOptimizer adamw(ParameterArena& arena, const AdamOptions& options = adamw_options(),
+                              const FusedOptimizerOptions& run = {});
+  FusedOptimizer(ParameterArena& arena, std::unique_ptr<UpdateRule> rule, double lr, const FusedOptimizerOptions& run);
+
+  // One update of every parameter from the gradient arena.
+  void step();
+  // zero_grad(set_to_none=False): zeroes the gradient arena.
+  void zero_grad() { arena_->zero_grad(); }
+
+  double lr() const { return lr_; }
+  void set_lr(double lr);  // takes effect at the next step; refuses a negative lr
+  int64_t step_count() const { return step_count_; }
+  const char* name() const { return rule_->name(); }
+  const UpdateRule& rule() const { return *rule_; }
+
+  // The state `key` ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq") of parameter
+  // `parameter`, a view with its shape. Throws kiln::Error for an unknown parameter or key.
+  Tensor state(std::string_view parameter, std::string_view key) const;
+
+  // How many graphs this optimizer compiled (one per dtype group, however many steps).
+  size_t compile_count() const { return compile_count_; }
+  // The compiled update of dtype group `group` (ParameterArena::groups() order).
+  const compiler::CpuModel& compiled(size_t group) const { return groups_.at(group).model; }
+
+ private:
+  struct Group {
+    compiler::CpuModel model;
+    std::vector<Tensor> states;  // flat, in rule_->state_names() order
+  };
+
+  ParameterArena* arena_;
+  std::unique_ptr<UpdateRule> rule_;
+  std::vector<std::string> state_names_;
+  FusedOptimizerOptions run_options_;
+  double lr_;
+  int64_t step_count_ = 0;
+  size_t compile_count_ = 0;
+  std::vector<Group> groups_;
+};
+
+}  // namespace kiln::training

@@ -1,0 +1,153 @@
+// The compiled update against the reference interpreter running the same update graph, step by
+// step; one compile per dtype group for any number of steps and learning rates; the update is
+// one fused kernel; the arena's padding stays zero.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "compiler/training/fused_optimizer.h"
+#include "ir/interpreter.h"
+#include "tests/optimizers/optimizer_test_support.h"
+
+namespace kiln::training {
+namespace {
+
+using testing::all_close;
+
+Tensor random_tensor(const Sizes& sizes, DType dtype, std::mt19937& random) {
+  std::normal_distribution<double> normal;
+  std::vector<double> values(size_t(numel_of(sizes)));
+  for (double& value : values) value = normal(random);
+  return Tensor::from_doubles(sizes, values, dtype);
+}
+
+std::vector<NamedTensor> mixed_parameters(std::mt19937& random) {
+  return {{"fc.weight", random_tensor({9, 7}, DType::f32, random)},
+          {"fc.bias", random_tensor({9}, DType::f32, random)},
+          {"scale", random_tensor({}, DType::f64, random)},
+          {"table", random_tensor({3, 5}, DType::f64, random)}};
+}
+
+void fill_random_gradients(ParameterArena& arena, std::mt19937& random) {
+  arena.zero_grad();
+  std::map<std::string, Tensor> gradients;
+  for (const std::string& name : arena.names()) {
+    const Tensor parameter = arena.parameter(name);
+    gradients[name] = random_tensor(parameter.sizes(), parameter.dtype(), random);
+  }
+  arena.accumulate_gradients(gradients);
+}
+
+// Runs `steps` steps, each checked against ir::interpret of the rule's graph on the inputs the
+// step saw, for every parameter and state.
+void expect_steps_match_interpreter(FusedOptimizer& optimizer, ParameterArena& arena, int steps) {
+  std::mt19937 random(7);
+  const UpdateRule& rule = optimizer.rule();
+  const std::vector<std::string> states = rule.state_names();
+  for (int step = 1; step <= steps; ++step) {
+    optimizer.set_lr(0.01 * step);
+    fill_random_gradients(arena, random);
+    std::vector<std::vector<Tensor>> expected;  // per group
+    for (const ParameterArena::Group& group : arena.groups()) {
+      std::map<std::string, Tensor> inputs = {{"param", group.parameters.clone()}, {"grad", group.gradients.clone()}};
+      for (const std::string& state : states) {
+        Tensor flat = Tensor::zeros(group.parameters.sizes(), group.dtype);
+        for (size_t member : group.members) arena.view_of(arena.names()[member], flat).copy_from(optimizer.state(arena.names()[member], state));
+        inputs[state] = flat;
+      }
+      for (const auto& [name, value] : rule.step_scalars(step, optimizer.lr()))
+        inputs[name] = Tensor::scalar(value, update_scalar_dtype(group.dtype));
+      expected.push_back(ir::interpret(rule.build_graph(group.dtype, group.parameters.numel()), inputs));
+    }
+    optimizer.step();
+    for (const std::string& name : arena.names()) {
+      const std::vector<Tensor>& outputs = expected[arena.group_of(name)];
+      std::string where = std::string(optimizer.name()) + " step " + std::to_string(step) + " " + name;
+      ASSERT_TRUE(all_close(arena.parameter(name), arena.view_of(name, outputs[0]), 1e-6, where));
+      for (size_t s = 0; s < states.size(); ++s)
+        ASSERT_TRUE(all_close(optimizer.state(name, states[s]), arena.view_of(name, outputs[1 + s]), 1e-6, where + " " + states[s]));
+    }
+  }
+}
+
+TEST(FusedUpdate, SgdNesterovMatchesTheInterpreter) {
+  std::mt19937 random(1);
+  ParameterArena arena(mixed_parameters(random));
+  SgdOptions options;
+  options.momentum = 0.9;
+  options.nesterov = true;
+  options.weight_decay = 0.01;
+  FusedOptimizer optimizer = FusedOptimizer::sgd(arena, options, testing::test_optimizer_options());
+  expect_steps_match_interpreter(optimizer, arena, 4);
+}
+
+TEST(FusedUpdate, AdamAmsgradMatchesTheInterpreter) {
+  std::mt19937 random(2);
+  ParameterArena arena(mixed_parameters(random));
+  AdamOptions options;
+  options.amsgrad = true;
+  options.weight_decay = 0.1;
+  FusedOptimizer optimizer = FusedOptimizer::adam(arena, options, testing::test_optimizer_options());
+  expect_steps_match_interpreter(optimizer, arena, 4);
+}
+
+TEST(FusedUpdate, AdamWMatchesTheInterpreter) {
+  std::mt19937 random(3);
+  ParameterArena arena(mixed_parameters(random));
+  FusedOptimizer optimizer = FusedOptimizer::adamw(arena, adamw_options(), testing::test_optimizer_options());
+  expect_steps_match_interpreter(optimizer, arena, 4);
+}
+
+TEST(FusedUpdate, CompilesOncePerDtypeForAnyNumberOfStepsAndLearningRates) {
+  std::mt19937 random(4);
+  ParameterArena arena(mixed_parameters(random));
+  FusedOptimizer optimizer = FusedOptimizer::adam(arena, AdamOptions{}, testing::test_optimizer_options());
+  ASSERT_EQ(arena.groups().size(), 2u);
+  EXPECT_EQ(optimizer.compile_count(), 2u);
+  for (int step = 0; step < 20; ++step) {
+    optimizer.set_lr(1e-3 / (step + 1));
+    fill_random_gradients(arena, random);
+    optimizer.step();
+  }
+  EXPECT_EQ(optimizer.step_count(), 20);
+  EXPECT_EQ(optimizer.compile_count(), 2u);
+  // A second optimizer of the same shapes and hyperparameters compiles no C++: the cache has it.
+  FusedOptimizer again = FusedOptimizer::adam(arena, AdamOptions{}, testing::test_optimizer_options());
+  EXPECT_TRUE(again.compiled(0).result().cache_hit);
+  EXPECT_TRUE(again.compiled(1).result().cache_hit);
+  EXPECT_EQ(again.compiled(0).result().key, optimizer.compiled(0).result().key);
+}
+
+TEST(FusedUpdate, EachStepIsOneKernelPerDtype) {
+  std::mt19937 random(5);
+  ParameterArena arena(mixed_parameters(random));
+  AdamOptions options;
+  options.amsgrad = true;
+  FusedOptimizer adam = FusedOptimizer::adam(arena, options, testing::test_optimizer_options());
+  SgdOptions sgd_options;
+  sgd_options.momentum = 0.9;
+  FusedOptimizer sgd = FusedOptimizer::sgd(arena, sgd_options, testing::test_optimizer_options());
+  for (size_t group = 0; group < arena.groups().size(); ++group) {
+    EXPECT_EQ(adam.compiled(group).result().kernel_count, 1u);
+    EXPECT_EQ(sgd.compiled(group).result().kernel_count, 1u);
+  }
+}
+
+TEST(FusedUpdate, ThePaddingBetweenParametersStaysZero) {
+  std::mt19937 random(6);
+  ParameterArena arena({{"a", random_tensor({3}, DType::f32, random)}, {"b", random_tensor({5}, DType::f32, random)}});
+  FusedOptimizer optimizer = FusedOptimizer::adam(arena, AdamOptions{}, testing::test_optimizer_options());
+  for (int step = 0; step < 3; ++step) {
+    fill_random_gradients(arena, random);
+    optimizer.step();
+  }
+  const Tensor& flat = arena.groups()[0].parameters;
+  ASSERT_EQ(flat.numel(), 32);  // each parameter starts on a 64-byte line: 16 floats each
+  for (int64_t i = 0; i < 32; ++i) {
+    if (i < 3 || (i >= 16 && i < 21)) continue;
+    EXPECT_EQ(flat.flat_double(i), 0.0) << "padding element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::training
