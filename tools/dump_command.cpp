@@ -1,6 +1,7 @@
 // `kiln dump MODEL [--stage NAME | --all-stages DIR] [--format text|json|dot]`: prints a
 // model's graph IR as loaded ("traced") or after any stage of the default pipeline, or the
-// code generator's stages: loop IR (loops), kernels (scheduled) and generated C++ (cpp).
+// code generator's stages: loop IR (loops), kernels (scheduled) and generated C++ (cpp), or
+// the training stages (joint, forward, backward; --loss names the output to differentiate).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,9 +12,11 @@
 
 #include "compiler/cpu_backend.h"
 #include "compiler/model_loader.h"
+#include "compiler/training_stages.h"
 #include "ir/dot_format.h"
 #include "ir/json_format.h"
 #include "ir/printer.h"
+#include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "runtime/error.h"
 #include "tools/commands.h"
@@ -26,6 +29,7 @@ struct DumpOptions {
   std::string format = "text";
   std::string stage = "traced";
   std::string all_stages_dir;
+  std::string loss;
   bool show_source = false;
   bool verbose = false;
   bool freeze = false;
@@ -45,8 +49,25 @@ std::string extension(const std::string& format) {
   return ".kiln";
 }
 
+// The joint graph, or the forward or backward graph headed by the partition's saved-bytes
+// report: comment lines the IR parser skips, or on stderr beside JSON and dot.
+int dump_training_stage(const ir::Graph& model, const DumpOptions& options) {
+  passes::JointGraph joint = compiler::training_joint_graph(model, options.loss);
+  if (options.stage == "joint") {
+    std::cout << render(joint.graph, options);
+    return 0;
+  }
+  passes::Partition partition = passes::partition_joint_graph(joint);
+  (options.format == "text" ? std::cout : std::cerr) << partition.report();
+  std::cout << render(options.stage == "forward" ? partition.forward : partition.backward, options);
+  return 0;
+}
+
 int run_dump(const DumpOptions& options) {
+  if (!options.loss.empty() && !compiler::is_training_stage(options.stage))
+    fail("--loss applies only to --stage joint, forward or backward");
   ir::Graph graph = compiler::load_model(options.model);
+  if (compiler::is_training_stage(options.stage)) return dump_training_stage(graph, options);
   passes::RunOptions run_options;
   run_options.verbose = options.verbose;
   run_options.pass_options.freeze = options.freeze;
@@ -84,6 +105,9 @@ std::string stage_help() {
   text += "\n  loops: the loop IR lowered from the simplified graph";
   text += "\n  scheduled: the kernels, the nodes fused into each, and the memory plan";
   text += "\n  cpp: the generated C++ source";
+  text += "\n  joint: the forward+backward graph of the loss (--loss) against every floating parameter";
+  text += "\n  forward: the forward half of the min-cut partition (outputs, then the saved values)";
+  text += "\n  backward: the backward half (inputs: the saved values; outputs: the gradients)";
   return text;
 }
 }  // namespace
@@ -98,11 +122,14 @@ void add_dump_command(CLI::App& app) {
   std::vector<std::string> stage_names;
   for (const passes::Stage& stage : passes::pipeline_stages()) stage_names.emplace_back(stage.name);
   for (const char* codegen_stage : {"loops", "scheduled", "cpp"}) stage_names.emplace_back(codegen_stage);
+  for (const char* training_stage : {"joint", "forward", "backward"}) stage_names.emplace_back(training_stage);
   auto* stage = dump->add_option("--stage", options->stage, stage_help())
                     ->check(CLI::IsMember(stage_names))
                     ->capture_default_str();
   dump->add_option("--all-stages", options->all_stages_dir, "Write the graph after every stage into DIR, one file per stage")
       ->excludes(stage);
+  dump->add_option("--loss", options->loss,
+                   "With --stage joint, forward or backward: the output to differentiate (default: the only scalar output)");
   dump->add_flag("--show-source", options->show_source, "Append each node's origin as a comment");
   dump->add_flag("--verbose,-v", options->verbose, "Print each pass's time and the IR after it (to stderr)");
   dump->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");

@@ -1,6 +1,6 @@
 // The partition of real models' joint graphs (samples/models: the MLP, the CNN, the attention
 // block), each with a scalar loss (the mean of its output) differentiated against every
-// floating parameter by autodiff: forward then backward reproduce the joint graph exactly in
+// floating parameter by autodiff (compiler/training_stages.h): forward then backward reproduce the joint graph exactly in
 // the interpreter (and, for the MLP, through the CPU backend), the saved bytes are below the
 // save-every-activation baseline, and no forbidden op is recomputed.
 #include <gmock/gmock.h>
@@ -13,8 +13,8 @@
 
 #include "compiler/cpu_backend.h"
 #include "compiler/model_loader.h"
+#include "compiler/training_stages.h"
 #include "ir/verifier.h"
-#include "passes/autodiff.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "tests/partition/partition_check.h"
@@ -27,15 +27,14 @@ using ::testing::IsEmpty;
 
 const fs::path kModels = fs::path(KILN_SOURCE_DIR) / "samples" / "models";
 
-// The model after the default pipeline, returning (output, mean(output)); the joint graph of
-// the loss against every floating parameter.
+// The model returning (output, mean(output)); its joint graph for the loss against every
+// floating parameter, as `kiln dump --stage joint` builds it (after the default pipeline).
 JointGraph model_joint_graph(const std::string& model) {
   ir::Graph graph = compiler::load_model((kModels / (model + ".kiln")).string());
-  run_pipeline(graph, "simplified");
   ir::Node* output = graph.outputs().at(0);
   ir::Node* loss = graph.create_call("mean", {output}, {}, "loss");
   graph.output_node()->set_args({output, loss});
-  return build_joint_graph(graph, AutodiffOptions::for_loss(1));
+  return compiler::training_joint_graph(graph, "loss");
 }
 
 class ModelPartition : public ::testing::TestWithParam<std::string> {};
