@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,58 @@ inline std::vector<std::string> forbidden_recomputations(const passes::JointGrap
       forbidden.push_back(node->name());
   }
   return forbidden;
+}
+
+// The fewest bytes any valid choice of saved values costs, by trying every subset of the
+// forward values (so only for small graphs): a choice is valid when every forward value the
+// backward reads is saved, a parameter, or recomputable from valid values. Written apart from
+// the partition's flow network, to check its cut is a minimum.
+inline int64_t brute_force_min_saved_bytes(const passes::JointGraph& joint) {
+  const ir::Graph& graph = joint.graph;
+  std::vector<ir::Node*> outputs = graph.outputs();
+  std::set<const ir::Node*> forward, tangents;
+  for (const std::string& name : joint.tangents) tangents.insert(graph.find(name));
+  std::vector<const ir::Node*> pending(outputs.begin(), outputs.begin() + joint.num_forward_outputs);
+  for (const ir::Node* placeholder : graph.placeholders())
+    if (!tangents.count(placeholder)) pending.push_back(placeholder);
+  while (!pending.empty()) {
+    const ir::Node* node = pending.back();
+    pending.pop_back();
+    if (!forward.insert(node).second) continue;
+    for (const ir::Node* input : node->input_nodes()) pending.push_back(input);
+  }
+  std::vector<const ir::Node*> candidates;  // forward values, not parameters
+  std::set<const ir::Node*> read;           // forward values that backward nodes or gradients read
+  for (const ir::Node* node : graph.nodes()) {
+    if (forward.count(node) && node->op() != ir::OpKind::get_attr && node->has_single_value()) candidates.push_back(node);
+    if (node->op() == ir::OpKind::output) {
+      for (size_t i = size_t(joint.num_forward_outputs); i < outputs.size(); ++i)
+        if (forward.count(outputs[i])) read.insert(outputs[i]);
+    } else if (!forward.count(node)) {
+      for (const ir::Node* input : node->input_nodes())
+        if (forward.count(input) && input->op() != ir::OpKind::get_attr) read.insert(input);
+    }
+  }
+  EXPECT_LE(candidates.size(), 20u) << "too many forward values to try every subset";
+  int64_t best = INT64_MAX;
+  for (uint64_t mask = 0; mask < (uint64_t(1) << candidates.size()); ++mask) {
+    std::set<const ir::Node*> saved;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (mask >> i & 1) saved.insert(candidates[i]), bytes += passes::value_bytes(*candidates[i], {});
+    if (bytes >= best) continue;
+    std::function<bool(const ir::Node*)> available = [&](const ir::Node* node) {
+      if (saved.count(node) || node->op() == ir::OpKind::get_attr) return true;
+      if (!passes::is_recomputable(*node)) return false;
+      for (const ir::Node* input : node->input_nodes())
+        if (!available(input)) return false;
+      return true;
+    };
+    bool valid = true;
+    for (const ir::Node* node : read) valid = valid && available(node);
+    if (valid) best = bytes;
+  }
+  return best;
 }
 
 }  // namespace kiln::partition_test

@@ -15,6 +15,7 @@
 #include "compiler/model_loader.h"
 #include "compiler/training_stages.h"
 #include "ir/verifier.h"
+#include "passes/autodiff.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "tests/partition/partition_check.h"
@@ -52,6 +53,21 @@ TEST_P(ModelPartition, ForwardThenBackwardIsTheJointGraphAndSavesLessThanEveryAc
 }
 
 INSTANTIATE_TEST_SUITE_P(Samples, ModelPartition, ::testing::Values("mlp", "cnn", "attention"));
+
+// With given grad_outputs instead of a loss: the backward's inputs end with the tangent.
+TEST(ModelPartitionTangents, AttentionWithAGivenOutputGradient) {
+  ir::Graph graph = compiler::load_model((kModels / "attention.kiln").string());
+  run_pipeline(graph, "simplified");
+  JointGraph joint = build_joint_graph(graph, AutodiffOptions::for_grad_outputs());
+  ASSERT_EQ(joint.tangents.size(), 1u);
+  Partition partition = partition_joint_graph(joint);
+  std::vector<ir::Node*> inputs = partition.backward.placeholders();
+  ASSERT_EQ(inputs.size(), partition.saved.size() + 1);
+  EXPECT_EQ(inputs.back()->name(), joint.tangents[0]);
+  EXPECT_LT(partition.saved_bytes, partition.baseline_bytes);
+  EXPECT_THAT(partition_test::forbidden_recomputations(joint, partition), IsEmpty());
+  partition_test::expect_same_as_joint(joint, partition);
+}
 
 TEST(ModelPartitionCpu, MlpForwardAndBackwardCompiledMatchTheJointGraph) {
   JointGraph joint = model_joint_graph("mlp");
