@@ -40,6 +40,37 @@ struct ProgramGuard {
   }
 };
 
+// NVRTC's log without its warnings: the entries (a message, the source line, a caret, then a
+// blank line) that report errors, and the closing "N errors detected" line. All of it when no
+// entry matches (an unexpected format).
+std::string error_entries(const std::string& log) {
+  std::string kept, entry;
+  size_t warnings = 0;
+  auto flush = [&] {
+    if (entry.empty()) return;
+    bool is_error = entry.find(": error") != std::string::npos || entry.find("errors detected") != std::string::npos ||
+                    entry.find("error detected") != std::string::npos;
+    if (is_error) kept += entry;
+    else if (entry.find(": warning") != std::string::npos) ++warnings;
+    entry.clear();
+  };
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    std::string line = log.substr(start, end == std::string::npos ? std::string::npos : end - start + 1);
+    start = end == std::string::npos ? log.size() : end + 1;
+    if (line == "\n") {
+      flush();
+      continue;
+    }
+    entry += line;
+  }
+  flush();
+  if (kept.empty()) return log;
+  if (warnings > 0) kept += "(" + std::to_string(warnings) + " warning" + (warnings == 1 ? "" : "s") + " not shown)\n";
+  return kept;
+}
+
 }  // namespace
 
 std::unique_ptr<Nvrtc> Nvrtc::load(const std::string& library) {
@@ -94,7 +125,7 @@ DeviceCode Nvrtc::compile(const std::string& source, const std::string& name, in
   }
   if (compiled != NVRTC_SUCCESS) {
     fail("NVRTC ", version(), " failed to compile ", name, " for ", code.architecture, " (", api_.nvrtcGetErrorString(compiled),
-         "):\n", code.log);
+         "):\n", error_entries(code.log));
   }
   size_t size = 0;
   if (code.is_cubin) {

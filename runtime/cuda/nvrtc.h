@@ -2,7 +2,8 @@
 // compile() turns one source into device code for a GPU architecture: a cubin for an
 // architecture NVRTC knows (--gpu-architecture=sm_XX), or, for a device newer than this NVRTC,
 // PTX for the newest virtual architecture it knows (compute_XX), which the driver compiles on
-// load. A compile error is a kiln::Error carrying NVRTC's log (file, line and message).
+// load. A compile error is a kiln::Error carrying NVRTC's error messages (file, line, message,
+// the source line; its warnings are counted, not shown).
 //
 // The library is libnvrtc.so.13 (or .so.12, .so), found as runtime/cuda/library_search.h says
 // ($KILN_NVRTC_LIBRARY overrides).

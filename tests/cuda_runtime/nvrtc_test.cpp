@@ -86,6 +86,20 @@ TEST_F(NvrtcTest, ACompileErrorCarriesTheLogWithTheLine) {
   }
 }
 
+TEST_F(NvrtcTest, ACompileErrorShowsErrorsAndCountsWarnings) {
+  const char* source = "static __device__ int unused_helper() { return 1; }\n"  // warning 177: never referenced
+                       "extern \"C\" __global__ void broken(float* data) { data[0] = missing_name; }\n";
+  try {
+    compiler_->compile(source, "mixed.cu", 90);
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("mixed.cu(2): error"), std::string::npos) << message;
+    EXPECT_EQ(message.find("unused_helper"), std::string::npos) << message;
+    EXPECT_NE(message.find("(1 warning not shown)"), std::string::npos) << message;
+  }
+}
+
 TEST(CubinElf, RejectsWhatIsNotACudaObject) {
   EXPECT_THROW(read_cubin("not an elf file at all, just some text that is long enough to pass size", "x"), Error);
   std::string elf(64, '\0');
