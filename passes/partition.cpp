@@ -1,6 +1,6 @@
 // The min-cut partition of a joint graph: classify nodes into forward and backward, weigh the
 // forward values the backward reads, cut the flow network (passes/max_flow.h), and extract
-// the forward and backward graphs.
+// the forward and backward graphs (verified when RunOptions::default_verify_each() says so).
 #include "passes/partition.h"
 
 #include <algorithm>
@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "ir/op_registry.h"
+#include "ir/verifier.h"
 #include "passes/max_flow.h"
+#include "passes/pass_manager.h"
 #include "runtime/error.h"
 
 namespace kiln::passes {
@@ -221,6 +223,10 @@ Partition partition_joint_graph(const JointGraph& joint, const PartitionOptions&
   std::vector<const Node*> backward_inputs = saved;
   backward_inputs.insert(backward_inputs.end(), roles.tangents.begin(), roles.tangents.end());
   result.backward = extract(joint.graph, backward_inputs, roles.gradients);
+  if (RunOptions::default_verify_each()) {
+    ir::verify(result.forward);
+    ir::verify(result.backward);
+  }
 
   for (const Node* node : saved) {
     result.saved.push_back({node->name(), node->meta.type_string(), value_bytes(*node, options)});
