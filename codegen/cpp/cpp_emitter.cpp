@@ -8,6 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/c_like/c_ops.h"
+#include "codegen/c_like/c_printer.h"
+#include "codegen/c_like/c_source_writer.h"
 #include "codegen/cpp/prelude.h"
 #include "codegen/index_analysis.h"
 #include "runtime/compiled_abi.h"
@@ -19,156 +22,16 @@ namespace {
 
 constexpr int kLanes = 16;  // reduction lanes: one AVX-512 register of f32, two of AVX2
 
-std::string ctype(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::f16:
-    case DType::bf16: return "uint16_t";
-    case DType::i64: return "int64_t";
-    case DType::i32: return "int32_t";
-    case DType::i8: return "int8_t";
-    case DType::u8: return "uint8_t";
-    case DType::boolean: return "bool";
-  }
-  return "?";
-}
-
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
-std::string cpp_text(const SymInt& value) {
-  std::string text = value.to_cpp();
-  text = replace_all(text, "std::max<int64_t>", "kiln_imax");
-  return replace_all(text, "std::min<int64_t>", "kiln_imin");
-}
-
-std::string int_literal(int64_t value) {
-  if (value == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
-  return std::to_string(value) + "LL";
-}
-
-std::string float_literal(double value, DType dtype) {
-  bool single = dtype != DType::f64;
-  if (std::isnan(value)) return single ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
-  if (std::isinf(value)) {
-    std::string inf = single ? "__builtin_inff()" : "__builtin_inf()";
-    return value < 0 ? "(-" + inf + ")" : inf;
-  }
-  char text[64];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  std::string s = text;
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return single ? "float(" + s + ")" : s;
-}
-
-std::string literal(double float_value, int64_t int_value, DType dtype) {
-  if (dtype == DType::f32 || dtype == DType::f64) return float_literal(float_value, dtype);
-  if (dtype == DType::boolean) return int_value ? "true" : "false";
-  KILN_CHECK(dtype != DType::f16 && dtype != DType::bf16, "a half-precision constant reached the C++ emitter");
-  return ctype(dtype) + "(" + int_literal(int_value) + ")";
-}
-
-// value (a C expression of type `from`) converted to `to`, with the interpreter's rules.
-std::string convert(const std::string& value, DType from, DType to) {
-  if (from == to) return value;
-  if (from == DType::f16) return convert("kiln_f16_to_f32(" + value + ")", DType::f32, to);
-  if (from == DType::bf16) return convert("kiln_bf16_to_f32(" + value + ")", DType::f32, to);
-  if (to == DType::f16) return "kiln_f32_to_f16(" + convert(value, from, DType::f32) + ")";
-  if (to == DType::bf16) return "kiln_f32_to_bf16(" + convert(value, from, DType::f32) + ")";
-  if (to == DType::boolean) return "bool((" + value + ") != 0)";
-  // Float to integer: the interpreter's store rule (truncate, NaN to 0, saturate to int64, then
-  // wrap to the narrower type), never the undefined behaviour of a plain cast.
-  if ((from == DType::f32 || from == DType::f64) && !is_floating(to)) {
-    return ctype(to) + "(kiln_saturate_to_i64(" + value + "))";
-  }
-  return ctype(to) + "(" + value + ")";
-}
-
-std::string lowest(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return "(-__builtin_inff())";
-    case DType::f64: return "(-__builtin_inf())";
-    case DType::i64: return int_literal(std::numeric_limits<int64_t>::min());
-    case DType::i32: return "int32_t(-2147483647 - 1)";
-    case DType::i8: return "int8_t(-128)";
-    case DType::u8: return "uint8_t(0)";
-    case DType::boolean: return "false";
-    default: break;
-  }
-  KILN_CHECK(false, "no lowest value for this dtype");
-  return "";
-}
-
-std::string highest(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return "__builtin_inff()";
-    case DType::f64: return "__builtin_inf()";
-    case DType::i64: return "int64_t(9223372036854775807LL)";
-    case DType::i32: return "int32_t(2147483647)";
-    case DType::i8: return "int8_t(127)";
-    case DType::u8: return "uint8_t(255)";
-    case DType::boolean: return "true";
-    default: break;
-  }
-  KILN_CHECK(false, "no highest value for this dtype");
-  return "";
-}
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-class Writer {
- public:
-  void line(const std::string& text) {
-    for (int i = 0; i < indent_; ++i) out_ << "  ";
-    out_ << text << "\n";
-  }
-  void open(const std::string& text) {
-    line(text + " {");
-    ++indent_;
-  }
-  void close(const std::string& suffix = "") {
-    --indent_;
-    line("}" + suffix);
-  }
-  void raw(std::string_view text) { out_ << text; }
-  std::string str() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  int indent_ = 0;
-};
-
-class Emitter {
+class Emitter : public CPrinter {
  public:
   Emitter(const ScheduledProgram& scheduled, const CppEmitOptions& options)
-      : s_(scheduled), p_(scheduled.program), options_(options),
-        registers_(scheduled.register_buffers.begin(), scheduled.register_buffers.end()) {
-    // Shape symbols become C++ variables under a reserved prefix, so a symbol named like
-    // something the generated code declares (`batch`, `sym`, `N`) cannot collide with it.
-    for (const std::string& symbol : p_.symbols) symbol_names_[symbol] = SymInt::symbol(symbol_variable(symbol));
-  }
-
-  static std::string symbol_variable(const std::string& symbol) { return "s_" + symbol; }
-  // An index or size expression as C++, over the renamed symbols.
-  std::string cpp(const SymInt& value) const { return cpp_text(value.substitute(symbol_names_)); }
+      : CPrinter(scheduled, cpp_dialect()), options_(options) {}
 
   CppModule run() {
     w_.line("// Generated by Kiln for " + options_.title + ". Do not edit: recompile the model instead.");
     w_.raw(cpp_prelude());
     w_.raw("\n");
-    w_.raw(cpp_ops_text());
+    w_.raw(c_ops_text());
     w_.raw("\n");
     emit_support();
     for (const Kernel& kernel : s_.kernels) emit_kernel(kernel);
@@ -180,48 +43,6 @@ class Emitter {
   }
 
  private:
-  // ------------------------------------------------------------ names and expressions
-
-  std::string buf(int id) const { return "b" + std::to_string(id); }
-  std::string reg(int id) const { return "v" + std::to_string(id); }
-
-  std::string expr(const Expr& e) {
-    switch (e->kind) {
-      case ExprKind::Constant: return literal(e->float_value, e->int_value, e->dtype);
-      case ExprKind::Load: {
-        if (auto named = named_values_.find(e->buffer); named != named_values_.end()) return named->second;
-        if (registers_.count(e->buffer)) return reg(e->buffer);
-        std::string index = cpp(e->index);
-        for (const IndirectTerm& term : e->indirect) {
-          index += " + kiln_wrap_index(int64_t(" + expr(term.value) + "), " + cpp(term.size) + ") * (" +
-                   cpp(term.stride) + ")";
-        }
-        std::string value = buf(e->buffer) + "[" + index + "]";
-        if (e->mask) {
-          std::string other = e->other ? expr(e->other) : literal(0, 0, e->dtype);
-          value = "(" + expr(e->mask) + " ? " + value + " : " + other + ")";
-        }
-        return value;
-      }
-      case ExprKind::IndexValue: return ctype(e->dtype) + "(" + cpp(e->index) + ")";
-      case ExprKind::Unary: return "kop_" + e->op + "(" + expr(e->args[0]) + ")";
-      case ExprKind::Binary: {
-        const std::string t = ctype(e->args[0]->dtype);
-        return "kop_" + e->op + "(" + t + "(" + expr(e->args[0]) + "), " + t + "(" + expr(e->args[1]) + "))";
-      }
-      case ExprKind::Where:
-        return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
-      case ExprKind::Cast: return convert(expr(e->args[0]), e->args[0]->dtype, e->dtype);
-      case ExprKind::Random: {
-        std::string call = std::string(e->normal ? "kiln_philox_normal" : "kiln_philox_uniform") + "(" +
-                           std::to_string(uint64_t(e->seed)) + "ULL, " + std::to_string(uint64_t(e->offset)) +
-                           "ULL, uint64_t(" + cpp(e->index) + "))";
-        return convert(call, DType::f32, e->dtype);
-      }
-    }
-    return "?";
-  }
-
   // ------------------------------------------------------------ support
 
   void emit_support() {
@@ -304,7 +125,7 @@ class Emitter {
     std::optional<int64_t> known = work.maybe_constant();
     if (known && *known < options_.parallel_threshold) return "";
     std::string pragma = "#pragma omp parallel for" + clauses + " schedule(static)";
-    if (!known) pragma += " if((" + cpp(work) + ") >= " + std::to_string(options_.parallel_threshold) + ")";
+    if (!known) pragma += " if((" + index_text(work) + ") >= " + std::to_string(options_.parallel_threshold) + ")";
     return pragma;
   }
 
@@ -317,7 +138,7 @@ class Emitter {
       if (registers_.count(b)) {
         w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(value, from, to) + ";");
       } else {
-        w_.line(buf(b) + "[" + cpp(step.store_index) + "] = " + convert(value, from, to) + ";");
+        w_.line(buf(b) + "[" + index_text(step.store_index) + "] = " + convert(value, from, to) + ";");
       }
     }
   }
@@ -336,7 +157,7 @@ class Emitter {
     }
     std::string var = reduction_var(from).to_string();
     if (from + 1 == inner.size()) w_.line("#pragma omp simd");
-    w_.open("for (int64_t " + var + " = 0; " + var + " < " + cpp(inner[from]) + "; ++" + var + ")");
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(inner[from]) + "; ++" + var + ")");
     inner_loops(inner, from + 1, body);
     w_.close();
   }
@@ -364,13 +185,6 @@ class Emitter {
       return index;
     });
     return depends;
-  }
-
-  // A value named `name` (a hoisted temporary), as an expression.
-  Expr named_value(const std::string& name, DType dtype) {
-    int id = kFirstNamedValue - int(named_values_.size());
-    named_values_[id] = name;
-    return load(id, dtype, 0);
   }
 
   Expr hoist_row_invariants(const Expr& e, size_t inner_rank, std::vector<std::pair<std::string, Expr>>& hoisted) {
@@ -430,7 +244,7 @@ class Emitter {
     }
     std::vector<SymInt> rvars;
     for (size_t k = 0; k < kernel.inner.size(); ++k) rvars.push_back(reduction_var(k));
-    std::string flat = cpp(flat_index(rvars, kernel.inner));
+    std::string flat = index_text(flat_index(rvars, kernel.inner));
     auto combine = [&](const std::string& lane) {
       std::string v = "e" + n;
       w_.line("const " + t + " " + v + " = " + expr(step.body) + ";");
@@ -465,7 +279,7 @@ class Emitter {
           break;
         }
       }
-      if (step.stash_buffer >= 0) w_.line(buf(step.stash_buffer) + "[" + cpp(step.stash_index) + "] = " + v + ";");
+      if (step.stash_buffer >= 0) w_.line(buf(step.stash_buffer) + "[" + index_text(step.stash_index) + "] = " + v + ";");
     };
     if (kernel.inner.empty()) {
       w_.open("");
@@ -477,7 +291,7 @@ class Emitter {
       std::function<void(size_t)> nest = [&](size_t d) {
         if (d == last) {
           std::string rl = "rl" + n, rn = "rn" + n;
-          w_.line("const int64_t " + rn + " = " + cpp(kernel.inner[last]) + ";");
+          w_.line("const int64_t " + rn + " = " + index_text(kernel.inner[last]) + ";");
           w_.line("int64_t " + rl + " = 0;");
           if (std::string op = split_reduction_operator(kernel, step); !op.empty()) {
             // A whole-tensor reduction: no outer loop to share out, so the threads split the row
@@ -518,7 +332,7 @@ class Emitter {
           return;
         }
         std::string var = reduction_var(d).to_string();
-        w_.open("for (int64_t " + var + " = 0; " + var + " < " + cpp(kernel.inner[d]) + "; ++" + var + ")");
+        w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.inner[d]) + "; ++" + var + ")");
         nest(d + 1);
         w_.close();
       };
@@ -611,7 +425,7 @@ class Emitter {
       if (registers_.count(b)) {
         w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(values[i], from, to) + ";");
       } else {
-        w_.line(buf(b) + "[" + cpp(step.store_index) + "] = " + convert(values[i], from, to) + ";");
+        w_.line(buf(b) + "[" + index_text(step.store_index) + "] = " + convert(values[i], from, to) + ";");
       }
     }
   }
@@ -619,11 +433,7 @@ class Emitter {
   // ------------------------------------------------------------ kernels
 
   void emit_kernel(const Kernel& kernel) {
-    std::string origins;
-    std::set<std::string> seen;
-    for (const std::string& o : kernel.origins) {
-      if (seen.insert(o).second) origins += (origins.empty() ? "" : ", ") + o;
-    }
+    std::string origins = origins_text(kernel.origins);
     w_.line("// " + kernel.name + ": " + origins);
     w_.open("static int32_t " + kernel.name + "(void* const* bufs, const int64_t* sym, const KilnRunArgs* args)");
     w_.line("(void)args;");
@@ -646,7 +456,7 @@ class Emitter {
     }
     std::string var = loop_var(from).to_string();
     if (simd_innermost && from + 1 == outer.size() && from > 0) w_.line("#pragma omp simd");
-    w_.open("for (int64_t " + var + " = 0; " + var + " < " + cpp(outer[from]) + "; ++" + var + ")");
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(outer[from]) + "; ++" + var + ")");
     outer_loops(outer, from + 1, body, simd_innermost);
     w_.close();
   }
@@ -703,10 +513,10 @@ class Emitter {
     if (!pragma.empty()) w_.line(pragma);
     for (size_t d = 0; d + 2 < rank; ++d) {
       std::string var = loop_var(d).to_string();
-      w_.open("for (int64_t " + var + " = 0; " + var + " < " + cpp(kernel.outer[d]) + "; ++" + var + ")");
+      w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.outer[d]) + "; ++" + var + ")");
     }
     std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
-    std::string rows = cpp(kernel.outer[rank - 2]), cols = cpp(kernel.outer[rank - 1]);
+    std::string rows = index_text(kernel.outer[rank - 2]), cols = index_text(kernel.outer[rank - 1]);
     w_.open("for (int64_t tr = 0; tr < " + rows + "; tr += " + tile + ")");
     w_.open("for (int64_t tc = 0; tc < " + cols + "; tc += " + tile + ")");
     w_.line("const int64_t row_end = tr + " + tile + " < " + rows + " ? tr + " + tile + " : " + rows + ";");
@@ -758,9 +568,9 @@ class Emitter {
   }
 
   std::string view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars) {
-    std::string offset = cpp(view.offset);
+    std::string offset = index_text(view.offset);
     for (size_t i = 0; i < batch_vars.size(); ++i) {
-      offset += " + " + batch_vars[i] + " * (" + cpp(view.strides[i]) + ")";
+      offset += " + " + batch_vars[i] + " * (" + index_text(view.strides[i]) + ")";
     }
     return buf(view.buffer) + " + (" + offset + ")";
   }
@@ -777,11 +587,11 @@ class Emitter {
     module_.uses_blas = true;
     const std::string t = ctype(dtype);
     const std::string gemm = dtype == DType::f32 ? "cblas_sgemm" : "cblas_dgemm";
-    w_.line("const int64_t M = " + cpp(c.shape[rank - 2]) + ", N = " + cpp(c.shape[rank - 1]) + ", K = " +
-            cpp(a.shape[rank - 1]) + ";");
+    w_.line("const int64_t M = " + index_text(c.shape[rank - 2]) + ", N = " + index_text(c.shape[rank - 1]) + ", K = " +
+            index_text(a.shape[rank - 1]) + ";");
     w_.line("int ta = 0, lda = 0, tb = 0, ldb = 0;");
-    w_.line("if (!kiln_blas_layout(" + cpp(a.strides[rank - 2]) + ", " + cpp(a.strides[rank - 1]) +
-            ", M, K, &ta, &lda) || !kiln_blas_layout(" + cpp(b.strides[rank - 2]) + ", " + cpp(b.strides[rank - 1]) +
+    w_.line("if (!kiln_blas_layout(" + index_text(a.strides[rank - 2]) + ", " + index_text(a.strides[rank - 1]) +
+            ", M, K, &ta, &lda) || !kiln_blas_layout(" + index_text(b.strides[rank - 2]) + ", " + index_text(b.strides[rank - 1]) +
             ", K, N, &tb, &ldb)) {");
     w_.line("  const char* parts[] = {\"" + kernel.name + ": an operand has no BLAS layout\"};");
     w_.line("  kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
@@ -796,12 +606,12 @@ class Emitter {
         return;
       }
     }
-    w_.line("const int64_t batch = " + cpp(batch) + ";");
+    w_.line("const int64_t batch = " + index_text(batch) + ";");
     w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
     // An empty inner dim: the products are zeros (the output is contiguous).
-    w_.line("if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) " + buf(c.buffer) + "[" + cpp(c.offset) +
+    w_.line("if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) +
             " + i] = 0; }");
-    std::string sam = cpp(a.strides[rank - 2]);
+    std::string sam = index_text(a.strides[rank - 2]);
     bool epilogue = !kernel.steps.empty();
     // Small GEMMs of a batch run in parallel, each on one thread.
     if (batch_rank > 0) {
@@ -814,8 +624,8 @@ class Emitter {
     w_.line("(void)rest;");
     for (size_t i = batch_rank; i-- > 0;) {
       std::string var = loop_var(i).to_string();
-      w_.line("const int64_t " + var + " = rest % (" + cpp(c.shape[i]) + ");");
-      w_.line("rest /= (" + cpp(c.shape[i]) + ");");
+      w_.line("const int64_t " + var + " = rest % (" + index_text(c.shape[i]) + ");");
+      w_.line("rest /= (" + index_text(c.shape[i]) + ");");
     }
     for (size_t i = 0; i < batch_rank; ++i) batch_vars.push_back(loop_var(i).to_string());
     w_.line("const " + t + "* pa = " + view_pointer(a, batch_vars) + ";");
@@ -866,17 +676,17 @@ class Emitter {
                         const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t) {
     const size_t rank = c.shape.size();
     w_.line("// batch folded into M: one GEMM");
-    w_.line("const int64_t rows = (" + cpp(batch) + ") * M;");
+    w_.line("const int64_t rows = (" + index_text(batch) + ") * M;");
     w_.line("if (rows == 0 || N == 0) return 0;");
-    w_.line("if (!kiln_blas_layout(" + cpp(row_stride) + ", " + cpp(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
+    w_.line("if (!kiln_blas_layout(" + index_text(row_stride) + ", " + index_text(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
     w_.line("  const char* parts[] = {\"" + kernel.name + ": an operand has no BLAS layout\"};");
     w_.line("  kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
     w_.line("  return 1;");
     w_.line("}");
-    w_.line("if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + cpp(c.offset) + " + i] = 0; }");
-    w_.line("const " + t + "* pa = " + buf(a.buffer) + " + (" + cpp(a.offset) + ");");
-    w_.line("const " + t + "* pb = " + buf(b.buffer) + " + (" + cpp(b.offset) + ");");
-    w_.line(t + "* pc = " + buf(c.buffer) + " + (" + cpp(c.offset) + ");");
+    w_.line("if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0; }");
+    w_.line("const " + t + "* pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
+    w_.line("const " + t + "* pb = " + buf(b.buffer) + " + (" + index_text(b.offset) + ");");
+    w_.line(t + "* pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
     if (kernel.steps.empty()) {
       w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(rows), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
       return;
@@ -884,7 +694,7 @@ class Emitter {
     std::string block = std::to_string(options_.gemm_block_rows);
     w_.open("for (int64_t m0 = 0; m0 < rows; m0 += " + block + ")");
     w_.line("const int64_t mb = rows - m0 < " + block + " ? rows - m0 : " + block + ";");
-    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + cpp(row_stride) +
+    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + index_text(row_stride) +
             "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
     w_.open("for (int64_t folded = m0; folded < m0 + mb; ++folded)");
     // The epilogue is written over the output's own coordinates: unfold the row.
@@ -894,8 +704,8 @@ class Emitter {
     w_.line("rest /= M;");
     for (size_t i = rank - 2; i-- > 0;) {
       std::string var = loop_var(i).to_string();
-      w_.line("const int64_t " + var + " = rest % (" + cpp(c.shape[i]) + ");");
-      w_.line("rest /= (" + cpp(c.shape[i]) + ");");
+      w_.line("const int64_t " + var + " = rest % (" + index_text(c.shape[i]) + ");");
+      w_.line("rest /= (" + index_text(c.shape[i]) + ");");
       w_.line("(void)" + var + ";");
     }
     w_.line("#pragma omp simd");
@@ -918,14 +728,14 @@ class Emitter {
         std::string sizes = name + "_sizes" + std::to_string(i), strides = name + "_strides" + std::to_string(i);
         std::string size_list, stride_list;
         for (size_t d = 0; d < v.shape.size(); ++d) {
-          size_list += (d ? ", " : "") + cpp(v.shape[d]);
-          stride_list += (d ? ", " : "") + cpp(v.strides[d]);
+          size_list += (d ? ", " : "") + index_text(v.shape[d]);
+          stride_list += (d ? ", " : "") + index_text(v.strides[d]);
         }
         size_t n = std::max<size_t>(v.shape.size(), 1);
         w_.line("const int64_t " + sizes + "[" + std::to_string(n) + "] = {" + (size_list.empty() ? "0" : size_list) + "};");
         w_.line("const int64_t " + strides + "[" + std::to_string(n) + "] = {" + (stride_list.empty() ? "0" : stride_list) + "};");
         std::string item = name + "[" + std::to_string(i) + "]";
-        w_.line(item + ".data = (void*)(" + buf(v.buffer) + " + (" + cpp(v.offset) + "));");
+        w_.line(item + ".data = (void*)(" + buf(v.buffer) + " + (" + index_text(v.offset) + "));");
         w_.line(item + ".sizes = " + sizes + ";");
         w_.line(item + ".strides = " + strides + ";");
         w_.line(item + ".dtype = " + std::to_string(int(p_.buffer(v.buffer).dtype)) + ";");
@@ -1003,10 +813,10 @@ class Emitter {
           }
           expected = size.to_string() + " = \", nullptr, \" (" + origin + ")";
         }
-        w_.open("if (" + got + " != (" + cpp(size) + "))");
+        w_.open("if (" + got + " != (" + index_text(size) + "))");
         w_.line("const char* parts[] = {\"guard failed: " + who + " dim " + std::to_string(d) + " has size \", nullptr, \", expected " +
                 expected + "\"};");
-        w_.line("const int64_t ints[] = {0, " + got + ", 0, " + cpp(size) + ", 0};");
+        w_.line("const int64_t ints[] = {0, " + got + ", 0, " + index_text(size) + ", 0};");
         w_.line("kiln_message(error, capacity, parts, ints, " + std::string(size.is_constant() ? "3" : "5") + ");");
         w_.line("return 1;");
         w_.close();
@@ -1015,14 +825,14 @@ class Emitter {
       // and an input with no elements any strides).
       SymInt empty_check = 1;
       for (const SymInt& d : b.shape) empty_check = empty_check * d;
-      w_.open("if ((" + cpp(empty_check) + ") != 0)");
+      w_.open("if ((" + index_text(empty_check) + ") != 0)");
       SymInt stride = 1;
       for (size_t d = b.shape.size(); d-- > 0;) {
         std::string got = in + ".strides[" + std::to_string(d) + "]";
-        w_.open("if (" + in + ".sizes[" + std::to_string(d) + "] != 1 && " + got + " != (" + cpp(stride) + "))");
+        w_.open("if (" + in + ".sizes[" + std::to_string(d) + "] != 1 && " + got + " != (" + index_text(stride) + "))");
         w_.line("const char* parts[] = {\"guard failed: " + who + " dim " + std::to_string(d) +
                 " has stride \", nullptr, \", expected \", nullptr, \" (the compiled code assumes contiguous inputs)\"};");
-        w_.line("const int64_t ints[] = {0, " + got + ", 0, " + cpp(stride) + ", 0};");
+        w_.line("const int64_t ints[] = {0, " + got + ", 0, " + index_text(stride) + ", 0};");
         w_.line("kiln_message(error, capacity, parts, ints, 5);");
         w_.line("return 1;");
         w_.close();
@@ -1041,13 +851,13 @@ class Emitter {
     declare_symbols();
     size_t k = 0;
     for (int id : p_.outputs) {
-      for (const SymInt& d : p_.buffer(id).shape) w_.line("sizes[" + std::to_string(k++) + "] = " + cpp(d) + ";");
+      for (const SymInt& d : p_.buffer(id).shape) w_.line("sizes[" + std::to_string(k++) + "] = " + index_text(d) + ";");
     }
     w_.line("(void)sizes;");
     w_.close();
     w_.open("extern \"C\" int64_t kiln_workspace_bytes(const int64_t* sym)");
     declare_symbols();
-    w_.line("return " + cpp(s_.memory.peak_bytes) + ";");
+    w_.line("return " + index_text(s_.memory.peak_bytes) + ";");
     w_.close();
     w_.line("");
   }
@@ -1067,18 +877,14 @@ class Emitter {
       w_.line("bufs[" + std::to_string(p_.outputs[i]) + "] = args->outputs[" + std::to_string(i) + "];");
     }
     for (const auto& [id, offset] : s_.memory.offsets) {
-      w_.line("bufs[" + std::to_string(id) + "] = (char*)args->workspace + (" + cpp(offset) + ");  // " +
+      w_.line("bufs[" + std::to_string(id) + "] = (char*)args->workspace + (" + index_text(offset) + ");  // " +
               p_.buffer(id).name);
     }
     w_.line("if (args->num_threads > 0) omp_set_num_threads(args->num_threads);");
     w_.line("__atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);");
     w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
     for (const Kernel& kernel : s_.kernels) {
-      std::string origins;
-      std::set<std::string> seen;
-      for (const std::string& o : kernel.origins) {
-        if (seen.insert(o).second) origins += (origins.empty() ? "" : ", ") + o;
-      }
+      std::string origins = origins_text(kernel.origins);
       w_.open("");
       w_.line("const int32_t rc = " + kernel.name + "(bufs, sym, args);");
       w_.line("if (rc != 0) return rc;");
@@ -1098,17 +904,9 @@ class Emitter {
     w_.close();
   }
 
-  // Hoisted temporaries appear in expressions as loads of these (negative) buffer ids.
-  static constexpr int kFirstNamedValue = -1000;
-  std::map<int, std::string> named_values_;
-  std::map<std::string, SymInt> symbol_names_;  // shape symbol -> its C++ variable
   int hoist_counter_ = 0;
-
-  const ScheduledProgram& s_;
-  const LoopProgram& p_;
   CppEmitOptions options_;
-  std::set<int> registers_;
-  Writer w_;
+  CSourceWriter w_;
   CppModule module_;
 };
 

@@ -31,7 +31,4 @@ struct CppModule {
 
 CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& options = {});
 
-// The op layer pasted after the prelude (codegen/cpp/cpp_ops.cpp).
-std::string_view cpp_ops_text();
-
 }  // namespace kiln::codegen

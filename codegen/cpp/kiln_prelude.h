@@ -120,6 +120,8 @@ KILN_INLINE float kiln_ceil(float x) { return -kiln_floor(-x); }
 KILN_INLINE double kiln_ceil(double x) { return -kiln_floor(-x); }
 KILN_INLINE float kiln_trunc(float x) { return kiln_select(x < 0.0f, kiln_ceil(x), kiln_floor(x)); }
 KILN_INLINE double kiln_trunc(double x) { return kiln_select(x < 0.0, kiln_ceil(x), kiln_floor(x)); }
+KILN_INLINE float kiln_fabs(float x) { return __builtin_fabsf(x); }
+KILN_INLINE double kiln_fabs(double x) { return __builtin_fabs(x); }
 KILN_INLINE float kiln_sqrt(float x) { return __builtin_sqrtf(x); }
 KILN_INLINE double kiln_sqrt(double x) { return __builtin_sqrt(x); }
 // 1/sqrt(x) rounded once, as the interpreter computes it (in double).
@@ -586,6 +588,13 @@ KILN_INLINE float kiln_philox_normal(uint64_t seed, uint64_t offset, uint64_t in
   double u2 = double(words.word[1] >> 8) * (1.0 / 16777216.0);         // [0, 1)
   return float(__builtin_sqrt(-2.0 * __builtin_log(u1)) * __builtin_cos(6.283185307179586476925286766559 * u2));
 }
+
+// ---------------------------------------------------------------- the op layer's hooks
+// What codegen/c_like/c_ops.h asks of a prelude: op functions are static inline; fault flags
+// are file-local ints set atomically (OpenMP threads may raise them together).
+#define KILN_OP static inline
+#define KILN_FAULT_FLAG(name) static int name = 0
+#define KILN_RAISE_FAULT(name) __atomic_store_n(&name, 1, __ATOMIC_RELAXED)
 
 #undef KILN_INLINE
 

@@ -1,0 +1,190 @@
+// The printing the C++ and CUDA backends share. See codegen/c_like/c_printer.h.
+#include "codegen/c_like/c_printer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+}  // namespace
+
+CDialect cpp_dialect() {
+  return {"uint16_t", "uint16_t", "__builtin_inff()", "__builtin_nanf(\"\")", "__builtin_inf()", "__builtin_nan(\"\")"};
+}
+
+std::string int_literal(int64_t value) {
+  if (value == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
+  return std::to_string(value) + "LL";
+}
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string origins_text(const std::vector<std::string>& origins) {
+  std::string text;
+  std::set<std::string> seen;
+  for (const std::string& o : origins) {
+    if (seen.insert(o).second) text += (text.empty() ? "" : ", ") + o;
+  }
+  return text;
+}
+
+CPrinter::CPrinter(const ScheduledProgram& scheduled, CDialect dialect)
+    : s_(scheduled), p_(scheduled.program), dialect_(std::move(dialect)),
+      registers_(scheduled.register_buffers.begin(), scheduled.register_buffers.end()) {
+  for (const std::string& symbol : p_.symbols) symbol_names_[symbol] = SymInt::symbol(symbol_variable(symbol));
+}
+
+std::string CPrinter::ctype(DType dtype) const {
+  switch (dtype) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::f16: return dialect_.f16_storage;
+    case DType::bf16: return dialect_.bf16_storage;
+    case DType::i64: return "int64_t";
+    case DType::i32: return "int32_t";
+    case DType::i8: return "int8_t";
+    case DType::u8: return "uint8_t";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+std::string CPrinter::literal(double float_value, int64_t int_value, DType dtype) const {
+  if (dtype == DType::f32 || dtype == DType::f64) {
+    bool single = dtype == DType::f32;
+    if (std::isnan(float_value)) return single ? dialect_.f32_nan : dialect_.f64_nan;
+    if (std::isinf(float_value)) {
+      const std::string& inf = single ? dialect_.f32_infinity : dialect_.f64_infinity;
+      return float_value < 0 ? "(-" + inf + ")" : inf;
+    }
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", float_value);
+    std::string s = text;
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return single ? "float(" + s + ")" : s;
+  }
+  if (dtype == DType::boolean) return int_value ? "true" : "false";
+  KILN_CHECK(dtype != DType::f16 && dtype != DType::bf16, "a half-precision constant reached the C emitter");
+  return ctype(dtype) + "(" + int_literal(int_value) + ")";
+}
+
+std::string CPrinter::lowest(DType dtype) const {
+  switch (dtype) {
+    case DType::f32: return "(-" + dialect_.f32_infinity + ")";
+    case DType::f64: return "(-" + dialect_.f64_infinity + ")";
+    case DType::i64: return int_literal(std::numeric_limits<int64_t>::min());
+    case DType::i32: return "int32_t(-2147483647 - 1)";
+    case DType::i8: return "int8_t(-128)";
+    case DType::u8: return "uint8_t(0)";
+    case DType::boolean: return "false";
+    default: break;
+  }
+  KILN_CHECK(false, "no lowest value for this dtype");
+  return "";
+}
+
+std::string CPrinter::highest(DType dtype) const {
+  switch (dtype) {
+    case DType::f32: return dialect_.f32_infinity;
+    case DType::f64: return dialect_.f64_infinity;
+    case DType::i64: return "int64_t(9223372036854775807LL)";
+    case DType::i32: return "int32_t(2147483647)";
+    case DType::i8: return "int8_t(127)";
+    case DType::u8: return "uint8_t(255)";
+    case DType::boolean: return "true";
+    default: break;
+  }
+  KILN_CHECK(false, "no highest value for this dtype");
+  return "";
+}
+
+std::string CPrinter::convert(const std::string& value, DType from, DType to) const {
+  if (from == to) return value;
+  if (from == DType::f16) return convert("kiln_f16_to_f32(" + value + ")", DType::f32, to);
+  if (from == DType::bf16) return convert("kiln_bf16_to_f32(" + value + ")", DType::f32, to);
+  if (to == DType::f16) return "kiln_f32_to_f16(" + convert(value, from, DType::f32) + ")";
+  if (to == DType::bf16) return "kiln_f32_to_bf16(" + convert(value, from, DType::f32) + ")";
+  if (to == DType::boolean) return "bool((" + value + ") != 0)";
+  // Float to integer: the interpreter's store rule (truncate, NaN to 0, saturate to int64, then
+  // wrap to the narrower type), never the undefined behaviour of a plain cast.
+  if ((from == DType::f32 || from == DType::f64) && !is_floating(to)) {
+    return ctype(to) + "(kiln_saturate_to_i64(" + value + "))";
+  }
+  return ctype(to) + "(" + value + ")";
+}
+
+std::string CPrinter::symbol_variable(const std::string& symbol) { return "s_" + symbol; }
+
+std::string CPrinter::index_text(const SymInt& value) const {
+  std::string text = value.substitute(symbol_names_).to_cpp();
+  text = replace_all(text, "std::max<int64_t>", "kiln_imax");
+  return replace_all(text, "std::min<int64_t>", "kiln_imin");
+}
+
+Expr CPrinter::named_value(const std::string& name, DType dtype) {
+  int id = kFirstNamedValue - int(named_values_.size());
+  named_values_[id] = name;
+  return load(id, dtype, 0);
+}
+
+std::string CPrinter::memory_load(const ExprNode& e) {
+  std::string index = index_text(e.index);
+  for (const IndirectTerm& term : e.indirect) {
+    index += " + kiln_wrap_index(int64_t(" + expr(term.value) + "), " + index_text(term.size) + ") * (" +
+             index_text(term.stride) + ")";
+  }
+  return buf(e.buffer) + "[" + index + "]";
+}
+
+std::string CPrinter::expr(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::Constant: return literal(e->float_value, e->int_value, e->dtype);
+    case ExprKind::Load: {
+      if (auto named = named_values_.find(e->buffer); named != named_values_.end()) return named->second;
+      if (registers_.count(e->buffer)) return reg(e->buffer);
+      std::string value = memory_load(*e);
+      if (e->mask) {
+        std::string other = e->other ? expr(e->other) : literal(0, 0, e->dtype);
+        value = "(" + expr(e->mask) + " ? " + value + " : " + other + ")";
+      }
+      return value;
+    }
+    case ExprKind::IndexValue: return ctype(e->dtype) + "(" + index_text(e->index) + ")";
+    case ExprKind::Unary: return "kop_" + e->op + "(" + expr(e->args[0]) + ")";
+    case ExprKind::Binary: {
+      const std::string t = ctype(e->args[0]->dtype);
+      return "kop_" + e->op + "(" + t + "(" + expr(e->args[0]) + "), " + t + "(" + expr(e->args[1]) + "))";
+    }
+    case ExprKind::Where:
+      return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
+    case ExprKind::Cast: return convert(expr(e->args[0]), e->args[0]->dtype, e->dtype);
+    case ExprKind::Random: {
+      std::string call = std::string(e->normal ? "kiln_philox_normal" : "kiln_philox_uniform") + "(" +
+                         std::to_string(uint64_t(e->seed)) + "ULL, " + std::to_string(uint64_t(e->offset)) +
+                         "ULL, uint64_t(" + index_text(e->index) + "))";
+      return convert(call, DType::f32, e->dtype);
+    }
+  }
+  return "?";
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,271 @@
+// Graphs that cover every core op. See tests/support/op_coverage_cases.h.
+#include "tests/support/op_coverage_cases.h"
+
+#include <cmath>
+
+#include "tests/support/differential.h"
+
+// GCC 12 reports -Wmaybe-uninitialized inside std::variant for braced Argument lists (a known
+// false positive of its inliner).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace kiln::test_support {
+
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::SymInt;
+
+ir::Argument ints(std::initializer_list<int64_t> values) {
+  std::vector<ir::Argument> list;
+  for (int64_t v : values) list.emplace_back(v);
+  return ir::Argument(list);
+}
+
+Node* input(Graph& graph, const std::string& name, const std::vector<SymInt>& shape, DType dtype = DType::f32) {
+  return graph.create_placeholder(name, ir::TensorMeta::contiguous(dtype, shape));
+}
+
+OpCoverageCase unary_ops() {
+  OpCoverageCase c{"every_unary_op", Graph(), {}, 2e-6, 1e-6};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {17, 3});
+  std::vector<ir::Argument> outputs;
+  for (const char* op : {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
+                         "tanh", "sigmoid", "erf", "relu", "floor", "ceil", "round", "sign", "logical_not", "isnan"}) {
+    outputs.push_back(graph.create_call(op, {x}));
+  }
+  outputs.push_back(graph.create_call("clamp", {x, -0.5, 0.75}));
+  graph.create_output(outputs);
+  c.input_sets = {{{"x", random_tensor({17, 3}, DType::f32, 1, -3, 3)}}};
+  return c;
+}
+
+OpCoverageCase binary_ops() {
+  OpCoverageCase c{"every_binary_op_broadcast", Graph(), {}, 2e-6, 1e-6};
+  Graph& graph = c.graph;
+  Node* a = input(graph, "a", {17, 1});
+  Node* b = input(graph, "b", {1, 5});
+  std::vector<ir::Argument> outputs;
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "fmod", "remainder", "eq", "ne", "lt", "le",
+                         "gt", "ge", "logical_and", "logical_or", "logical_xor"}) {
+    outputs.push_back(graph.create_call(op, {a, b}));
+  }
+  outputs.push_back(graph.create_call("pow", {graph.create_call("abs", {a}), b}));
+  outputs.push_back(graph.create_call("add", {a, 2.5}));
+  outputs.push_back(graph.create_call("where", {graph.create_call("gt", {a, b}), a, b}));
+  graph.create_output(outputs);
+  c.input_sets = {{{"a", random_tensor({17, 1}, DType::f32, 2)}, {"b", random_tensor({1, 5}, DType::f32, 3)}}};
+  return c;
+}
+
+OpCoverageCase integer_ops() {
+  OpCoverageCase c{"integer_and_bool_ops", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* a = input(graph, "a", {3, 17}, DType::i64);
+  Node* b = input(graph, "b", {17}, DType::i64);
+  Node* m = input(graph, "m", {3, 17}, DType::boolean);
+  Node* nonzero = graph.create_call("add", {graph.create_call("abs", {b}), 1});
+  graph.create_output({
+      graph.create_call("add", {a, b}),
+      graph.create_call("mul", {a, b}),
+      graph.create_call("sub", {a, b}),
+      graph.create_call("div", {a, nonzero}, {{"rounding_mode", std::string("floor")}}),
+      graph.create_call("div", {a, nonzero}, {{"rounding_mode", std::string("trunc")}}),
+      graph.create_call("remainder", {a, nonzero}),
+      graph.create_call("fmod", {a, nonzero}),
+      graph.create_call("maximum", {a, b}),
+      graph.create_call("lt", {a, b}),
+      graph.create_call("logical_and", {m, graph.create_call("gt", {a, 0})}),
+      graph.create_call("where", {m, a, b}),
+      graph.create_call("cast", {a, DType::f32}),
+      graph.create_call("cast", {graph.create_call("div", {a, 2}), DType::i32}),
+      graph.create_call("sum", {a, ints({1})}),
+      graph.create_call("amax", {a, ints({0})}),
+      graph.create_call("argmax", {a, 1}),
+      graph.create_call("sum", {m, ints({0})}),
+      graph.create_call("amax", {m, ints({1})}),
+      graph.create_call("neg", {a}),
+      graph.create_call("abs", {a}),
+      graph.create_call("sign", {a}),
+  });
+  c.input_sets = {{{"a", random_tensor({3, 17}, DType::i64, 4)},
+                   {"b", random_tensor({17}, DType::i64, 5)},
+                   {"m", random_tensor({3, 17}, DType::boolean, 6)}}};
+  return c;
+}
+
+OpCoverageCase copies_creation_random_fallbacks() {
+  OpCoverageCase c{"copies_creation_random_fallbacks", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {5, 7});
+  Node* y = input(graph, "y", {5, 3});
+  Node* idx = input(graph, "idx", {5, 4}, DType::i64);
+  Node* rows = input(graph, "rows", {6}, DType::i64);
+  graph.create_output({
+      graph.create_call("cat", {std::vector<ir::Argument>{x, y}, 1}),
+      graph.create_call("pad", {x, ints({1, 2, 0, 1}), "constant", 0.5}),
+      graph.create_call("pad", {x, ints({2, 1}), "reflect"}),
+      graph.create_call("pad", {x, ints({1, 3}), "replicate"}),
+      graph.create_call("gather", {x, 1, idx}),
+      graph.create_call("index_select", {x, 0, rows}),
+      graph.create_call("full", {ints({3, 4}), 2.5}),
+      graph.create_call("arange", {0, 10, 3}),
+      graph.create_call("iota", {9}, {{"start", 2}, {"step", 3}}),
+      graph.create_call("rand", {ints({4, 33})}, {{"seed", 7}, {"offset", 3}}),
+      graph.create_call("randn", {ints({17})}, {{"seed", 9}}),
+      graph.create_call("cumsum", {x, 1}),
+      graph.create_call("scatter", {x, 1, graph.create_call("slice", {idx, 1, 0, 3}), y}),
+      graph.create_call("prod", {x, ints({1})}),
+      graph.create_call("amin", {x, ints({0, 1})}),
+      graph.create_call("var", {x, ints({1})}),
+      graph.create_call("adaptive_avg_pool", {graph.create_call("unsqueeze", {x, 0}), ints({3, 2})}),
+      graph.create_call("adaptive_max_pool", {graph.create_call("unsqueeze", {x, 0}), ints({2, 4})}),
+      graph.create_call("bmm", {graph.create_call("unsqueeze", {x, 0}),
+                                graph.create_call("unsqueeze", {graph.create_call("transpose", {x, 0, 1}), 0})}),
+      graph.create_call("cast", {x, DType::f16}),
+      graph.create_call("cast", {graph.create_call("mul", {graph.create_call("cast", {x, DType::bf16}), 3.0}), DType::f32}),
+      graph.create_call("cast", {graph.create_call("mul", {x, 10.0}), DType::i8}),
+  });
+  Tensor index = Tensor::from_doubles({5, 4}, std::vector<double>{0, 6, 3, 3, 1, 2, 5, 0, 4, 4, 4, 1, 6, 5, 2, 0, 3, 1, 0, 2},
+                                      DType::i64);
+  Tensor row_index = Tensor::from_doubles({6}, std::vector<double>{4, 0, 0, 3, 1, 2}, DType::i64);
+  c.input_sets = {{{"x", random_tensor({5, 7}, DType::f32, 30)},
+                   {"y", random_tensor({5, 3}, DType::f32, 31)},
+                   {"idx", index},
+                   {"rows", row_index}}};
+  return c;
+}
+
+OpCoverageCase saturating_casts() {
+  OpCoverageCase c{"saturating_casts", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {8});
+  graph.create_output({graph.create_call("cast", {x, DType::i64}), graph.create_call("cast", {x, DType::i32}),
+                       graph.create_call("cast", {x, DType::u8}), graph.create_call("cast", {x, DType::boolean})});
+  c.input_sets = {{{"x", Tensor::from_doubles({8}, std::vector<double>{NAN, INFINITY, -INFINITY, 3e20, -3e20, 300.7, -2.5, 0.0},
+                                              DType::f32)}}};
+  return c;
+}
+
+OpCoverageCase whole_tensor_reductions() {
+  OpCoverageCase c{"whole_tensor_reductions", Graph(), {}, 1e-4, 1e-3};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {300007});
+  graph.create_output({graph.create_call("sum", {x}), graph.create_call("amax", {x}), graph.create_call("amin", {x}),
+                       graph.create_call("mean", {x}), graph.create_call("argmax", {x}), graph.create_call("var", {x})});
+  Tensor values = random_tensor({300007}, DType::f32, 40);
+  Tensor with_nan = values.clone();
+  with_nan.data<float>()[123457] = NAN;
+  c.input_sets = {{{"x", values}}, {{"x", with_nan}}};
+  return c;
+}
+
+OpCoverageCase rows_of(int64_t n) {
+  OpCoverageCase c{"chain_softmax_layer_norm_reductions_" + std::to_string(n), Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {3, n});
+  Node* w = input(graph, "w", {n});
+  Node* chain = graph.create_call(
+      "mul", {graph.create_call("tanh", {graph.create_call("add", {graph.create_call("mul", {x, w}), 1.0})}),
+              graph.create_call("sigmoid", {x})});
+  graph.create_output({chain, graph.create_call("softmax", {x, -1}),
+                       graph.create_call("layer_norm", {x, ints({n}), w, ir::Argument()}),
+                       graph.create_call("sum", {x, ints({1})}), graph.create_call("amax", {x, ints({1}), true}),
+                       graph.create_call("argmin", {x, 1}), graph.create_call("mean", {x, ints({0})}),
+                       graph.create_call("sum", {x})});
+  c.input_sets = {{{"x", random_tensor({3, n}, DType::f32, 7)}, {"w", random_tensor({n}, DType::f32, 8)}}};
+  return c;
+}
+
+OpCoverageCase views() {
+  OpCoverageCase c{"views_fold_into_indexing", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {4, 6, 5});
+  Node* p = graph.create_call("permute", {x, ints({2, 0, 1})});
+  Node* s = graph.create_call("slice", {p, 1, 1, 4, 2});
+  Node* sel = graph.create_call("select", {x, 2, 3});
+  Node* r = graph.create_call("reshape", {x, ints({24, 5})});
+  Node* t = graph.create_call("transpose", {r, 0, 1});
+  Node* e = graph.create_call("expand", {graph.create_call("unsqueeze", {sel, 0}), ints({3, 4, 6})});
+  graph.create_output({graph.create_call("mul", {s, 2.0}), graph.create_call("add", {t, 1.0}),
+                       graph.create_call("neg", {e}), graph.create_call("clone", {t})});
+  c.input_sets = {{{"x", random_tensor({4, 6, 5}, DType::f32, 10)}}};
+  return c;
+}
+
+OpCoverageCase transposes() {
+  OpCoverageCase c{"transposes", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {3, 31, 67});
+  graph.create_output({graph.create_call("add", {graph.create_call("transpose", {x, 1, 2}), 1.0})});
+  c.input_sets = {{{"x", random_tensor({3, 31, 67}, DType::f32, 31)}}};
+  return c;
+}
+
+OpCoverageCase symbolic_batch() {
+  OpCoverageCase c{"symbolic_batch", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {SymInt::symbol("s0"), 33});
+  Node* y = graph.create_call("softmax", {graph.create_call("mul", {x, 0.5}), 1});
+  graph.create_output({y, graph.create_call("sum", {x, ints({0})})});
+  for (int64_t batch : {1, 2, 65}) c.input_sets.push_back({{"x", random_tensor({batch, 33}, DType::f32, uint64_t(batch))}});
+  return c;
+}
+
+OpCoverageCase matmuls() {
+  OpCoverageCase c{"matmul_batched_and_broadcast", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* a = input(graph, "a", {2, 3, 17, 5});
+  Node* b = input(graph, "b", {5, 4});
+  Node* cc = input(graph, "c", {3, 4, 7});
+  Node* mm = graph.create_call("matmul", {a, b});
+  Node* bmm = graph.create_call("matmul", {mm, cc});
+  Node* v = graph.create_call("matmul", {input(graph, "v", {5}), b});
+  Node* gelu = graph.create_call("gelu", {graph.create_call("add", {mm, 0.25})});
+  graph.create_output({mm, bmm, v, gelu});
+  c.input_sets = {{{"a", random_tensor({2, 3, 17, 5}, DType::f32, 11)},
+                   {"b", random_tensor({5, 4}, DType::f32, 12)},
+                   {"c", random_tensor({3, 4, 7}, DType::f32, 13)},
+                   {"v", random_tensor({5}, DType::f32, 14)}}};
+  return c;
+}
+
+OpCoverageCase convolution_and_pooling() {
+  OpCoverageCase c{"convolution_and_pooling", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {2, 4, 9, 11});
+  Node* w = input(graph, "w", {6, 2, 3, 3});
+  Node* bias = input(graph, "bias", {6});
+  Node* conv = graph.create_call("convolution", {x, w, bias, ints({2, 1}), ints({1, 2}), ints({1, 2}), false,
+                                                 ints({0, 0}), 2});
+  Node* pool = graph.create_call("max_pool", {graph.create_call("relu", {conv}), ints({2, 2}), ints({2, 2}), ints({1, 1})});
+  Node* avg = graph.create_call("avg_pool", {x, ints({3, 3}), ints({2, 2}), ints({1, 1})});
+  graph.create_output({conv, pool, avg});
+  c.input_sets = {{{"x", random_tensor({2, 4, 9, 11}, DType::f32, 15)},
+                   {"w", random_tensor({6, 2, 3, 3}, DType::f32, 16)},
+                   {"bias", random_tensor({6}, DType::f32, 17)}}};
+  return c;
+}
+
+}  // namespace
+
+std::vector<OpCoverageCase> op_coverage_cases() {
+  std::vector<OpCoverageCase> cases;
+  cases.push_back(unary_ops());
+  cases.push_back(binary_ops());
+  cases.push_back(integer_ops());
+  cases.push_back(copies_creation_random_fallbacks());
+  cases.push_back(saturating_casts());
+  cases.push_back(whole_tensor_reductions());
+  for (int64_t n : {1, 3, 17, 1023, 4097}) cases.push_back(rows_of(n));
+  cases.push_back(views());
+  cases.push_back(transposes());
+  cases.push_back(symbolic_batch());
+  cases.push_back(matmuls());
+  cases.push_back(convolution_and_pooling());
+  return cases;
+}
+
+}  // namespace kiln::test_support
