@@ -58,11 +58,11 @@ std::optional<bool> sizes_equal(const SymInt& a, const SymInt& b) {
 
 void unary(OnnxNodeContext& context, const std::string& target) { context.emit(0, target, {context.tensor(0)}); }
 
-// A broadcasting binary op; one-element constants become Scalar operands (ONNX gives both
-// inputs one type, so the result's type is unchanged by that).
+// A broadcasting binary op; a one-element constant no higher in rank than the other input
+// becomes a Scalar operand (ONNX gives both inputs one type, so the result's type is unchanged
+// by that; a higher-ranked one stays a tensor, as it sets the result's rank).
 void binary(OnnxNodeContext& context, const std::string& target, ir::Kwargs kwargs = {}) {
-  int64_t rank = std::max(context.rank(0), context.rank(1));
-  ir::Argument a = operand(context, 0, rank), b = operand(context, 1, rank);
+  ir::Argument a = operand(context, 0, context.rank(1)), b = operand(context, 1, context.rank(0));
   if (!a.is_node() && !b.is_node()) a = context.tensor(0);  // two scalars: keep a tensor result
   context.emit(0, target, {a, b}, std::move(kwargs));
 }
@@ -88,8 +88,7 @@ void convert_mod(OnnxNodeContext& context) {
 void convert_pow(OnnxNodeContext& context) {
   // ONNX's result has the base's type, whatever the exponent's.
   DType base = context.dtype(0);
-  int64_t rank = std::max(context.rank(0), context.rank(1));
-  ir::Node* result = context.call("pow", {context.tensor(0), operand(context, 1, rank)});
+  ir::Node* result = context.call("pow", {context.tensor(0), operand(context, 1, context.rank(0))});
   if (result->value().dtype != base) result = context.call("cast", {result, base});
   context.set_output(0, result);
 }
@@ -139,8 +138,8 @@ void convert_where(OnnxNodeContext& context) {
       return context.set_output(0, OnnxValue::of_ints(result, scalar, context.dtype(1)));
     }
   }
-  int64_t rank = std::max({context.rank(0), context.rank(1), context.rank(2)});
-  ir::Argument a = operand(context, 1, rank), b = operand(context, 2, rank);
+  ir::Argument a = operand(context, 1, std::max(context.rank(0), context.rank(2)));
+  ir::Argument b = operand(context, 2, std::max(context.rank(0), context.rank(1)));
   context.emit(0, "where", {context.tensor(0), a, b});
 }
 

@@ -1,4 +1,5 @@
-// ONNX normalization ops: BatchNormalization (inference), LayerNormalization,
+// ONNX normalization ops: BatchNormalization (inference), LayerNormalization (with its mean
+// and inverse standard deviation outputs),
 // InstanceNormalization, GroupNormalization (per-group scale before opset 21, per-channel
 // from 21).
 #include "compiler/onnx/onnx_op_helpers.h"
@@ -18,12 +19,25 @@ void convert_batch_norm(OnnxNodeContext& context) {
                 momentum, epsilon});
 }
 
+// LayerNormalization's optional outputs 1 and 2: the mean and 1 / sqrt(variance + epsilon)
+// over the normalized dims (kept as size-1 dims), computed in f32 (stash_type 1, the default)
+// or in the input's type (stash_type 0).
+void layer_norm_statistics(OnnxNodeContext& context, ir::Node* x, int64_t axis, double epsilon) {
+  if (context.int_attribute("stash_type", 1) == 1 && x->value().dtype != DType::f32) x = context.call("cast", {x, DType::f32});
+  ir::Argument dims = ir::Argument::ints(dims_from(axis, x->value().rank()));
+  ir::Node* mean = context.call("mean", {x, dims, true});
+  ir::Node* centered = context.call("sub", {x, mean});
+  ir::Node* variance = context.call("mean", {context.call("mul", {centered, centered}), dims, true});
+  if (context.output_used(1)) context.set_output(1, mean);
+  if (context.output_used(2)) context.set_output(2, context.call("rsqrt", {context.call("add", {variance, epsilon})}));
+}
+
 void convert_layer_norm(OnnxNodeContext& context) {
-  context.require_outputs_at_most(1, "Mean and InvStdDev");
   int64_t rank = context.rank(0);
   int64_t axis = context.wrap_axis(context.int_attribute("axis", -1), rank);
   double epsilon = context.float_attribute("epsilon", 1e-5);
   ir::Node* x = context.tensor(0);
+  if (context.output_used(1) || context.output_used(2)) layer_norm_statistics(context, x, axis, epsilon);
   ir::SymShape normalized(x->value().shape.begin() + axis, x->value().shape.end());
   bool has_bias = context.has_input(2);
   // Kiln's layer_norm takes weight and bias of exactly the normalized shape; others broadcast.

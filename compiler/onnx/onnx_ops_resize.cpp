@@ -1,9 +1,13 @@
-// ONNX Resize, modes nearest and linear (opsets 11-21), as index selections along each
+// ONNX Resize, modes nearest, linear and cubic (opsets 11-21), as index selections along each
 // resized axis: nearest picks one source index per output index; linear blends two with a
-// weight (separable, so bilinear and trilinear are one axis after another). The indices and
-// weights follow ONNX's coordinate_transformation_mode and nearest_mode exactly and are
-// computed at import time, so the resized axes must be static. Not supported: cubic,
-// tf_crop_and_resize, antialias, keep_aspect_ratio_policy other than stretch.
+// weight, cubic four (Keys' kernel with cubic_coeff_a, edge values repeated beyond the ends,
+// or, with exclude_outside, those taps dropped and the weights renormalized); separable, so
+// bilinear and bicubic are one axis after another. The indices and weights follow ONNX's
+// coordinate_transformation_mode and nearest_mode exactly and are computed at import time, so
+// the resized axes must be static. Not supported: tf_crop_and_resize, antialias,
+// keep_aspect_ratio_policy other than stretch.
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "compiler/onnx/onnx_op_helpers.h"
@@ -13,13 +17,16 @@ namespace kiln::compiler {
 
 namespace {
 
-// The source coordinate of output index `out` along an axis.
+// The source coordinate of output index `out` along an axis. As in ONNX's reference, the
+// resized length in align_corners and pytorch_half_pixel is in_size * scale unrounded (a
+// downsampling by 0.6 of 4 elements divides by 2.4 - 1, not by 2 - 1).
 double source_coordinate(const OnnxNodeContext& context, const std::string& mode, int64_t out, int64_t in_size,
                          int64_t out_size, double scale) {
   double o = double(out);
+  double resized_length = double(in_size) * scale;
   if (mode == "half_pixel") return (o + 0.5) / scale - 0.5;
-  if (mode == "pytorch_half_pixel") return out_size > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "align_corners") return out_size == 1 ? 0.0 : o * double(in_size - 1) / double(out_size - 1);
+  if (mode == "pytorch_half_pixel") return resized_length > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") return resized_length == 1 ? 0.0 : o * double(in_size - 1) / (resized_length - 1);
   if (mode == "asymmetric") return o / scale;
   if (mode == "half_pixel_symmetric") {
     double adjustment = double(out_size) / (scale * double(in_size));
@@ -44,9 +51,52 @@ Tensor index_tensor(const std::vector<int64_t>& indices) {
   return Tensor::from_vector({int64_t(indices.size())}, indices, DType::i64);
 }
 
+// Keys' cubic convolution weights of the taps at floor - 1 .. floor + 2 for a coordinate
+// `ratio` (in (0, 1]) past the second tap, as ONNX's reference computes them.
+std::array<double, 4> cubic_weights(double ratio, double a) {
+  auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };          // |d| <= 1
+  auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };     // 1 < |d| < 2
+  return {far(ratio + 1), near(ratio), near(1 - ratio), far(2 - ratio)};
+}
+
+// Cubic resizing of `x` along `axis`: the sum over four taps of x's selected elements times
+// their per-output-index weights.
+ir::Node* resize_cubic(OnnxNodeContext& context, ir::Node* x, int64_t axis, const std::vector<double>& coordinates,
+                       int64_t in_size) {
+  double a = context.float_attribute("cubic_coeff_a", -0.75);
+  bool exclude_outside = context.int_attribute("exclude_outside", 0) != 0;
+  std::array<std::vector<int64_t>, 4> taps;
+  std::array<std::vector<double>, 4> weights;
+  for (double coordinate : coordinates) {
+    int64_t base = int64_t(std::ceil(coordinate)) - 1;  // an integral coordinate is ratio 1 past base
+    std::array<double, 4> w = cubic_weights(coordinate - double(base), a);
+    double total = 0;
+    for (int64_t k = 0; k < 4; ++k) {
+      int64_t index = base - 1 + k;
+      if (exclude_outside && (index < 0 || index >= in_size)) w[size_t(k)] = 0;
+      total += w[size_t(k)];
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      taps[k].push_back(std::clamp<int64_t>(base - 1 + int64_t(k), 0, in_size - 1));
+      weights[k].push_back(exclude_outside ? w[k] / total : w[k]);
+    }
+  }
+  Sizes weight_shape(size_t(x->value().rank()), 1);
+  weight_shape[size_t(axis)] = int64_t(coordinates.size());
+  ir::Node* sum = nullptr;
+  for (size_t k = 0; k < 4; ++k) {
+    ir::Node* selected = context.call("index_select", {x, axis, context.constant_node(index_tensor(taps[k]))});
+    ir::Node* term = context.call(
+        "mul", {selected, context.constant_node(Tensor::from_doubles(weight_shape, weights[k], x->value().dtype))});
+    sum = sum ? context.call("add", {sum, term}) : term;
+  }
+  return sum;
+}
+
 void convert_resize(OnnxNodeContext& context) {
   std::string mode = context.string_attribute("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") context.fail("mode '", mode, "' is not supported (nearest and linear are)");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    context.fail("mode '", mode, "' is not one of nearest, linear, cubic");
   std::string transform = context.string_attribute("coordinate_transformation_mode", "half_pixel");
   std::string nearest_mode = context.string_attribute("nearest_mode", "round_prefer_floor");
   if (context.int_attribute("antialias", 0) != 0) context.fail("antialias is not supported");
@@ -89,6 +139,13 @@ void convert_resize(OnnxNodeContext& context) {
       for (int64_t o = 0; o < out_size; ++o)
         indices.push_back(nearest_index(context, nearest_mode, source_coordinate(context, transform, o, in_size, out_size, scale), in_size));
       result = context.call("index_select", {result, axis, context.constant_node(index_tensor(indices))});
+      continue;
+    }
+    if (mode == "cubic") {
+      std::vector<double> coordinates;
+      for (int64_t o = 0; o < out_size; ++o)
+        coordinates.push_back(source_coordinate(context, transform, o, in_size, out_size, scale));
+      result = resize_cubic(context, result, axis, coordinates, in_size);
       continue;
     }
     std::vector<int64_t> low, high;

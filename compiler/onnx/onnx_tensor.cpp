@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
 namespace kiln::compiler {
@@ -47,8 +48,8 @@ struct OnnxTensorReader::MappedFile {
   }
 };
 
-OnnxTensorReader::OnnxTensorReader(std::shared_ptr<const onnx::ModelProto> model, std::string model_path)
-    : model_(std::move(model)), model_path_(std::move(model_path)) {}
+OnnxTensorReader::OnnxTensorReader(std::shared_ptr<const void> bytes_owner, std::string model_path)
+    : bytes_owner_(std::move(bytes_owner)), model_path_(std::move(model_path)) {}
 
 namespace {
 
@@ -92,7 +93,7 @@ Tensor OnnxTensorReader::read(const onnx::TensorProto& proto, const std::string&
     if (proto.raw_data().size() != expected)
       fail("'", model_path_, "': ", what, " has ", proto.raw_data().size(), " bytes of raw data, but its shape ",
            sizes_to_string(sizes), " of ", dtype_name(*dtype), " needs ", expected);
-    return tensor_over(proto.raw_data().data(), *dtype, sizes, model_);
+    return tensor_over(proto.raw_data().data(), *dtype, sizes, bytes_owner_);
   }
   return read_typed_fields(proto, *dtype, sizes, what);
 }
@@ -203,6 +204,15 @@ Tensor OnnxTensorReader::read_external(const onnx::TensorProto& proto, DType dty
          file->size, " bytes");
   const char* bytes = static_cast<const char*>(file->address) + begin;
   return tensor_over(bytes, dtype, sizes, file);
+}
+
+Tensor read_onnx_tensor_file(const std::string& path) {
+  std::error_code status;
+  if (!fs::is_regular_file(path, status)) fail("tensor file '", path, "' does not exist");
+  auto proto = std::make_shared<onnx::TensorProto>();
+  if (!proto->ParseFromString(read_file(path)))
+    fail("'", path, "' is not a readable ONNX TensorProto: protobuf cannot parse it");
+  return OnnxTensorReader(proto, path).read(*proto, "the tensor '" + proto->name() + "'");
 }
 
 }  // namespace kiln::compiler

@@ -27,10 +27,12 @@ std::optional<DType> dtype_from_onnx(int32_t element_type);
 // The ONNX element type's name ("FLOAT", "STRING", ...), for messages.
 std::string onnx_type_name(int32_t element_type);
 
-// Reads TensorProtos of one model. `model` is kept alive by every tensor that views its bytes.
+// Reads TensorProtos of one model. `bytes_owner` (the parsed model the protos belong to) is
+// kept alive by every tensor that views its bytes; `model_path` names the file in messages and
+// locates external data.
 class OnnxTensorReader {
  public:
-  OnnxTensorReader(std::shared_ptr<const onnx::ModelProto> model, std::string model_path);
+  OnnxTensorReader(std::shared_ptr<const void> bytes_owner, std::string model_path);
 
   // `what` names the tensor in messages ("initializer 'fc.weight'").
   Tensor read(const onnx::TensorProto& proto, const std::string& what);
@@ -41,9 +43,13 @@ class OnnxTensorReader {
   Tensor read_external(const onnx::TensorProto& proto, DType dtype, const Sizes& sizes, const std::string& what);
   Tensor read_typed_fields(const onnx::TensorProto& proto, DType dtype, const Sizes& sizes, const std::string& what);
 
-  std::shared_ptr<const onnx::ModelProto> model_;
+  std::shared_ptr<const void> bytes_owner_;
   std::string model_path_;
   std::map<std::string, std::shared_ptr<const MappedFile>> mapped_files_;
 };
+
+// A TensorProto stored alone in a file (as ONNX's backend tests keep their inputs and expected
+// outputs, test_data_set_<n>/input_<k>.pb), as a tensor. Throws kiln::Error naming the file.
+Tensor read_onnx_tensor_file(const std::string& path);
 
 }  // namespace kiln::compiler
