@@ -28,8 +28,11 @@ FusedOptimizer::FusedOptimizer(ParameterArena& arena, std::unique_ptr<UpdateRule
   if (run.num_threads < 0) fail(rule_->name(), ": num_threads must be >= 0 (0: the OpenMP default), got ", run.num_threads);
   for (const ParameterArena::Group& arena_group : arena.groups()) {
     const int64_t numel = arena_group.parameters.numel();
-    Group group{compiler::CpuModel::compile(rule_->build_graph(arena_group.dtype, numel), run.compile), {}};
+    Group group;
+    group.model = std::make_unique<compiler::CpuModel>(
+        compiler::CpuModel::compile(rule_->build_graph(arena_group.dtype, numel), run.compile));
     ++compile_count_;
+    if (InPlaceUpdate::supports(*group.model)) group.in_place = std::make_unique<InPlaceUpdate>(*group.model);
     for (size_t i = 0; i < state_names_.size(); ++i) group.states.push_back(Tensor::zeros({numel}, arena_group.dtype));
     groups_.push_back(std::move(group));
   }
@@ -49,7 +52,13 @@ void FusedOptimizer::step() {
     std::map<std::string, Tensor> inputs = {{"param", arena_group.parameters}, {"grad", arena_group.gradients}};
     for (size_t i = 0; i < state_names_.size(); ++i) inputs[state_names_[i]] = group.states[i];
     for (const auto& [name, value] : scalars) inputs[name] = Tensor::scalar(value, update_scalar_dtype(arena_group.dtype));
-    std::vector<Tensor> outputs = group.model.run(inputs, run_options_.num_threads);
+    if (group.in_place) {
+      std::vector<Tensor> outputs = {arena_group.parameters};
+      outputs.insert(outputs.end(), group.states.begin(), group.states.end());
+      group.in_place->run(inputs, outputs, run_options_.num_threads);
+      continue;
+    }
+    std::vector<Tensor> outputs = group.model->run(inputs, run_options_.num_threads);
     KILN_CHECK(outputs.size() == 1 + state_names_.size(), "the update graph returns the parameters and each state");
     arena_group.parameters.copy_from(outputs[0]);
     for (size_t i = 0; i < state_names_.size(); ++i) group.states[i] = std::move(outputs[1 + i]);

@@ -12,15 +12,12 @@
 // max_exp_avg_sq) in flat arenas laid out like the parameter arena, zero at the start as
 // PyTorch's zeros_like; state(name, key) views one parameter's slice, as optimizer.state[p][key].
 //
-// Where the results go. CpuModel::run returns fresh output tensors (from the caching allocator,
-// so no page faults after the first step). The new states simply become the state arenas (no
-// copy: the old ones go back to the allocator's cache). The new parameters are copied into
-// the parameter arena, whose views the model holds: one extra read and write of the parameters
-// per step. Running the kernel with the parameter arena as its own output would remove that
-// copy; it needs a CpuModel::run that takes caller-provided outputs (the C ABI,
-// runtime/compiled_abi.h, already does) and the guarantee that an output may alias an input
-// when every read of that input precedes the write (true of these graphs: the new parameter is
-// the last value computed).
+// Where the results go. Each update is one kernel that reads the parameter, gradient and state
+// arenas and writes the new parameters and states back into the same arenas, in place, through
+// the artifact's C ABI (compiler/training/in_place_update.h says why that is safe): one read and
+// one write of each arena per step, nothing allocated, nothing copied. When the compiled update
+// is not one kernel (compile.fuse = false) it runs through CpuModel::run instead, whose fresh
+// outputs become the state arenas and are copied into the parameter arena.
 //
 // Unlike PyTorch, which skips parameters whose .grad is None, every parameter is updated at
 // every step (gradients are never None here: zero_grad keeps them at zero).
@@ -34,6 +31,7 @@
 #include <vector>
 
 #include "compiler/cpu_backend.h"
+#include "compiler/training/in_place_update.h"
 #include "compiler/training/optimizer_options.h"
 #include "compiler/training/parameter_arena.h"
 #include "compiler/training/update_rule.h"
@@ -71,12 +69,15 @@ class FusedOptimizer {
   // How many graphs this optimizer compiled (one per dtype group, however many steps).
   size_t compile_count() const { return compile_count_; }
   // The compiled update of dtype group `group` (ParameterArena::groups() order).
-  const compiler::CpuModel& compiled(size_t group) const { return groups_.at(group).model; }
+  const compiler::CpuModel& compiled(size_t group) const { return *groups_.at(group).model; }
+  // Whether dtype group `group`'s update writes into the arenas in place (else: run, then copy).
+  bool updates_in_place(size_t group) const { return groups_.at(group).in_place != nullptr; }
 
  private:
   struct Group {
-    compiler::CpuModel model;
-    std::vector<Tensor> states;  // flat, in rule_->state_names() order
+    std::unique_ptr<compiler::CpuModel> model;  // at a stable address: in_place points to it
+    std::unique_ptr<InPlaceUpdate> in_place;    // null when the update cannot run in place
+    std::vector<Tensor> states;                 // flat, in rule_->state_names() order
   };
 
   ParameterArena* arena_;

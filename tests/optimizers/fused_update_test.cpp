@@ -1,6 +1,7 @@
 // The compiled update against the reference interpreter running the same update graph, step by
 // step; one compile per dtype group for any number of steps and learning rates; the update is
-// one fused kernel; the arena's padding stays zero.
+// one fused kernel that updates the arenas in place (unfused, it runs through CpuModel::run and
+// matches too); the arena's padding stays zero.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -91,6 +92,24 @@ TEST(FusedUpdate, AdamAmsgradMatchesTheInterpreter) {
   expect_steps_match_interpreter(optimizer, arena, 4);
 }
 
+TEST(FusedUpdate, UnfusedUpdatesRunOutOfPlaceAndMatchTheInterpreter) {
+  std::mt19937 random(8);
+  ParameterArena arena(mixed_parameters(random));
+  FusedOptimizerOptions unfused = testing::test_optimizer_options();
+  unfused.compile.fuse = false;
+  AdamOptions options;
+  options.amsgrad = true;
+  FusedOptimizer adam = FusedOptimizer::adam(arena, options, unfused);
+  EXPECT_GT(adam.compiled(0).result().kernel_count, 1u);
+  EXPECT_FALSE(adam.updates_in_place(0));
+  expect_steps_match_interpreter(adam, arena, 3);
+  SgdOptions sgd_options;
+  sgd_options.momentum = 0.9;
+  sgd_options.weight_decay = 0.1;
+  FusedOptimizer sgd = FusedOptimizer::sgd(arena, sgd_options, unfused);
+  expect_steps_match_interpreter(sgd, arena, 3);
+}
+
 TEST(FusedUpdate, AdamWMatchesTheInterpreter) {
   std::mt19937 random(3);
   ParameterArena arena(mixed_parameters(random));
@@ -130,6 +149,8 @@ TEST(FusedUpdate, EachStepIsOneKernelPerDtype) {
   for (size_t group = 0; group < arena.groups().size(); ++group) {
     EXPECT_EQ(adam.compiled(group).result().kernel_count, 1u);
     EXPECT_EQ(sgd.compiled(group).result().kernel_count, 1u);
+    EXPECT_TRUE(adam.updates_in_place(group));
+    EXPECT_TRUE(sgd.updates_in_place(group));
   }
 }
 

@@ -20,13 +20,15 @@ inline FusedOptimizerOptions test_optimizer_options() {
   return options;
 }
 
-// Every element of `actual` within `relative` * max|expected| of `expected` (same shape).
+// Every element of `actual` within `relative` * max(max|expected|, scale) of `expected` (same
+// shape). `scale`: the size of the values the computation combined, when the result may have
+// cancelled to far less (a parameter of one element that a step brought near zero).
 inline ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, double relative,
-                                            const std::string& what) {
+                                            const std::string& what, double scale = 0) {
   if (actual.sizes() != expected.sizes())
     return ::testing::AssertionFailure() << what << ": shape " << sizes_to_string(actual.sizes()) << " vs "
                                          << sizes_to_string(expected.sizes());
-  double largest = 0;
+  double largest = scale;
   for (int64_t i = 0; i < expected.numel(); ++i) largest = std::max(largest, std::abs(expected.flat_double(i)));
   const double tolerance = relative * std::max(largest, 1e-30);
   for (int64_t i = 0; i < expected.numel(); ++i) {

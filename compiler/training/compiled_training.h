@@ -1,0 +1,131 @@
+// CompiledTraining: a module's whole training step, compiled once (the analogue of
+// torch.compile over a training loop, AOTAutograd style).
+//
+// compile() traces the module and the loss function together in train mode on the example
+// batch's shapes, then runs the training pipeline:
+//   trace -> functionalize -> decompose -> simplify (passes::run_pipeline "simplified")
+//   -> build_joint_graph (the loss, against every trainable parameter the graph reads)
+//   -> simplify -> partition_joint_graph (min cut: what the forward saves for the backward)
+//   -> CpuModel::compile(forward), CpuModel::compile(backward)
+// and builds a FusedOptimizer over a ParameterArena of those parameters.
+//
+// A step runs the compiled forward (the loss, the saved values and, for modules that update
+// buffers in train mode such as BatchNorm, the buffers' new values, which are copied back into
+// the module's buffers), the compiled backward (the gradients, written into the arena's
+// gradient views), and the fused optimizer over the arena.
+//
+// Parameters. The arena copies the module's trainable parameters in; the compiled forward and
+// backward read the arena's views (the CPU backend passes parameter tensors by pointer on every
+// run), so each optimizer update is seen by the next forward without recompiling. After each
+// update the new values are copied back into the module's own parameter tensors, so the
+// module (state_dict, a later trace) always holds the trained weights, as with PyTorch's
+// in-place optimizers. Parameters the traced graph never reads are left alone (PyTorch skips
+// parameters whose grad is None).
+//
+// Gradients follow PyTorch: accumulate() adds this batch's gradients (times grad_scale, as
+// (loss * grad_scale).backward() would) to the gradient arena, apply() runs the optimizer on
+// what has accumulated, zero_grad() clears it (set_to_none=False). step(batch) is
+// zero_grad(); accumulate(batch); apply() and returns the loss.
+//
+// Compiles. Each distinct batch signature (dtypes and shapes of inputs and targets) is traced
+// and compiled once; later batches of a known signature reuse it (compile_count() counts every
+// graph compiled, the optimizer's included). evaluate() traces the module alone in eval mode,
+// also once per input signature.
+//
+// The module must outlive this object and must not change its structure while it lives.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler/cpu_backend.h"
+#include "compiler/training/fused_optimizer.h"
+#include "compiler/training/optimizer_options.h"
+#include "compiler/training/parameter_arena.h"
+#include "kiln/nn/module.h"
+#include "kiln/var.h"
+#include "passes/partition.h"
+#include "runtime/tensor.h"
+
+namespace kiln::training {
+
+// One batch: the module's inputs and the loss function's targets.
+struct Batch {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> targets;
+};
+
+// The loss of the module's outputs against the targets: a floating scalar Var.
+using LossFunction = std::function<Var(const std::vector<Var>& outputs, const std::vector<Var>& targets)>;
+
+// SGD, or Adam (AdamW: AdamOptions with decoupled_weight_decay, see adamw_options()).
+using OptimizerOptions = std::variant<SgdOptions, AdamOptions>;
+
+struct TrainingOptions {
+  compiler::CpuCompileOptions compile;  // for every graph compiled (forward, backward, optimizer, eval)
+  int num_threads = 0;                  // 0: the OpenMP default
+};
+
+class CompiledTraining {
+ public:
+  // Traces, compiles and builds the optimizer (see above). Throws kiln::Error when the loss
+  // is not a floating scalar or the module has no trainable parameter that the loss reads.
+  static CompiledTraining compile(nn::Module& module, LossFunction loss, const OptimizerOptions& optimizer,
+                                  const Batch& example, const TrainingOptions& options = {});
+  ~CompiledTraining();
+  CompiledTraining(CompiledTraining&&) noexcept;
+  CompiledTraining& operator=(CompiledTraining&&) noexcept;
+
+  // zero_grad(), accumulate(batch), apply(); returns the loss (computed before the update).
+  float step(const Batch& batch);
+  // Runs forward and backward on `batch` and adds grad_scale times its gradients to the
+  // accumulated ones; returns the loss.
+  float accumulate(const Batch& batch, double grad_scale = 1.0);
+  // One optimizer update from the accumulated gradients (which it leaves as they are).
+  void apply();
+  void zero_grad();
+
+  // The module's outputs in eval mode (no dropout, BatchNorm's running statistics), with the
+  // current parameters. The module's own mode is restored afterwards.
+  std::vector<Tensor> evaluate(const std::vector<Tensor>& inputs);
+
+  // The trained parameters by module path (views of the arena), and their gradients.
+  Tensor parameter(const std::string& name) const { return arena_->parameter(name); }
+  Tensor gradient(const std::string& name) const { return arena_->gradient(name); }
+  const std::vector<std::string>& parameter_names() const { return arena_->names(); }
+  FusedOptimizer& optimizer() { return *optimizer_; }
+
+  // Graphs compiled so far: forward and backward per batch signature, eval forward per input
+  // signature, and the optimizer's update kernels.
+  size_t compile_count() const;
+  // The partition of the first (example) batch signature: saved values, saved bytes.
+  const passes::Partition& partition() const;
+
+ private:
+  struct StepProgram;
+  struct EvalProgram;
+  CompiledTraining(nn::Module& module, LossFunction loss, const TrainingOptions& options);
+
+  StepProgram& program_for(const Batch& batch);
+  std::unique_ptr<StepProgram> build_program(const Batch& batch) const;
+  void copy_parameters_to_module() const;
+
+  nn::Module* module_;
+  LossFunction loss_;
+  TrainingOptions options_;
+  std::unique_ptr<ParameterArena> arena_;
+  std::unique_ptr<FusedOptimizer> optimizer_;
+  // Each trainable parameter's tensor in the module, paired with the arena's view of it.
+  std::vector<std::pair<Tensor, Tensor>> module_parameters_;
+  std::map<std::string, std::unique_ptr<StepProgram>> programs_;  // by batch signature
+  std::map<std::string, std::unique_ptr<EvalProgram>> eval_programs_;  // by input signature
+  std::string first_signature_;
+  size_t model_compiles_ = 0;
+};
+
+}  // namespace kiln::training
