@@ -1,7 +1,8 @@
-// `kiln bench MODEL [--backend cpu|interp] [--iters N] [--warmup N] [--threads N]
+// `kiln bench MODEL [--backend cpu|cuda|interp] [--iters N] [--warmup N] [--threads N]
 //  [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim S=N]... [--json]`: times a model's
 // runs after warm-up runs and prints the median latency with its spread (min, p10, p90, max),
-// and for the cpu backend the compile (or cache load) time. --json prints one JSON object.
+// and for the cpu and cuda backends the compile (or cache load) time; for cuda also the median
+// device time of the steps alone (without the host-device copies). --json prints one JSON object.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/cpu_backend.h"
+#include "compiler/cuda_backend.h"
 #include "compiler/model_loader.h"
 #include "ir/interpreter.h"
 #include "tools/commands.h"
@@ -52,6 +54,8 @@ int run_bench(const BenchOptions& options) {
   std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
   std::function<void()> run_once;
   std::unique_ptr<compiler::CpuModel> model;
+  std::unique_ptr<compiler::CudaModel> cuda_model;
+  std::vector<double> device_times;
   double compile_ms = 0;
   bool cache_hit = false;
   if (options.backend == "cpu") {
@@ -60,6 +64,15 @@ int run_bench(const BenchOptions& options) {
     compile_ms = milliseconds(Clock::now() - start);
     cache_hit = model->result().cache_hit;
     run_once = [&] { model->run(inputs, options.threads); };
+  } else if (options.backend == "cuda") {
+    auto start = Clock::now();
+    cuda_model = std::make_unique<compiler::CudaModel>(compiler::CudaModel::compile(graph));
+    compile_ms = milliseconds(Clock::now() - start);
+    cache_hit = cuda_model->result().cache_hit;
+    run_once = [&] {
+      cuda_model->run(inputs);
+      device_times.push_back(cuda_model->last_device_milliseconds());
+    };
   } else {
     run_once = [&] { ir::Interpreter().run(graph, inputs); };
   }
@@ -72,12 +85,16 @@ int run_bench(const BenchOptions& options) {
   }
   std::sort(times.begin(), times.end());
   double median = percentile(times, 0.5);
+  // The device times of the timed runs only (the warm-up ones come first).
+  device_times.erase(device_times.begin(), device_times.end() - std::min<ptrdiff_t>(ptrdiff_t(device_times.size()), options.iters));
+  std::sort(device_times.begin(), device_times.end());
   if (options.json) {
     nlohmann::json out = {{"model", options.model},       {"backend", options.backend},
                           {"iters", options.iters},       {"median_ms", median},
                           {"min_ms", times.front()},      {"p10_ms", percentile(times, 0.1)},
                           {"p90_ms", percentile(times, 0.9)}, {"max_ms", times.back()},
                           {"compile_ms", compile_ms},     {"cache_hit", cache_hit}};
+    if (!device_times.empty()) out["device_median_ms"] = percentile(device_times, 0.5);
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -86,7 +103,11 @@ int run_bench(const BenchOptions& options) {
                 options.model.c_str(), options.backend.c_str(), median, times.front(), percentile(times, 0.1),
                 percentile(times, 0.9), times.back(), options.iters, options.warmup);
   std::cout << line << "\n";
-  if (options.backend == "cpu") {
+  if (!device_times.empty()) {
+    std::snprintf(line, sizeof line, "device time of the steps: median %.4f ms", percentile(device_times, 0.5));
+    std::cout << line << "\n";
+  }
+  if (options.backend != "interp") {
     std::snprintf(line, sizeof line, "compile: %.1f ms (%s)", compile_ms, cache_hit ? "cache hit" : "compiled");
     std::cout << line << "\n";
   }
@@ -98,8 +119,8 @@ void add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* bench = app.add_subcommand("bench", "Time a model's runs: median latency and spread, after warm-up.");
   bench->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
-  bench->add_option("--backend", options->backend, "cpu: compiled C++; interp: the reference interpreter")
-      ->check(CLI::IsMember({"cpu", "interp"}))
+  bench->add_option("--backend", options->backend, "cpu: compiled C++; cuda: compiled CUDA on the GPU; interp: the reference interpreter")
+      ->check(CLI::IsMember({"cpu", "cuda", "interp"}))
       ->capture_default_str();
   bench->add_option("--iters,-n", options->iters, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
   bench->add_option("--warmup", options->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();

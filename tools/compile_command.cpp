@@ -1,7 +1,8 @@
-// `kiln compile MODEL [-o DIR] [--isa scalar|avx2|avx512] [--no-cache] [--force] [--freeze]`:
-// compiles a model with the CPU backend (passes, lowering, scheduling, C++, the system
-// compiler) into the compile cache, printing each stage with its time; -o also copies the
-// artifact (module.so, manifest.json and the generated module.cpp) into DIR.
+// `kiln compile MODEL [-o DIR] [--target cpu|cuda] [--isa scalar|avx2|avx512] [--sm N] [--no-cache]
+// [--force] [--freeze]`: compiles a model with the CPU backend (passes, lowering, scheduling,
+// C++, the system compiler) or the CUDA backend (CUDA source, NVRTC; no GPU needed) into the
+// compile cache, printing each stage with its time; -o also writes the artifact into DIR (cpu:
+// module.so, manifest.json, module.cpp; cuda: kernels.cu, launch_plan.json, device.cubin).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/cpu_backend.h"
+#include "compiler/cuda_backend.h"
 #include "compiler/model_loader.h"
 #include "tools/commands.h"
 
@@ -20,13 +22,38 @@ struct CompileOptions {
   std::string model;
   std::string out_dir;
   std::string isa;
+  std::string target = "cpu";
+  int sm = 0;  // cuda: 0 means the device's architecture, else sm_80
   bool no_cache = false;
   bool force = false;
   bool freeze = false;
 };
 
+int run_compile_cuda(const ir::Graph& graph, const CompileOptions& options) {
+  compiler::CudaCompileOptions compile_options;
+  if (options.sm != 0) compile_options.sm = options.sm;
+  compile_options.use_cache = !options.no_cache;
+  compile_options.freeze = options.freeze;
+  compile_options.overwrite = options.force;
+  if (!options.out_dir.empty()) compile_options.output_dir = options.out_dir;
+  compile_options.on_stage = [](const std::string& stage, double ms) {
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-12s %9.2f ms", stage.c_str(), ms);
+    std::cout << line << "\n";
+  };
+  std::cout << "compiling " << options.model << " for CUDA\n";
+  compiler::CudaModel model = compiler::CudaModel::compile(graph, compile_options);
+  const compiler::CudaCompileResult& result = model.result();
+  std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": " << result.kernel_count << " kernels, "
+            << model.module().steps.size() - result.kernel_count << " library calls, " << result.architecture
+            << (result.key.empty() ? "" : ", key " + result.key) << "\n";
+  if (!result.output_dir.empty()) std::cout << "wrote " << result.output_dir.string() << "\n";
+  return 0;
+}
+
 int run_compile(const CompileOptions& options) {
   ir::Graph graph = compiler::load_model(options.model);
+  if (options.target == "cuda") return run_compile_cuda(graph, options);
   compiler::CpuCompileOptions compile_options;
   if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
   compile_options.use_cache = !options.no_cache;
@@ -61,6 +88,11 @@ void add_compile_command(CLI::App& app) {
   compile->add_option("--out,-o", options->out_dir, "Also write the artifact and its generated source into DIR");
   compile->add_option("--isa", options->isa, "Instruction set: scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  compile->add_option("--target", options->target, "cpu: C++ and a shared object; cuda: CUDA kernels compiled by NVRTC")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  compile->add_option("--sm", options->sm, "cuda: target architecture, e.g. 90 for sm_90 (default: the GPU's, else 80)")
+      ->check(CLI::Range(30, 200));
   compile->add_flag("--no-cache", options->no_cache, "Build without reading or writing the compile cache");
   compile->add_flag("--force", options->force, "Overwrite DIR when it is not empty");
   compile->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");

@@ -1,7 +1,7 @@
 // `kiln run MODEL [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim SYMBOL=N]...
-//  [--out DIR] [--backend interp|eager|cpu] [--check]`: runs a model through the reference
+//  [--out DIR] [--backend interp|eager|cpu|cuda] [--check]`: runs a model through the reference
 // interpreter (interp, the default), eager mode (the interpreter's kernels as instructions of
-// the VM) or the compiled CPU backend (cpu), and prints a summary of each output (name, dtype,
+// the VM), the compiled CPU backend (cpu) or the CUDA backend (cuda, on a GPU), and prints a summary of each output (name, dtype,
 // shape, first values); --out writes each output to DIR/NAME.npy. --check also runs the
 // interpreter and compares: it prints the max abs and rel error of each output and exits 1
 // when any element is off by more than atol + rtol * |expected| (ints and bools: exactly).
@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/cpu_backend.h"
+#include "compiler/cuda_backend.h"
 #include "compiler/eager_executor.h"
 #include "compiler/model_loader.h"
 #include "ir/interpreter.h"
@@ -81,6 +82,7 @@ bool check_output(const std::string& name, const Tensor& got, const Tensor& expe
 std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
                               const RunOptions& options) {
   if (options.backend == "eager") return compiler::EagerExecutor().run(graph, inputs);
+  if (options.backend == "cuda") return compiler::CudaModel::compile(graph).run(inputs);
   if (options.backend == "cpu") {
     compiler::CpuCompileOptions compile_options;
     if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
@@ -134,8 +136,9 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run->add_option("--backend", options->backend,
-                  "interp: the reference interpreter; eager: its kernels as instructions of the VM; cpu: compiled C++")
-      ->check(CLI::IsMember({"interp", "eager", "cpu"}))
+                  "interp: the reference interpreter; eager: its kernels as instructions of the VM; cpu: compiled C++; "
+                  "cuda: compiled CUDA on the GPU")
+      ->check(CLI::IsMember({"interp", "eager", "cpu", "cuda"}))
       ->capture_default_str();
   run->add_flag("--check", options->check, "Also run the interpreter; print the max abs and rel error; exit 1 past the tolerance");
   run->add_option("--rtol", options->rtol, "Relative tolerance of --check")->capture_default_str();
