@@ -14,7 +14,7 @@
 # (their text is read from that file), written into a temporary directory.
 #
 #   bench/gpu_check.sh [--iters N] [--skip-build] [--skip-tests]
-# Environment: KILN_GPU_BUILD_DIR, JOBS (default: nproc), PYTHON (default: python3; needs numpy).
+# Environment: KILN_GPU_BUILD_DIR, JOBS (default: nproc), PYTHON (default: python3; torch optional).
 # Exits 1 when a test suite fails or a benchmark run fails; the benchmark table is printed anyway.
 set -uo pipefail
 
@@ -70,8 +70,7 @@ fi
 
 echo "== benchmarks"
 "$PYTHON" - "$REPO" "$KILN" "$ITERS" <<'PY' || status=1
-import ast, ctypes, json, os, subprocess, sys, tempfile
-import numpy as np
+import array, ast, ctypes, json, os, random, statistics, subprocess, sys, tempfile
 
 repo, kiln, iters = sys.argv[1], sys.argv[2], int(sys.argv[3])
 samples = os.path.join(repo, "samples", "models")
@@ -79,9 +78,13 @@ samples = os.path.join(repo, "samples", "models")
 
 def device_peak():
     """Name and peak DRAM bytes/s of device 0, from the driver's attributes."""
-    cuda = ctypes.CDLL("libcuda.so.1")
-    if cuda.cuInit(0) != 0:
-        sys.exit("gpu_check: cuInit failed: no usable GPU")
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        sys.exit(f"gpu_check: no CUDA driver (libcuda.so.1): {e}")
+    result = cuda.cuInit(0)
+    if result != 0:
+        sys.exit(f"gpu_check: cuInit returned {result}: no usable GPU")
     device = ctypes.c_int()
     cuda.cuDeviceGet(ctypes.byref(device), 0)
     name = ctypes.create_string_buffer(256)
@@ -112,10 +115,11 @@ def compare_torch_models():
 
 
 def write_safetensors(path, tensors):
+    """1-D f32 tensors (lists of floats) in the safetensors layout: u64 header length, JSON, data."""
     header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        data = np.ascontiguousarray(array, dtype=np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+    for name, values in tensors.items():
+        data = array.array("f", values).tobytes()
+        header[name] = {"dtype": "F32", "shape": [len(values)], "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     text = json.dumps(header).encode()
@@ -130,13 +134,13 @@ print(f"device: {name}, memory clock {clock_khz / 1e3:.0f} MHz x {bus_bits}-bit 
 
 m = compare_torch_models()
 work = tempfile.mkdtemp(prefix="kiln-gpu-check-")
-rng = np.random.default_rng(20261129)
+rng = random.Random(20261129)
 for file, text in (("pointwise_chain.kiln", m["CHAIN_KILN"]), ("softmax.kiln", m["SOFTMAX_KILN"]),
                    ("layer_norm.kiln", m["LAYER_NORM_KILN"])):
     open(os.path.join(work, file), "w").write(text)
 cols, rows, chain_n = m["COLS"], m["ROWS"], m["CHAIN_N"]
 write_safetensors(os.path.join(work, "layer_norm.safetensors"),
-                  {"weight": rng.random(cols) + 0.5, "bias": rng.random(cols) - 0.5})
+                  {"weight": [rng.random() + 0.5 for _ in range(cols)], "bias": [rng.random() - 0.5 for _ in range(cols)]})
 f32 = 4
 workloads = [  # name, model, extra kiln flags, bytes a memory-bound kernel moves (None: not memory-bound)
     ("chain", os.path.join(work, "pointwise_chain.kiln"), [], 2 * chain_n * f32),
@@ -164,7 +168,9 @@ def torch_compiled_ms(workload_name):
     module = w.module.cuda()
     inputs = [t.cuda() for t in w.inputs.values()]
     compiled = torch.compile(module)
-    with torch.no_grad():
+    # torch.device("cuda") as the default device: the attention module makes its causal mask
+    # with torch.arange, which would otherwise land on the CPU.
+    with torch.no_grad(), torch.device("cuda"):
         for _ in range(5):
             compiled(*inputs)
         torch.cuda.synchronize()
@@ -176,7 +182,7 @@ def torch_compiled_ms(workload_name):
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
-    return float(np.median(times))
+    return float(statistics.median(times))
 
 
 def kiln_ms(model, flags):
