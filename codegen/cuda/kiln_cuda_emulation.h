@@ -7,10 +7,11 @@
 //    threadIdx/blockIdx/blockDim/gridDim, float4 and friends, bit casts, __umulhi, atomics,
 //    __half/__nv_bfloat16 (bit for bit as runtime/half.h: round to nearest even);
 //  - threads: every thread of a block is a fiber (ucontext) that runs until it reaches a
-//    synchronization point (__syncthreads, a warp shuffle, __syncwarp) or returns. Between two
-//    such points the block's runnable threads run one after another in a scrambled order (a
-//    fresh pseudo-random permutation each round, seeded per launch), so code that reads what
-//    another thread writes without synchronizing gets wrong values, not accidentally right ones;
+//    synchronization point (__syncthreads, a warp shuffle, __syncwarp) or returns. A warp
+//    operation completes as soon as its lanes arrive, and the warp that ran last keeps running
+//    while it can, so one warp runs as far ahead of the others as a GPU would let it; warps and
+//    lanes are otherwise drawn at random (seeded per launch). Code that reads what another
+//    thread writes without synchronizing gets wrong values, not accidentally right ones;
 //  - shared memory: dynamic shared memory (KILN_SHARED_MEMORY, extern __shared__ on a GPU) is
 //    one buffer per block, filled with 0xff bytes (NaN as floats, -1 as integers) before the
 //    block starts. Static `__shared__` variables become function statics: blocks run one at a
@@ -177,57 +178,83 @@ inline int lane_of(const Fiber& f) {
   return int(linear & 31u);
 }
 
-// Completes the warp operations whose lanes have all arrived; false on an error.
-inline bool resolve_warps(Launch& l, bool& progressed) {
+// Completes the warp operation that fiber `i` waits at when every lane its mask names has
+// arrived, making those lanes runnable again (appended to `runnable`); false on an error.
+inline bool resolve_warp(Launch& l, size_t i, std::vector<size_t>& runnable) {
   const size_t n = l.fibers.size();
-  for (size_t warp_start = 0; warp_start < n; warp_start += 32) {
-    size_t warp_end = warp_start + 32 < n ? warp_start + 32 : n;
-    for (size_t i = warp_start; i < warp_end; ++i) {
-      Fiber& f = l.fibers[i];
-      if (f.wait != Wait::Warp) continue;
-      bool ready = true;
-      for (size_t j = warp_start; j < warp_end && ready; ++j) {
-        if (!(f.mask >> (j - warp_start) & 1u)) continue;
-        Fiber& g = l.fibers[j];
-        if (g.wait == Wait::None) ready = false;  // still running towards it
-        else if (g.wait == Wait::Done || g.wait == Wait::Barrier) {
-          l.error = where(f) + ": a warp operation names lane " + std::to_string(j - warp_start) + ", which " +
-                    (g.wait == Wait::Done ? "returned" : "waits at __syncthreads") + " instead";
-          return false;
-        } else if (g.mask != f.mask || g.op != f.op) {
-          l.error = where(f) + ": lanes of one warp operation disagree on its mask or kind";
-          return false;
-        }
-      }
-      if (!ready) continue;
-      for (size_t j = warp_start; j < warp_end; ++j) {
-        if (!(f.mask >> (j - warp_start) & 1u)) continue;
-        Fiber& g = l.fibers[j];
-        int lane = int(j - warp_start), width = g.width, base = lane & ~(width - 1), source = lane;
-        switch (g.op) {
-          case WarpOp::Sync: break;
-          case WarpOp::Index: source = base + (g.argument & (width - 1)); break;
-          case WarpOp::Up: source = lane - g.argument >= base ? lane - g.argument : lane; break;
-          case WarpOp::Down: source = lane + g.argument < base + width ? lane + g.argument : lane; break;
-          case WarpOp::Xor: source = (lane ^ g.argument) < base + width ? lane ^ g.argument : lane; break;
-        }
-        if (!(f.mask >> source & 1u) || warp_start + size_t(source) >= warp_end) {
-          l.error = where(g) + ": a shuffle reads lane " + std::to_string(source) + ", which is not in its mask";
-          return false;
-        }
-        g.result = l.fibers[warp_start + size_t(source)].value;
-      }
-      for (size_t j = warp_start; j < warp_end; ++j) {
-        if (f.mask >> (j - warp_start) & 1u) l.fibers[j].wait = Wait::None;
-      }
-      progressed = true;
+  const size_t warp_start = i / 32 * 32, warp_end = warp_start + 32 < n ? warp_start + 32 : n;
+  Fiber& f = l.fibers[i];
+  for (size_t j = warp_start; j < warp_end; ++j) {
+    if (!(f.mask >> (j - warp_start) & 1u)) continue;
+    Fiber& g = l.fibers[j];
+    if (g.wait == Wait::None) return true;  // still running towards it
+    if (g.wait == Wait::Done || g.wait == Wait::Barrier) {
+      l.error = where(f) + ": a warp operation names lane " + std::to_string(j - warp_start) + ", which " +
+                (g.wait == Wait::Done ? "returned" : "waits at __syncthreads") + " instead";
+      return false;
     }
+    if (g.mask != f.mask || g.op != f.op) {
+      l.error = where(f) + ": lanes of one warp operation disagree on its mask or kind";
+      return false;
+    }
+  }
+  for (size_t j = warp_start; j < warp_end; ++j) {
+    if (!(f.mask >> (j - warp_start) & 1u)) continue;
+    Fiber& g = l.fibers[j];
+    int lane = int(j - warp_start), width = g.width, base = lane & ~(width - 1), source = lane;
+    switch (g.op) {
+      case WarpOp::Sync: break;
+      case WarpOp::Index: source = base + (g.argument & (width - 1)); break;
+      case WarpOp::Up: source = lane - g.argument >= base ? lane - g.argument : lane; break;
+      case WarpOp::Down: source = lane + g.argument < base + width ? lane + g.argument : lane; break;
+      case WarpOp::Xor: source = (lane ^ g.argument) < base + width ? lane ^ g.argument : lane; break;
+    }
+    if (!(f.mask >> source & 1u) || warp_start + size_t(source) >= warp_end) {
+      l.error = where(g) + ": a shuffle reads lane " + std::to_string(source) + ", which is not in its mask";
+      return false;
+    }
+    g.result = l.fibers[warp_start + size_t(source)].value;
+  }
+  for (size_t j = warp_start; j < warp_end; ++j) {
+    if (!(f.mask >> (j - warp_start) & 1u)) continue;
+    l.fibers[j].wait = Wait::None;
+    runnable.push_back(j);
   }
   return true;
 }
 
+// Threads that may run, by warp. The next one runs from the warp that ran last while that warp
+// has any (so a warp runs ahead of the others as far as it can, as one may on a GPU), else
+// from a warp drawn at random; within a warp, lanes are drawn at random.
+struct Runnable {
+  std::vector<std::vector<size_t>> by_warp;
+  size_t count = 0, last_warp = 0;
+  void add(size_t i) {
+    by_warp[i / 32].push_back(i);
+    ++count;
+  }
+  size_t take(Launch& l) {
+    if (by_warp[last_warp].empty()) {
+      size_t skip = l.next_random(unsigned(by_warp.size()));
+      while (by_warp[skip].empty()) skip = (skip + 1) % by_warp.size();
+      last_warp = skip;
+    }
+    std::vector<size_t>& lanes = by_warp[last_warp];
+    size_t pick = l.next_random(unsigned(lanes.size()));
+    size_t i = lanes[pick];
+    lanes[pick] = lanes.back();
+    lanes.pop_back();
+    --count;
+    return i;
+  }
+};
+
+// Runs one block: a thread runs to its next synchronization point; a warp operation completes
+// as soon as its lanes have arrived; a barrier opens when every thread waits at it.
 inline bool run_block(Launch& l) {
   const size_t n = l.fibers.size();
+  Runnable runnable;
+  runnable.by_warp.resize((n + 31) / 32);
   for (size_t i = 0; i < n; ++i) {
     Fiber& f = l.fibers[i];
     f = Fiber{};
@@ -237,45 +264,54 @@ inline bool run_block(Launch& l) {
     f.context.uc_stack.ss_size = 64 * 1024;
     f.context.uc_link = nullptr;
     makecontext(&f.context, fiber_entry, 0);
+    runnable.add(i);
   }
+  runnable.last_warp = l.next_random(unsigned(runnable.by_warp.size()));
   memset(l.shared.data(), 0xff, l.shared.size());
-  std::vector<size_t> order(n);
+  std::vector<size_t> released;
   for (;;) {
-    for (size_t i = 0; i < n; ++i) order[i] = i;
-    for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[l.next_random(unsigned(i))]);
-    bool progressed = false;
-    for (size_t i : order) {
+    while (runnable.count > 0) {
+      size_t i = runnable.take(l);
       Fiber& f = l.fibers[i];
-      if (f.wait != Wait::None) continue;
       l.current = &f;
       swapcontext(&l.scheduler, &f.context);
       l.current = nullptr;
-      progressed = true;
       if (!l.error.empty()) return false;
+      released.clear();
+      if (f.wait == Wait::Warp && !resolve_warp(l, i, released)) return false;
+      for (size_t j : released) runnable.add(j);
     }
-    if (!resolve_warps(l, progressed)) return false;
     size_t done = 0, at_barrier = 0;
     for (const Fiber& f : l.fibers) {
       done += f.wait == Wait::Done;
       at_barrier += f.wait == Wait::Barrier;
     }
     if (done == n) return true;
-    if (at_barrier > 0 && at_barrier + done == n) {
-      if (done > 0) {
-        for (const Fiber& f : l.fibers) {
-          if (f.wait == Wait::Done) {
-            l.error = where(f) + " returned while other threads of its block wait at __syncthreads";
+    for (size_t i = 0; i < n; ++i) {
+      const Fiber& f = l.fibers[i];
+      if (f.wait == Wait::Done && at_barrier > 0) {
+        l.error = where(f) + " returned while other threads of its block wait at __syncthreads";
+        return false;
+      }
+      if (f.wait == Wait::Warp) {
+        for (size_t j = i / 32 * 32; j < n && j < i / 32 * 32 + 32; ++j) {
+          const Fiber& g = l.fibers[j];
+          if ((f.mask >> (j % 32) & 1u) && (g.wait == Wait::Done || g.wait == Wait::Barrier)) {
+            l.error = where(f) + ": a warp operation names lane " + std::to_string(j % 32) + ", which " +
+                      (g.wait == Wait::Done ? "returned" : "waits at __syncthreads") + " instead";
             return false;
           }
         }
       }
-      for (Fiber& f : l.fibers) f.wait = Wait::None;
-      continue;
     }
-    if (!progressed) {
+    if (at_barrier + done < n) {
       l.error = "block (" + std::to_string(l.block_index.x) + "," + std::to_string(l.block_index.y) + "," +
                 std::to_string(l.block_index.z) + ") is stuck: its threads wait at different synchronization points";
       return false;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      l.fibers[i].wait = Wait::None;
+      runnable.add(i);
     }
   }
 }
