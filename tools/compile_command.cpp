@@ -1,8 +1,13 @@
 // `kiln compile MODEL [-o DIR] [--target cpu|cuda] [--isa scalar|avx2|avx512] [--sm N] [--no-cache]
-// [--force] [--freeze]`: compiles a model with the CPU backend (passes, lowering, scheduling,
-// C++, the system compiler) or the CUDA backend (CUDA source, NVRTC; no GPU needed) into the
-// compile cache, printing each stage with its time; -o also writes the artifact into DIR (cpu:
-// module.so, manifest.json, module.cpp; cuda: kernels.cu, launch_plan.json, device.cubin).
+// [--force] [--freeze] [--train [--loss NAME]]`: compiles a model with the CPU backend (passes,
+// lowering, scheduling, C++, the system compiler) or the CUDA backend (CUDA source, NVRTC; no
+// GPU needed) into the compile cache, printing each stage with its time; -o also writes the
+// artifact into DIR (cpu: module.so, manifest.json, module.cpp; cuda: kernels.cu,
+// launch_plan.json, device.cubin). With --train (cpu) it compiles the model's training step: the
+// joint graph of the loss output (--loss, default the only floating scalar output) against
+// every floating parameter, split by the min-cut partition as `kiln dump --stage
+// forward|backward` shows it (compiler/training_stages.h), prints the saved-bytes report, and
+// compiles the forward and the backward modules (into DIR/forward and DIR/backward with -o).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -13,6 +18,8 @@
 #include "compiler/cpu_backend.h"
 #include "compiler/cuda_backend.h"
 #include "compiler/model_loader.h"
+#include "compiler/training_stages.h"
+#include "passes/partition.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -27,7 +34,44 @@ struct CompileOptions {
   bool no_cache = false;
   bool force = false;
   bool freeze = false;
+  bool train = false;
+  std::string loss;
 };
+
+void print_timing(const std::string& stage, double ms) {
+  char line[128];
+  std::snprintf(line, sizeof line, "  %-12s %9.2f ms", stage.c_str(), ms);
+  std::cout << line << "\n";
+}
+
+// Compiles one graph for the CPU, printing each stage's time and the result.
+void compile_and_report(const ir::Graph& graph, compiler::CpuCompileOptions compile_options) {
+  double total = 0;
+  compile_options.on_stage = [&](const std::string& stage, double ms) {
+    total += ms;
+    print_timing(stage, ms);
+  };
+  compiler::CpuModel model = compiler::CpuModel::compile(graph, compile_options);
+  const compiler::CpuCompileResult& result = model.result();
+  print_timing("total", total);
+  std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": key " << result.key;
+  if (!result.cache_hit) std::cout << ", " << result.kernel_count << " kernels";
+  std::cout << ", isa " << isa_name(model.artifact().isa()) << "\n";
+  std::cout << "artifact: " << result.artifact_dir.string() << "\n";
+}
+
+// The training step: the partition's report, then the forward and the backward modules.
+void compile_training_step(const ir::Graph& graph, const CompileOptions& options,
+                           const compiler::CpuCompileOptions& compile_options) {
+  passes::Partition partition = passes::partition_joint_graph(compiler::training_joint_graph(graph, options.loss));
+  std::cout << partition.report();
+  for (const char* half : {"forward", "backward"}) {
+    compiler::CpuCompileOptions half_options = compile_options;
+    if (compile_options.output_dir) half_options.output_dir = *compile_options.output_dir / half;
+    std::cout << "compiling the " << half << " graph of " << options.model << "\n";
+    compile_and_report(std::string(half) == "forward" ? partition.forward : partition.backward, half_options);
+  }
+}
 
 int run_compile_cuda(const ir::Graph& graph, const CompileOptions& options) {
   compiler::CudaCompileOptions compile_options;
@@ -52,6 +96,8 @@ int run_compile_cuda(const ir::Graph& graph, const CompileOptions& options) {
 }
 
 int run_compile(const CompileOptions& options) {
+  if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
+  if (options.train && options.target != "cpu") fail("--train compiles for the CPU only (not --target ", options.target, ")");
   ir::Graph graph = compiler::load_model(options.model);
   if (options.target == "cuda") return run_compile_cuda(graph, options);
   compiler::CpuCompileOptions compile_options;
@@ -60,23 +106,12 @@ int run_compile(const CompileOptions& options) {
   compile_options.freeze = options.freeze;
   compile_options.overwrite = options.force;
   if (!options.out_dir.empty()) compile_options.output_dir = options.out_dir;
-  double total = 0;
-  compile_options.on_stage = [&](const std::string& stage, double ms) {
-    total += ms;
-    char line[128];
-    std::snprintf(line, sizeof line, "  %-12s %9.2f ms", stage.c_str(), ms);
-    std::cout << line << "\n";
-  };
+  if (options.train) {
+    compile_training_step(graph, options, compile_options);
+    return 0;
+  }
   std::cout << "compiling " << options.model << "\n";
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, compile_options);
-  const compiler::CpuCompileResult& result = model.result();
-  char line[128];
-  std::snprintf(line, sizeof line, "  %-12s %9.2f ms", "total", total);
-  std::cout << line << "\n";
-  std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": key " << result.key;
-  if (!result.cache_hit) std::cout << ", " << result.kernel_count << " kernels";
-  std::cout << ", isa " << isa_name(model.artifact().isa()) << "\n";
-  std::cout << "artifact: " << result.artifact_dir.string() << "\n";
+  compile_and_report(graph, compile_options);
   return 0;
 }
 }  // namespace
@@ -96,6 +131,10 @@ void add_compile_command(CLI::App& app) {
   compile->add_flag("--no-cache", options->no_cache, "Build without reading or writing the compile cache");
   compile->add_flag("--force", options->force, "Overwrite DIR when it is not empty");
   compile->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");
+  compile->add_flag("--train", options->train,
+                    "Compile the training step: the forward and backward graphs of the loss against every floating "
+                    "parameter (min-cut partition), with the saved-bytes report");
+  compile->add_option("--loss", options->loss, "With --train: the output to differentiate (default: the only scalar output)");
   register_action(compile, [options] { return run_compile(*options); });
 }
 
