@@ -47,6 +47,8 @@ class FusedOptimizer {
  public:
   static FusedOptimizer sgd(ParameterArena& arena, const SgdOptions& options, const FusedOptimizerOptions& run = {});
   static FusedOptimizer adam(ParameterArena& arena, const AdamOptions& options, const FusedOptimizerOptions& run = {});
+  // AdamW: `options` with decoupled_weight_decay set; start from adamw_options() to keep AdamW's
+  // default weight decay (1e-2) rather than Adam's (0).
   static FusedOptimizer adamw(ParameterArena& arena, const AdamOptions& options = adamw_options(),
                               const FusedOptimizerOptions& run = {});
   FusedOptimizer(ParameterArena& arena, std::unique_ptr<UpdateRule> rule, double lr, const FusedOptimizerOptions& run);
@@ -63,7 +65,9 @@ class FusedOptimizer {
   const UpdateRule& rule() const { return *rule_; }
 
   // The state `key` ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq") of parameter
-  // `parameter`, a view with its shape. Throws kiln::Error for an unknown parameter or key.
+  // `parameter`, a view with its shape. Throws kiln::Error for an unknown parameter or key. In
+  // place the view follows every later step; an unfused update replaces the state arenas at each
+  // step, so there the view keeps the state of the moment it was taken.
   Tensor state(std::string_view parameter, std::string_view key) const;
 
   // How many graphs this optimizer compiled (one per dtype group, however many steps).

@@ -154,6 +154,38 @@ TEST(FusedUpdate, EachStepIsOneKernelPerDtype) {
   }
 }
 
+TEST(FusedUpdate, ALargeArenaUpdatedInPlaceByTwoThreadsMatchesTheUnfusedUpdate) {
+  // Over a million elements the kernel's loop runs in parallel chunks; in place must still equal
+  // fresh outputs everywhere.
+  std::mt19937 random(9);
+  const std::vector<NamedTensor> parameters = {{"big", random_tensor({1 << 20}, DType::f32, random)},
+                                               {"odd", random_tensor({37, 3}, DType::f32, random)}};
+  ParameterArena in_place_arena(parameters), unfused_arena(parameters);
+  FusedOptimizerOptions in_place = testing::test_optimizer_options(), unfused = testing::test_optimizer_options();
+  in_place.num_threads = unfused.num_threads = 2;
+  unfused.compile.fuse = false;
+  AdamOptions options;
+  options.amsgrad = true;
+  FusedOptimizer in_place_adam = FusedOptimizer::adam(in_place_arena, options, in_place);
+  FusedOptimizer unfused_adam = FusedOptimizer::adam(unfused_arena, options, unfused);
+  ASSERT_TRUE(in_place_adam.updates_in_place(0));
+  ASSERT_FALSE(unfused_adam.updates_in_place(0));
+  for (int step = 0; step < 2; ++step) {
+    fill_random_gradients(in_place_arena, random);
+    unfused_arena.zero_grad();
+    std::map<std::string, Tensor> gradients;
+    for (const std::string& name : in_place_arena.names()) gradients[name] = in_place_arena.gradient(name);
+    unfused_arena.accumulate_gradients(gradients);
+    in_place_adam.step();
+    unfused_adam.step();
+  }
+  for (const std::string& name : in_place_arena.names()) {
+    EXPECT_TRUE(all_close(in_place_arena.parameter(name), unfused_arena.parameter(name), 1e-6, name));
+    for (const std::string& state : in_place_adam.rule().state_names())
+      EXPECT_TRUE(all_close(in_place_adam.state(name, state), unfused_adam.state(name, state), 1e-6, name + " " + state));
+  }
+}
+
 TEST(FusedUpdate, ThePaddingBetweenParametersStaysZero) {
   std::mt19937 random(6);
   ParameterArena arena({{"a", random_tensor({3}, DType::f32, random)}, {"b", random_tensor({5}, DType::f32, random)}});
