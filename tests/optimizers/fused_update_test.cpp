@@ -117,6 +117,36 @@ TEST(FusedUpdate, AdamWMatchesTheInterpreter) {
   expect_steps_match_interpreter(optimizer, arena, 4);
 }
 
+TEST(FusedUpdate, HalfPrecisionArenasUpdateWithinTheirPrecision) {
+  // f16 and bf16 arenas compute in f32 with f32 step scalars; the kernel keeps f32 between
+  // fused ops where the interpreter rounds after each op, so they agree to the storage precision.
+  std::mt19937 random(10);
+  ParameterArena arena({{"h", random_tensor({11, 3}, DType::f16, random)}, {"b", random_tensor({19}, DType::bf16, random)}});
+  ASSERT_EQ(arena.groups().size(), 2u);
+  FusedOptimizer adam = FusedOptimizer::adam(arena, AdamOptions{.lr = 0.01}, testing::test_optimizer_options());
+  std::mt19937 gradient_random(11);
+  for (int step = 1; step <= 3; ++step) {
+    fill_random_gradients(arena, gradient_random);
+    std::vector<Tensor> expected;
+    for (const ParameterArena::Group& group : arena.groups()) {
+      std::map<std::string, Tensor> inputs = {{"param", group.parameters.clone()}, {"grad", group.gradients.clone()}};
+      for (const std::string& state : adam.rule().state_names()) {
+        Tensor flat = Tensor::zeros(group.parameters.sizes(), group.dtype);
+        const std::string& member = arena.names()[group.members[0]];
+        arena.view_of(member, flat).copy_from(adam.state(member, state));
+        inputs[state] = flat;
+      }
+      for (const auto& [name, value] : adam.rule().step_scalars(step, adam.lr())) inputs[name] = Tensor::scalar(value, DType::f32);
+      expected.push_back(ir::interpret(adam.rule().build_graph(group.dtype, group.parameters.numel()), inputs)[0]);
+    }
+    adam.step();
+    for (const std::string& name : arena.names()) {
+      const double precision = arena.parameter(name).dtype() == DType::f16 ? 1e-3 : 8e-3;
+      ASSERT_TRUE(all_close(arena.parameter(name), arena.view_of(name, expected[arena.group_of(name)]), precision, name));
+    }
+  }
+}
+
 TEST(FusedUpdate, CompilesOncePerDtypeForAnyNumberOfStepsAndLearningRates) {
   std::mt19937 random(4);
   ParameterArena arena(mixed_parameters(random));
