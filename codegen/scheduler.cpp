@@ -84,12 +84,56 @@ std::vector<VarRange> node_vars(const LoopNode& node) {
   return vars;
 }
 
+// Bounds a mask proves: `value` >= lower and `value` < upper whenever the mask holds.
+struct MaskBound {
+  SymInt value;
+  std::optional<SymInt> lower, upper;
+};
+
+// The bounds of the conjunction `mask` (comparisons of an index value with an index value or
+// an integer constant, joined by logical_and); other terms prove nothing and are skipped.
+void collect_mask_bounds(const Expr& mask, std::vector<MaskBound>& bounds) {
+  if (!mask || mask->kind != ExprKind::Binary) return;
+  if (mask->op == "logical_and") {
+    collect_mask_bounds(mask->args[0], bounds);
+    collect_mask_bounds(mask->args[1], bounds);
+    return;
+  }
+  if (mask->op != "ge" && mask->op != "lt") return;
+  const Expr& left = mask->args[0];
+  const Expr& right = mask->args[1];
+  if (left->kind != ExprKind::IndexValue) return;
+  std::optional<SymInt> limit;
+  if (right->kind == ExprKind::IndexValue) limit = right->index;
+  if (right->kind == ExprKind::Constant && is_integral(right->dtype)) limit = SymInt(right->int_value);
+  if (!limit) return;
+  if (mask->op == "ge") bounds.push_back({left->index, *limit, std::nullopt});
+  else bounds.push_back({left->index, std::nullopt, *limit});
+}
+
+// True when the bounds put `coordinate` in [0, size).
+bool proves_in_range(const std::vector<MaskBound>& bounds, const SymInt& coordinate, const SymInt& size) {
+  bool lower = false, upper = false;
+  for (const MaskBound& b : bounds) {
+    if (!(b.value == coordinate)) continue;
+    if (b.lower && b.lower->maybe_constant().value_or(-1) >= 0) lower = true;
+    if (b.upper && (*b.upper == size || (b.upper->is_constant() && size.is_constant() &&
+                                         b.upper->constant() <= size.constant()))) {
+      upper = true;
+    }
+  }
+  return lower && upper;
+}
+
 // Given the index at which a reader reads a buffer stored contiguously over `ranges`, the
 // coordinates (one expression of the reader's variables per dim of `ranges`) of the element
-// read, or nullopt when they cannot be recovered exactly. `masked`: the read is guarded by a
-// mask that keeps coordinates in bounds, so out-of-range coordinates are never evaluated.
+// read, or nullopt when they cannot be recovered exactly. `mask`: the predicate guarding the
+// read (or null). Each coordinate must stay in its dim's range for every iteration, or, for a
+// masked (padded) read, whenever the mask holds: the mask must test that very coordinate
+// against that dim's bounds. A mask over a merged dim or a neighbouring dim proves nothing
+// about this one (x3 in [0, 8) does not keep x3 inside a dim of 2).
 std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, const SymShape& ranges,
-                                                           const std::vector<VarRange>& vars, bool masked) {
+                                                           const std::vector<VarRange>& vars, const Expr& mask) {
   std::vector<SymInt> var_symbols;
   for (const VarRange& v : vars) var_symbols.push_back(v.var);
   std::optional<AffineIndex> affine = affine_form(index, var_symbols);
@@ -97,6 +141,7 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
   SymShape strides = contiguous(ranges);
   std::vector<SymInt> coords(ranges.size(), SymInt(0));
   std::vector<SymInt> largest(ranges.size(), SymInt(0));
+  std::vector<bool> starts_before(ranges.size(), false);
   for (size_t j = 0; j < vars.size(); ++j) {
     const SymInt& c = affine->coefficients[j];
     if (c == SymInt(0)) continue;
@@ -134,7 +179,7 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
       }
       if (ranges[d] == SymInt(1)) continue;
       int64_t part = trunc_div(*rest, *stride);
-      if (part < 0 && !masked) return std::nullopt;  // only a masked read may start before the buffer
+      if (part < 0) starts_before[d] = true;
       coords[d] = coords[d] + part;
       largest[d] = largest[d] + part;
       *rest -= part * *stride;
@@ -144,10 +189,11 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
   SymInt rebuilt = 0;
   for (size_t d = 0; d < ranges.size(); ++d) rebuilt = rebuilt + coords[d] * strides[d];
   if (!(rebuilt == index)) return std::nullopt;
-  if (!masked) {
-    for (size_t d = 0; d < ranges.size(); ++d) {
-      if (!fits_in(largest[d], ranges[d])) return std::nullopt;
-    }
+  std::vector<MaskBound> bounds;
+  collect_mask_bounds(mask, bounds);
+  for (size_t d = 0; d < ranges.size(); ++d) {
+    if (!starts_before[d] && fits_in(largest[d], ranges[d])) continue;
+    if (!proves_in_range(bounds, coords[d], ranges[d])) return std::nullopt;
   }
   return coords;
 }
@@ -212,7 +258,7 @@ class Scheduler {
             note(node.name + " is stored: " + reader.name + " reads it through an index tensor");
             break;
           }
-          if (!invert_contiguous_index(l->index, node.ranges, node_vars(reader), l->mask != nullptr)) {
+          if (!invert_contiguous_index(l->index, node.ranges, node_vars(reader), l->mask)) {
             invertible = false;
             note(node.name + " is stored: " + reader.name + " reads it at index " + l->index.to_string() +
                  ", which does not map back to its elements");
@@ -232,7 +278,7 @@ class Scheduler {
         LoopNode& reader = p.nodes[size_t(reader_id)];
         std::vector<VarRange> vars = node_vars(reader);
         reader.body = replace_loads(reader.body, buffer, [&](const ExprNode& l) -> Expr {
-          auto coords = invert_contiguous_index(l.index, node.ranges, vars, l.mask != nullptr);
+          auto coords = invert_contiguous_index(l.index, node.ranges, vars, l.mask);
           KILN_CHECK(coords.has_value(), "inlining: a checked load no longer inverts");
           std::map<std::string, SymInt> replacements;
           for (size_t d = 0; d < coords->size(); ++d) replacements[loop_var(d).to_string()] = (*coords)[d];

@@ -310,6 +310,22 @@ TEST(CpuBackend, ViewsFoldIntoIndexing) {
   expect_matches_interpreter(graph, {{"x", random_tensor({4, 6, 5}, DType::f32, 10)}});
 }
 
+// A pad of one dim guards only that dim: when a reshape then merges the padded dim with its
+// neighbour, the merged read must not be inlined as if the mask kept every coordinate in
+// bounds (this is the shape of max_pool2d's backward: each value spread over a 2x2 window).
+TEST(CpuBackend, PaddedDimsMergedByAReshapeAreIndexedRight) {
+  Graph graph;
+  Node* g = input(graph, "g", {2, 3, 4, 4});
+  Node* rows = graph.create_call("pad", {graph.create_call("unsqueeze", {g, 3}), ints({0, 0, 0, 1})});
+  Node* merged = graph.create_call("reshape", {rows, ints({2, 3, 8, 4})});
+  Node* cols = graph.create_call("pad", {graph.create_call("unsqueeze", {merged, 4}), ints({0, 1})});
+  Node* spread = graph.create_call("reshape", {cols, ints({2, 3, 8, 8})});
+  // A pad that shifts the merged dim by one: its mask bounds the merged dim, not the inner one.
+  Node* shifted = graph.create_call("pad", {spread, ints({1, -1})});
+  graph.create_output({spread, graph.create_call("add", {shifted, 1.0})});
+  expect_matches_interpreter(graph, {{"g", random_tensor({2, 3, 4, 4}, DType::f32, 12)}});
+}
+
 TEST(CpuBackend, TransposesAreTiledAndRight) {
   for (int64_t rows : {1, 31, 100}) {
     Graph graph;

@@ -64,13 +64,7 @@ void expect_gradients_as_interpreted(const std::string& model_name) {
 }
 
 TEST(CompiledTraining, MlpGradientsAreTheInterpretedJointGraphs) { expect_gradients_as_interpreted<Mlp>("mlp"); }
-// Disabled: the conv gradients differ from the interpreter's (fc's agree). The CPU backend's
-// scheduler miscompiles max_pool's backward: fusing
-//   p = pad(unsqueeze(g, 3), [0, 0, 0, 1]); m = reshape(p, [N, C, 2H, W]);
-//   out = reshape(pad(unsqueeze(m, 4), [0, 1]), [N, C, 2H, 2W])
-// into one pointwise kernel leaves rows 2..2H-1 of `out` zero (each loop node alone, and the
-// graph with fuse = false, are right). Enable once codegen/scheduler.cpp is fixed.
-TEST(CompiledTraining, DISABLED_CnnGradientsAreTheInterpretedJointGraphs) {
+TEST(CompiledTraining, CnnGradientsAreTheInterpretedJointGraphs) {
   expect_gradients_as_interpreted<SmallCnn>("cnn");
 }
 

@@ -89,12 +89,8 @@ void expect_parity(const std::string& model_name, const std::string& optimizer) 
 
 TEST(TrainingParity, MlpSgdMatchesPyTorchEveryStep) { expect_parity<Mlp>("mlp", "sgd"); }
 TEST(TrainingParity, MlpAdamMatchesPyTorchEveryStep) { expect_parity<Mlp>("mlp", "adam"); }
-// Disabled: the CPU backend's scheduler miscompiles the CNN's max_pool backward (a vertical
-// fusion through pad -> reshape -> pad computes wrong indices; unfused it is right). Repro and
-// details: CnnGradientsAreTheInterpretedJointGraphs in compiled_training_test.cpp. Enable once
-// codegen/scheduler.cpp is fixed.
-TEST(TrainingParity, DISABLED_CnnSgdMatchesPyTorchEveryStep) { expect_parity<SmallCnn>("cnn", "sgd"); }
-TEST(TrainingParity, DISABLED_CnnAdamMatchesPyTorchEveryStep) { expect_parity<SmallCnn>("cnn", "adam"); }
+TEST(TrainingParity, CnnSgdMatchesPyTorchEveryStep) { expect_parity<SmallCnn>("cnn", "sgd"); }
+TEST(TrainingParity, CnnAdamMatchesPyTorchEveryStep) { expect_parity<SmallCnn>("cnn", "adam"); }
 
 }  // namespace
 }  // namespace kiln::training_step_test
