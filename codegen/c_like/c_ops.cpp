@@ -72,7 +72,7 @@ KILN_OP double kop_sigmoid(double a) { return kiln_sigmoid(a); }
 KILN_OP float kop_erf(float a) { return kiln_erf(a); }
 KILN_OP double kop_erf(double a) { return kiln_erf(a); }
 template <class T> KILN_OP T kop_relu(T a) {
-  if constexpr (kiln_is_float<T>::value) return (a > T(0) || a != a) ? a : T(0);
+  if constexpr (kiln_is_float<T>::value) return ((a > T(0)) | (a != a)) ? a : T(0);
   else return a > T(0) ? a : T(0);
 }
 template <class T> KILN_OP T kop_floor(T a) { return a; }
@@ -188,19 +188,21 @@ template <class T> KILN_OP bool kop_lt(T a, T b) { return a < b; }
 template <class T> KILN_OP bool kop_le(T a, T b) { return a <= b; }
 template <class T> KILN_OP bool kop_gt(T a, T b) { return a > b; }
 template <class T> KILN_OP bool kop_ge(T a, T b) { return a >= b; }
-template <class T> KILN_OP bool kop_logical_and(T a, T b) { return (a != T(0)) && (b != T(0)); }
-template <class T> KILN_OP bool kop_logical_or(T a, T b) { return (a != T(0)) || (b != T(0)); }
+template <class T> KILN_OP bool kop_logical_and(T a, T b) { return (a != T(0)) & (b != T(0)); }
+template <class T> KILN_OP bool kop_logical_or(T a, T b) { return (a != T(0)) | (b != T(0)); }
 template <class T> KILN_OP bool kop_logical_xor(T a, T b) { return (a != T(0)) != (b != T(0)); }
 template <class T> KILN_OP T kop_bitwise_and(T a, T b) { return T(a & b); }
 template <class T> KILN_OP T kop_bitwise_or(T a, T b) { return T(a | b); }
 
-// ---- reduction combines (NaN propagates through max/min)
+// ---- reduction combines (NaN propagates through max/min). Bools combine with | and &, not
+// || and &&: no short circuit, so scalar code selects without a data-dependent branch (a
+// 3x3 max pool spent most of its time on mispredicted branches).
 template <class T> KILN_OP T kred_max(T acc, T v) {
-  if constexpr (kiln_is_float<T>::value) return (v > acc || v != v) ? v : acc;
+  if constexpr (kiln_is_float<T>::value) return ((v > acc) | (v != v)) ? v : acc;
   else return v > acc ? v : acc;
 }
 template <class T> KILN_OP T kred_min(T acc, T v) {
-  if constexpr (kiln_is_float<T>::value) return (v < acc || v != v) ? v : acc;
+  if constexpr (kiln_is_float<T>::value) return ((v < acc) | (v != v)) ? v : acc;
   else return v < acc ? v : acc;
 }
 )KILN_OPS";

@@ -210,7 +210,12 @@ class Emitter : public CPrinter {
     const DType at = accumulation_dtype(kernel, step);
     const std::string t = ctype(at);
     const std::string n = std::to_string(number);
-    const std::string L = std::to_string(kLanes);
+    // A short innermost row (a pooling window) gets one lane: sixteen lanes would cost more to
+    // set up and combine than the row itself.
+    const bool short_row = !kernel.inner.empty() && kernel.inner.back().is_constant() &&
+                           kernel.inner.back().constant() < kLanes;
+    const int lanes = short_row ? 1 : kLanes;
+    const std::string L = std::to_string(lanes);
     const ReductionKind kind = step.reduction;
     const bool arg = kind == ReductionKind::ArgMax || kind == ReductionKind::ArgMin;
     const bool welford = kind == ReductionKind::Welford;
@@ -227,7 +232,7 @@ class Emitter : public CPrinter {
       case ReductionKind::ArgMin: init = highest(at); break;
       case ReductionKind::Welford: init = literal(0, 0, at); break;
     }
-    const std::string L1 = std::to_string(kLanes + 1);
+    const std::string L1 = std::to_string(lanes + 1);
     if (welford) {
       // Lanes 0..L-1 see the same count in the main loop (one reciprocal per chunk, not one
       // division per element); lane L takes the tail.
