@@ -5,70 +5,35 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "cli_runner.h"
+#include "sample_models.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
+using cli_test::CliResult;
+using cli_test::read_file;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const fs::path kModels = fs::path(KILN_SOURCE_DIR) / "samples" / "models";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-class CompileCli : public ::testing::Test {
+class CompileCli : public cli_test::KilnCliTest {
  protected:
-  struct Result {
-    int status = -1;
-    std::string out;
-    std::string err;
-  };
-
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("kiln_compile_cli_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs kiln with a cache private to the test.
-  Result kiln(const std::string& arguments, const std::string& environment = "") {
-    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string command = "env KILN_CACHE_DIR=" + (dir_ / "cache").string() + " " + environment + " " +
-                          std::string(KILN_EXECUTABLE) + " " + arguments + " >" + out.string() + " 2>" + err.string();
-    int raw = std::system(command.c_str());
-    return Result{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(out), read_file(err)};
-  }
-
-  std::string mlp() const { return (kModels / "mlp.kiln").string(); }
-  std::string mlp_input() const { return "x=" + (kModels / "mlp_data" / "inputs" / "x.npy").string(); }
-
-  fs::path dir_;
+  static std::string mlp() { return cli_test::sample_model("mlp"); }
+  static std::string mlp_input() { return cli_test::sample_input("mlp"); }
 };
 
 TEST_F(CompileCli, CompilePrintsStagesThenHitsTheCache) {
-  Result first = kiln("compile " + mlp());
+  CliResult first = kiln("compile " + mlp());
   ASSERT_EQ(first.status, 0) << first.err;
   for (const char* stage : {"passes", "lower", "schedule", "codegen", "c++ compile", "load", "total"}) {
     EXPECT_THAT(first.out, HasSubstr(stage));
   }
   EXPECT_THAT(first.out, HasSubstr("compiled: key "));
-  Result second = kiln("compile " + mlp());
+  CliResult second = kiln("compile " + mlp());
   ASSERT_EQ(second.status, 0) << second.err;
   EXPECT_THAT(second.out, HasSubstr("cache hit: key "));
   EXPECT_THAT(second.out, Not(HasSubstr("c++ compile")));
@@ -76,20 +41,20 @@ TEST_F(CompileCli, CompilePrintsStagesThenHitsTheCache) {
 
 TEST_F(CompileCli, OutputDirectoryHoldsTheSourceAndTheLibrary) {
   fs::path out = dir_ / "artifact";
-  Result result = kiln("compile " + mlp() + " -o " + out.string());
+  CliResult result = kiln("compile " + mlp() + " -o " + out.string());
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_TRUE(fs::exists(out / "module.cpp"));
   EXPECT_TRUE(fs::exists(out / "module.so"));
   EXPECT_TRUE(fs::exists(out / "manifest.json"));
   EXPECT_THAT(read_file(out / "module.cpp"), HasSubstr("kiln_run"));
-  Result again = kiln("compile " + mlp() + " -o " + out.string());
+  CliResult again = kiln("compile " + mlp() + " -o " + out.string());
   EXPECT_EQ(again.status, 1);
   EXPECT_THAT(again.err, HasSubstr("exists and is not empty"));
   EXPECT_EQ(kiln("compile " + mlp() + " -o " + out.string() + " --force").status, 0);
 }
 
 TEST_F(CompileCli, RunCpuCheckPrintsErrorsAgainstTheInterpreter) {
-  Result result = kiln("run " + mlp() + " --backend cpu --check --input " + mlp_input());
+  CliResult result = kiln("run " + mlp() + " --backend cpu --check --input " + mlp_input());
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("check probs: max abs err"));
   EXPECT_THAT(result.out, HasSubstr(": ok"));
@@ -98,62 +63,63 @@ TEST_F(CompileCli, RunCpuCheckPrintsErrorsAgainstTheInterpreter) {
 TEST_F(CompileCli, RunCheckFailsPastTheTolerance) {
   // A tolerance below f32 rounding: the compiled softmax cannot match the double-precision
   // interpreter to 1e-30 relative, so the check must fail with exit 1.
-  Result result = kiln("run " + (kModels / "attention.kiln").string() +
-                       " --backend cpu --check --random-inputs 3 --rtol 0 --atol 0");
+  CliResult result = kiln("run " + cli_test::sample_model("attention") +
+                          " --backend cpu --check --random-inputs 3 --rtol 0 --atol 0");
   EXPECT_EQ(result.status, 1) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("FAIL"));
 }
 
 TEST_F(CompileCli, ScalarAndAvx2CodeGiveTheSameAnswers) {
   for (const char* isa : {"scalar", "avx2"}) {
-    Result result = kiln("run " + (kModels / "cnn.kiln").string() + " --backend cpu --check --random-inputs 5 --isa " + isa);
+    CliResult result =
+        kiln("run " + cli_test::sample_model("cnn") + " --backend cpu --check --random-inputs 5 --isa " + isa);
     EXPECT_EQ(result.status, 0) << isa << ": " << result.out << result.err;
   }
 }
 
 TEST_F(CompileCli, BenchPrintsMedianAndSpread) {
-  Result text = kiln("bench " + mlp() + " --iters 5 --warmup 1 --dim s0=8");
+  CliResult text = kiln("bench " + mlp() + " --iters 5 --warmup 1 --dim s0=8");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("median"));
   EXPECT_THAT(text.out, HasSubstr("p90"));
-  Result json = kiln("bench " + mlp() + " --iters 3 --warmup 0 --dim s0=8 --json --backend interp");
+  CliResult json = kiln("bench " + mlp() + " --iters 3 --warmup 0 --dim s0=8 --json --backend interp");
   ASSERT_EQ(json.status, 0) << json.err;
   EXPECT_THAT(json.out, HasSubstr("\"median_ms\""));
 }
 
 TEST_F(CompileCli, DumpCodegenStages) {
-  Result loops = kiln("dump " + mlp() + " --stage loops");
+  CliResult loops = kiln("dump " + mlp() + " --stage loops");
   ASSERT_EQ(loops.status, 0) << loops.err;
   EXPECT_THAT(loops.out, HasSubstr("Gemm"));
-  Result scheduled = kiln("dump " + mlp() + " --stage scheduled");
+  CliResult scheduled = kiln("dump " + mlp() + " --stage scheduled");
   ASSERT_EQ(scheduled.status, 0) << scheduled.err;
   EXPECT_THAT(scheduled.out, HasSubstr("# 3 kernels"));
   EXPECT_THAT(scheduled.out, HasSubstr("fuses:"));
   EXPECT_THAT(scheduled.out, HasSubstr("# memory plan"));
-  Result cpp = kiln("dump " + mlp() + " --stage cpp");
+  CliResult cpp = kiln("dump " + mlp() + " --stage cpp");
   ASSERT_EQ(cpp.status, 0) << cpp.err;
   EXPECT_THAT(cpp.out, HasSubstr("#pragma omp"));
-  Result json = kiln("dump " + mlp() + " --stage cpp --format json");
+  CliResult json = kiln("dump " + mlp() + " --stage cpp --format json");
   EXPECT_EQ(json.status, 1);
   EXPECT_THAT(json.err, HasSubstr("prints text only"));
 }
 
 TEST_F(CompileCli, FusionLogExplainsDecisions) {
-  Result result = kiln("compile " + mlp(), "KILN_LOG=fusion");
+  CliResult result = kiln("compile " + mlp(), "KILN_LOG=fusion");
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_THAT(result.err, HasSubstr("kiln[fusion]: relu is stored: a library call reads it"));
 }
 
 TEST_F(CompileCli, BadFlagsAreUserErrors) {
-  Result isa = kiln("compile " + mlp() + " --isa avx9000");
+  CliResult isa = kiln("compile " + mlp() + " --isa avx9000");
   EXPECT_EQ(isa.status, 1);
-  Result missing = kiln("compile " + (dir_ / "nope.kiln").string());
+  CliResult missing = kiln("compile " + (dir_ / "nope.kiln").string());
   EXPECT_EQ(missing.status, 1);
   EXPECT_THAT(missing.err, HasSubstr("nope.kiln"));
-  Result env = kiln("compile " + mlp(), "KILN_ISA=bogus");
+  CliResult env = kiln("compile " + mlp(), "KILN_ISA=bogus");
   EXPECT_EQ(env.status, 1);
   EXPECT_THAT(env.err, HasSubstr("KILN_ISA"));
-  Result compiler = kiln("compile " + mlp() + " --no-cache", "CXX=/nonexistent/c++");
+  CliResult compiler = kiln("compile " + mlp() + " --no-cache", "CXX=/nonexistent/c++");
   EXPECT_EQ(compiler.status, 1);
   EXPECT_THAT(compiler.err, HasSubstr("was not found"));
 }

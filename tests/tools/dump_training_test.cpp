@@ -6,32 +6,21 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "cli_runner.h"
+#include "sample_models.h"
 
 namespace kiln {
 namespace {
 
-namespace fs = std::filesystem;
+using cli_test::CliResult;
+using cli_test::expect_user_error;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-const fs::path kModels = fs::path(KILN_SOURCE_DIR) / "samples" / "models";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // The text after the report's comment lines.
 std::string without_comment_header(const std::string& text) {
@@ -40,72 +29,19 @@ std::string without_comment_header(const std::string& text) {
   return text.substr(start);
 }
 
-class DumpTraining : public ::testing::Test {
+class DumpTraining : public cli_test::KilnCliTest {
  protected:
-  struct Result {
-    int status = -1;
-    std::string out;
-    std::string err;
-  };
-
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("kiln_dump_training_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+  std::string mlp_with(const std::string& name, const std::string& extra_nodes, const std::string& outputs) const {
+    return cli_test::write_mlp_with(dir_, name, extra_nodes, outputs);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result kiln(const std::string& arguments) {
-    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string command = std::string(KILN_EXECUTABLE) + " " + arguments + " >" + out.string() + " 2>" + err.string();
-    int raw = std::system(command.c_str());
-    Result result;
-    result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    result.out = read_file(out);
-    result.err = read_file(err);
-    return result;
+  std::string mlp_with_loss() const { return cli_test::write_mlp_with_loss(dir_); }
+  std::string write_model(const std::string& name, const std::string& text) const {
+    return cli_test::write_mlp_model(dir_, name, text);
   }
-
-  // A copy of the MLP sample (with its weights) whose return is replaced by `outputs`, after
-  // the lines in `extra_nodes`.
-  std::string mlp_with(const std::string& name, const std::string& extra_nodes, const std::string& outputs) {
-    std::string text = read_file(kModels / "mlp.kiln");
-    const std::string old_return = "    return (probs,)\n";
-    size_t at = text.find(old_return);
-    EXPECT_NE(at, std::string::npos);
-    text.replace(at, old_return.size(), extra_nodes + "    return " + outputs + "\n");
-    // probs gains users: drop its written use count (the parser checks it when written).
-    const std::string probs_users = "%probs : f32[s0, 10] [num_users=1] =";
-    at = text.find(probs_users);
-    EXPECT_NE(at, std::string::npos);
-    text.replace(at, probs_users.size(), "%probs : f32[s0, 10] =");
-    return write_model(name, text);
-  }
-  std::string mlp_with_loss() {
-    return mlp_with("mlp_loss", "    %loss : f32[] = call_function[target=mean](args = (%probs,), kwargs = {})\n",
-                    "(probs, loss)");
-  }
-  // A model file `name`.kiln holding `text`, with the MLP's weights beside it.
-  std::string write_model(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / (name + ".kiln"), std::ios::binary) << text;
-    fs::copy_file(kModels / "mlp.safetensors", dir_ / (name + ".safetensors"), fs::copy_options::overwrite_existing);
-    return (dir_ / (name + ".kiln")).string();
-  }
-
-  // A user error: status 1, one line on stderr starting "kiln: error: ".
-  static void expect_user_error(const Result& result, const std::string& expected) {
-    EXPECT_EQ(result.status, 1) << result.err;
-    EXPECT_THAT(result.err, StartsWith("kiln: error: "));
-    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
-    EXPECT_THAT(result.err, HasSubstr(expected));
-  }
-
-  fs::path dir_;
 };
 
 TEST_F(DumpTraining, JointGraphReturnsTheForwardOutputsThenEveryParameterGradient) {
-  Result joint = kiln("dump " + mlp_with_loss() + " --stage joint");
+  CliResult joint = kiln("dump " + mlp_with_loss() + " --stage joint");
   ASSERT_EQ(joint.status, 0) << joint.err;
   EXPECT_THAT(joint.out, StartsWith("graph():"));
   // probs, loss, then the gradients of fc1.weight, fc1.bias, fc2.weight, fc2.bias.
@@ -115,7 +51,7 @@ TEST_F(DumpTraining, JointGraphReturnsTheForwardOutputsThenEveryParameterGradien
   EXPECT_THAT(returned, StartsWith("return (probs, loss, "));
   EXPECT_EQ(std::count(returned.begin(), returned.end(), ','), 5) << returned;
   // --loss names the same output explicitly.
-  Result named = kiln("dump " + mlp_with_loss() + " --stage joint --loss loss");
+  CliResult named = kiln("dump " + mlp_with_loss() + " --stage joint --loss loss");
   EXPECT_EQ(named.status, 0) << named.err;
   EXPECT_EQ(named.out, joint.out);
 }
@@ -123,7 +59,7 @@ TEST_F(DumpTraining, JointGraphReturnsTheForwardOutputsThenEveryParameterGradien
 TEST_F(DumpTraining, ForwardAndBackwardAreHeadedByTheReportAndReadBackIn) {
   std::string model = mlp_with_loss();
   for (const char* stage : {"forward", "backward"}) {
-    Result result = kiln("dump " + model + " --stage " + stage);
+    CliResult result = kiln("dump " + model + " --stage " + stage);
     ASSERT_EQ(result.status, 0) << stage << ": " << result.err;
     EXPECT_THAT(result.out, StartsWith("# partition: saved ")) << stage;
     EXPECT_THAT(result.out, HasSubstr("; saving every activation: ")) << stage;
@@ -133,18 +69,18 @@ TEST_F(DumpTraining, ForwardAndBackwardAreHeadedByTheReportAndReadBackIn) {
   // The forward dump, report included, is a model file `kiln dump` reads (the weights beside
   // it) and prints back without the comments. (The backward reads constants that constant
   // folding made, which no weights file holds.)
-  Result forward = kiln("dump " + model + " --stage forward");
-  Result reread = kiln("dump " + write_model("forward", forward.out));
+  CliResult forward = kiln("dump " + model + " --stage forward");
+  CliResult reread = kiln("dump " + write_model("forward", forward.out));
   EXPECT_EQ(reread.status, 0) << reread.err;
   EXPECT_EQ(reread.out, without_comment_header(forward.out));
   // The forward returns probs and loss, then the saved values, x first.
   EXPECT_THAT(forward.out, HasSubstr("return (probs, loss, x, "));
-  Result backward = kiln("dump " + model + " --stage backward");
+  CliResult backward = kiln("dump " + model + " --stage backward");
   EXPECT_THAT(backward.out, HasSubstr("%x : f32[s0, 784] [num_users=1] = placeholder[target=x]"));
 }
 
 TEST_F(DumpTraining, ReportGoesToStderrBesideJson) {
-  Result json = kiln("dump " + mlp_with_loss() + " --stage backward --format json");
+  CliResult json = kiln("dump " + mlp_with_loss() + " --stage backward --format json");
   ASSERT_EQ(json.status, 0) << json.err;
   EXPECT_THAT(json.out, StartsWith("{"));
   EXPECT_THAT(json.out, Not(HasSubstr("# partition")));
@@ -152,7 +88,7 @@ TEST_F(DumpTraining, ReportGoesToStderrBesideJson) {
 }
 
 TEST_F(DumpTraining, LossErrorsAreOneClearLine) {
-  std::string mlp = (kModels / "mlp.kiln").string();
+  std::string mlp = cli_test::sample_model("mlp");
   expect_user_error(kiln("dump " + mlp + " --stage joint"),
                     "the model has no floating scalar output to differentiate (outputs: probs f32[s0, 10]): name the "
                     "loss with --loss NAME");
@@ -167,7 +103,7 @@ TEST_F(DumpTraining, LossErrorsAreOneClearLine) {
                                     "    %total : f32[] = call_function[target=sum](args = (%probs,), kwargs = {})\n",
                                     "(loss, total)");
   expect_user_error(kiln("dump " + two_losses + " --stage joint"), "the model has several floating scalar outputs");
-  Result chosen = kiln("dump " + two_losses + " --stage joint --loss total");
+  CliResult chosen = kiln("dump " + two_losses + " --stage joint --loss total");
   EXPECT_EQ(chosen.status, 0) << chosen.err;
 }
 

@@ -4,61 +4,25 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "cli_runner.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
+using cli_test::CliResult;
 using ::testing::HasSubstr;
 
 const fs::path kOnnxData = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "onnx";
 
-std::string read_file(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-class OnnxCli : public ::testing::Test {
- protected:
-  struct Result {
-    int status = -1;
-    std::string out;
-    std::string err;
-  };
-
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("kiln_onnx_cli_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs kiln with a cache private to the test.
-  Result kiln(const std::string& arguments) {
-    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string command = "env KILN_CACHE_DIR=" + (dir_ / "cache").string() + " " + std::string(KILN_EXECUTABLE) + " " +
-                          arguments + " >" + out.string() + " 2>" + err.string();
-    int raw = std::system(command.c_str());
-    return Result{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(out), read_file(err)};
-  }
-
-  fs::path dir_;
-};
+using OnnxCli = cli_test::KilnCliTest;
 
 TEST_F(OnnxCli, DumpShowsTheImportedGraphWithItsOnnxSource) {
-  Result result = kiln("dump " + (kOnnxData / "models" / "mlp" / "model.onnx").string() + " --show-source");
+  CliResult result = kiln("dump " + (kOnnxData / "models" / "mlp" / "model.onnx").string() + " --show-source");
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("%x : f32[8, 64] [num_users=1] = placeholder[target=x]"));
   EXPECT_THAT(result.out, HasSubstr("get_attr[target=fc1.weight]"));
@@ -69,8 +33,8 @@ TEST_F(OnnxCli, DumpShowsTheImportedGraphWithItsOnnxSource) {
 
 TEST_F(OnnxCli, RunOnTheCpuBackendChecksAgainstTheInterpreter) {
   fs::path folder = kOnnxData / "models" / "lenet";
-  Result result = kiln("run " + (folder / "model.onnx").string() + " --backend cpu --check --input image=" +
-                       (folder / "input_0.npy").string() + " --out " + (dir_ / "out").string());
+  CliResult result = kiln("run " + (folder / "model.onnx").string() + " --backend cpu --check --input image=" +
+                          (folder / "input_0.npy").string() + " --out " + (dir_ / "out").string());
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("check logits: max abs err"));
   EXPECT_THAT(result.out, HasSubstr(": ok"));
@@ -78,13 +42,13 @@ TEST_F(OnnxCli, RunOnTheCpuBackendChecksAgainstTheInterpreter) {
 }
 
 TEST_F(OnnxCli, CompileAnOnnxModel) {
-  Result result = kiln("compile " + (kOnnxData / "models" / "transformer_encoder_layer" / "model.onnx").string());
+  CliResult result = kiln("compile " + (kOnnxData / "models" / "transformer_encoder_layer" / "model.onnx").string());
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("compiled: key "));
 }
 
 TEST_F(OnnxCli, RefusedModelIsOneLineAndExitOne) {
-  Result result = kiln("run " + (kOnnxData / "bad" / "unsupported_ops.onnx").string() + " --random-inputs 0");
+  CliResult result = kiln("run " + (kOnnxData / "bad" / "unsupported_ops.onnx").string() + " --random-inputs 0");
   EXPECT_EQ(result.status, 1);
   EXPECT_THAT(result.err, HasSubstr("uses 3 ONNX ops that Kiln does not support, in 4 nodes"));
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
