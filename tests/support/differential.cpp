@@ -1,9 +1,16 @@
 // Helpers of differential tests. See tests/support/differential.h.
 #include "tests/support/differential.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
+
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "runtime/error.h"
+#include "tests/support/random_graph.h"
 
 namespace kiln::test_support {
 
@@ -42,6 +49,34 @@ std::string compare_tensors(const Tensor& expected, const Tensor& actual, double
     }
   }
   return "";
+}
+
+void expect_random_graphs_match_interpreter(int count, const GraphRunner& run, double rtol, double atol) {
+  for (int seed = 0; seed < count; ++seed) {
+    ir::Graph graph = random_graph(uint64_t(seed));
+    std::map<std::string, Tensor> inputs = random_inputs(graph, uint64_t(seed));
+    std::map<std::string, Tensor> inputs_copy;
+    for (auto& [name, value] : inputs) inputs_copy[name] = value.clone();
+    std::vector<Tensor> expected;
+    try {
+      expected = ir::interpret(graph, inputs_copy);
+    } catch (const Error&) {
+      continue;  // the graph is invalid for these inputs (the interpreter refuses it too)
+    }
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::vector<Tensor> actual;
+    try {
+      actual = run(graph, inputs);
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << error.what() << "\n" << ir::print_graph(graph);
+      continue;
+    }
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], rtol, atol), "") << "output " << i << "\n"
+                                                                         << ir::print_graph(graph);
+    }
+  }
 }
 
 }  // namespace kiln::test_support
