@@ -49,11 +49,12 @@ int64_t find_loss_output(const ir::Graph& model, const std::string& loss) {
        " (outputs: ", describe_outputs(model), "): name the loss with --loss NAME");
 }
 
-passes::JointGraph training_joint_graph(const ir::Graph& model, const std::string& loss) {
+passes::JointGraph training_joint_graph(const ir::Graph& model, const std::string& loss,
+                                        const std::vector<std::string>& wrt) {
   int64_t loss_output = find_loss_output(model, loss);
   ir::Graph graph = model.clone();
   passes::run_pipeline(graph, "simplified");
-  passes::JointGraph joint = passes::build_joint_graph(graph, passes::AutodiffOptions::for_loss(loss_output));
+  passes::JointGraph joint = passes::build_joint_graph(graph, passes::AutodiffOptions::for_loss(loss_output, wrt));
   passes::run_passes(joint.graph, {"simplify"});
   return joint;
 }

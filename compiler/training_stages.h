@@ -1,11 +1,13 @@
-// The training stages of the pipeline, for `kiln dump --stage joint|forward|backward`: a
-// model after the default pipeline ("simplified"), its joint forward+backward graph for a
-// scalar loss output against every floating parameter (passes/autodiff.h, then simplified
-// again), and that graph's min-cut partition into forward and backward (passes/partition.h).
+// The training stages of the pipeline, for `kiln dump --stage joint|forward|backward` and
+// kiln::compile_training: a model after the default pipeline ("simplified"), its joint
+// forward+backward graph for a scalar loss output against its floating parameters
+// (passes/autodiff.h, then simplified again), and that graph's min-cut partition into forward
+// and backward (passes/partition.h).
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/graph.h"
 #include "passes/joint_graph.h"
@@ -23,7 +25,10 @@ bool is_training_stage(std::string_view stage);
 int64_t find_loss_output(const ir::Graph& model, const std::string& loss);
 
 // The joint graph of `model` (as loaded, at any stage up to "simplified"; copied) for the
-// loss output chosen by find_loss_output, with gradients of every floating parameter.
-passes::JointGraph training_joint_graph(const ir::Graph& model, const std::string& loss);
+// loss output chosen by find_loss_output, with gradients of the parameters (get_attr targets)
+// and placeholders named in `wrt`, in that order; an empty `wrt`: every floating parameter the
+// model reads, in the order of each one's first read.
+passes::JointGraph training_joint_graph(const ir::Graph& model, const std::string& loss,
+                                        const std::vector<std::string>& wrt = {});
 
 }  // namespace kiln::compiler

@@ -6,8 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "compiler/training_stages.h"
 #include "kiln/trace.h"
-#include "passes/autodiff.h"
 #include "passes/functionalize.h"
 #include "passes/pass_manager.h"
 #include "runtime/error.h"
@@ -135,9 +135,9 @@ std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(c
     for (const NamedTensor& parameter : parameters_read(module, graph)) wrt.push_back(parameter.name);
   }
   if (wrt.empty()) fail("compile_training: the loss reads none of ", module.describe(), "'s trainable parameters");
-  passes::JointGraph joint = passes::build_joint_graph(graph, passes::AutodiffOptions::for_loss(0, wrt));
-  passes::run_passes(joint.graph, {"simplify"});
-  program->partition = passes::partition_joint_graph(joint);
+  // The traced loss is output 0; the pipeline finds nothing more to do on the simplified graph.
+  const std::string loss_name = graph.output_names()[0];
+  program->partition = passes::partition_joint_graph(compiler::training_joint_graph(graph, loss_name, wrt));
   // When nothing is saved the buffer updates are the forward's trailing outputs, and the CPU
   // backend copies them back itself (and drops them from its outputs).
   if (program->partition.saved.empty()) program->buffer_updates.clear();
