@@ -5,8 +5,7 @@
 //                figure to hold against the STREAM triad (bench/README.md) and against
 //                PyTorch's fused/foreach Adam (bench/compare_optimizers.py prints both)
 // The update runs in place (fused_optimizer.h): those bytes are all it moves.
-// Build: not yet a CMake target (bench/CMakeLists.txt would add kiln_optimizer_bench like
-// kiln_eager_bench: this file, kiln_compiler and benchmark::benchmark). Run:
+// Build: make kiln_optimizer_bench (bench/CMakeLists.txt). Run:
 // kiln_optimizer_bench [--benchmark_format=json]; KILN_CACHE_DIR chooses the compile cache.
 #include <benchmark/benchmark.h>
 
