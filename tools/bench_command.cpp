@@ -118,7 +118,7 @@ int run_bench(const BenchOptions& options) {
 void add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* bench = app.add_subcommand("bench", "Time a model's runs: median latency and spread, after warm-up.");
-  bench->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  add_model_argument(*bench, options->model);
   bench->add_option("--backend", options->backend, "cpu: compiled C++; cuda: compiled CUDA on the GPU; interp: the reference interpreter")
       ->check(CLI::IsMember({"cpu", "cuda", "interp"}))
       ->capture_default_str();

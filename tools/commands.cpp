@@ -1,4 +1,5 @@
-// Dispatch from a parsed subcommand to its action.
+// What the subcommands share: the MODEL argument, and the dispatch from a parsed subcommand to
+// its action.
 #include "tools/commands.h"
 
 #include <map>
@@ -15,6 +16,10 @@ std::map<CLI::App*, std::function<int()>>& actions() {
   return table;
 }
 }  // namespace
+
+void add_model_argument(CLI::App& command, std::string& model) {
+  command.add_option("MODEL", model, "Model file: .kiln (IR text), .json (IR JSON) or .onnx (ONNX)")->required();
+}
 
 void register_action(CLI::App* subcommand, std::function<int()> action) {
   actions()[subcommand] = std::move(action);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace CLI { class App; }
 
@@ -14,6 +15,10 @@ void add_opt_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+
+// Adds the MODEL argument (required) of a command that loads a model, into `model`: any file
+// compiler/model_loader.h reads.
+void add_model_argument(CLI::App& command, std::string& model);
 
 // Registers the action of a subcommand (called by the add_*_command functions).
 void register_action(CLI::App* subcommand, std::function<int()> action);

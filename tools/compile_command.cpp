@@ -119,7 +119,7 @@ int run_compile(const CompileOptions& options) {
 void add_compile_command(CLI::App& app) {
   auto options = std::make_shared<CompileOptions>();
   CLI::App* compile = app.add_subcommand("compile", "Compile a model to fused C++ (OpenMP, AVX-512/AVX2) and a shared object.");
-  compile->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  add_model_argument(*compile, options->model);
   compile->add_option("--out,-o", options->out_dir, "Also write the artifact and its generated source into DIR");
   compile->add_option("--isa", options->isa, "Instruction set: scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));

@@ -115,7 +115,7 @@ std::string stage_help() {
 void add_dump_command(CLI::App& app) {
   auto options = std::make_shared<DumpOptions>();
   CLI::App* dump = app.add_subcommand("dump", "Print a model's graph IR (as torch.fx prints a graph), at any stage.");
-  dump->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  add_model_argument(*dump, options->model);
   dump->add_option("--format", options->format, "Output format: text, json or dot")
       ->check(CLI::IsMember({"text", "json", "dot"}))
       ->capture_default_str();

@@ -47,7 +47,7 @@ std::string passes_help() {
 void add_opt_command(CLI::App& app) {
   auto options = std::make_shared<OptOptions>();
   CLI::App* opt = app.add_subcommand("opt", "Run a list of graph passes on a model and print the result.");
-  opt->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  add_model_argument(*opt, options->model);
   opt->add_option("--passes,-p", options->passes, passes_help())->delimiter(',')->required();
   opt->add_flag("--verbose,-v", options->verbose, "Print each pass's time and the IR after it (to stderr)");
   opt->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");

@@ -126,7 +126,7 @@ int run_run(const RunOptions& options) {
 void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* run = app.add_subcommand("run", "Run a model on given or random inputs: reference interpreter, eager mode or compiled CPU code.");
-  run->add_option("MODEL", options->model, "Model file: .kiln (IR text) or .json (IR JSON)")->required();
+  add_model_argument(*run, options->model);
   run->add_option("--input,-i", options->inputs, "An input as NAME=FILE.npy (repeatable)");
   run->add_option("--random-inputs", options->random_seed,
                   "Fill every input not given with --input with random values from this seed");

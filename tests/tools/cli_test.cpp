@@ -46,6 +46,14 @@ TEST_F(Cli, HelpListsCommands) {
   EXPECT_THAT(run_help.out, HasSubstr("--random-inputs"));
 }
 
+TEST_F(Cli, EveryModelCommandSaysWhichFilesItReads) {
+  for (const char* command : {"dump", "run", "opt", "compile", "bench"}) {
+    CliResult help = kiln(std::string(command) + " --help");
+    EXPECT_EQ(help.status, 0) << command;
+    EXPECT_THAT(help.out, HasSubstr("Model file: .kiln (IR text), .json (IR JSON) or .onnx (ONNX)")) << command;
+  }
+}
+
 TEST_F(Cli, BadUsageIsAUserError) {
   EXPECT_EQ(kiln("").status, 1);
   EXPECT_EQ(kiln("frobnicate").status, 1);
