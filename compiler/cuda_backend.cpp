@@ -91,6 +91,17 @@ Sizes evaluate_shape(const ir::SymShape& shape, const std::map<std::string, int6
   return sizes;
 }
 
+// The cuBLASLt epilogue of a fused GEMM step (codegen/cuda/gemm_epilogue.h).
+cuda::GemmEpilogue lt_epilogue(const cg::FusedGemmEpilogue& fused) {
+  const bool bias = fused.bias.has_value();
+  switch (fused.activation) {
+    case cg::GemmActivation::none: return bias ? cuda::GemmEpilogue::bias : cuda::GemmEpilogue::none;
+    case cg::GemmActivation::relu: return bias ? cuda::GemmEpilogue::bias_relu : cuda::GemmEpilogue::relu;
+    case cg::GemmActivation::gelu_tanh: return bias ? cuda::GemmEpilogue::bias_gelu : cuda::GemmEpilogue::gelu;
+  }
+  KILN_CHECK(false, "unknown GEMM activation");
+}
+
 }  // namespace
 
 std::string launch_plan_json(const codegen::ScheduledProgram& scheduled, const cg::CudaModule& module,
@@ -113,8 +124,17 @@ std::string launch_plan_json(const codegen::ScheduledProgram& scheduled, const c
     if (step.kind == cg::LaunchStep::Kind::Library) {
       const codegen::LoopNode& node = p.nodes.at(size_t(step.loop_node));
       bool gemm = node.extern_call.kind == codegen::ExternKind::Gemm;
-      steps.push_back({{"library", gemm ? "gemm" : "fallback"}, {"node", node.name},
-                       {"graph_node", gemm ? node.name : node.extern_call.graph_node}});
+      nlohmann::json entry = {{"library", gemm ? "gemm" : "fallback"}, {"node", node.name},
+                              {"graph_node", gemm ? node.name : node.extern_call.graph_node}};
+      if (const std::optional<cg::FusedGemmEpilogue>& epilogue = step.epilogue) {
+        entry["library"] = "gemm_lt";
+        entry["epilogue"] = cg::epilogue_name(*epilogue);
+        if (epilogue->bias) {
+          entry["bias"] = {{"buffer", p.buffer(epilogue->bias->buffer).name}, {"offset", epilogue->bias->offset.to_string()}};
+        }
+        entry["output"] = p.buffer(epilogue->output).name;
+      }
+      steps.push_back(entry);
       continue;
     }
     nlohmann::json arguments = nlohmann::json::array();
@@ -326,10 +346,23 @@ std::vector<Tensor> CudaModel::run(const std::map<std::string, Tensor>& inputs) 
       if (!device.cublas) device.cublas = std::make_unique<cuda::Cublas>(device.context);
       CUdeviceptr base_a = pointer_of(a.buffer) + CUdeviceptr(a.offset.evaluate(bindings)) * element;
       CUdeviceptr base_b = pointer_of(b.buffer) + CUdeviceptr(b.offset.evaluate(bindings)) * element;
-      CUdeviceptr base_out = pointer_of(out.buffer) + CUdeviceptr(out.offset.evaluate(bindings)) * element;
+      // A fused epilogue's call writes the epilogue's output, laid out as the GEMM's.
+      const int written = step.epilogue ? step.epilogue->output : out.buffer;
+      CUdeviceptr base_out = pointer_of(written) + CUdeviceptr(out.offset.evaluate(bindings)) * element;
+      CUdeviceptr bias = 0;
+      if (step.epilogue && step.epilogue->bias) {
+        const codegen::StridedView& view = *step.epilogue->bias;
+        bias = pointer_of(view.buffer) + CUdeviceptr(view.offset.evaluate(bindings)) * element;
+      }
       for (const auto& offset : calls->offsets) {
-        device.cublas->gemm(device.stream, calls->gemm, dtype, base_a + CUdeviceptr(offset[0]) * element,
-                            base_b + CUdeviceptr(offset[1]) * element, base_out + CUdeviceptr(offset[2]) * element);
+        CUdeviceptr call_a = base_a + CUdeviceptr(offset[0]) * element, call_b = base_b + CUdeviceptr(offset[1]) * element;
+        CUdeviceptr call_out = base_out + CUdeviceptr(offset[2]) * element;
+        if (step.epilogue) {
+          device.cublas->gemm_with_epilogue(device.stream, calls->gemm, dtype, call_a, call_b, call_out,
+                                            lt_epilogue(*step.epilogue), bias);
+        } else {
+          device.cublas->gemm(device.stream, calls->gemm, dtype, call_a, call_b, call_out);
+        }
       }
       continue;
     }

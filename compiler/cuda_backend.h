@@ -6,9 +6,10 @@
 // when one is present, else sm_80. Running needs a device: without one, run() throws the
 // runtime's "no CUDA device: <reason>" error. A run uploads the inputs (and, once, the
 // parameters), allocates the outputs and one workspace from the caching device allocator, runs
-// the steps in order on one stream (kernel launches; GEMMs through cuBLAS; fallback nodes on the
-// host through their reference kernels), checks the kernels' fault flags, and downloads the
-// outputs.
+// the steps in order on one stream (kernel launches; GEMMs through cuBLAS, or through one
+// cuBLASLt call when the emitter fused their epilogue (bias, relu, GELU tanh:
+// codegen/cuda/gemm_epilogue.h); fallback nodes on the host through their reference kernels),
+// checks the kernels' fault flags, and downloads the outputs.
 #pragma once
 
 #include <filesystem>
@@ -64,6 +65,7 @@ class CudaModel {
   double last_device_milliseconds() const { return last_device_milliseconds_; }
 
   const CudaCompileResult& result() const { return result_; }
+  const codegen::ScheduledProgram& scheduled() const { return scheduled_; }
   const codegen::cuda::CudaModule& module() const { return module_; }
   const cuda::DeviceCode& device_code() const { return device_code_; }
 
@@ -81,7 +83,8 @@ class CudaModel {
 };
 
 // The launch plan as JSON (what launch_plan.json holds): buffers with kinds, dtypes, shapes and
-// workspace offsets; the workspace and scratch sizes; every step in order.
+// workspace offsets; the workspace and scratch sizes; every step in order (a fused GEMM as
+// "library": "gemm_lt" with its epilogue, bias and output).
 std::string launch_plan_json(const codegen::ScheduledProgram& scheduled, const codegen::cuda::CudaModule& module,
                              const std::string& architecture);
 

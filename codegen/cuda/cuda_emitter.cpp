@@ -88,8 +88,11 @@ class Emitter : public CPrinter {
         call.loop_node = kernel.extern_node;
         const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
         if (node.extern_call.kind == ExternKind::Fallback) module_.fallbacks.push_back(node.extern_call.graph_node);
+        call.epilogue = fused_gemm_epilogue(s_, index);
         module_.steps.push_back(call);
-        if (!kernel.steps.empty()) {
+        if (call.epilogue) {
+          w_.line("// epilogue " + epilogue_name(*call.epilogue) + ": fused into the cuBLASLt call");
+        } else if (!kernel.steps.empty()) {
           // The GEMM's epilogue: its steps are over the output's coordinates.
           const StridedView& out = node.extern_call.outputs.at(0);
           emit_pointwise(index, kernel.name + "_epilogue", out.shape, kernel.steps);
@@ -518,7 +521,13 @@ std::string launch_plan_text(const CudaModule& module) {
   std::string text;
   for (const LaunchStep& step : module.steps) {
     if (step.kind == LaunchStep::Kind::Library) {
-      text += "library call: loop node " + std::to_string(step.loop_node) + "\n";
+      text += "library call: loop node " + std::to_string(step.loop_node);
+      if (const std::optional<FusedGemmEpilogue>& e = step.epilogue) {
+        text += ", cublasLt epilogue " + epilogue_name(*e);
+        if (e->bias) text += ", bias b" + std::to_string(e->bias->buffer) + " at " + e->bias->offset.to_string();
+        text += ", into b" + std::to_string(e->output);
+      }
+      text += "\n";
       continue;
     }
     const KernelLaunch& l = step.launch;

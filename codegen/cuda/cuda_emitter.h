@@ -14,7 +14,9 @@
 //     in one block combining them in order and finishing the kernel's steps;
 //   - f16/bf16 are stored as __half/__nv_bfloat16 and computed in f32;
 //   - GEMMs and fallback nodes are library calls made by the host (cuBLAS; the reference
-//     kernel), never kernels; a GEMM's fused epilogue becomes a pointwise kernel run after it.
+//     kernel), never kernels; a GEMM's fused epilogue becomes a pointwise kernel run after it,
+//     unless it is one cuBLASLt fuses into the product (bias, relu, GELU tanh:
+//     codegen/cuda/gemm_epilogue.h): then the library step carries it and no kernel is emitted.
 //
 // How the host runs a module (the runtime's contract):
 //   - compile `source` with NVRTC with `nvrtc_options` (plus -I<CUDA include dir> when
@@ -30,12 +32,16 @@
 //     dynamic shared memory and its arguments, each a pointer (void*) or an int64_t, packed as
 //     cuLaunchKernel's kernelParams; a Library step runs the loop node's ExternCall: a Gemm
 //     (row-major strided views, batch dims broadcast by stride 0) or a Fallback (the graph
-//     node's reference kernel on the host, as the C++ backend's fallback handler does).
+//     node's reference kernel on the host, as the C++ backend's fallback handler does). A Gemm
+//     step with an `epilogue` runs as one cuBLASLt call with that epilogue, writing
+//     epilogue->output (through the GEMM output's view) instead of the GEMM's output.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/gemm_epilogue.h"
 #include "codegen/schedule.h"
 
 namespace kiln::codegen::cuda {
@@ -76,6 +82,7 @@ struct LaunchStep {
   int kernel = -1;      // the scheduled kernel (ScheduledProgram::kernels) this step belongs to
   KernelLaunch launch;  // Kernel
   int loop_node = -1;   // Library: the Extern loop node whose extern_call to run
+  std::optional<FusedGemmEpilogue> epilogue;  // Library, Gemm only: run fused by cuBLASLt
 };
 
 struct CudaModule {
@@ -91,7 +98,8 @@ struct CudaModule {
 CudaModule emit_cuda(const ScheduledProgram& scheduled, const CudaEmitOptions& options = {});
 
 // The launch steps as text, one line each: `launch name<<<grid, block, shared>>>(arguments)`
-// or `library call: loop node N`, then the workspace size.
+// or `library call: loop node N` (plus `, cublasLt epilogue E, bias bB at C, into bO` when
+// fused), then the workspace size.
 std::string launch_plan_text(const CudaModule& module);
 // The module's source from its first kernel on (what follows the preludes): for dumps and goldens.
 std::string kernels_text(const CudaModule& module);

@@ -2,6 +2,7 @@
 #include "runtime/cuda/cublas.h"
 
 #include <mutex>
+#include <utility>
 
 #include "runtime/cuda/library_search.h"
 #include "runtime/error.h"
@@ -25,6 +26,14 @@ int lt_epilogue(GemmEpilogue epilogue) {
     case GemmEpilogue::bias_gelu: return CUBLASLT_EPILOGUE_GELU_BIAS;
   }
   KILN_CHECK(false, "unknown GEMM epilogue");
+}
+
+// The largest power of two, at most 256 (cuBLASLt's default assumption), dividing `pointer`:
+// the alignment the heuristic may count on for a matrix (workspace buffers are only 64-aligned).
+uint32_t alignment_of(CUdeviceptr pointer) {
+  uint32_t alignment = 256;
+  while (alignment > 1 && pointer % alignment != 0) alignment /= 2;
+  return alignment;
 }
 
 bool has_bias(GemmEpilogue epilogue) {
@@ -175,6 +184,15 @@ void Cublas::gemm_with_epilogue(CudaStream& stream, const RowMajorGemm& gemm, DT
   check(lt.cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace,
                                                 sizeof no_workspace),
         "MAX_WORKSPACE_BYTES");
+  // Lt's A is the row-major b, its B the row-major a; C and D are both c.
+  const std::pair<int, CUdeviceptr> alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
+                                                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
+                                                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
+                                                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
+  for (const auto& [attribute, pointer] : alignments) {
+    uint32_t alignment = alignment_of(pointer);
+    check(lt.cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignment, sizeof alignment), "MIN_ALIGNMENT");
+  }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   check(lt.cublasLtMatmulAlgoGetHeuristic(lt_handle_, desc, first, second, out, out, preference, 1, &heuristic, &found),

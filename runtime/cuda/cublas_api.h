@@ -46,6 +46,10 @@ inline constexpr int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8;
 inline constexpr int CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5;
 inline constexpr int CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6;
 inline constexpr int CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1;
+inline constexpr int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5;
+inline constexpr int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6;
+inline constexpr int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7;
+inline constexpr int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8;
 // cublasLtEpilogue_t.
 inline constexpr int CUBLASLT_EPILOGUE_DEFAULT = 1;
 inline constexpr int CUBLASLT_EPILOGUE_RELU = 2;

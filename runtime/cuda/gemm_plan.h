@@ -23,7 +23,9 @@ struct RowMajorGemm {
   float alpha = 1, beta = 0;
 };
 
-// Epilogues cuBLASLt fuses onto a GEMM (bias per output column of the row-major result).
+// Epilogues cuBLASLt fuses onto a GEMM (bias per output column of the row-major result, the
+// same for every batch). cuBLASLt's GELU is the tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi)
+// (x + 0.044715 x^3))), not the exact erf form.
 enum class GemmEpilogue { none, bias, relu, bias_relu, gelu, bias_gelu };
 
 // The column-major call: D = alpha * op(first) @ op(second) + beta * C, of size rows x cols;

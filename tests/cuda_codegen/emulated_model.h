@@ -1,20 +1,24 @@
 // EmulatedModel: a graph through the CUDA code generator, built with the host's C++ compiler
 // against the CPU emulation (codegen/cuda/kiln_cuda_emulation.h) and run step by step as the
 // CUDA runtime would run it on a GPU: kernels through their kiln_emulate_<name> entry points
-// with cuLaunchKernel-style parameters, GEMMs by a plain host loop (cuBLAS's part), fallback
-// nodes by their reference kernels, fault flags checked after every step. Header-only: the
+// with cuLaunchKernel-style parameters, GEMMs by a plain host loop (cuBLAS's part; a GEMM step
+// with a fused epilogue also adds the bias and applies the activation as cuBLASLt defines them,
+// writing the epilogue's output), fallback nodes by their reference kernels, fault flags
+// checked after every step. Header-only: the
 // suite's only sources are its *_test.cpp files.
 #pragma once
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,7 +116,7 @@ class EmulatedModel {
       if (step.kind == LaunchStep::Kind::Kernel) {
         launch(step.launch, pointers, scratch);
       } else {
-        call_library(p.nodes[size_t(step.loop_node)], pointers);
+        call_library(p.nodes[size_t(step.loop_node)], step.epilogue, pointers);
       }
       const std::string& kernel = scheduled_->kernels[size_t(step.kernel)].name;
       if (*fault_zero_division) fail("ZeroDivisionError: integer division by zero in ", kernel);
@@ -168,13 +172,19 @@ class EmulatedModel {
     return Tensor(std::move(storage), sizes, strides, offset, dtype);
   }
 
-  void call_library(const LoopNode& node, const std::vector<void*>& pointers) const {
+  void call_library(const LoopNode& node, const std::optional<FusedGemmEpilogue>& epilogue,
+                    const std::vector<void*>& pointers) const {
     const ExternCall& call = node.extern_call;
     std::vector<Tensor> inputs, outputs;
     for (const StridedView& v : call.inputs) inputs.push_back(view_of(v, pointers));
-    for (const StridedView& v : call.outputs) outputs.push_back(view_of(v, pointers));
+    for (StridedView v : call.outputs) {
+      if (epilogue) v.buffer = epilogue->output;  // the fused call writes the epilogue's output
+      outputs.push_back(view_of(v, pointers));
+    }
     if (call.kind == ExternKind::Gemm) {
-      host_gemm(inputs.at(0), inputs.at(1), outputs.at(0));
+      std::optional<Tensor> bias;
+      if (epilogue && epilogue->bias) bias = view_of(*epilogue->bias, pointers);
+      host_gemm(inputs.at(0), inputs.at(1), outputs.at(0), bias, epilogue ? epilogue->activation : GemmActivation::none);
       return;
     }
     const ir::Node* graph_node = graph_.find(call.graph_node);
@@ -191,8 +201,20 @@ class EmulatedModel {
     for (size_t i = 0; i < results.size(); ++i) outputs.at(i).copy_from(results[i]);
   }
 
-  // out[b..., m, n] = sum_k a[b..., m, k] b[b..., k, n], in double (what cuBLAS does on a GPU).
-  static void host_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
+  // cuBLASLt's epilogue activations: relu, and its GELU (the tanh approximation).
+  static double activate(double x, GemmActivation activation) {
+    switch (activation) {
+      case GemmActivation::none: return x;
+      case GemmActivation::relu: return x > 0 ? x : 0;
+      case GemmActivation::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    }
+    return x;
+  }
+
+  // out[b..., m, n] = act(sum_k a[b..., m, k] b[b..., k, n] + bias[n]), in double (what cuBLAS,
+  // or cuBLASLt with an epilogue, does on a GPU).
+  static void host_gemm(const Tensor& a, const Tensor& b, Tensor& out, const std::optional<Tensor>& bias,
+                        GemmActivation activation) {
     const Sizes& shape = out.sizes();
     const size_t rank = shape.size();
     const int64_t k_size = a.sizes()[rank - 1];
@@ -215,6 +237,8 @@ class EmulatedModel {
       for (int64_t k = 0; k < k_size; ++k) {
         sum += element(a, a_at + k * a.strides()[rank - 1]) * element(b, b_at + k * b.strides()[rank - 2]);
       }
+      if (bias) sum += element(*bias, bias->storage_offset() + index[rank - 1] * bias->strides()[0]);
+      sum = activate(sum, activation);
       if (out.dtype() == DType::f64) {
         static_cast<double*>(out.storage()->data())[out_at] = sum;
       } else {

@@ -117,6 +117,28 @@ std::map<std::string, Tensor> random_inputs(const ir::Graph& graph, const std::m
   return inputs;
 }
 
+// On the device: the model compiled for the device's architecture, run on random inputs
+// (s0 = 16), against the interpreter.
+void expect_gpu_matches_interpreter(const ir::Graph& graph) {
+  CudaCompileOptions o;
+  o.use_cache = false;
+  CudaModel m = CudaModel::compile(graph, o);
+  std::map<std::string, Tensor> in = random_inputs(graph, {{"s0", 16}});
+  std::map<std::string, Tensor> for_interpreter;
+  for (auto& [key, value] : in) for_interpreter[key] = value.clone();
+  std::vector<Tensor> got = m.run(in);
+  std::vector<Tensor> expected = ir::Interpreter().run(graph, for_interpreter);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tensor a = got[i].to(DType::f64), b = expected[i].contiguous().to(DType::f64);
+    ASSERT_EQ(a.sizes(), b.sizes());
+    for (int64_t j = 0; j < a.numel(); ++j) {
+      ASSERT_NEAR(a.data<double>()[j], b.data<double>()[j], 1e-4 + 1e-4 * std::fabs(b.data<double>()[j])) << "output " << i;
+    }
+  }
+  EXPECT_GT(m.last_device_milliseconds(), 0);
+}
+
 TEST_F(CudaBackendTest, RunningNeedsADeviceAndThenMatchesTheInterpreter) {
   ir::Graph graph = load_model(sample("mlp"));
   CudaModel model = CudaModel::compile(graph, options(80));
@@ -133,24 +155,44 @@ TEST_F(CudaBackendTest, RunningNeedsADeviceAndThenMatchesTheInterpreter) {
   }
   for (const char* name : kSamples) {
     SCOPED_TRACE(name);
-    ir::Graph g = load_model(sample(name));
-    CudaCompileOptions o = options(80);
-    o.sm.reset();  // the device's architecture
-    CudaModel m = CudaModel::compile(g, o);
-    std::map<std::string, Tensor> in = random_inputs(g, {{"s0", 16}});
-    std::map<std::string, Tensor> for_interpreter;
-    for (auto& [key, value] : in) for_interpreter[key] = value.clone();
-    std::vector<Tensor> got = m.run(in);
-    std::vector<Tensor> expected = ir::Interpreter().run(g, for_interpreter);
-    ASSERT_EQ(got.size(), expected.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      Tensor a = got[i].to(DType::f64), b = expected[i].contiguous().to(DType::f64);
-      ASSERT_EQ(a.sizes(), b.sizes());
-      for (int64_t j = 0; j < a.numel(); ++j) {
-        ASSERT_NEAR(a.data<double>()[j], b.data<double>()[j], 1e-4 + 1e-4 * std::fabs(b.data<double>()[j])) << "output " << i;
-      }
-    }
-    EXPECT_GT(m.last_device_milliseconds(), 0);
+    expect_gpu_matches_interpreter(load_model(sample(name)));
+  }
+}
+
+// x [s0, 16] (@ w [16, 8] or, batched, x [3, s0, 16] @ w [3, 16, 8]) + b [8], then `activation`.
+ir::Graph linear_then(const std::string& activation, const ir::Kwargs& kwargs, bool batched) {
+  ir::Graph graph;
+  std::vector<ir::SymInt> x_shape{ir::SymInt::symbol("s0"), 16}, w_shape{16, 8};
+  if (batched) x_shape.insert(x_shape.begin(), 3), w_shape.insert(w_shape.begin(), 3);
+  ir::Node* x = graph.create_placeholder("x", ir::TensorMeta::contiguous(DType::f32, x_shape));
+  ir::Node* w = graph.create_placeholder("w", ir::TensorMeta::contiguous(DType::f32, w_shape));
+  ir::Node* b = graph.create_placeholder("b", ir::TensorMeta::contiguous(DType::f32, {8}));
+  ir::Node* value = graph.create_call("add", {graph.create_call("matmul", {x, w}), b});
+  if (!activation.empty()) value = graph.create_call(activation, {value}, kwargs);
+  graph.create_output({value});
+  return graph;
+}
+
+TEST_F(CudaBackendTest, FusedGemmEpiloguesRunAsOneCublasLtCallAndMatchTheInterpreter) {
+  struct Case {
+    const char* name;
+    ir::Graph graph;
+    const char* epilogue;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"bias", linear_then("", {}, false), "bias"});
+  cases.push_back({"bias relu, batched", linear_then("relu", {}, true), "bias_relu"});
+  cases.push_back({"bias gelu tanh", linear_then("gelu", {{"approximate", "tanh"}}, false), "bias_gelu_tanh"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    CudaModel model = CudaModel::compile(c.graph, options(80));
+    nlohmann::json plan = nlohmann::json::parse(launch_plan_json(model.scheduled(), model.module(), "sm_80"));
+    ASSERT_EQ(plan["steps"].size(), 1u) << plan.dump(2);
+    EXPECT_EQ(plan["steps"][0]["library"], "gemm_lt");
+    EXPECT_EQ(plan["steps"][0]["epilogue"], c.epilogue);
+    EXPECT_EQ(plan["steps"][0]["bias"]["buffer"], "b");
+    EXPECT_EQ(model.result().kernel_count, 0u);
+    if (!cuda::cuda_unavailable_reason()) expect_gpu_matches_interpreter(c.graph);
   }
 }
 
