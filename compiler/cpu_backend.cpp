@@ -10,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
@@ -200,27 +199,6 @@ void copy_artifact(const std::filesystem::path& from, const std::filesystem::pat
 }
 
 }  // namespace
-
-bool is_codegen_stage(std::string_view stage) { return stage == "loops" || stage == "scheduled" || stage == "cpp"; }
-
-std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, const CpuCompileOptions& options) {
-  ir::Graph g = final_graph(graph, options);
-  codegen::LoopProgram loops = codegen::lower(g);
-  if (stage == "loops") return codegen::print_loop_program(loops);
-  codegen::ScheduleOptions schedule_options;
-  schedule_options.fuse = options.fuse;
-  codegen::ScheduledProgram scheduled = codegen::schedule(std::move(loops), schedule_options);
-  if (stage == "scheduled") {
-    std::string text = codegen::print_schedule(scheduled);
-    if (!scheduled.fusion_log.empty()) {
-      text += "# fusion decisions\n";
-      for (const std::string& line : scheduled.fusion_log) text += "    " + line + "\n";
-    }
-    return text;
-  }
-  if (stage == "cpp") return codegen::emit_cpp(scheduled).source;
-  fail("unknown codegen stage '", stage, "' (known: loops, scheduled, cpp)");
-}
 
 CpuModel::CpuModel(ir::Graph graph, CompiledArtifact artifact, CpuCompileResult result)
     : graph_(std::move(graph)), artifact_(std::move(artifact)), result_(std::move(result)),

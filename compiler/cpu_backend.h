@@ -19,6 +19,7 @@
 
 #include "codegen/cpp/cpp_emitter.h"
 #include "codegen/schedule.h"
+#include "compiler/codegen_stages.h"  // kiln dump's codegen stages, which callers of this header use
 #include "ir/graph.h"
 #include "passes/functionalize.h"
 #include "runtime/compiled_artifact.h"
@@ -39,11 +40,6 @@ struct CpuCompileOptions {
   // Called as each stage ends, with its wall time in milliseconds.
   std::function<void(const std::string& stage, double milliseconds)> on_stage;
 };
-
-// The stages after the graph passes, for `kiln dump --stage`: "loops", "scheduled", "cpp".
-bool is_codegen_stage(std::string_view stage);
-// Runs the pipeline on a copy of `graph` and returns the text of codegen stage `stage`.
-std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, const CpuCompileOptions& options = {});
 
 struct CpuCompileResult {
   std::string key;

@@ -1,6 +1,7 @@
 // `kiln dump MODEL [--stage NAME | --all-stages DIR] [--format text|json|dot]`: prints a
 // model's graph IR as loaded ("traced") or after any stage of the default pipeline, or the
-// code generator's stages: loop IR (loops), kernels (scheduled) and generated C++ (cpp), or
+// code generator's stages: loop IR (loops), kernels (scheduled), generated C++ (cpp) and CUDA
+// (cuda: the launch plan and the kernels), or
 // the training stages (joint, forward, backward; --loss names the output to differentiate).
 #include <filesystem>
 #include <fstream>
@@ -10,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/codegen_stages.h"
 #include "compiler/model_loader.h"
 #include "compiler/training_stages.h"
 #include "ir/dot_format.h"
@@ -88,9 +89,9 @@ int run_dump(const DumpOptions& options) {
   }
   if (compiler::is_codegen_stage(options.stage)) {
     if (options.format != "text") fail("--stage ", options.stage, " prints text only (not --format ", options.format, ")");
-    compiler::CpuCompileOptions compile_options;
-    compile_options.freeze = options.freeze;
-    std::cout << compiler::dump_codegen_stage(graph, options.stage, compile_options);
+    compiler::CodegenStageOptions stage_options;
+    stage_options.freeze = options.freeze;
+    std::cout << compiler::dump_codegen_stage(graph, options.stage, stage_options);
     return 0;
   }
   passes::run_pipeline(graph, options.stage, run_options);
@@ -105,6 +106,7 @@ std::string stage_help() {
   text += "\n  loops: the loop IR lowered from the simplified graph";
   text += "\n  scheduled: the kernels, the nodes fused into each, and the memory plan";
   text += "\n  cpp: the generated C++ source";
+  text += "\n  cuda: the CUDA launch plan (as comments) and the generated kernels";
   text += "\n  joint: the forward+backward graph of the loss (--loss) against every floating parameter";
   text += "\n  forward: the forward half of the min-cut partition (outputs, then the saved values)";
   text += "\n  backward: the backward half (inputs: the saved values; outputs: the gradients)";
@@ -121,7 +123,7 @@ void add_dump_command(CLI::App& app) {
       ->capture_default_str();
   std::vector<std::string> stage_names;
   for (const passes::Stage& stage : passes::pipeline_stages()) stage_names.emplace_back(stage.name);
-  for (const char* codegen_stage : {"loops", "scheduled", "cpp"}) stage_names.emplace_back(codegen_stage);
+  for (const char* codegen_stage : {"loops", "scheduled", "cpp", "cuda"}) stage_names.emplace_back(codegen_stage);
   for (const char* training_stage : {"joint", "forward", "backward"}) stage_names.emplace_back(training_stage);
   auto* stage = dump->add_option("--stage", options->stage, stage_help())
                     ->check(CLI::IsMember(stage_names))
