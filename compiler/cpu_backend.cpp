@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/lowering.h"
+#include "compiler/backend_common.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
@@ -47,14 +48,6 @@ class StageTimer {
   const CpuCompileOptions& options_;
   Clock::time_point start_;
 };
-
-ir::Graph final_graph(const ir::Graph& graph, const CpuCompileOptions& options) {
-  ir::Graph g = graph.clone();
-  passes::RunOptions run_options;
-  run_options.pass_options.freeze = options.freeze;
-  passes::run_pipeline(g, "simplified", run_options);
-  return g;
-}
 
 std::string compiler_command() {
   const char* cxx = std::getenv("CXX");
@@ -216,7 +209,7 @@ CpuModel::CpuModel(ir::Graph graph, CompiledArtifact artifact, CpuCompileResult 
 
 CpuModel CpuModel::compile(const ir::Graph& graph, const CpuCompileOptions& options) {
   StageTimer timer(options);
-  ir::Graph g = final_graph(graph, options);
+  ir::Graph g = simplified_graph(graph, options.freeze);
   timer.done("passes");
   Isa isa = resolve_isa(options.isa);
   std::string title = "a graph of " + std::to_string(g.size()) + " nodes";
@@ -282,18 +275,7 @@ std::vector<Tensor> CpuModel::run(const std::map<std::string, Tensor>& inputs, i
   }
   FallbackHandler fallback = [&](int index, const std::vector<Tensor>& args, std::vector<Tensor>& outputs) {
     const std::string& name = artifact_.fallbacks().at(size_t(index));
-    const ir::Node* node = graph_.find(name);
-    KILN_CHECK(node != nullptr, "fallback node " + name + " is not in the graph");
-    ir::OpCall call = ir::OpCall::of(*node);
-    size_t next = 0;
-    std::vector<std::vector<Tensor>> holder;
-    holder.reserve(args.size());
-    auto value_of = [&](const ir::Node*) -> const std::vector<Tensor>& {
-      KILN_CHECK(next < args.size(), "fallback " + name + ": fewer tensors than arguments");
-      holder.push_back({args[next++]});
-      return holder.back();
-    };
-    std::vector<Tensor> results = ir::run_reference_kernel(call, ir::tensor_arguments(call, value_of), bindings);
+    std::vector<Tensor> results = run_fallback_node(graph_, name, args, bindings);
     KILN_CHECK(results.size() == outputs.size(), "fallback " + name + ": result count");
     for (size_t i = 0; i < results.size(); ++i) outputs[i].copy_from(results[i]);
   };

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/lowering.h"
+#include "compiler/backend_common.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "passes/pass_manager.h"
@@ -189,10 +190,7 @@ CudaModel CudaModel::compile(const ir::Graph& graph, const CudaCompileOptions& o
     start = now;
   };
   CudaModel model;
-  model.graph_ = graph.clone();
-  passes::RunOptions run_options;
-  run_options.pass_options.freeze = options.freeze;
-  passes::run_pipeline(model.graph_, "simplified", run_options);
+  model.graph_ = simplified_graph(graph, options.freeze);
   done("passes");
   codegen::LoopProgram loops = codegen::lower(model.graph_);
   done("lower");
@@ -381,18 +379,7 @@ std::vector<Tensor> CudaModel::run(const std::map<std::string, Tensor>& inputs) 
     std::vector<Tensor> arguments;
     for (const codegen::StridedView& view : call.inputs) arguments.push_back(view_of(host_copy(view.buffer), view));
     device.stream.synchronize();
-    const ir::Node* graph_node = graph_.find(call.graph_node);
-    KILN_CHECK(graph_node != nullptr, "fallback node ", call.graph_node, " is not in the graph");
-    ir::OpCall op_call = ir::OpCall::of(*graph_node);
-    size_t next = 0;
-    std::vector<std::vector<Tensor>> holder;
-    holder.reserve(arguments.size());
-    auto value_of = [&](const ir::Node*) -> const std::vector<Tensor>& {
-      KILN_CHECK(next < arguments.size(), "fallback ", call.graph_node, ": fewer tensors than arguments");
-      holder.push_back({arguments[next++]});
-      return holder.back();
-    };
-    std::vector<Tensor> results = ir::run_reference_kernel(op_call, ir::tensor_arguments(op_call, value_of), bindings);
+    std::vector<Tensor> results = run_fallback_node(graph_, call.graph_node, arguments, bindings);
     KILN_CHECK(results.size() == call.outputs.size(), "fallback ", call.graph_node, ": result count");
     for (size_t i = 0; i < results.size(); ++i) {
       const codegen::StridedView& view = call.outputs[i];

@@ -1,0 +1,27 @@
+// What the compiling backends (compiler/cpu_backend.h, compiler/cuda_backend.h) do alike
+// around their generated code: the graph they lower (a copy after the default pipeline) and a
+// fallback node (one the generated code calls back for) run by its reference kernel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+
+namespace kiln::compiler {
+
+// A copy of `graph` after the default pipeline up to "simplified" (functional, decomposed,
+// simplified; passes/pass_manager.h), which is what a backend lowers; with `freeze`, the
+// parameters are folded in as constants.
+ir::Graph simplified_graph(const ir::Graph& graph, bool freeze);
+
+// The results of graph node `node_name`'s reference kernel (ir/interpreter.h) on `arguments`,
+// the tensors of its tensor arguments in order, with the symbols bound to `bindings`.
+std::vector<Tensor> run_fallback_node(const ir::Graph& graph, const std::string& node_name,
+                                      const std::vector<Tensor>& arguments,
+                                      const std::map<std::string, int64_t>& bindings);
+
+}  // namespace kiln::compiler
