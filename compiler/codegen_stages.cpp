@@ -7,7 +7,7 @@
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
-#include "passes/pass_manager.h"
+#include "compiler/backend_common.h"
 #include "runtime/error.h"
 
 namespace kiln::compiler {
@@ -30,11 +30,7 @@ bool is_codegen_stage(std::string_view stage) {
 
 std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, const CodegenStageOptions& options) {
   if (!is_codegen_stage(stage)) fail("unknown codegen stage '", stage, "' (known: loops, scheduled, cpp, cuda)");
-  ir::Graph g = graph.clone();
-  passes::RunOptions run_options;
-  run_options.pass_options.freeze = options.freeze;
-  passes::run_pipeline(g, "simplified", run_options);
-  codegen::LoopProgram loops = codegen::lower(g);
+  codegen::LoopProgram loops = codegen::lower(simplified_graph(graph, options.freeze));
   if (stage == "loops") return codegen::print_loop_program(loops);
   codegen::ScheduleOptions schedule_options;
   schedule_options.fuse = options.fuse;

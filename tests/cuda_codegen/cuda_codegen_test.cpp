@@ -51,8 +51,8 @@ TEST_P(CudaCodegenOps, EmulatedKernelsMatchTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CoreOps, CudaCodegenOps, ::testing::Range(size_t(0), test_support::op_coverage_cases().size()),
-                         [](const ::testing::TestParamInfo<size_t>& info) {
-                           return test_support::op_coverage_cases().at(info.param).name;
+                         [](const ::testing::TestParamInfo<size_t>& case_info) {
+                           return test_support::op_coverage_cases().at(case_info.param).name;
                          });
 
 class CudaCodegenSamples : public ::testing::TestWithParam<std::string> {};
