@@ -13,12 +13,14 @@ and, as string metadata: optimizer (sgd|adam|adamw), steps, params (NAME:DTYPE:S
 PyTorch name (momentum, dampening, weight_decay, nesterov, betas, eps, amsgrad, maximize).
 Run it with the reference environment:  $(scripts/python-env) scripts/make_optimizer_goldens.py
 """
-import json
 import os
-import struct
+import sys
 import zlib
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_sample_goldens import write_safetensors  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "optimizers")
 STEPS = 5
@@ -51,27 +53,7 @@ CASES = {
 
 STATE_NAMES = {"sgd": ["momentum_buffer"], "adam": ["exp_avg", "exp_avg_sq", "max_exp_avg_sq"],
                "adamw": ["exp_avg", "exp_avg_sq", "max_exp_avg_sq"]}
-SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float64: "F64"}
 TORCH_DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64"}
-
-
-def write_safetensors(path, tensors, metadata):
-    """The Hugging Face safetensors layout: u64 header length, JSON header (with string
-    metadata), raw little-endian data."""
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name in sorted(tensors):
-        data = tensors[name].detach().contiguous().numpy().tobytes()
-        header[name] = {"dtype": SAFETENSORS_DTYPES[tensors[name].dtype], "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
 
 
 def make_optimizer(kind, params, options):

@@ -20,10 +20,11 @@ import torch.nn.functional as F
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples", "models")
 
 
-def write_safetensors(path, tensors):
-    """The Hugging Face safetensors layout: u64 header length, JSON header, raw data."""
-    dtypes = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL"}
-    header, blobs, offset = {}, [], 0
+def write_safetensors(path, tensors, metadata=None):
+    """The Hugging Face safetensors layout: u64 header length, JSON header (with string
+    `metadata` first when given), raw little-endian data."""
+    dtypes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+    header, blobs, offset = ({"__metadata__": metadata} if metadata is not None else {}), [], 0
     for name in sorted(tensors):
         t = tensors[name].detach().contiguous()
         data = t.numpy().tobytes()
