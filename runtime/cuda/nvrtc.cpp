@@ -81,6 +81,12 @@ std::unique_ptr<Nvrtc> Nvrtc::load(const std::string& library) {
                         : SharedLibrary::open(library);
   resolve(nvrtc->library_, nvrtc->api_);
   nvrtc->check(nvrtc->api_.nvrtcVersion(&nvrtc->major_, &nvrtc->minor_), "nvrtcVersion");
+  const std::string builtins = "libnvrtc-builtins.so." + nvrtc->version();
+  try {
+    nvrtc->builtins_ = open_toolkit_library({builtins}, "KILN_NVRTC_BUILTINS_LIBRARY", builtins);
+  } catch (const Error&) {
+    // Not in the toolkit's folder either: NVRTC reports it by name when it first compiles.
+  }
   int count = 0;
   nvrtc->check(nvrtc->api_.nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
   nvrtc->architectures_.resize(size_t(count));

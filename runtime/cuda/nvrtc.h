@@ -6,7 +6,10 @@
 // the source line; its warnings are counted, not shown).
 //
 // The library is libnvrtc.so.13 (or .so.12, .so), found as runtime/cuda/library_search.h says
-// ($KILN_NVRTC_LIBRARY overrides).
+// ($KILN_NVRTC_LIBRARY overrides). NVRTC itself dlopens libnvrtc-builtins.so.<major>.<minor>
+// by name when it compiles, which the dynamic loader finds only where the toolkit's folder is
+// on its search path; load() preloads it from the toolkit's folder, so the loader finds it
+// among the loaded libraries on any machine.
 #pragma once
 
 #include <memory>
@@ -53,6 +56,7 @@ class Nvrtc {
   Nvrtc() = default;
   void check(nvrtcResult result, const char* what) const;
   SharedLibrary library_;
+  SharedLibrary builtins_;  // libnvrtc-builtins, preloaded (holds nothing if not found)
   NvrtcFunctions api_{};
   int major_ = 0, minor_ = 0;
   std::vector<int> architectures_;
