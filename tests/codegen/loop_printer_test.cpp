@@ -3,6 +3,7 @@
 // (KILN_UPDATE_GOLDENS=1 rewrites them when a change is intended), and the expression
 // forms: masked loads, indirect loads, casts, constants of every kind, where, random,
 // reductions and externs.
+#include "tests/support/golden.h"
 #include "codegen/loop_printer.h"
 
 #include <gtest/gtest.h>
@@ -31,15 +32,7 @@ std::string read_file(const fs::path& path) {
 }
 
 void expect_golden(const std::string& printed, const std::string& name) {
-  fs::path path = kGoldens / name;
-  if (std::getenv("KILN_UPDATE_GOLDENS") != nullptr || !fs::exists(path)) {
-    bool missing = !fs::exists(path);
-    fs::create_directories(kGoldens);
-    std::ofstream(path) << printed;
-    if (missing && std::getenv("KILN_UPDATE_GOLDENS") == nullptr) FAIL() << "wrote missing golden " << path << "; review it";
-    return;
-  }
-  EXPECT_EQ(printed, read_file(path)) << "golden " << path << " differs (KILN_UPDATE_GOLDENS=1 rewrites it)";
+  test_support::expect_matches_golden(printed, kGoldens / name);
 }
 
 TEST(LoopPrinter, MlpGolden) {

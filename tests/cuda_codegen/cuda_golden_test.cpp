@@ -1,7 +1,7 @@
 // Golden tests of the CUDA code generator: the kernels and launch plan printed for a pointwise
 // chain (128-bit accesses, grid-stride loops), a row softmax (one block per row, max and sum
 // block reductions, the exp stashed and read back) and a layer_norm (a Welford block
-// reduction) against tests/cuda_codegen/golden/*.cu. KILN_UPDATE_GOLDEN=1 rewrites the files
+// reduction) against tests/cuda_codegen/golden/*.cu. KILN_UPDATE_GOLDENS=1 rewrites the files
 // (review the diff).
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/golden.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/lowering.h"
 #include "tests/cuda_codegen/emulated_model.h"
@@ -36,16 +37,7 @@ std::string generated(const ir::Graph& graph) {
 }
 
 void expect_golden(const std::string& name, const std::string& text) {
-  fs::path path = fs::path(KILN_SOURCE_DIR) / "tests" / "cuda_codegen" / "golden" / (name + ".cu");
-  const char* update = std::getenv("KILN_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream(path) << text;
-    return;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << path << " is missing (KILN_UPDATE_GOLDEN=1 writes it)";
-  std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, expected) << "the generated CUDA for " << name << " changed; if intended, rerun with KILN_UPDATE_GOLDEN=1";
+  test_support::expect_matches_golden(text, fs::path("tests/cuda_codegen/golden") / (name + ".cu"));
 }
 
 ir::Node* input(ir::Graph& graph, const std::string& name, const std::vector<ir::SymInt>& shape) {

@@ -17,6 +17,7 @@
 
 #include "ir/graph.h"
 #include "runtime/error.h"
+#include "tests/support/golden.h"
 
 namespace kiln::ir::format_test {
 
@@ -94,16 +95,12 @@ inline std::string read_text(const std::string& path) {
   return text.str();
 }
 
-// Compares `actual` with the golden file; KILN_UPDATE_GOLDEN=1 rewrites the file instead
-// (review the diff before committing it).
+// Compares `actual` with the golden file (tests/support/golden.h; KILN_UPDATE_GOLDENS=1 rewrites it).
 inline void expect_golden(const std::string& name, const std::string& actual) {
-  std::string path = golden_path(name);
-  if (const char* update = std::getenv("KILN_UPDATE_GOLDEN"); update && std::string(update) == "1") {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
+  test_support::expect_matches_golden(actual, golden_path(name));
+}
   ASSERT_TRUE(std::filesystem::exists(path)) << "missing golden file " << path;
-  EXPECT_EQ(actual, read_text(path)) << "differs from " << path << " (KILN_UPDATE_GOLDEN=1 rewrites it)";
+  EXPECT_EQ(actual, read_text(path)) << "differs from " << path << " (KILN_UPDATE_GOLDENS=1 rewrites it)";
 }
 
 class TempDir {

@@ -18,6 +18,7 @@
 #include <random>
 #include <sstream>
 
+#include "tests/support/golden.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -111,7 +112,6 @@ TEST_P(GoldenPass, MatchesExpected) {
   fs::path stem = input.parent_path() / input.stem();
   fs::path expected_text = stem.string() + ".expected.kiln";
   fs::path expected_error = stem.string() + ".expected.error";
-  bool update = std::getenv("KILN_UPDATE_GOLDENS") != nullptr;
 
   ir::Graph graph = ir::parse_graph(text, input.filename().string());
   ir::Graph original = graph.clone();
@@ -130,13 +130,7 @@ TEST_P(GoldenPass, MatchesExpected) {
   }
   run_passes(graph, passes, options);
   std::string printed = ir::print_graph(graph);
-  if (update || !fs::exists(expected_text)) {
-    std::ofstream(expected_text) << printed;
-    if (!update) FAIL() << "wrote missing golden " << expected_text << "; review it";
-  } else {
-    EXPECT_EQ(printed, read_file(expected_text)) << "golden " << expected_text
-                                                 << " differs (KILN_UPDATE_GOLDENS=1 rewrites it)";
-  }
+  test_support::expect_matches_golden(printed, expected_text);
   // The rewrite must not change what the graph computes.
   std::map<std::string, Tensor> inputs = random_inputs(original, 7);
   std::vector<Tensor> before = ir::Interpreter().run(original, copies(inputs));

@@ -1,0 +1,64 @@
+// Pins the generated code of the four bundled samples: the C++ module source and the CUDA
+// module (launch plan and source) are compared byte for byte with golden files under
+// tests/compiler/golden/, so a refactor of lowering, scheduling or the emitters that should not
+// change what Kiln emits is checked to emit exactly the same text. The preludes (checked-in
+// headers pasted at the top) are replaced by a marker line; everything generated stays.
+// KILN_UPDATE_GOLDENS=1 rewrites the files when a change is intended (review the diff).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "codegen/cpp/cpp_emitter.h"
+#include "codegen/cpp/prelude.h"
+#include "codegen/cuda/cuda_emitter.h"
+#include "codegen/cuda/cuda_texts.h"
+#include "codegen/lowering.h"
+#include "compiler/backend_common.h"
+#include "ir/model_file.h"
+#include "tests/support/golden.h"
+
+namespace kiln::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `text` with the first occurrence of `part` replaced by one marker line naming it.
+std::string without(std::string text, std::string_view part, const std::string& marker) {
+  size_t at = text.find(part);
+  if (!part.empty() && at != std::string::npos) text.replace(at, part.size(), "// <" + marker + ">\n");
+  return text;
+}
+
+codegen::ScheduledProgram scheduled_sample(const std::string& name) {
+  ir::Graph graph = ir::load_model((fs::path(KILN_SOURCE_DIR) / "samples" / "models" / (name + ".kiln")).string());
+  return codegen::schedule(codegen::lower(simplified_graph(graph, /*freeze=*/false)));
+}
+
+class GeneratedCode : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GeneratedCode, CppSourceIsPinned) {
+  codegen::CppModule module = codegen::emit_cpp(scheduled_sample(GetParam()));
+  std::string text = without(module.source, codegen::cpp_prelude(), "prelude: codegen/cpp/kiln_prelude.h");
+  test_support::expect_matches_golden(text, fs::path("tests/compiler/golden") / (GetParam() + ".cpp"));
+}
+
+TEST_P(GeneratedCode, CudaModuleIsPinned) {
+  codegen::cuda::CudaModule module = codegen::cuda::emit_cuda(scheduled_sample(GetParam()));
+  std::string text = "// launch plan\n";
+  std::string plan = codegen::cuda::launch_plan_text(module);
+  for (size_t start = 0; start < plan.size();) {
+    size_t end = plan.find('\n', start);
+    if (end == std::string::npos) end = plan.size();
+    text += "// " + plan.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  text += without(module.source, codegen::cuda::cuda_prelude(), "prelude: codegen/cuda/kiln_cuda_prelude.h");
+  text = without(text, codegen::cuda::cuda_reductions_text(), "reductions: codegen/cuda/kiln_cuda_reductions.h");
+  test_support::expect_matches_golden(text, fs::path("tests/compiler/golden") / (GetParam() + ".cu"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Samples, GeneratedCode, ::testing::Values("mlp", "cnn", "attention", "inplace"));
+
+}  // namespace
+}  // namespace kiln::compiler
