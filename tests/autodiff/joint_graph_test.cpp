@@ -43,13 +43,6 @@ Graph small_mlp() {
   return graph;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 TEST(JointGraph, SmallMlpMatchesGoldenText) {
   JointGraph joint = passes::build_joint_graph(small_mlp());
   std::string text = ir::print_graph(joint.graph);

@@ -24,13 +24,6 @@ namespace fs = std::filesystem;
 
 const fs::path kGoldens = fs::path(KILN_SOURCE_DIR) / "tests" / "codegen" / "golden";
 
-std::string read_file(const fs::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 void expect_golden(const std::string& printed, const std::string& name) {
   test_support::expect_matches_golden(printed, kGoldens / name);
 }
