@@ -16,7 +16,7 @@
 
 #include "compiler/cpu_backend.h"
 #include "compiler/cuda_backend.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "ir/interpreter.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -49,7 +49,7 @@ double percentile(const std::vector<double>& sorted, double p) {
 }
 
 int run_bench(const BenchOptions& options) {
-  ir::Graph graph = compiler::load_model(options.model);
+  ir::Graph graph = frontends::load_model(options.model);
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
   std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
   std::function<void()> run_once;

@@ -17,7 +17,7 @@ void add_compile_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 
 // Adds the MODEL argument (required) of a command that loads a model, into `model`: any file
-// compiler/model_loader.h reads.
+// frontends/model_loader.h reads.
 void add_model_argument(CLI::App& command, std::string& model);
 
 // Registers the action of a subcommand (called by the add_*_command functions).

@@ -17,7 +17,7 @@
 
 #include "compiler/cpu_backend.h"
 #include "compiler/cuda_backend.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "compiler/training_stages.h"
 #include "passes/partition.h"
 #include "tools/commands.h"
@@ -98,7 +98,7 @@ int run_compile_cuda(const ir::Graph& graph, const CompileOptions& options) {
 int run_compile(const CompileOptions& options) {
   if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
   if (options.train && options.target != "cpu") fail("--train compiles for the CPU only (not --target ", options.target, ")");
-  ir::Graph graph = compiler::load_model(options.model);
+  ir::Graph graph = frontends::load_model(options.model);
   if (options.target == "cuda") return run_compile_cuda(graph, options);
   compiler::CpuCompileOptions compile_options;
   if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);

@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/codegen_stages.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "compiler/training_stages.h"
 #include "ir/dot_format.h"
 #include "ir/json_format.h"
@@ -67,7 +67,7 @@ int dump_training_stage(const ir::Graph& model, const DumpOptions& options) {
 int run_dump(const DumpOptions& options) {
   if (!options.loss.empty() && !compiler::is_training_stage(options.stage))
     fail("--loss applies only to --stage joint, forward or backward");
-  ir::Graph graph = compiler::load_model(options.model);
+  ir::Graph graph = frontends::load_model(options.model);
   if (compiler::is_training_stage(options.stage)) return dump_training_stage(graph, options);
   passes::RunOptions run_options;
   run_options.verbose = options.verbose;

@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "runtime/error.h"
@@ -24,7 +24,7 @@ struct OptOptions {
 };
 
 int run_opt(const OptOptions& options) {
-  ir::Graph graph = compiler::load_model(options.model);
+  ir::Graph graph = frontends::load_model(options.model);
   std::vector<std::string_view> names(options.passes.begin(), options.passes.end());
   for (std::string_view name : names) passes::find_pass(name);  // unknown names fail before anything runs
   passes::RunOptions run_options;

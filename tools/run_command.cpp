@@ -20,7 +20,7 @@
 #include "compiler/cpu_backend.h"
 #include "compiler/cuda_backend.h"
 #include "compiler/eager_executor.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "ir/interpreter.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
@@ -92,7 +92,7 @@ std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string
 }
 
 int run_run(const RunOptions& options) {
-  ir::Graph graph = compiler::load_model(options.model);
+  ir::Graph graph = frontends::load_model(options.model);
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
   std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
 

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "tests/support/golden.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "gradient_check.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
@@ -157,7 +157,7 @@ Graph in_double_precision(const Graph& graph) {
 }
 
 void check_sample(const std::string& name, const Sizes& input_sizes) {
-  Graph graph = compiler::load_model(std::string(KILN_SOURCE_DIR) + "/samples/models/" + name + ".kiln");
+  Graph graph = frontends::load_model(std::string(KILN_SOURCE_DIR) + "/samples/models/" + name + ".kiln");
   passes::run_pipeline(graph, "decomposed");
   Graph wide = in_double_precision(graph);
   testing::GradientCheckOptions options;

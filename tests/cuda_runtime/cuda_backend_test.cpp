@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/cuda_backend.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "ir/interpreter.h"
 #include "runtime/cuda/cubin_elf.h"
 #include "runtime/cuda/cuda_driver.h"
@@ -52,7 +52,7 @@ class CudaBackendTest : public ::testing::Test {
 
 TEST_F(CudaBackendTest, EverySampleCompilesForSm80AndSm90) {
   for (const char* name : kSamples) {
-    ir::Graph graph = load_model(sample(name));
+    ir::Graph graph = frontends::load_model(sample(name));
     for (int sm : {80, 90}) {
       SCOPED_TRACE(std::string(name) + " sm_" + std::to_string(sm));
       CudaModel model = CudaModel::compile(graph, options(sm));
@@ -73,7 +73,7 @@ TEST_F(CudaBackendTest, EverySampleCompilesForSm80AndSm90) {
 }
 
 TEST_F(CudaBackendTest, TheSecondCompileIsACacheHit) {
-  ir::Graph graph = load_model(sample("mlp"));
+  ir::Graph graph = frontends::load_model(sample("mlp"));
   CudaModel first = CudaModel::compile(graph, options(80));
   EXPECT_FALSE(first.result().cache_hit);
   CudaModel second = CudaModel::compile(graph, options(80));
@@ -85,7 +85,7 @@ TEST_F(CudaBackendTest, TheSecondCompileIsACacheHit) {
 TEST_F(CudaBackendTest, TheOutputDirectoryHoldsSourcePlanAndCubin) {
   CudaCompileOptions o = options(90);
   o.output_dir = directory_ / "out";
-  CudaModel model = CudaModel::compile(load_model(sample("attention")), o);
+  CudaModel model = CudaModel::compile(frontends::load_model(sample("attention")), o);
   std::ifstream source(directory_ / "out" / "kernels.cu");
   std::string text((std::istreambuf_iterator<char>(source)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, model.module().source);
@@ -95,7 +95,7 @@ TEST_F(CudaBackendTest, TheOutputDirectoryHoldsSourcePlanAndCubin) {
   EXPECT_EQ(plan["steps"].size(), model.module().steps.size());
   EXPECT_TRUE(std::filesystem::exists(directory_ / "out" / "device.cubin"));
   try {
-    CudaModel::compile(load_model(sample("attention")), o);
+    CudaModel::compile(frontends::load_model(sample("attention")), o);
     FAIL() << "overwrote a non-empty output directory";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("exists and is not empty"), std::string::npos) << e.what();
@@ -140,7 +140,7 @@ void expect_gpu_matches_interpreter(const ir::Graph& graph) {
 }
 
 TEST_F(CudaBackendTest, RunningNeedsADeviceAndThenMatchesTheInterpreter) {
-  ir::Graph graph = load_model(sample("mlp"));
+  ir::Graph graph = frontends::load_model(sample("mlp"));
   CudaModel model = CudaModel::compile(graph, options(80));
   std::map<std::string, Tensor> inputs = random_inputs(graph, {{"s0", 16}});
   if (std::optional<std::string> reason = cuda::cuda_unavailable_reason()) {
@@ -155,7 +155,7 @@ TEST_F(CudaBackendTest, RunningNeedsADeviceAndThenMatchesTheInterpreter) {
   }
   for (const char* name : kSamples) {
     SCOPED_TRACE(name);
-    expect_gpu_matches_interpreter(load_model(sample(name)));
+    expect_gpu_matches_interpreter(frontends::load_model(sample(name)));
   }
 }
 

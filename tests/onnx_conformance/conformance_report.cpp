@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/onnx/onnx_model_file.h"
+#include "frontends/onnx/onnx_model_file.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
@@ -114,7 +114,7 @@ std::string conformance_report(const std::vector<CaseResult>& results, const All
     for (const std::string& name : cases) out << ' ' << name;
     out << '\n';
   }
-  out << not_applicable << " cases are at opsets outside " << compiler::kMinOnnxOpset << ".." << compiler::kMaxOnnxOpset << " (not applicable)\n";
+  out << not_applicable << " cases are at opsets outside " << frontends::kMinOnnxOpset << ".." << frontends::kMaxOnnxOpset << " (not applicable)\n";
   return out.str();
 }
 

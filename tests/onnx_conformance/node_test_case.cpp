@@ -7,24 +7,24 @@
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
-#include "compiler/onnx/onnx_importer.h"
-#include "compiler/onnx/onnx_model_file.h"
-#include "compiler/onnx/onnx_tensor.h"
+#include "frontends/onnx/onnx_importer.h"
+#include "frontends/onnx/onnx_model_file.h"
+#include "frontends/onnx/onnx_tensor.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
-#include "tests/compiler/onnx_generated_data.h"
+#include "tests/frontends/onnx_generated_data.h"
 
 namespace kiln::conformance {
 
 std::optional<fs::path> node_tests_folder() {
-  std::optional<fs::path> data = compiler::testing::generated_onnx_test_data();
+  std::optional<fs::path> data = frontends::testing::generated_onnx_test_data();
   std::error_code status;
   if (!data || !fs::is_directory(*data / "node", status)) return std::nullopt;
   return *data / "node";
 }
 
 std::string missing_node_tests_message() {
-  return "ONNX's backend node tests are missing: " + compiler::testing::missing_generated_onnx_test_data();
+  return "ONNX's backend node tests are missing: " + frontends::testing::missing_generated_onnx_test_data();
 }
 
 std::vector<std::string> node_test_case_names(const fs::path& folder) {
@@ -92,8 +92,8 @@ NodeTestCase read_node_test_case(const fs::path& folder) {
   collect_op_types(model.graph(), test_case.op_types, in_order);
   test_case.tested_op = tested_op_of(test_case.name, in_order);
   auto check_element_type = [&](int32_t element_type) {
-    if (compiler::dtype_from_onnx(element_type)) return;
-    std::string name = compiler::onnx_type_name(element_type);  // "element type 17" past ONNX 1.12's names
+    if (frontends::dtype_from_onnx(element_type)) return;
+    std::string name = frontends::onnx_type_name(element_type);  // "element type 17" past ONNX 1.12's names
     std::replace(name.begin(), name.end(), ' ', '_');
     test_case.unsupported_types.insert("type:" + name);
   };
@@ -114,11 +114,11 @@ NodeTestCase read_node_test_case(const fs::path& folder) {
 }
 
 bool opset_is_importable(const NodeTestCase& test_case) {
-  return test_case.opset >= compiler::kMinOnnxOpset && test_case.opset <= compiler::kMaxOnnxOpset;
+  return test_case.opset >= frontends::kMinOnnxOpset && test_case.opset <= frontends::kMaxOnnxOpset;
 }
 
 std::vector<std::string> unsupported_parts(const NodeTestCase& test_case) {
-  static const std::vector<std::string> supported = compiler::supported_onnx_ops();
+  static const std::vector<std::string> supported = frontends::supported_onnx_ops();
   std::vector<std::string> missing;
   for (const std::string& op : test_case.op_types)
     if (!std::binary_search(supported.begin(), supported.end(), op)) missing.push_back(op);

@@ -3,7 +3,7 @@
 // sees it before running anything: its opset, the op types its graph uses (subgraphs
 // included), the op it tests, and whether Kiln can import it at all. Also where the cases are:
 // scripts/make-onnx-test-data copies them into node/ of the generated ONNX test data
-// (tests/compiler/onnx_generated_data.h) in the test set-up.
+// (tests/frontends/onnx_generated_data.h) in the test set-up.
 #pragma once
 
 #include <filesystem>

@@ -7,8 +7,8 @@
 #include <set>
 #include <vector>
 
-#include "compiler/onnx/onnx_importer.h"
-#include "compiler/onnx/onnx_tensor.h"
+#include "frontends/onnx/onnx_importer.h"
+#include "frontends/onnx/onnx_tensor.h"
 #include "ir/interpreter.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
@@ -43,7 +43,7 @@ Tensor read_data_tensor(const fs::path& path, int32_t element_type) {
   auto proto = std::make_shared<onnx::TensorProto>(parse_file<onnx::TensorProto>(path));
   if (element_type == onnx::TensorProto::BFLOAT16 && proto->data_type() == onnx::TensorProto::UINT16)
     proto->set_data_type(onnx::TensorProto::BFLOAT16);
-  return compiler::OnnxTensorReader(proto, path.string()).read(*proto, "the tensor '" + proto->name() + "'");
+  return frontends::OnnxTensorReader(proto, path.string()).read(*proto, "the tensor '" + proto->name() + "'");
 }
 
 // The case's model and run-time inputs, with its import-time inputs made initializers (the
@@ -140,7 +140,7 @@ CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::Cp
   std::map<std::string, Tensor> feeds;
   if (std::string problem = problem_of([&] {
         prepared = prepare(test_case, scratch_folder);
-        graph.emplace(compiler::import_onnx(prepared.model_path.string()));
+        graph.emplace(frontends::import_onnx(prepared.model_path.string()));
         std::vector<ir::Node*> placeholders = graph->placeholders();
         if (placeholders.size() != prepared.inputs.size())
           return "the graph has " + std::to_string(placeholders.size()) + " placeholders for " +

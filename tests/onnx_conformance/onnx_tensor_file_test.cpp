@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <functional>
 
-#include "compiler/onnx/onnx_tensor.h"
+#include "frontends/onnx/onnx_tensor.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
-namespace kiln::compiler {
+namespace kiln::frontends {
 namespace {
 
 namespace fs = std::filesystem;
@@ -67,4 +67,4 @@ TEST(OnnxTensorFile, AMissingOrUnreadableFileIsNamed) {
 }
 
 }  // namespace
-}  // namespace kiln::compiler
+}  // namespace kiln::frontends

@@ -12,7 +12,7 @@
 #include <iostream>
 
 #include "compiler/cpu_backend.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "compiler/training_stages.h"
 #include "ir/verifier.h"
 #include "passes/autodiff.h"
@@ -31,7 +31,7 @@ const fs::path kModels = fs::path(KILN_SOURCE_DIR) / "samples" / "models";
 // The model returning (output, mean(output)); its joint graph for the loss against every
 // floating parameter, as `kiln dump --stage joint` builds it (after the default pipeline).
 JointGraph model_joint_graph(const std::string& model) {
-  ir::Graph graph = compiler::load_model((kModels / (model + ".kiln")).string());
+  ir::Graph graph = frontends::load_model((kModels / (model + ".kiln")).string());
   ir::Node* output = graph.outputs().at(0);
   ir::Node* loss = graph.create_call("mean", {output}, {}, "loss");
   graph.output_node()->set_args({output, loss});
@@ -56,7 +56,7 @@ INSTANTIATE_TEST_SUITE_P(Samples, ModelPartition, ::testing::Values("mlp", "cnn"
 
 // With given grad_outputs instead of a loss: the backward's inputs end with the tangent.
 TEST(ModelPartitionTangents, AttentionWithAGivenOutputGradient) {
-  ir::Graph graph = compiler::load_model((kModels / "attention.kiln").string());
+  ir::Graph graph = frontends::load_model((kModels / "attention.kiln").string());
   run_pipeline(graph, "simplified");
   JointGraph joint = build_joint_graph(graph, AutodiffOptions::for_grad_outputs());
   ASSERT_EQ(joint.tangents.size(), 1u);

@@ -15,7 +15,7 @@
 
 #include "cli_runner.h"
 #include "compiler/codegen_stages.h"
-#include "compiler/model_loader.h"
+#include "frontends/model_loader.h"
 #include "runtime/error.h"
 #include "sample_models.h"
 
@@ -51,7 +51,7 @@ TEST_F(DumpCuda, TheMlpPrintsItsPlanThenItsKernelsWithTheFirstLayerFusedIntoCubl
   std::set<std::string> kernels = launched(result.out);
   ASSERT_EQ(kernels.size(), 1u) << result.out;
   EXPECT_EQ(defined(result.out), kernels);
-  EXPECT_EQ(result.out, compiler::dump_codegen_stage(compiler::load_model(sample_model("mlp")), "cuda"));
+  EXPECT_EQ(result.out, compiler::dump_codegen_stage(frontends::load_model(sample_model("mlp")), "cuda"));
 }
 
 TEST_F(DumpCuda, TheAttentionSamplesExactGeluKeepsItsEpilogueKernel) {
@@ -77,7 +77,7 @@ TEST_F(DumpCuda, HelpListsTheStageAndJsonIsRefused) {
 
 TEST_F(DumpCuda, TheLibraryNamesTheStagesItKnows) {
   try {
-    compiler::dump_codegen_stage(compiler::load_model(sample_model("mlp")), "ptx");
+    compiler::dump_codegen_stage(frontends::load_model(sample_model("mlp")), "ptx");
     FAIL() << "dumped an unknown stage";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "unknown codegen stage 'ptx' (known: loops, scheduled, cpp, cuda)");

@@ -1,0 +1,64 @@
+// kiln::trace: placeholders, the recorded calls, the output node (trace.h).
+#include "kiln/trace.h"
+
+#include "frontends/module/tracer.h"
+#include "ir/verifier.h"
+#include "runtime/error.h"
+
+namespace kiln {
+
+namespace {
+
+std::vector<std::string> input_names(size_t count, const TraceOptions& options) {
+  if (!options.input_names.empty()) {
+    if (options.input_names.size() != count) {
+      fail("kiln::trace: ", options.input_names.size(), " input names for ", count, " inputs");
+    }
+    return options.input_names;
+  }
+  if (count == 1) return {"x"};
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i) names.push_back("x" + std::to_string(i));
+  return names;
+}
+
+}  // namespace
+
+ir::TensorMeta example_type(const Tensor& example) {
+  if (!example.defined()) fail("kiln::trace: an example input is an undefined tensor");
+  return ir::TensorMeta::contiguous(example.dtype(), ir::SymShape(example.sizes().begin(), example.sizes().end()));
+}
+
+ir::Graph trace(const TracedFunction& function, const std::vector<ir::TensorMeta>& input_types,
+                const TraceOptions& options) {
+  ir::Graph graph;
+  {
+    frontends::Tracer tracer(graph);
+    std::vector<std::string> names = input_names(input_types.size(), options);
+    std::vector<Var> inputs;
+    for (size_t i = 0; i < input_types.size(); ++i) inputs.emplace_back(tracer.placeholder(names[i], input_types[i]));
+    std::vector<Var> outputs = function(inputs);
+    if (outputs.empty()) fail("kiln::trace: the traced function returned no outputs");
+    std::vector<ir::Argument> values;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!outputs[i].defined()) fail("kiln::trace: output ", i, " is an undefined kiln::Var");
+      values.emplace_back(outputs[i].node());
+    }
+    graph.create_output(std::move(values));
+  }
+  ir::verify(graph);
+  return graph;
+}
+
+ir::Graph trace(nn::Module& module, const std::vector<ir::TensorMeta>& input_types, const TraceOptions& options) {
+  module.assign_paths();
+  return trace([&module](const std::vector<Var>& inputs) { return module(inputs); }, input_types, options);
+}
+
+ir::Graph trace(nn::Module& module, const std::vector<Tensor>& example_inputs, const TraceOptions& options) {
+  std::vector<ir::TensorMeta> types;
+  for (const Tensor& example : example_inputs) types.push_back(example_type(example));
+  return trace(module, types, options);
+}
+
+}  // namespace kiln

@@ -1,0 +1,121 @@
+// The active trace: recording calls and parameter reads with their source info (tracer.h).
+#include "frontends/module/tracer.h"
+
+#include <atomic>
+#include <filesystem>
+
+#include "runtime/error.h"
+
+namespace kiln::frontends {
+
+namespace {
+
+thread_local Tracer* active_tracer = nullptr;
+std::atomic<uint64_t> last_trace_id{0};
+
+bool has_prefix(std::string_view text, const std::string& prefix) {
+  return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+bool is_kiln_location(const std::source_location& loc) {
+  // This file's folder is frontends/module/; the public headers are in include/kiln/.
+  static const std::string frontend_dir = std::filesystem::path(__FILE__).parent_path().string() + "/";
+  static const std::string include_dir =
+      (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "include" / "kiln").string() + "/";
+  std::string_view file = loc.file_name();
+  return has_prefix(file, frontend_dir) || has_prefix(file, include_dir);
+}
+
+Var record(const std::string& op, std::vector<ir::Argument> args, ir::Kwargs kwargs, const std::source_location& loc) {
+  return Var(Tracer::active(loc).call(op, std::move(args), std::move(kwargs), loc));
+}
+
+uint64_t active_trace_id() { return active_tracer ? active_tracer->id() : 0; }
+
+Tracer::Tracer(ir::Graph& graph) : graph_(graph), id_(++last_trace_id), previous_(active_tracer) {
+  active_tracer = this;
+}
+
+Tracer::~Tracer() { active_tracer = previous_; }
+
+Tracer& Tracer::active(const std::source_location& loc) {
+  if (!active_tracer) {
+    fail(loc.file_name(), ":", loc.line(),
+         ": a kiln::Var operation or module call ran outside kiln::trace (modules record graphs; "
+         "call them from the function or module passed to kiln::trace)");
+  }
+  return *active_tracer;
+}
+
+void Tracer::check_argument(const ir::Argument& argument, const std::source_location& loc) const {
+  if (argument.is_node() && argument.node() == nullptr) {
+    fail(where(loc), ": an undefined kiln::Var was used as an operand");
+  }
+  // Var::node() refuses Vars of other traces, so every node here is this trace's.
+  KILN_CHECK(!argument.is_node() || &argument.node()->graph() == &graph_, "a node of another graph reached the tracer");
+  if (argument.is_list()) {
+    for (const ir::Argument& element : argument.list()) check_argument(element, loc);
+  }
+}
+
+ir::Node* Tracer::call(const std::string& op, std::vector<ir::Argument> args, ir::Kwargs kwargs,
+                       const std::source_location& loc) {
+  for (const ir::Argument& argument : args) check_argument(argument, loc);
+  for (const auto& [key, argument] : kwargs) check_argument(argument, loc);
+  ir::Node* node = nullptr;
+  try {
+    node = graph_.create_call(op, std::move(args), std::move(kwargs));
+  } catch (const Error& error) {
+    fail(where(loc), ": ", error.what());
+  }
+  node->source = source_info(loc);
+  return node;
+}
+
+ir::Node* Tracer::attribute(const std::string& path, const Tensor& value, const std::source_location& loc) {
+  auto found = attributes_.find(path);
+  if (found != attributes_.end()) return found->second;
+  graph_.set_parameter(path, value);
+  ir::Node* node = graph_.create_get_attr(path);
+  node->source = source_info(loc);
+  attributes_.emplace(path, node);
+  return node;
+}
+
+ir::Node* Tracer::placeholder(const std::string& name, const ir::TensorMeta& meta) {
+  return graph_.create_placeholder(name, meta);
+}
+
+void Tracer::enter_module(const std::string& path, const std::source_location& call_site) {
+  module_calls_.push_back({path, call_site});
+}
+
+void Tracer::exit_module() { module_calls_.pop_back(); }
+
+const std::string& Tracer::module_path() const {
+  static const std::string root;
+  return module_calls_.empty() ? root : module_calls_.back().path;
+}
+
+ir::SourceInfo Tracer::source_info(const std::source_location& loc) const {
+  std::source_location user_loc = loc;
+  for (auto call = module_calls_.rbegin(); call != module_calls_.rend() && is_kiln_location(user_loc); ++call) {
+    user_loc = call->call_site;
+  }
+  ir::SourceInfo info;
+  info.file = user_loc.file_name();
+  info.line = int(user_loc.line());
+  info.module_path = module_path();
+  return info;
+}
+
+std::string Tracer::where(const std::source_location& loc) const {
+  ir::SourceInfo info = source_info(loc);
+  std::string text = info.file + ":" + std::to_string(info.line);
+  if (!info.module_path.empty()) text += " (module '" + info.module_path + "')";
+  return text;
+}
+
+}  // namespace kiln::frontends

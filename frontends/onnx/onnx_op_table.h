@@ -1,0 +1,46 @@
+// The table of ONNX ops Kiln imports: op type -> converter. Each onnx_ops_*.cpp file holds
+// the converters of one op family and registers them (explicitly, from the table's
+// construction, so that a static library cannot drop them).
+//
+// A converter reads its node through OnnxNodeContext and sets every output the node
+// produces; it handles each opset from kMinOnnxOpset to kMaxOnnxOpset (attributes that
+// became inputs, changed defaults). What it cannot convert (an attribute value, an optional
+// output, a data-dependent shape) is a kiln::Error naming the node.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontends/onnx/onnx_node_context.h"
+
+namespace kiln::frontends {
+
+using OnnxConverter = void (*)(OnnxNodeContext& context);
+
+class OnnxOpTable {
+ public:
+  static const OnnxOpTable& global();
+
+  // nullptr when the op type (of the default domain) is not supported.
+  OnnxConverter find(std::string_view op_type) const;
+  std::vector<std::string> op_types() const;  // sorted
+
+  void add(const std::string& op_type, OnnxConverter converter);
+
+ private:
+  std::map<std::string, OnnxConverter, std::less<>> converters_;
+};
+
+// The op families, one file each.
+void register_onnx_elementwise_ops(OnnxOpTable& table);  // onnx_ops_elementwise.cpp
+void register_onnx_nn_ops(OnnxOpTable& table);           // onnx_ops_nn.cpp
+void register_onnx_normalization_ops(OnnxOpTable& table);  // onnx_ops_normalization.cpp
+void register_onnx_reduction_ops(OnnxOpTable& table);    // onnx_ops_reduction.cpp
+void register_onnx_resize_ops(OnnxOpTable& table);       // onnx_ops_resize.cpp
+void register_onnx_einsum_ops(OnnxOpTable& table);       // onnx_ops_einsum.cpp
+void register_onnx_shape_ops(OnnxOpTable& table);        // onnx_ops_shape.cpp
+void register_onnx_tensor_ops(OnnxOpTable& table);       // onnx_ops_tensor.cpp
+
+}  // namespace kiln::frontends

@@ -1,0 +1,257 @@
+// ONNX neural-network ops: MatMul, Gemm, Conv, ConvTranspose, MaxPool, AveragePool,
+// GlobalAveragePool, GlobalMaxPool, Softmax, LogSoftmax. Windows whose ONNX padding Kiln's
+// ops cannot express (asymmetric, or beyond half a pooling kernel) pad the input explicitly.
+#include <limits>
+
+#include "frontends/onnx/onnx_op_helpers.h"
+#include "frontends/onnx/onnx_op_table.h"
+
+namespace kiln::frontends {
+
+namespace {
+
+void convert_matmul(OnnxNodeContext& context) {
+  if (context.rank(0) == 0 || context.rank(1) == 0) context.fail("MatMul inputs must have rank 1 or more");
+  context.emit(0, "matmul", {context.tensor(0), context.tensor(1)});
+}
+
+void convert_gemm(OnnxNodeContext& context) {
+  double alpha = context.float_attribute("alpha", 1.0), beta = context.float_attribute("beta", 1.0);
+  bool trans_a = context.int_attribute("transA", 0) != 0, trans_b = context.int_attribute("transB", 0) != 0;
+  if (context.rank(0) != 2 || context.rank(1) != 2) context.fail("Gemm inputs A and B must be matrices");
+  bool has_c = context.has_input(2);
+  if (trans_b && !trans_a && alpha == 1.0 && (!has_c || (beta == 1.0 && context.rank(2) <= 1))) {
+    ir::Argument bias = optional_tensor(context, 2);
+    context.emit(0, "linear", {context.tensor(0), context.tensor(1), bias});
+    return;
+  }
+  ir::Node* a = context.tensor(0);
+  ir::Node* b = context.tensor(1);
+  if (trans_a) a = context.call("transpose", {a, int64_t(0), int64_t(1)});
+  if (trans_b) b = context.call("transpose", {b, int64_t(0), int64_t(1)});
+  bool scaled = alpha != 1.0;
+  bool last = !scaled && !has_c;
+  ir::Node* product = last ? context.emit(0, "matmul", {a, b}) : context.call("matmul", {a, b});
+  if (scaled) product = has_c ? context.call("mul", {product, alpha}) : context.emit(0, "mul", {product, alpha});
+  if (!has_c) return;
+  ir::Argument c = context.tensor(2);
+  if (beta != 1.0) c = context.call("mul", {c.node(), beta});
+  context.emit(0, "add", {product, c});
+}
+
+struct WindowAttributes {
+  std::vector<int64_t> kernel, strides, dilations;
+  WindowPadding padding;
+};
+
+// kernel_shape (from the weight's dims 2.. when absent and `weight_shape` is given), strides,
+// dilations and the padding of a sliding-window op.
+WindowAttributes window_attributes(const OnnxNodeContext& context, const ir::SymShape& input_shape,
+                                   const ir::SymShape* weight_shape) {
+  WindowAttributes window;
+  int64_t spatial = int64_t(input_shape.size()) - 2;
+  if (spatial < 1) context.fail("the input must have rank 3 or more (N, C, spatial dims), but has rank ", input_shape.size());
+  std::optional<std::vector<int64_t>> kernel = context.maybe_ints_attribute("kernel_shape");
+  if (kernel) {
+    window.kernel = *kernel;
+  } else if (weight_shape) {
+    for (size_t i = 2; i < weight_shape->size(); ++i) {
+      if (!(*weight_shape)[i].is_constant()) context.fail("the weight's kernel dims must be static");
+      window.kernel.push_back((*weight_shape)[i].constant());
+    }
+  } else {
+    context.fail("attribute 'kernel_shape' is required");
+  }
+  if (int64_t(window.kernel.size()) != spatial)
+    context.fail("kernel_shape has ", window.kernel.size(), " dims, but the input has ", spatial, " spatial dims");
+  window.strides = context.ints_attribute("strides", std::vector<int64_t>(size_t(spatial), 1));
+  window.dilations = context.ints_attribute("dilations", std::vector<int64_t>(size_t(spatial), 1));
+  if (int64_t(window.strides.size()) != spatial || int64_t(window.dilations.size()) != spatial)
+    context.fail("strides and dilations need one value per spatial dim (", spatial, ")");
+  window.padding = window_padding(context, input_shape, window.kernel, window.strides, window.dilations);
+  return window;
+}
+
+// The input padded explicitly (trailing spatial dims) with `value`.
+ir::Node* pad_input(OnnxNodeContext& context, ir::Node* x, const WindowPadding& padding, double value) {
+  return context.call("pad", {x, ir::Argument::ints(torch_pad_list(padding.begin, padding.end)), "constant", value});
+}
+
+void convert_conv(OnnxNodeContext& context) {
+  ir::Node* x = context.tensor(0);
+  ir::SymShape weight_shape = context.shape(1);
+  WindowAttributes window = window_attributes(context, x->value().shape, &weight_shape);
+  size_t spatial = window.kernel.size();
+  std::vector<int64_t> padding = window.padding.begin;
+  if (!window.padding.symmetric()) {
+    x = pad_input(context, x, window.padding, 0.0);
+    padding.assign(spatial, 0);
+  }
+  ir::Argument bias = optional_tensor(context, 2);
+  int64_t groups = context.int_attribute("group", 1);
+  context.emit(0, "convolution",
+               {x, context.tensor(1), bias, ir::Argument::ints(window.strides), ir::Argument::ints(padding),
+                ir::Argument::ints(window.dilations), false, ir::Argument::ints(std::vector<int64_t>(spatial, 0)), groups});
+}
+
+void convert_conv_transpose(OnnxNodeContext& context) {
+  ir::Node* x = context.tensor(0);
+  ir::SymShape weight_shape = context.shape(1);
+  ir::SymShape input_shape = x->value().shape;
+  size_t spatial = input_shape.size() - 2;
+  std::vector<int64_t> kernel = context.ints_attribute("kernel_shape");
+  if (kernel.empty())
+    for (size_t i = 2; i < weight_shape.size(); ++i) {
+      if (!weight_shape[i].is_constant()) context.fail("the weight's kernel dims must be static");
+      kernel.push_back(weight_shape[i].constant());
+    }
+  std::vector<int64_t> strides = context.ints_attribute("strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> dilations = context.ints_attribute("dilations", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> output_padding = context.ints_attribute("output_padding", std::vector<int64_t>(spatial, 0));
+  std::vector<int64_t> output_shape = context.ints_attribute("output_shape");
+  std::string auto_pad = context.string_attribute("auto_pad", "NOTSET");
+  if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial || output_padding.size() != spatial)
+    context.fail("kernel_shape, strides, dilations and output_padding need one value per spatial dim (", spatial, ")");
+  std::vector<int64_t> begin(spatial, 0), end(spatial, 0);
+  if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (!output_shape.empty() && output_shape.size() != spatial) context.fail("output_shape needs ", spatial, " values");
+    for (size_t i = 0; i < spatial; ++i) {
+      if (!input_shape[i + 2].is_constant()) context.fail("output_shape and auto_pad need static spatial sizes");
+      int64_t in = input_shape[i + 2].constant();
+      int64_t wanted = output_shape.empty() ? in * strides[i] : output_shape[i];
+      int64_t total = strides[i] * (in - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - wanted;
+      if (total < 0) {  // the output is larger than the transposed convolution: extra output padding at the end
+        output_padding[i] -= total;
+        total = 0;
+      }
+      bool lower = auto_pad == "SAME_LOWER";
+      begin[i] = lower ? total - total / 2 : total / 2;
+      end[i] = total - begin[i];
+    }
+  } else if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = context.ints_attribute("pads", std::vector<int64_t>(2 * spatial, 0));
+    if (pads.size() != 2 * spatial) context.fail("pads has ", pads.size(), " values; expected ", 2 * spatial);
+    begin.assign(pads.begin(), pads.begin() + long(spatial));
+    end.assign(pads.begin() + long(spatial), pads.end());
+  } else if (auto_pad != "VALID") {
+    context.fail("auto_pad '", auto_pad, "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  }
+  // Kiln's transposed convolution crops the same amount at both ends: crop the rest after.
+  std::vector<int64_t> padding(spatial);
+  bool crop = false;
+  for (size_t i = 0; i < spatial; ++i) {
+    padding[i] = std::min(begin[i], end[i]);
+    crop = crop || begin[i] != end[i];
+  }
+  ir::Argument bias = optional_tensor(context, 2);
+  int64_t groups = context.int_attribute("group", 1);
+  std::vector<ir::Argument> args = {x, context.tensor(1), bias, ir::Argument::ints(strides), ir::Argument::ints(padding),
+                                    ir::Argument::ints(dilations), true, ir::Argument::ints(output_padding), groups};
+  if (!crop) {
+    context.emit(0, "convolution", args);
+    return;
+  }
+  ir::Node* result = context.call("convolution", args);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t extra_begin = begin[i] - padding[i], extra_end = end[i] - padding[i];
+    if (extra_begin == 0 && extra_end == 0) continue;
+    ir::SymInt size = result->value().shape[i + 2];
+    result = context.call("slice", {result, int64_t(i + 2), extra_begin, size - ir::SymInt(extra_end)});
+  }
+  context.set_output(0, result);
+}
+
+// Whether Kiln's pools take this padding directly (symmetric, at most half the kernel).
+bool pool_padding_fits(const WindowAttributes& window) {
+  if (!window.padding.symmetric()) return false;
+  for (size_t i = 0; i < window.kernel.size(); ++i)
+    if (window.padding.begin[i] > window.kernel[i] / 2) return false;
+  return true;
+}
+
+void convert_max_pool(OnnxNodeContext& context) {
+  context.require_outputs_at_most(1, "Indices");
+  if (context.int_attribute("storage_order", 0) != 0) context.fail("storage_order=1 is not supported");
+  ir::Node* x = context.tensor(0);
+  WindowAttributes window = window_attributes(context, x->value().shape, nullptr);
+  std::vector<int64_t> padding = window.padding.begin;
+  if (!pool_padding_fits(window)) {
+    double lowest = is_floating(x->value().dtype) ? -std::numeric_limits<double>::infinity()
+                                                  : double(std::numeric_limits<int64_t>::min());
+    x = pad_input(context, x, window.padding, lowest);
+    padding.assign(window.kernel.size(), 0);
+  }
+  bool ceil_mode = context.int_attribute("ceil_mode", 0) != 0;
+  context.emit(0, "max_pool", {x, ir::Argument::ints(window.kernel), ir::Argument::ints(window.strides),
+                               ir::Argument::ints(padding), ir::Argument::ints(window.dilations), ceil_mode});
+}
+
+void convert_average_pool(OnnxNodeContext& context) {
+  ir::Node* x = context.tensor(0);
+  WindowAttributes window = window_attributes(context, x->value().shape, nullptr);
+  for (int64_t dilation : window.dilations)
+    if (dilation != 1) context.fail("dilations other than 1 are not supported for AveragePool");
+  bool ceil_mode = context.int_attribute("ceil_mode", 0) != 0;
+  bool count_include_pad = context.int_attribute("count_include_pad", 0) != 0;
+  auto pool = [&](ir::Node* input, const std::vector<int64_t>& padding, bool include_pad, bool last) {
+    std::vector<ir::Argument> args = {input, ir::Argument::ints(window.kernel), ir::Argument::ints(window.strides),
+                                      ir::Argument::ints(padding), ceil_mode, include_pad};
+    return last ? context.emit(0, "avg_pool", args) : context.call("avg_pool", args);
+  };
+  if (pool_padding_fits(window)) {
+    pool(x, window.padding.begin, count_include_pad, true);
+    return;
+  }
+  std::vector<int64_t> none(window.kernel.size(), 0);
+  ir::Node* padded = pad_input(context, x, window.padding, 0.0);
+  if (count_include_pad) {
+    pool(padded, none, true, true);
+    return;
+  }
+  // Average over the real elements only: the mean of the zero-padded input divided by the
+  // mean of a padded mask of ones.
+  ir::Node* ones = context.call("full_like", {x, 1.0});
+  ir::Node* mask = pad_input(context, ones, window.padding, 0.0);
+  context.emit(0, "div", {pool(padded, none, true, false), pool(mask, none, true, false)});
+}
+
+void convert_global_pool(OnnxNodeContext& context, const std::string& target) {
+  int64_t rank = context.rank(0);
+  if (rank < 3) context.fail("the input must have rank 3 or more (N, C, spatial dims)");
+  context.emit(0, target, {context.tensor(0), ir::Argument::ints(dims_from(2, rank)), true});
+}
+
+// Softmax/LogSoftmax: over one axis from opset 13; before, over the input flattened to 2-d at
+// `axis` (default 1).
+void convert_softmax(OnnxNodeContext& context, const std::string& target) {
+  int64_t rank = context.rank(0);
+  bool per_axis = context.opset() >= 13;
+  int64_t axis = context.wrap_axis(context.int_attribute("axis", per_axis ? -1 : 1), std::max<int64_t>(rank, 1));
+  ir::Node* x = context.tensor(0);
+  if (per_axis || axis == rank - 1) {
+    context.emit(0, target, {x, per_axis ? axis : rank - 1});
+    return;
+  }
+  ir::SymShape shape = x->value().shape;
+  ir::SymInt outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= shape[size_t(d)];
+  ir::Node* flat = context.call("reshape", {x, ir::Argument::sym_ints({outer, inner})});
+  context.emit(0, "reshape", {context.call(target, {flat, int64_t(1)}), ir::Argument::sym_ints(shape)});
+}
+
+}  // namespace
+
+void register_onnx_nn_ops(OnnxOpTable& table) {
+  table.add("MatMul", convert_matmul);
+  table.add("Gemm", convert_gemm);
+  table.add("Conv", convert_conv);
+  table.add("ConvTranspose", convert_conv_transpose);
+  table.add("MaxPool", convert_max_pool);
+  table.add("AveragePool", convert_average_pool);
+  table.add("GlobalAveragePool", [](OnnxNodeContext& c) { convert_global_pool(c, "mean"); });
+  table.add("GlobalMaxPool", [](OnnxNodeContext& c) { convert_global_pool(c, "amax"); });
+  table.add("Softmax", [](OnnxNodeContext& c) { convert_softmax(c, "softmax"); });
+  table.add("LogSoftmax", [](OnnxNodeContext& c) { convert_softmax(c, "log_softmax"); });
+}
+
+}  // namespace kiln::frontends

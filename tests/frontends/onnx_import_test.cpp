@@ -1,0 +1,221 @@
+// What the ONNX importer makes of a model beyond its numbers: node names and op types in
+// each node's SourceInfo, initializers as named parameters, static shape arithmetic folded
+// away, dim_param dims as symbols (sanitized, shared, unique) with shape arithmetic on them
+// kept symbolic, the op table, and .onnx through frontends::load_model.
+#include <gmock/gmock.h>
+
+#include <fstream>
+#include <set>
+
+#include "frontends/model_loader.h"
+#include "frontends/onnx/onnx_importer.h"
+#include "frontends/onnx/onnx_symbols.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "tests/frontends/onnx_test_support.h"
+
+namespace kiln::frontends::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsSupersetOf;
+
+std::multiset<std::string> call_targets(const ir::Graph& graph) {
+  std::multiset<std::string> targets;
+  for (ir::Node* node : graph.nodes())
+    if (node->op() == ir::OpKind::call_function) targets.insert(node->target());
+  return targets;
+}
+
+ir::Node* only_call(const ir::Graph& graph, const std::string& target) {
+  ir::Node* found = nullptr;
+  for (ir::Node* node : graph.nodes()) {
+    if (node->op() != ir::OpKind::call_function || node->target() != target) continue;
+    EXPECT_EQ(found, nullptr) << "more than one " << target;
+    found = node;
+  }
+  EXPECT_NE(found, nullptr) << "no " << target;
+  return found;
+}
+
+TEST(OnnxImport, EachNodeRecordsTheOnnxNodeAndOpType) {
+  ir::Graph graph = import_onnx((kOnnxData / "ops" / "conv_groups_asymmetric_pads" / "model.onnx").string());
+  // Asymmetric pads become an explicit pad before the convolution; both come from the Conv.
+  for (const char* target : {"pad", "convolution"}) {
+    ir::Node* node = only_call(graph, target);
+    EXPECT_EQ(node->source.file, "model.onnx");
+    EXPECT_EQ(node->source.onnx_node, "conv_groups_asymmetric_pads_node");
+    EXPECT_EQ(node->source.onnx_op, "Conv");
+  }
+  EXPECT_EQ(graph.output_names(), std::vector<std::string>{"y0"});
+}
+
+TEST(OnnxImport, InitializersBecomeParametersOfTheirNames) {
+  ir::Graph graph = import_onnx((kOnnxData / "models" / "mlp" / "model.onnx").string());
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : graph.parameters()) names.push_back(name);
+  EXPECT_THAT(names, IsSupersetOf({"fc1.bias", "fc2.bias", "fc3.bias"}));
+  ASSERT_NE(graph.parameter("fc1.bias"), nullptr);
+  EXPECT_EQ(graph.parameter("fc1.bias")->sizes(), (Sizes{128}));
+  // torch exports Linear as Gemm(transB=1): Kiln's linear, reading the weight as stored.
+  EXPECT_EQ(call_targets(graph), (std::multiset<std::string>{"linear", "linear", "linear", "relu", "relu", "log_softmax"}));
+}
+
+TEST(OnnxImport, GraphInputsWithAnInitializerAreParameters) {
+  ir::Graph graph = import_onnx((kOnnxData / "ops" / "initializer_as_input" / "model.onnx").string());
+  ASSERT_EQ(graph.placeholders().size(), 1u);
+  EXPECT_EQ(graph.placeholders()[0]->target(), "x");
+  ASSERT_NE(graph.parameter("w"), nullptr);
+  EXPECT_EQ(graph.parameter("w")->sizes(), (Sizes{4}));
+}
+
+TEST(OnnxImport, StaticShapeArithmeticIsFolded) {
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, and Constant -> Mul.
+  ir::Graph graph = import_onnx((kOnnxData / "ops" / "shape_chain_folded" / "model.onnx").string());
+  EXPECT_EQ(call_targets(graph), (std::multiset<std::string>{"reshape", "mul"}));
+  EXPECT_TRUE(graph.parameters().empty());
+  ir::Node* reshape = only_call(graph, "reshape");
+  EXPECT_EQ(reshape->args()[1].int_list(), (std::vector<int64_t>{2, -1}));
+  // The scale is a literal of the multiplication, not a parameter.
+  EXPECT_TRUE(only_call(graph, "mul")->args()[1].is_float());
+}
+
+TEST(OnnxImport, ConstantsAreFoldedAcrossNodes) {
+  // The GPT block's position embedding reads positions from a constant Range: folded.
+  ir::Graph graph = import_onnx((kOnnxData / "models" / "gpt_block" / "model.onnx").string());
+  std::multiset<std::string> targets = call_targets(graph);
+  EXPECT_EQ(targets.count("arange"), 0u);
+  EXPECT_EQ(targets.count("index_select"), 1u);  // only the token lookup, which reads the input
+  EXPECT_EQ(targets.count("softmax"), 1u);
+  EXPECT_EQ(targets.count("layer_norm"), 3u);
+}
+
+TEST(OnnxImport, DimParamsBecomeSymbols) {
+  fs::path folder = kOnnxData / "dynamic" / "mlp_dynamic_batch";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  std::vector<ir::Node*> inputs = graph.placeholders();
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(inputs[0]->value().type_string(), "f32[batch, 64]");
+  EXPECT_EQ(graph.outputs()[0]->value().type_string(), "f32[batch, 10]");
+  // The recorded run (batch 3) and another size.
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "batch 3");
+  Tensor five = Tensor::full({5, 64}, 0.25, DType::f32);
+  std::vector<Tensor> outputs = ir::interpret(graph, {{"x", five}});
+  EXPECT_EQ(outputs[0].sizes(), (Sizes{5, 10}));
+}
+
+TEST(OnnxImport, ShapeArithmeticOnSymbolsStaysSymbolic) {
+  fs::path folder = kOnnxData / "dynamic" / "symbolic_reshape";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  // Shape/Gather/Unsqueeze/Concat computed on the symbol: the reshape reads [rows, -1].
+  EXPECT_EQ(call_targets(graph), (std::multiset<std::string>{"reshape", "relu"}));
+  ir::Node* reshape = only_call(graph, "reshape");
+  EXPECT_EQ(reshape->args()[1].to_string(), "[rows, -1]");
+  EXPECT_EQ(reshape->value().type_string(), "f32[rows, 20]");
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "rows 3");
+}
+
+TEST(OnnxImport, GptBlockWithADynamicBatchRunsAtAnyBatch) {
+  // Its attention reshapes to [batch, 12, 4, 8] from Shape/Gather/Concat of the input.
+  fs::path folder = kOnnxData / "dynamic" / "gpt_block_dynamic";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  EXPECT_EQ(graph.outputs()[0]->value().type_string(), "f32[batch, 12, 96]");
+  std::multiset<std::string> targets = call_targets(graph);
+  for (const char* materialized : {"full", "sum", "cat"}) EXPECT_EQ(targets.count(materialized), 0u) << materialized;
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "batch 2");
+  // Batch 3: the recorded two sequences, then the first again, give the recorded logits.
+  Tensor ids = read_numbered(folder, "input")[0];
+  Tensor three = Tensor::empty({3, 12}, DType::i64);
+  for (int64_t row = 0; row < 3; ++row)
+    for (int64_t column = 0; column < 12; ++column) {
+      std::vector<int64_t> from = {row % 2, column}, to = {row, column};
+      three.set_int(to, ids.item_int(from));
+    }
+  Tensor logits = ir::interpret(graph, {{"ids", three}})[0];
+  Tensor expected = read_numbered(folder, "output")[0];
+  ASSERT_EQ(logits.sizes(), (Sizes{3, 12, 96}));
+  EXPECT_EQ(difference_from_reference(expected, logits.slice(0, 0, 2).contiguous()), "");
+  EXPECT_EQ(difference_from_reference(expected.slice(0, 0, 1).contiguous(), logits.slice(0, 2, 3).contiguous()), "");
+}
+
+TEST(OnnxImport, ShapeArithmeticOnSymbolsRunsOnTheCpuBackend) {
+  fs::path folder = kOnnxData / "dynamic" / "symbolic_reshape";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "rows 3");
+  Tensor seven = Tensor::full({7, 4, 5}, -0.5, DType::f32);
+  EXPECT_EQ(model.run({{"x", seven}})[0].sizes(), (Sizes{7, 20}));
+}
+
+// The C++ code generator declares each symbol as a local variable of the generated code under
+// its own name, so a symbol named like one of its locals ("batch", which batched GEMMs use)
+// does not compile. Enable when codegen keeps symbol names apart from its own.
+TEST(OnnxImport, DynamicBatchNamedBatchRunsOnTheCpuBackend) {
+  fs::path folder = kOnnxData / "dynamic" / "mlp_dynamic_batch";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "batch 3");
+}
+
+TEST(OnnxSymbols, DimParamsAreSanitized) {
+  EXPECT_EQ(sanitize_symbol_name("batch"), "batch");
+  EXPECT_EQ(sanitize_symbol_name("batch size"), "batch_size");
+  EXPECT_EQ(sanitize_symbol_name("seq-len.0"), "seq_len_0");
+  EXPECT_EQ(sanitize_symbol_name("2d"), "d2d");
+  EXPECT_EQ(sanitize_symbol_name(""), "dim");
+  // Kiln's reserved names: the loop variables of generated code and max/min.
+  EXPECT_EQ(sanitize_symbol_name("x0"), "x0_");
+  EXPECT_EQ(sanitize_symbol_name("r12"), "r12_");
+  EXPECT_EQ(sanitize_symbol_name("max"), "max_");
+  EXPECT_EQ(sanitize_symbol_name("min"), "min_");
+  EXPECT_EQ(sanitize_symbol_name("x"), "x");
+  EXPECT_EQ(sanitize_symbol_name("x0y"), "x0y");
+}
+
+TEST(OnnxSymbols, OneDimParamIsOneSymbolAndDistinctParamsStayDistinct) {
+  OnnxSymbols symbols;
+  EXPECT_EQ(symbols.for_dim_param("a-b").to_string(), "a_b");
+  EXPECT_EQ(symbols.for_dim_param("a_b").to_string(), "a_b_2");
+  EXPECT_EQ(symbols.for_dim_param("a-b").to_string(), "a_b");
+  EXPECT_EQ(symbols.for_unnamed_dim("x", 0).to_string(), "x_dim0");
+  EXPECT_EQ(symbols.for_unnamed_dim("x", 0).to_string(), "x_dim0_2");
+}
+
+TEST(OnnxImport, TheOpTableCoversTheRequiredOps) {
+  std::vector<std::string> ops = supported_onnx_ops();
+  std::vector<std::string> required = {
+      "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip",
+      "Concat", "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "CumSum", "Div", "Dropout", "Elu", "Equal",
+      "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "GatherElements", "Gelu", "Gemm", "GlobalAveragePool",
+      "GlobalMaxPool", "Greater", "GreaterOrEqual", "GroupNormalization", "HardSigmoid", "HardSwish", "Identity",
+      "InstanceNormalization", "IsNaN", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax",
+      "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "PRelu", "Range",
+      "Reciprocal", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
+      "ReduceSumSquare", "Relu", "Reshape", "Round", "ScatterElements", "Selu", "Shape", "Sigmoid", "Sign", "Sin", "Size",
+      "Slice", "Softmax", "Softplus", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Trilu",
+      "Unsqueeze", "Where", "Xor"};
+  EXPECT_THAT(ops, IsSupersetOf(required));
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+}
+
+TEST(OnnxImport, EverySupportedOpIsUsedByATestCase) {
+  // covered_ops.txt lists the op types of every committed case (ops/, models/, dynamic/).
+  std::ifstream file(kOnnxData / "covered_ops.txt");
+  std::set<std::string> covered;
+  for (std::string op; std::getline(file, op);) covered.insert(op);
+  ASSERT_FALSE(covered.empty());
+  std::vector<std::string> missing;
+  for (const std::string& op : supported_onnx_ops())
+    if (!covered.count(op)) missing.push_back(op);
+  EXPECT_THAT(missing, ElementsAre()) << "supported ops without a test case";
+}
+
+TEST(OnnxImport, LoadModelDispatchesOnTheExtension) {
+  ir::Graph onnx_graph = load_model((kOnnxData / "ops" / "relu" / "model.onnx").string());
+  EXPECT_EQ(call_targets(onnx_graph), (std::multiset<std::string>{"relu"}));
+  ir::Graph kiln_graph = load_model((fs::path(KILN_SOURCE_DIR) / "samples" / "models" / "mlp.kiln").string());
+  EXPECT_FALSE(call_targets(kiln_graph).empty());
+}
+
+}  // namespace
+}  // namespace kiln::frontends::testing
