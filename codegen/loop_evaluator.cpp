@@ -1,5 +1,6 @@
 // The scalar evaluator of the loop IR (codegen/loop_evaluator.h): buffers, symbol binding,
-// expression semantics (the interpreter's, op by op), and the node loops.
+// expression semantics (the interpreter's; each op's from its row of the loop op table,
+// codegen/loop_ops.h), and the node loops.
 #include "codegen/loop_evaluator.h"
 
 #include <algorithm>
@@ -62,157 +63,24 @@ Value normalized(DType dtype, Value value) {
   return value;
 }
 
-// ---------------------------------------------------------------- scalar ops
+// ---------------------------------------------------------------- ops
 
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b); }
-
-double floor_divide(double a, double b) {
-  if (b == 0) return a / b;
-  double mod = std::fmod(a, b);
-  double div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
-  if (div == 0) return std::copysign(0.0, a / b);
-  double floored = std::floor(div);
-  if (div - floored > 0.5) floored += 1.0;
-  return floored;
-}
-
-double python_fmod(double a, double b) {
-  double mod = std::fmod(a, b);
-  if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
-  return mod;
-}
-
-int64_t wrapping(uint64_t value) { return int64_t(value); }
-
-int64_t int_pow(int64_t base, int64_t exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exponent % 2 != 0) ? -1 : 1;
-    return 0;
-  }
-  uint64_t result = 1, factor = uint64_t(base);
-  for (uint64_t e = uint64_t(exponent); e; e >>= 1) {
-    if (e & 1) result *= factor;
-    factor *= factor;
-  }
-  return int64_t(result);
-}
-
-[[noreturn]] void zero_division(const std::string& op) {
-  fail("ZeroDivisionError: integer ", op, " by zero in the loop program");
-}
-
-Value unary_op(const std::string& op, DType dtype, Value a) {
+// A Unary or Binary op on arguments of `dtype` (unary ops ignore `b`), by its row of the loop op
+// table: floating arguments in double, integer and bool arguments in int64.
+Value apply_op(LoopOp op, DType dtype, Value a, Value b) {
+  const LoopOpInfo& info = loop_op_info(op);
   Value r;
-  if (op == "logical_not") {
-    r.i = is_floating(dtype) ? a.f == 0.0 : a.i == 0;
-    return r;
-  }
-  if (op == "isnan") {
-    r.i = is_floating(dtype) && std::isnan(a.f);
-    return r;
-  }
   if (is_floating(dtype)) {
-    double x = a.f, y;
-    if (op == "neg") y = -x;
-    else if (op == "abs") y = std::fabs(x);
-    else if (op == "exp") y = std::exp(x);
-    else if (op == "log") y = std::log(x);
-    else if (op == "log1p") y = std::log1p(x);
-    else if (op == "expm1") y = std::expm1(x);
-    else if (op == "sqrt") y = std::sqrt(x);
-    else if (op == "rsqrt") y = 1.0 / std::sqrt(x);
-    else if (op == "reciprocal") y = 1.0 / x;
-    else if (op == "sin") y = std::sin(x);
-    else if (op == "cos") y = std::cos(x);
-    else if (op == "tanh") y = std::tanh(x);
-    else if (op == "sigmoid") y = 1.0 / (1.0 + std::exp(-x));
-    else if (op == "erf") y = std::erf(x);
-    else if (op == "relu") y = std::isnan(x) ? x : (x > 0 ? x : 0.0);
-    else if (op == "floor") y = std::floor(x);
-    else if (op == "ceil") y = std::ceil(x);
-    else if (op == "round") y = std::nearbyint(x);
-    else if (op == "sign") y = double(0.0 < x) - double(x < 0.0);
-    else throw InternalError("loop evaluator: unknown unary op " + op);
-    r.f = y;
-    return r;
+    if (!info.on_float)
+      throw InternalError("loop evaluator: " + std::string(info.name) + " on " + std::string(dtype_name(dtype)));
+    double y = info.on_float(a.f, b.f);
+    if (info.result == LoopResultDType::boolean) r.i = y != 0.0;
+    else r.f = y;
+  } else {
+    if (!info.on_int)
+      throw InternalError("loop evaluator: " + std::string(info.name) + " on " + std::string(dtype_name(dtype)));
+    r.i = info.on_int(a.i, b.i);
   }
-  int64_t x = a.i;
-  if (op == "neg") r.i = wrapping(0 - uint64_t(x));
-  else if (op == "abs") r.i = x < 0 ? wrapping(0 - uint64_t(x)) : x;
-  else if (op == "relu") r.i = x > 0 ? x : 0;
-  else if (op == "floor" || op == "ceil" || op == "round") r.i = x;
-  else if (op == "sign") r.i = int64_t(x > 0) - int64_t(x < 0);
-  else throw InternalError("loop evaluator: unary op " + op + " on " + std::string(dtype_name(dtype)));
-  return r;
-}
-
-template <typename T>
-bool compare(const std::string& op, T a, T b) {
-  if (op == "eq") return a == b;
-  if (op == "ne") return a != b;
-  if (op == "lt") return a < b;
-  if (op == "le") return a <= b;
-  if (op == "gt") return a > b;
-  return a >= b;  // ge
-}
-
-bool is_comparison(const std::string& op) {
-  return op == "eq" || op == "ne" || op == "lt" || op == "le" || op == "gt" || op == "ge";
-}
-
-Value binary_op(const std::string& op, DType dtype, Value a, Value b) {
-  Value r;
-  if (op == "logical_and" || op == "logical_or" || op == "logical_xor") {
-    bool p = is_floating(dtype) ? a.f != 0.0 : a.i != 0;
-    bool q = is_floating(dtype) ? b.f != 0.0 : b.i != 0;
-    r.i = op == "logical_and" ? (p && q) : op == "logical_or" ? (p || q) : (p != q);
-    return r;
-  }
-  if (is_comparison(op)) {
-    r.i = is_floating(dtype) ? compare(op, a.f, b.f) : compare(op, a.i, b.i);
-    return r;
-  }
-  if (is_floating(dtype)) {
-    double x = a.f, y = b.f;
-    if (op == "add") r.f = x + y;
-    else if (op == "sub") r.f = x - y;
-    else if (op == "mul") r.f = x * y;
-    else if (op == "div") r.f = x / y;
-    else if (op == "div_trunc") r.f = std::trunc(x / y);
-    else if (op == "div_floor") r.f = floor_divide(x, y);
-    else if (op == "pow") r.f = std::pow(x, y);
-    else if (op == "maximum") r.f = nan_max(x, y);
-    else if (op == "minimum") r.f = nan_min(x, y);
-    else if (op == "fmod") r.f = std::fmod(x, y);
-    else if (op == "remainder") r.f = python_fmod(x, y);
-    else throw InternalError("loop evaluator: binary op " + op + " on " + std::string(dtype_name(dtype)));
-    return r;
-  }
-  int64_t x = a.i, y = b.i;
-  if (op == "add") r.i = wrapping(uint64_t(x) + uint64_t(y));
-  else if (op == "sub") r.i = wrapping(uint64_t(x) - uint64_t(y));
-  else if (op == "mul") r.i = wrapping(uint64_t(x) * uint64_t(y));
-  else if (op == "div_trunc" || op == "div_floor") {
-    if (y == 0) zero_division("division");
-    if (y == -1) {
-      r.i = wrapping(0 - uint64_t(x));
-    } else {
-      r.i = x / y;
-      if (op == "div_floor" && x % y != 0 && ((x < 0) != (y < 0))) --r.i;
-    }
-  } else if (op == "fmod" || op == "remainder") {
-    if (y == 0) zero_division(op);
-    r.i = y == -1 ? 0 : x % y;
-    if (op == "remainder" && r.i != 0 && ((r.i < 0) != (y < 0))) r.i += y;
-  } else if (op == "pow") r.i = int_pow(x, y);
-  else if (op == "maximum") r.i = std::max(x, y);
-  else if (op == "minimum") r.i = std::min(x, y);
-  else if (op == "bitwise_and") r.i = x & y;
-  else if (op == "bitwise_or") r.i = x | y;
-  else throw InternalError("loop evaluator: binary op " + op + " on " + std::string(dtype_name(dtype)));
   return r;
 }
 
@@ -337,14 +205,14 @@ class Machine {
       }
       case ExprKind::Unary: {
         const ExprNode& arg = *e.args.at(0);
-        return normalized(e.dtype, unary_op(e.op, arg.dtype, eval(arg)));
+        return normalized(e.dtype, apply_op(e.op, arg.dtype, eval(arg), Value{}));
       }
       case ExprKind::Binary: {
         const ExprNode& a = *e.args.at(0);
         const ExprNode& b = *e.args.at(1);
-        KILN_CHECK(a.dtype == b.dtype, "loop evaluator: binary ", e.op, " of ", dtype_name(a.dtype), " and ",
+        KILN_CHECK(a.dtype == b.dtype, "loop evaluator: binary ", loop_op_name(e.op), " of ", dtype_name(a.dtype), " and ",
                    dtype_name(b.dtype), " (operands must share the computation dtype)");
-        return normalized(e.dtype, binary_op(e.op, a.dtype, eval(a), eval(b)));
+        return normalized(e.dtype, apply_op(e.op, a.dtype, eval(a), eval(b)));
       }
       case ExprKind::Where: {
         const ExprNode& condition = *e.args.at(0);
@@ -452,7 +320,9 @@ class Machine {
           Value best;
           if (floating) {
             best.f = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-            for (const Value& v : values) best.f = is_max ? nan_max(best.f, v.f) : nan_min(best.f, v.f);
+            // NaN-propagating, as the maximum and minimum ops.
+            FloatEvaluator combine = loop_op_info(is_max ? LoopOp::maximum : LoopOp::minimum).on_float;
+            for (const Value& v : values) best.f = combine(best.f, v.f);
           } else {
             best.i = is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
             for (const Value& v : values) best.i = is_max ? std::max(best.i, v.i) : std::min(best.i, v.i);

@@ -2,7 +2,6 @@
 #include "codegen/loop_ir.h"
 
 #include <algorithm>
-#include <set>
 
 #include "runtime/error.h"
 
@@ -34,35 +33,17 @@ SymInt numel(const SymShape& shape) {
   return n;
 }
 
-const std::vector<std::string>& unary_ops() {
-  static const std::vector<std::string> ops = {
-      "neg",   "abs",   "exp",     "log",  "log1p", "expm1", "sqrt",  "rsqrt",       "reciprocal", "sin",
-      "cos",   "tanh",  "sigmoid", "erf",  "relu",  "floor", "ceil",  "round",       "sign",       "logical_not",
-      "isnan"};
-  return ops;
-}
-
-const std::vector<std::string>& binary_ops() {
-  static const std::vector<std::string> ops = {
-      "add", "sub", "mul", "div", "div_trunc", "div_floor", "pow", "maximum", "minimum", "fmod", "remainder",
-      "eq",  "ne",  "lt",  "le",  "gt",        "ge",        "logical_and", "logical_or", "logical_xor",
-      "bitwise_and", "bitwise_or"};
-  return ops;
-}
-
 namespace {
-
-bool is_bool_result(const std::string& op) {
-  static const std::set<std::string> ops = {"logical_not", "isnan", "eq", "ne", "lt", "le", "gt", "ge",
-                                            "logical_and", "logical_or", "logical_xor"};
-  return ops.count(op) > 0;
-}
 
 std::shared_ptr<ExprNode> make(ExprKind kind, DType dtype) {
   auto node = std::make_shared<ExprNode>();
   node->kind = kind;
   node->dtype = dtype;
   return node;
+}
+
+DType result_dtype(const LoopOpInfo& info, const Expr& a) {
+  return info.result == LoopResultDType::boolean ? DType::boolean : a->dtype;
 }
 
 }  // namespace
@@ -92,18 +73,20 @@ Expr index_value(SymInt index, DType dtype) {
   return node;
 }
 
-Expr unary(std::string op, Expr a) {
-  KILN_CHECK(std::count(unary_ops().begin(), unary_ops().end(), op) == 1, "unknown unary op " + op);
-  auto node = make(ExprKind::Unary, is_bool_result(op) ? DType::boolean : a->dtype);
-  node->op = std::move(op);
+Expr unary(LoopOp op, Expr a) {
+  const LoopOpInfo& info = loop_op_info(op);
+  KILN_CHECK(info.arity == 1, "loop op ", info.name, " is not unary");
+  auto node = make(ExprKind::Unary, result_dtype(info, a));
+  node->op = op;
   node->args = {std::move(a)};
   return node;
 }
 
-Expr binary(std::string op, Expr a, Expr b) {
-  KILN_CHECK(std::count(binary_ops().begin(), binary_ops().end(), op) == 1, "unknown binary op " + op);
-  auto node = make(ExprKind::Binary, is_bool_result(op) ? DType::boolean : a->dtype);
-  node->op = std::move(op);
+Expr binary(LoopOp op, Expr a, Expr b) {
+  const LoopOpInfo& info = loop_op_info(op);
+  KILN_CHECK(info.arity == 2, "loop op ", info.name, " is not binary");
+  auto node = make(ExprKind::Binary, result_dtype(info, a));
+  node->op = op;
   node->args = {std::move(a), std::move(b)};
   return node;
 }

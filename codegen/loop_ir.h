@@ -1,5 +1,5 @@
 // The loop IR: what lowering (codegen/lowering) produces from a graph and what the scheduler
-// and every backend (codegen/cpp, later codegen/cuda) consume. It is backend-neutral.
+// and every backend (codegen/cpp, codegen/cuda) consume. It is backend-neutral.
 //
 // A LoopProgram is a list of Buffers and a topologically ordered list of LoopNodes:
 //   - Pointwise: for every point x of `ranges`, out[store(x)] = body(x).
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/loop_ops.h"
 #include "ir/graph.h"
 #include "ir/symbolic.h"
 #include "runtime/dtype.h"
@@ -73,8 +74,8 @@ enum class ExprKind {
   Load,        // buffer[index + sum_k cast<i64>(indirect[k].value) * indirect[k].stride]
                // where mask is absent or true, else `other` (a Constant of the load's dtype)
   IndexValue,  // the value of `index` (a SymInt over loop variables) as `dtype`
-  Unary,       // op(args[0]); op is one of unary_ops()
-  Binary,      // op(args[0], args[1]); one of binary_ops(); comparisons give bool
+  Unary,       // op(args[0]); op is a unary op of the loop op table (codegen/loop_ops.h)
+  Binary,      // op(args[0], args[1]); a binary op of the table; comparisons give bool
   Where,       // args[0] (bool) ? args[1] : args[2]
   Cast,        // args[0] converted to dtype (float to int truncates toward zero; to bool: != 0)
   Random,      // Philox4x32-10 uniform [0, 1) (or normal when `normal`) at linear element index `index`
@@ -99,8 +100,8 @@ struct ExprNode {
   std::vector<IndirectTerm> indirect;
   Expr mask;   // Load: optional bool predicate
   Expr other;  // Load: value where mask is false
-  // Unary / Binary: the op name; arguments already have the computation dtype (lowering inserts casts)
-  std::string op;
+  // Unary / Binary: the op; arguments already have the computation dtype (lowering inserts casts)
+  LoopOp op = LoopOp::none;
   std::vector<Expr> args;
   // Random
   int64_t seed = 0;
@@ -108,20 +109,13 @@ struct ExprNode {
   bool normal = false;
 };
 
-// The closed op sets the backends implement, with the interpreter's semantics:
-//   unary:  neg abs exp log log1p expm1 sqrt rsqrt reciprocal sin cos tanh sigmoid erf relu floor ceil
-//           round (half to even) sign logical_not (bool) isnan (bool)
-//   binary: add sub mul div div_trunc div_floor pow maximum minimum (NaN propagates) fmod remainder
-//           eq ne lt le gt ge (bool) logical_and logical_or logical_xor (bool args and result)
-//           bitwise_and bitwise_or (bools and integers)
-const std::vector<std::string>& unary_ops();
-const std::vector<std::string>& binary_ops();
-
 Expr constant(double value, DType dtype);  // ints and bools are stored in int_value
 Expr load(int buffer, DType dtype, SymInt index);
 Expr index_value(SymInt index, DType dtype);
-Expr unary(std::string op, Expr a);  // dtype: a's, bool for logical_not/isnan
-Expr binary(std::string op, Expr a, Expr b);  // dtype: a's, bool for comparisons and logical ops
+// A Unary or Binary expression of a table op of that arity; its dtype is the table's result rule
+// (a's, or bool for comparisons, logical ops and isnan).
+Expr unary(LoopOp op, Expr a);
+Expr binary(LoopOp op, Expr a, Expr b);
 Expr where(Expr condition, Expr a, Expr b);
 Expr cast(Expr a, DType dtype);  // returns a when it already has dtype
 

@@ -1,7 +1,6 @@
 // The loop program printer (codegen/loop_printer.h).
 #include "codegen/loop_printer.h"
 
-#include <set>
 #include <sstream>
 
 #include "ir/graph.h"
@@ -43,17 +42,9 @@ std::string joined(const std::vector<T>& items) {
   return out.str();
 }
 
-const std::set<std::string>& infix_ops() {
-  static const std::set<std::string> ops = {"add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge"};
-  return ops;
-}
-
-std::string infix_symbol(const std::string& op) {
-  static const std::map<std::string, std::string> symbols = {{"add", "+"},  {"sub", "-"},  {"mul", "*"},
-                                                             {"div", "/"},  {"eq", "=="}, {"ne", "!="},
-                                                             {"lt", "<"},   {"le", "<="}, {"gt", ">"},
-                                                             {"ge", ">="}};
-  return symbols.at(op);
+// Whether `expr` prints as an infix operator (a binary op with an infix symbol in the table).
+bool is_infix(const ExprNode& expr) {
+  return expr.kind == ExprKind::Binary && !loop_op_info(expr.op).infix.empty();
 }
 
 class ExprPrinter {
@@ -66,10 +57,11 @@ class ExprPrinter {
       case ExprKind::Constant: return constant_text(e);
       case ExprKind::Load: return load_text(e);
       case ExprKind::IndexValue: return std::string(dtype_name(e.dtype)) + "(" + e.index.to_string() + ")";
-      case ExprKind::Unary: return e.op + "(" + print(e.args[0]) + ")";
+      case ExprKind::Unary: return std::string(loop_op_name(e.op)) + "(" + print(e.args[0]) + ")";
       case ExprKind::Binary:
-        if (infix_ops().count(e.op)) return operand(e.args[0]) + " " + infix_symbol(e.op) + " " + operand(e.args[1]);
-        return e.op + "(" + print(e.args[0]) + ", " + print(e.args[1]) + ")";
+        if (is_infix(e))
+          return operand(e.args[0]) + " " + std::string(loop_op_info(e.op).infix) + " " + operand(e.args[1]);
+        return std::string(loop_op_name(e.op)) + "(" + print(e.args[0]) + ", " + print(e.args[1]) + ")";
       case ExprKind::Where:
         return "where(" + print(e.args[0]) + ", " + print(e.args[1]) + ", " + print(e.args[2]) + ")";
       case ExprKind::Cast: return std::string(dtype_name(e.dtype)) + "(" + print(e.args[0]) + ")";
@@ -84,7 +76,7 @@ class ExprPrinter {
   // An argument of an infix operator, parenthesized when it is itself infix.
   std::string operand(const Expr& expr) {
     std::string text = print(expr);
-    if (expr->kind == ExprKind::Binary && infix_ops().count(expr->op)) return "(" + text + ")";
+    if (is_infix(*expr)) return "(" + text + ")";
     return text;
   }
 

@@ -10,13 +10,13 @@ namespace kiln::codegen::lowering {
 namespace {
 
 Expr index_less(const SymInt& a, const SymInt& b) {
-  return binary("lt", index_value(a, DType::i64), index_value(b, DType::i64));
+  return binary(LoopOp::lt, index_value(a, DType::i64), index_value(b, DType::i64));
 }
 
 Expr both(Expr a, Expr b) {
   if (!a) return b;
   if (!b) return a;
-  return binary("logical_and", a, b);
+  return binary(LoopOp::logical_and, a, b);
 }
 
 void lower_cat(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
@@ -50,7 +50,8 @@ void lower_cat(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
     index[size_t(dim)] = x - begin;
     bool last = i + 1 == pieces.size();
     Expr below_end = last ? nullptr : index_less(x, end);
-    Expr from_begin = begin == SymInt(0) ? nullptr : binary("ge", index_value(x, DType::i64), index_value(begin, DType::i64));
+    Expr from_begin =
+        begin == SymInt(0) ? nullptr : binary(LoopOp::ge, index_value(x, DType::i64), index_value(begin, DType::i64));
     Expr mask = both(from_begin, below_end);
     Expr value = mask ? lowerer.load_masked(pieces[i], index, mask, 0) : lowerer.load(pieces[i], index);
     value = cast(value, meta.dtype);
@@ -79,7 +80,7 @@ void lower_pad(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
     if (mode == "constant") {
       Expr inside = index_less(position, size);
       if (!provably_le(SymInt(0), position))
-        inside = both(binary("ge", index_value(position, DType::i64), constant(0, DType::i64)), inside);
+        inside = both(binary(LoopOp::ge, index_value(position, DType::i64), constant(0, DType::i64)), inside);
       mask = both(mask, inside);
       index[d] = position;
     } else if (mode == "reflect") {

@@ -22,7 +22,7 @@ void lower_arange(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call
     lowerer.define_pointwise(node, index_value(SymInt(integer(start)) + SymInt(integer(step)) * i, DType::i64));
     return;
   }
-  Expr body = binary("add", binary("mul", index_value(i, DType::f64), constant(step.floating(), DType::f64)),
+  Expr body = binary(LoopOp::add, binary(LoopOp::mul, index_value(i, DType::f64), constant(step.floating(), DType::f64)),
                      constant(start.floating(), DType::f64));
   lowerer.define_pointwise(node, body);
 }

@@ -180,9 +180,10 @@ void lower_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall&
       index.push_back(position);
       if (padding[s] == 0) continue;
       const SymInt& size = input.shape[2 + s];
-      Expr inside = binary("logical_and", binary("ge", index_value(position, DType::i64), constant(0, DType::i64)),
-                           binary("lt", index_value(position, DType::i64), index_value(size, DType::i64)));
-      mask = mask ? binary("logical_and", mask, inside) : inside;
+      Expr inside =
+          binary(LoopOp::logical_and, binary(LoopOp::ge, index_value(position, DType::i64), constant(0, DType::i64)),
+                 binary(LoopOp::lt, index_value(position, DType::i64), index_value(size, DType::i64)));
+      mask = mask ? binary(LoopOp::logical_and, mask, inside) : inside;
     }
     Expr body = mask ? lowerer.load_masked(input, index, mask, 0) : lowerer.load(input, index);
     int column_buffer = lowerer.new_buffer(node.name() + "_columns", input.dtype, b_shape);
@@ -205,7 +206,7 @@ void lower_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall&
     lowerer.define(node, lowerer.whole(product));
     return;
   }
-  Expr sum = binary("add", lowerer.load(lowerer.whole(product), vars_of(meta.shape)),
+  Expr sum = binary(LoopOp::add, lowerer.load(lowerer.whole(product), vars_of(meta.shape)),
                     cast(lowerer.load(lowerer.tensor(call, 2), {loop_var(1)}), meta.dtype));
   lowerer.define_pointwise(node, sum);
 }

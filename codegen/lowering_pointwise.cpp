@@ -1,10 +1,9 @@
-// Lowering of the elementwise ops to one Pointwise node each: the unary ops, clamp, the
-// binary ops (with alpha for add/sub and the rounding modes of div), comparisons, logical
-// ops, where, cast and clone. Operands are converted to the promoted dtype exactly as the
+// Lowering of the elementwise ops to one Pointwise node each: the unary ops, the promoted
+// binary ops and comparisons, and the logical ops by the lowering rule of their row in the loop
+// op table (codegen/loop_ops.h); clamp, add/sub (with alpha), div (with its rounding modes), pow,
+// where, cast and clone by their own functions here. Operands are converted to the promoted dtype exactly as the
 // interpreter converts them (tensors through a cast, Python numbers rounded or wrapped to it),
 // then to the computation dtype (f16/bf16 -> f32); the result is cast to the node's dtype.
-#include <set>
-
 #include "codegen/lowering_context.h"
 #include "ir/type_promotion.h"
 #include "runtime/error.h"
@@ -28,29 +27,23 @@ Expr truth(Lowerer& lowerer, const ir::OpCall& call, size_t index, const SymShap
   return cast(number(argument, number_dtype(argument)), DType::boolean);
 }
 
-const std::set<std::string>& float_unary_ops() {
-  static const std::set<std::string> ops = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
-                                            "sin", "cos", "tanh",  "sigmoid", "erf"};
-  return ops;
-}
-
+// A unary op of the loop op table, lowered by its table row's rule.
 void lower_unary(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
-  const std::string& op = node.target();
+  const LoopOpInfo& op = loop_op_info(*find_loop_op(node.target()));
   const SymShape& shape = node.value().shape;
   DType out = node.value().dtype;
   Expr input = lowerer.load_broadcast(lowerer.tensor(call, 0), shape);
   DType in = input->dtype;
   Expr body;
-  if (float_unary_ops().count(op)) {
-    body = unary(op, upcast(cast(input, out)));
-  } else if (op == "floor" || op == "ceil" || op == "round") {
-    body = is_floating(in) ? unary(op, upcast(input)) : input;  // identity on integers
-  } else if (op == "logical_not") {
-    body = unary(op, cast(input, DType::boolean));
-  } else if (op == "isnan") {
-    body = is_floating(in) ? unary(op, upcast(input)) : constant(0, DType::boolean);
-  } else {  // neg abs relu sign: same dtype
-    body = unary(op, upcast(input));
+  switch (op.lowering) {
+    case GraphLowering::float_unary: body = unary(op.op, upcast(cast(input, out))); break;
+    case GraphLowering::rounding_unary: body = is_floating(in) ? unary(op.op, upcast(input)) : input; break;
+    case GraphLowering::truth_unary: body = unary(op.op, cast(input, DType::boolean)); break;
+    case GraphLowering::nan_test_unary:
+      body = is_floating(in) ? unary(op.op, upcast(input)) : constant(0, DType::boolean);
+      break;
+    case GraphLowering::same_unary: body = unary(op.op, upcast(input)); break;
+    default: KILN_CHECK(false, "loop op ", op.name, " has no unary lowering rule");
   }
   lowerer.define_pointwise(node, body);
 }
@@ -59,8 +52,8 @@ void lower_clamp(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call)
   const SymShape& shape = node.value().shape;
   DType dtype = promoted_dtype(call, {0, 1, 2});
   Expr body = operand(lowerer, call, 0, shape, dtype);
-  if (!call.is_none(1)) body = binary("maximum", body, number(call.arg(1), dtype));
-  if (!call.is_none(2)) body = binary("minimum", body, number(call.arg(2), dtype));
+  if (!call.is_none(1)) body = binary(LoopOp::maximum, body, number(call.arg(1), dtype));
+  if (!call.is_none(2)) body = binary(LoopOp::minimum, body, number(call.arg(2), dtype));
   lowerer.define_pointwise(node, body);
 }
 
@@ -77,9 +70,9 @@ void lower_add_sub(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& cal
   if (!unit) {
     // Floating: alpha multiplies in the computation dtype; integers: alpha wraps to the dtype.
     Expr scale = is_floating(dtype) ? constant(alpha.floating(), compute_dtype(dtype)) : number(alpha, dtype);
-    b = binary("mul", b, scale);
+    b = binary(LoopOp::mul, b, scale);
   }
-  lowerer.define_pointwise(node, binary(node.target(), a, b));
+  lowerer.define_pointwise(node, binary(*find_loop_op(node.target()), a, b));
 }
 
 void lower_div(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
@@ -87,13 +80,14 @@ void lower_div(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   DType dtype = promoted_dtype(call, {0, 1});
   if (call.is_none(2)) {
     DType out = is_floating(dtype) ? dtype : ir::kDefaultFloat;
-    lowerer.define_pointwise(node, binary("div", operand(lowerer, call, 0, shape, out), operand(lowerer, call, 1, shape, out)));
+    lowerer.define_pointwise(
+        node, binary(LoopOp::div, operand(lowerer, call, 0, shape, out), operand(lowerer, call, 1, shape, out)));
     return;
   }
   const std::string& mode = call.string_arg(2);
   if (mode != "trunc" && mode != "floor")
     call.fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode, "'");
-  lowerer.define_pointwise(node, binary(mode == "trunc" ? "div_trunc" : "div_floor",
+  lowerer.define_pointwise(node, binary(mode == "trunc" ? LoopOp::div_trunc : LoopOp::div_floor,
                                         operand(lowerer, call, 0, shape, dtype), operand(lowerer, call, 1, shape, dtype)));
 }
 
@@ -103,22 +97,23 @@ void lower_pow(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   if (!is_floating(dtype) && exponent.is_int() && exponent.integer() < 0)
     call.fail("integers to negative integer powers are not allowed");
   const SymShape& shape = node.value().shape;
-  lowerer.define_pointwise(node, binary("pow", operand(lowerer, call, 0, shape, dtype), operand(lowerer, call, 1, shape, dtype)));
+  lowerer.define_pointwise(
+      node, binary(LoopOp::pow, operand(lowerer, call, 0, shape, dtype), operand(lowerer, call, 1, shape, dtype)));
 }
 
-// maximum minimum fmod remainder and the comparisons: both operands in the promoted dtype.
+// mul maximum minimum fmod remainder and the comparisons: both operands in the promoted dtype.
 void lower_promoted_binary(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   DType dtype = promoted_dtype(call, {0, 1});
   const SymShape& shape = node.value().shape;
-  lowerer.define_pointwise(node, binary(node.target(), operand(lowerer, call, 0, shape, dtype),
+  lowerer.define_pointwise(node, binary(*find_loop_op(node.target()), operand(lowerer, call, 0, shape, dtype),
                                         operand(lowerer, call, 1, shape, dtype)));
 }
 
-void lower_mul(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) { lower_promoted_binary(lowerer, node, call); }
-
+// logical_and logical_or logical_xor: both operands as truth values.
 void lower_logical(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   const SymShape& shape = node.value().shape;
-  lowerer.define_pointwise(node, binary(node.target(), truth(lowerer, call, 0, shape), truth(lowerer, call, 1, shape)));
+  lowerer.define_pointwise(node, binary(*find_loop_op(node.target()), truth(lowerer, call, 0, shape),
+                                        truth(lowerer, call, 1, shape)));
 }
 
 void lower_where(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
@@ -140,18 +135,26 @@ void lower_clone(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call)
 }  // namespace
 
 void register_pointwise_lowerings(LoweringTable& table) {
-  for (const char* op : {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
-                         "tanh", "sigmoid", "erf", "relu", "floor", "ceil", "round", "sign", "logical_not", "isnan"})
-    table[op] = lower_unary;
+  // Graph ops named like a loop op lower by the rule of its table row.
+  for (const LoopOpInfo& op : loop_ops()) {
+    std::string name(op.name);
+    switch (op.lowering) {
+      case GraphLowering::float_unary:
+      case GraphLowering::same_unary:
+      case GraphLowering::rounding_unary:
+      case GraphLowering::truth_unary:
+      case GraphLowering::nan_test_unary: table[name] = lower_unary; break;
+      case GraphLowering::promoted_binary: table[name] = lower_promoted_binary; break;
+      case GraphLowering::truth_binary: table[name] = lower_logical; break;
+      case GraphLowering::custom:
+      case GraphLowering::none: break;
+    }
+  }
   table["clamp"] = lower_clamp;
   table["add"] = lower_add_sub;
   table["sub"] = lower_add_sub;
-  table["mul"] = lower_mul;
   table["div"] = lower_div;
   table["pow"] = lower_pow;
-  for (const char* op : {"maximum", "minimum", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge"})
-    table[op] = lower_promoted_binary;
-  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) table[op] = lower_logical;
   table["where"] = lower_where;
   table["cast"] = lower_cast;
   table["clone"] = lower_clone;

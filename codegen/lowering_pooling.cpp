@@ -32,13 +32,13 @@ std::vector<int64_t> expanded(const std::vector<int64_t>& values, size_t count) 
   return values;
 }
 
-Expr and_all(Expr a, Expr b) { return a ? binary("logical_and", a, b) : b; }
+Expr and_all(Expr a, Expr b) { return a ? binary(LoopOp::logical_and, a, b) : b; }
 
 Expr index_ge(const SymInt& a, const SymInt& b) {
-  return binary("ge", index_value(a, DType::i64), index_value(b, DType::i64));
+  return binary(LoopOp::ge, index_value(a, DType::i64), index_value(b, DType::i64));
 }
 Expr index_lt(const SymInt& a, const SymInt& b) {
-  return binary("lt", index_value(a, DType::i64), index_value(b, DType::i64));
+  return binary(LoopOp::lt, index_value(a, DType::i64), index_value(b, DType::i64));
 }
 
 struct Window {
@@ -132,14 +132,14 @@ void lower_avg_pool(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& ca
   Expr total = lowerer.load(lowerer.whole(sum), vars_of(meta.shape));
   Expr body;
   if (divisor_override) {
-    body = binary("div", total, constant(double(*divisor_override), accumulation));
+    body = binary(LoopOp::div, total, constant(double(*divisor_override), accumulation));
   } else if (count_include_pad) {
-    body = binary("div", total, index_value(pool_size, accumulation));
+    body = binary(LoopOp::div, total, index_value(pool_size, accumulation));
   } else {
-    body = binary("div", total, index_value(inside, accumulation));
+    body = binary(LoopOp::div, total, index_value(inside, accumulation));
   }
   // A window wholly in the padding averages to 0 (the interpreter skips it).
-  Expr empty = binary("eq", index_value(inside, DType::i64), constant(0, DType::i64));
+  Expr empty = binary(LoopOp::eq, index_value(inside, DType::i64), constant(0, DType::i64));
   body = where(empty, constant(0, accumulation), body);
   lowerer.define_pointwise(node, body);
 }
@@ -182,7 +182,7 @@ void lower_adaptive_pool(Lowerer& lowerer, const ir::Node& node, const ir::OpCal
   }
   int sum = reduce_window(lowerer, node, input, window, false);
   Expr total = lowerer.load(lowerer.whole(sum), vars_of(meta.shape));
-  lowerer.define_pointwise(node, binary("div", total, index_value(count, compute_dtype(meta.dtype))));
+  lowerer.define_pointwise(node, binary(LoopOp::div, total, index_value(count, compute_dtype(meta.dtype))));
 }
 
 }  // namespace

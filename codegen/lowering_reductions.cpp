@@ -102,7 +102,7 @@ void lower_mean(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) 
   int sum = lowerer.new_buffer(node.name() + "_sum", accumulation, meta.shape);
   add_reduction(lowerer, node.name() + "_sum", shape, ReductionKind::Sum, body, {sum});
   Expr total = lowerer.load(lowerer.whole(sum), vars_of(meta.shape));
-  lowerer.define_pointwise(node, binary("div", total, index_value(shape.count, accumulation)));
+  lowerer.define_pointwise(node, binary(LoopOp::div, total, index_value(shape.count, accumulation)));
 }
 
 void lower_extreme(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
@@ -136,10 +136,10 @@ void lower_variance(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& ca
   int m2 = lowerer.new_buffer(node.name() + "_m2", accumulation, meta.shape);
   add_reduction(lowerer, node.name(), shape, ReductionKind::Welford, upcast(lowerer.load(input, shape.input_index)),
                 {mean, m2});
-  Expr divisor = binary("maximum",
-                        binary("sub", index_value(shape.count, accumulation), constant(call.float_arg(2), accumulation)),
+  Expr count = index_value(shape.count, accumulation);
+  Expr divisor = binary(LoopOp::maximum, binary(LoopOp::sub, count, constant(call.float_arg(2), accumulation)),
                         constant(0, accumulation));
-  Expr variance = binary("div", lowerer.load(lowerer.whole(m2), vars_of(meta.shape)), divisor);
+  Expr variance = binary(LoopOp::div, lowerer.load(lowerer.whole(m2), vars_of(meta.shape)), divisor);
   if (!with_mean) {
     lowerer.define_pointwise(node, variance);
     return;

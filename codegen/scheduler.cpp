@@ -94,12 +94,12 @@ struct MaskBound {
 // an integer constant, joined by logical_and); other terms prove nothing and are skipped.
 void collect_mask_bounds(const Expr& mask, std::vector<MaskBound>& bounds) {
   if (!mask || mask->kind != ExprKind::Binary) return;
-  if (mask->op == "logical_and") {
+  if (mask->op == LoopOp::logical_and) {
     collect_mask_bounds(mask->args[0], bounds);
     collect_mask_bounds(mask->args[1], bounds);
     return;
   }
-  if (mask->op != "ge" && mask->op != "lt") return;
+  if (mask->op != LoopOp::ge && mask->op != LoopOp::lt) return;
   const Expr& left = mask->args[0];
   const Expr& right = mask->args[1];
   if (left->kind != ExprKind::IndexValue) return;
@@ -107,7 +107,7 @@ void collect_mask_bounds(const Expr& mask, std::vector<MaskBound>& bounds) {
   if (right->kind == ExprKind::IndexValue) limit = right->index;
   if (right->kind == ExprKind::Constant && is_integral(right->dtype)) limit = SymInt(right->int_value);
   if (!limit) return;
-  if (mask->op == "ge") bounds.push_back({left->index, *limit, std::nullopt});
+  if (mask->op == LoopOp::ge) bounds.push_back({left->index, *limit, std::nullopt});
   else bounds.push_back({left->index, std::nullopt, *limit});
 }
 
@@ -600,14 +600,12 @@ class Scheduler {
     return same_expr(a->mask, b->mask) && same_expr(a->other, b->other);
   }
 
+  // Whether the expression applies an op the loop op table marks expensive.
   static bool expensive(const Expr& expr) {
     bool found = false;
     visit(expr, [&](const ExprNode& node) {
-      found = found || (node.kind == ExprKind::Unary &&
-                        (node.op == "exp" || node.op == "log" || node.op == "tanh" || node.op == "erf" ||
-                         node.op == "sigmoid" || node.op == "expm1" || node.op == "log1p" || node.op == "sin" ||
-                         node.op == "cos")) ||
-              (node.kind == ExprKind::Binary && node.op == "pow");
+      found = found || ((node.kind == ExprKind::Unary || node.kind == ExprKind::Binary) &&
+                        loop_op_info(node.op).cost == LoopCost::expensive);
     });
     return found;
   }

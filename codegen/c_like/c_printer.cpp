@@ -146,6 +146,11 @@ Expr CPrinter::named_value(const std::string& name, DType dtype) {
   return load(id, dtype, 0);
 }
 
+std::string_view CPrinter::op_spelling(LoopOp op) const {
+  const LoopOpInfo& info = loop_op_info(op);
+  return dialect_.cuda && !info.cuda_spelling.empty() ? info.cuda_spelling : info.c_spelling;
+}
+
 std::string CPrinter::memory_load(const ExprNode& e) {
   std::string index = index_text(e.index);
   for (const IndirectTerm& term : e.indirect) {
@@ -169,10 +174,11 @@ std::string CPrinter::expr(const Expr& e) {
       return value;
     }
     case ExprKind::IndexValue: return ctype(e->dtype) + "(" + index_text(e->index) + ")";
-    case ExprKind::Unary: return "kop_" + e->op + "(" + expr(e->args[0]) + ")";
+    case ExprKind::Unary: return std::string(op_spelling(e->op)) + "(" + expr(e->args[0]) + ")";
     case ExprKind::Binary: {
       const std::string t = ctype(e->args[0]->dtype);
-      return "kop_" + e->op + "(" + t + "(" + expr(e->args[0]) + "), " + t + "(" + expr(e->args[1]) + "))";
+      return std::string(op_spelling(e->op)) + "(" + t + "(" + expr(e->args[0]) + "), " + t + "(" +
+             expr(e->args[1]) + "))";
     }
     case ExprKind::Where:
       return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";

@@ -1,9 +1,10 @@
 // CPrinter: what the C++ and CUDA backends print alike from a scheduled program: C types of
 // dtypes, literals, the interpreter's conversions, index and size expressions over renamed
 // shape symbols, buffer and register names, and loop-IR expressions as calls into the shared
-// op layer (codegen/c_like/c_ops.h). A backend derives from it and prints its own kernels,
-// loops, reductions and entry points; the few spellings that differ between targets (half
-// storage types, infinities and NaNs) come from its CDialect.
+// op layer (codegen/c_like/c_ops.h), spelled as the loop op table says (codegen/loop_ops.h). A
+// backend derives from it and prints its own kernels, loops, reductions and entry points; the
+// few spellings that differ between targets (half storage types, infinities and NaNs, ops with
+// a CUDA spelling of their own) come from its CDialect.
 #pragma once
 
 #include <map>
@@ -19,6 +20,7 @@ struct CDialect {
   std::string f16_storage;   // the C type holding an f16 value in memory
   std::string bf16_storage;  // ... a bf16 value
   std::string f32_infinity, f32_nan, f64_infinity, f64_nan;  // expressions
+  bool cuda = false;  // ops take their CUDA spelling from the loop op table where it has one
 };
 
 // The C++ backend's spellings (compiler builtins).
@@ -54,6 +56,8 @@ class CPrinter {
 
   // A loop-IR expression as C: loads from buffers, registers or named values.
   std::string expr(const Expr& e);
+  // The function generated code calls for a loop op on this target.
+  std::string_view op_spelling(LoopOp op) const;
   // A value named `name` (a temporary declared by the backend), usable inside expressions.
   Expr named_value(const std::string& name, DType dtype);
 

@@ -195,10 +195,10 @@ class Emitter : public CPrinter {
       hoisted.push_back({name, e});
       return named_value(name, e->dtype);
     }
-    if (e->kind == ExprKind::Binary && e->op == "div" && is_floating(e->dtype) && !depends_on_row(e->args[1], inner_rank)) {
+    if (e->kind == ExprKind::Binary && e->op == LoopOp::div && is_floating(e->dtype) && !depends_on_row(e->args[1], inner_rank)) {
       std::string name = "h" + std::to_string(hoist_counter_++);
-      hoisted.push_back({name, binary("div", constant(1, e->dtype), e->args[1])});
-      return binary("mul", hoist_row_invariants(e->args[0], inner_rank, hoisted), named_value(name, e->dtype));
+      hoisted.push_back({name, binary(LoopOp::div, constant(1, e->dtype), e->args[1])});
+      return binary(LoopOp::mul, hoist_row_invariants(e->args[0], inner_rank, hoisted), named_value(name, e->dtype));
     }
     if (e->kind == ExprKind::Load) return e;  // masks and indirect terms stay with their load
     auto node = std::make_shared<ExprNode>(*e);

@@ -25,7 +25,9 @@ constexpr int64_t kReductionSharedBytes = 32 * 32;
 constexpr int kVectorLanes = 4;  // 128-bit accesses of 4-byte elements
 const char* const kLaneNames[kVectorLanes] = {"x", "y", "z", "w"};
 
-CDialect cuda_dialect() { return {"__half", "__nv_bfloat16", "kiln_inf_f32()", "kiln_nan_f32()", "kiln_inf_f64()", "kiln_nan_f64()"}; }
+CDialect cuda_dialect() {
+  return {"__half", "__nv_bfloat16", "kiln_inf_f32()", "kiln_nan_f32()", "kiln_inf_f64()", "kiln_nan_f64()", true};
+}
 
 SymInt ceil_div(const SymInt& a, int64_t b) { return floordiv(a + (b - 1), b); }
 

@@ -19,13 +19,13 @@ bool is_constant(const Expr& e, double value) {
   return is_f32(e) && e->kind == ExprKind::Constant && float(e->float_value) == float(value);
 }
 
-bool is_op(const Expr& e, ExprKind kind, const char* op, size_t arity) {
+bool is_op(const Expr& e, ExprKind kind, LoopOp op, size_t arity) {
   return is_f32(e) && e->kind == kind && e->op == op && e->args.size() == arity;
 }
 
 // Binary `op` of e with arguments matching (first, second) in either order.
 template <typename First, typename Second>
-bool commutative(const Expr& e, const char* op, const First& first, const Second& second) {
+bool commutative(const Expr& e, LoopOp op, const First& first, const Second& second) {
   if (!is_op(e, ExprKind::Binary, op, 2)) return false;
   return (first(e->args[0]) && second(e->args[1])) || (first(e->args[1]) && second(e->args[0]));
 }
@@ -40,7 +40,7 @@ class LinearMatcher {
 
   bool operator()(const Expr& e) {
     std::optional<StridedView> bias;
-    bool matched = is_gemm_load(e) || commutative(e, "add", [&](const Expr& a) { return is_gemm_load(a); },
+    bool matched = is_gemm_load(e) || commutative(e, LoopOp::add, [&](const Expr& a) { return is_gemm_load(a); },
                                                   [&](const Expr& b) { return (bias = bias_view(b)).has_value(); });
     if (!matched) return false;
     if (!seen_) {
@@ -90,15 +90,15 @@ class LinearMatcher {
 bool is_gelu_tanh(const Expr& e, LinearMatcher& linear) {
   auto v = [&](const Expr& x) { return linear(x); };
   auto constant = [](double value) { return [value](const Expr& x) { return is_constant(x, value); }; };
-  auto square = [&](const Expr& x) { return commutative(x, "mul", v, v); };
-  auto cube = [&](const Expr& x) { return commutative(x, "mul", square, v); };
-  auto cubic_term = [&](const Expr& x) { return commutative(x, "mul", cube, constant(kGeluTanhCoefficient)); };
-  auto polynomial = [&](const Expr& x) { return commutative(x, "add", v, cubic_term); };
-  auto scaled = [&](const Expr& x) { return commutative(x, "mul", polynomial, constant(kSqrtTwoOverPi)); };
-  auto tanh_of = [&](const Expr& x) { return is_op(x, ExprKind::Unary, "tanh", 1) && scaled(x->args[0]); };
-  auto one_plus = [&](const Expr& x) { return commutative(x, "add", tanh_of, constant(1.0)); };
-  auto half_v = [&](const Expr& x) { return commutative(x, "mul", v, constant(0.5)); };
-  return commutative(e, "mul", half_v, one_plus);
+  auto square = [&](const Expr& x) { return commutative(x, LoopOp::mul, v, v); };
+  auto cube = [&](const Expr& x) { return commutative(x, LoopOp::mul, square, v); };
+  auto cubic_term = [&](const Expr& x) { return commutative(x, LoopOp::mul, cube, constant(kGeluTanhCoefficient)); };
+  auto polynomial = [&](const Expr& x) { return commutative(x, LoopOp::add, v, cubic_term); };
+  auto scaled = [&](const Expr& x) { return commutative(x, LoopOp::mul, polynomial, constant(kSqrtTwoOverPi)); };
+  auto tanh_of = [&](const Expr& x) { return is_op(x, ExprKind::Unary, LoopOp::tanh, 1) && scaled(x->args[0]); };
+  auto one_plus = [&](const Expr& x) { return commutative(x, LoopOp::add, tanh_of, constant(1.0)); };
+  auto half_v = [&](const Expr& x) { return commutative(x, LoopOp::mul, v, constant(0.5)); };
+  return commutative(e, LoopOp::mul, half_v, one_plus);
 }
 
 // Whether a kernel other than `kernel` reads `buffer` (in a step or as a library call's input).
@@ -149,7 +149,7 @@ std::optional<FusedGemmEpilogue> fused_gemm_epilogue(const ScheduledProgram& sch
   fused.output = output;
   LinearMatcher linear(scheduled, out);
   const Expr& body = step.body;
-  if (is_op(body, ExprKind::Unary, "relu", 1)) {
+  if (is_op(body, ExprKind::Unary, LoopOp::relu, 1)) {
     if (!linear(body->args[0])) return std::nullopt;
     fused.activation = GemmActivation::relu;
   } else if (is_gelu_tanh(body, linear)) {

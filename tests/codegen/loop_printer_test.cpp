@@ -72,11 +72,11 @@ TEST(LoopPrinter, Expressions) {
   EXPECT_EQ(print_expr(program, constant(7, DType::i32)), "i32(7)");
   EXPECT_EQ(print_expr(program, constant(1, DType::boolean)), "True");
   EXPECT_EQ(print_expr(program, index_value(x0 * 2, DType::i64)), "i64(2*x0)");
-  Expr sum = binary("add", constant(1, DType::f32), constant(2, DType::f32));
-  EXPECT_EQ(print_expr(program, binary("mul", sum, constant(3, DType::f32))), "(1.0 + 2.0) * 3.0");
-  EXPECT_EQ(print_expr(program, binary("maximum", sum, sum)), "maximum(1.0 + 2.0, 1.0 + 2.0)");
-  Expr mask = binary("lt", index_value(x1, DType::i64), constant(3, DType::i64));
-  EXPECT_EQ(print_expr(program, where(mask, unary("exp", sum), constant(0, DType::f32))),
+  Expr sum = binary(LoopOp::add, constant(1, DType::f32), constant(2, DType::f32));
+  EXPECT_EQ(print_expr(program, binary(LoopOp::mul, sum, constant(3, DType::f32))), "(1.0 + 2.0) * 3.0");
+  EXPECT_EQ(print_expr(program, binary(LoopOp::maximum, sum, sum)), "maximum(1.0 + 2.0, 1.0 + 2.0)");
+  Expr mask = binary(LoopOp::lt, index_value(x1, DType::i64), constant(3, DType::i64));
+  EXPECT_EQ(print_expr(program, where(mask, unary(LoopOp::exp, sum), constant(0, DType::f32))),
             "where(i64(x1) < 3, exp(1.0 + 2.0), 0.0)");
   auto masked = std::make_shared<ExprNode>(*value);
   masked->mask = mask;

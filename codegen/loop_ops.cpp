@@ -1,0 +1,219 @@
+// The loop-IR op table (codegen/loop_ops.h): one row per op, and the scalar functions the loop
+// evaluator calls, with the reference interpreter's semantics (ir/kernels/unary_kernels.cpp,
+// ir/kernels/binary_kernels.cpp).
+#include "codegen/loop_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+namespace {
+
+// ---------------------------------------------------------------- scalar semantics
+
+double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
+double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b); }
+
+// PyTorch's div_floor_floating: the floor of the exact quotient, IEEE results for b == 0.
+double floor_divide(double a, double b) {
+  if (b == 0) return a / b;
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
+  if (div == 0) return std::copysign(0.0, a / b);
+  double floored = std::floor(div);
+  if (div - floored > 0.5) floored += 1.0;
+  return floored;
+}
+
+// Python's %: the sign of the divisor.
+double python_fmod(double a, double b) {
+  double mod = std::fmod(a, b);
+  if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
+  return mod;
+}
+
+int64_t wrapping(uint64_t value) { return int64_t(value); }
+int64_t wrapping_negate(int64_t x) { return wrapping(0 - uint64_t(x)); }
+
+int64_t int_pow(int64_t base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exponent % 2 != 0) ? -1 : 1;
+    return 0;
+  }
+  uint64_t result = 1, factor = uint64_t(base);
+  for (uint64_t e = uint64_t(exponent); e; e >>= 1) {
+    if (e & 1) result *= factor;
+    factor *= factor;
+  }
+  return int64_t(result);
+}
+
+[[noreturn]] void zero_division(const char* what) {
+  fail("ZeroDivisionError: integer ", what, " by zero in the loop program");
+}
+
+// Integer division rounding toward zero (trunc) or down (floor); INT64_MIN / -1 wraps.
+int64_t int_divide(int64_t x, int64_t y, bool floor) {
+  if (y == 0) zero_division("division");
+  if (y == -1) return wrapping_negate(x);
+  int64_t q = x / y;
+  if (floor && x % y != 0 && ((x < 0) != (y < 0))) --q;
+  return q;
+}
+
+// C's remainder (the sign of the dividend), or Python's (the sign of the divisor).
+int64_t int_remainder(int64_t x, int64_t y, bool python, const char* what) {
+  if (y == 0) zero_division(what);
+  int64_t r = y == -1 ? 0 : x % y;
+  if (python && r != 0 && ((r < 0) != (y < 0))) r += y;
+  return r;
+}
+
+bool truth(double x) { return x != 0.0; }  // NaN is true
+bool truth(int64_t x) { return x != 0; }
+
+// ---------------------------------------------------------------- rows
+
+using R = LoopResultDType;
+using C = LoopCost;
+using G = GraphLowering;
+
+// A row whose C and CUDA spelling is kop_<name> (the shared op layer).
+LoopOpInfo row(LoopOp op, std::string_view name, int arity, R result, C cost, G lowering, FloatEvaluator on_float,
+               IntEvaluator on_int, std::string_view c_spelling, std::string_view infix = "") {
+  return {op, name, arity, result, cost, lowering, on_float, on_int, c_spelling, "", infix};
+}
+
+std::vector<LoopOpInfo> make_table() {
+  using Op = LoopOp;
+  return {
+      // ---- unary
+      row(Op::neg, "neg", 1, R::argument, C::cheap, G::same_unary, [](double x, double) { return -x; },
+          [](int64_t x, int64_t) { return wrapping_negate(x); }, "kop_neg"),
+      row(Op::abs, "abs", 1, R::argument, C::cheap, G::same_unary, [](double x, double) { return std::fabs(x); },
+          [](int64_t x, int64_t) { return x < 0 ? wrapping_negate(x) : x; }, "kop_abs"),
+      row(Op::exp, "exp", 1, R::argument, C::expensive, G::float_unary, [](double x, double) { return std::exp(x); },
+          nullptr, "kop_exp"),
+      row(Op::log, "log", 1, R::argument, C::expensive, G::float_unary, [](double x, double) { return std::log(x); },
+          nullptr, "kop_log"),
+      row(Op::log1p, "log1p", 1, R::argument, C::expensive, G::float_unary,
+          [](double x, double) { return std::log1p(x); }, nullptr, "kop_log1p"),
+      row(Op::expm1, "expm1", 1, R::argument, C::expensive, G::float_unary,
+          [](double x, double) { return std::expm1(x); }, nullptr, "kop_expm1"),
+      row(Op::sqrt, "sqrt", 1, R::argument, C::cheap, G::float_unary, [](double x, double) { return std::sqrt(x); },
+          nullptr, "kop_sqrt"),
+      row(Op::rsqrt, "rsqrt", 1, R::argument, C::cheap, G::float_unary,
+          [](double x, double) { return 1.0 / std::sqrt(x); }, nullptr, "kop_rsqrt"),
+      row(Op::reciprocal, "reciprocal", 1, R::argument, C::cheap, G::float_unary,
+          [](double x, double) { return 1.0 / x; }, nullptr, "kop_reciprocal"),
+      row(Op::sin, "sin", 1, R::argument, C::expensive, G::float_unary, [](double x, double) { return std::sin(x); },
+          nullptr, "kop_sin"),
+      row(Op::cos, "cos", 1, R::argument, C::expensive, G::float_unary, [](double x, double) { return std::cos(x); },
+          nullptr, "kop_cos"),
+      row(Op::tanh, "tanh", 1, R::argument, C::expensive, G::float_unary,
+          [](double x, double) { return std::tanh(x); }, nullptr, "kop_tanh"),
+      row(Op::sigmoid, "sigmoid", 1, R::argument, C::expensive, G::float_unary,
+          [](double x, double) { return 1.0 / (1.0 + std::exp(-x)); }, nullptr, "kop_sigmoid"),
+      row(Op::erf, "erf", 1, R::argument, C::expensive, G::float_unary, [](double x, double) { return std::erf(x); },
+          nullptr, "kop_erf"),
+      row(Op::relu, "relu", 1, R::argument, C::cheap, G::same_unary,
+          [](double x, double) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); },
+          [](int64_t x, int64_t) { return x > 0 ? x : int64_t(0); }, "kop_relu"),
+      row(Op::floor, "floor", 1, R::argument, C::cheap, G::rounding_unary,
+          [](double x, double) { return std::floor(x); }, [](int64_t x, int64_t) { return x; }, "kop_floor"),
+      row(Op::ceil, "ceil", 1, R::argument, C::cheap, G::rounding_unary,
+          [](double x, double) { return std::ceil(x); }, [](int64_t x, int64_t) { return x; }, "kop_ceil"),
+      row(Op::round, "round", 1, R::argument, C::cheap, G::rounding_unary,
+          [](double x, double) { return std::nearbyint(x); }, [](int64_t x, int64_t) { return x; }, "kop_round"),
+      row(Op::sign, "sign", 1, R::argument, C::cheap, G::same_unary,
+          [](double x, double) { return double(0.0 < x) - double(x < 0.0); },
+          [](int64_t x, int64_t) { return int64_t(x > 0) - int64_t(x < 0); }, "kop_sign"),
+      row(Op::logical_not, "logical_not", 1, R::boolean, C::cheap, G::truth_unary,
+          [](double x, double) { return double(!truth(x)); }, [](int64_t x, int64_t) { return int64_t(!truth(x)); },
+          "kop_logical_not"),
+      row(Op::isnan, "isnan", 1, R::boolean, C::cheap, G::nan_test_unary,
+          [](double x, double) { return double(std::isnan(x)); }, [](int64_t, int64_t) { return int64_t(0); },
+          "kop_isnan"),
+      // ---- binary
+      row(Op::add, "add", 2, R::argument, C::cheap, G::custom, [](double a, double b) { return a + b; },
+          [](int64_t a, int64_t b) { return wrapping(uint64_t(a) + uint64_t(b)); }, "kop_add", "+"),
+      row(Op::sub, "sub", 2, R::argument, C::cheap, G::custom, [](double a, double b) { return a - b; },
+          [](int64_t a, int64_t b) { return wrapping(uint64_t(a) - uint64_t(b)); }, "kop_sub", "-"),
+      row(Op::mul, "mul", 2, R::argument, C::cheap, G::promoted_binary, [](double a, double b) { return a * b; },
+          [](int64_t a, int64_t b) { return wrapping(uint64_t(a) * uint64_t(b)); }, "kop_mul", "*"),
+      row(Op::div, "div", 2, R::argument, C::cheap, G::custom, [](double a, double b) { return a / b; }, nullptr,
+          "kop_div", "/"),
+      row(Op::div_trunc, "div_trunc", 2, R::argument, C::cheap, G::none,
+          [](double a, double b) { return std::trunc(a / b); },
+          [](int64_t a, int64_t b) { return int_divide(a, b, false); }, "kop_div_trunc"),
+      row(Op::div_floor, "div_floor", 2, R::argument, C::cheap, G::none, floor_divide,
+          [](int64_t a, int64_t b) { return int_divide(a, b, true); }, "kop_div_floor"),
+      row(Op::pow, "pow", 2, R::argument, C::expensive, G::custom, [](double a, double b) { return std::pow(a, b); },
+          int_pow, "kop_pow"),
+      row(Op::maximum, "maximum", 2, R::argument, C::cheap, G::promoted_binary, nan_max,
+          [](int64_t a, int64_t b) { return std::max(a, b); }, "kop_maximum"),
+      row(Op::minimum, "minimum", 2, R::argument, C::cheap, G::promoted_binary, nan_min,
+          [](int64_t a, int64_t b) { return std::min(a, b); }, "kop_minimum"),
+      row(Op::fmod, "fmod", 2, R::argument, C::cheap, G::promoted_binary,
+          [](double a, double b) { return std::fmod(a, b); },
+          [](int64_t a, int64_t b) { return int_remainder(a, b, false, "fmod"); }, "kop_fmod"),
+      row(Op::remainder, "remainder", 2, R::argument, C::cheap, G::promoted_binary, python_fmod,
+          [](int64_t a, int64_t b) { return int_remainder(a, b, true, "remainder"); }, "kop_remainder"),
+      row(Op::eq, "eq", 2, R::boolean, C::cheap, G::promoted_binary, [](double a, double b) { return double(a == b); },
+          [](int64_t a, int64_t b) { return int64_t(a == b); }, "kop_eq", "=="),
+      row(Op::ne, "ne", 2, R::boolean, C::cheap, G::promoted_binary, [](double a, double b) { return double(a != b); },
+          [](int64_t a, int64_t b) { return int64_t(a != b); }, "kop_ne", "!="),
+      row(Op::lt, "lt", 2, R::boolean, C::cheap, G::promoted_binary, [](double a, double b) { return double(a < b); },
+          [](int64_t a, int64_t b) { return int64_t(a < b); }, "kop_lt", "<"),
+      row(Op::le, "le", 2, R::boolean, C::cheap, G::promoted_binary, [](double a, double b) { return double(a <= b); },
+          [](int64_t a, int64_t b) { return int64_t(a <= b); }, "kop_le", "<="),
+      row(Op::gt, "gt", 2, R::boolean, C::cheap, G::promoted_binary, [](double a, double b) { return double(a > b); },
+          [](int64_t a, int64_t b) { return int64_t(a > b); }, "kop_gt", ">"),
+      row(Op::ge, "ge", 2, R::boolean, C::cheap, G::promoted_binary, [](double a, double b) { return double(a >= b); },
+          [](int64_t a, int64_t b) { return int64_t(a >= b); }, "kop_ge", ">="),
+      row(Op::logical_and, "logical_and", 2, R::boolean, C::cheap, G::truth_binary,
+          [](double a, double b) { return double(truth(a) && truth(b)); },
+          [](int64_t a, int64_t b) { return int64_t(truth(a) && truth(b)); }, "kop_logical_and"),
+      row(Op::logical_or, "logical_or", 2, R::boolean, C::cheap, G::truth_binary,
+          [](double a, double b) { return double(truth(a) || truth(b)); },
+          [](int64_t a, int64_t b) { return int64_t(truth(a) || truth(b)); }, "kop_logical_or"),
+      row(Op::logical_xor, "logical_xor", 2, R::boolean, C::cheap, G::truth_binary,
+          [](double a, double b) { return double(truth(a) != truth(b)); },
+          [](int64_t a, int64_t b) { return int64_t(truth(a) != truth(b)); }, "kop_logical_xor"),
+      row(Op::bitwise_and, "bitwise_and", 2, R::argument, C::cheap, G::none, nullptr,
+          [](int64_t a, int64_t b) { return a & b; }, "kop_bitwise_and"),
+      row(Op::bitwise_or, "bitwise_or", 2, R::argument, C::cheap, G::none, nullptr,
+          [](int64_t a, int64_t b) { return a | b; }, "kop_bitwise_or"),
+  };
+}
+
+}  // namespace
+
+const std::vector<LoopOpInfo>& loop_ops() {
+  static const std::vector<LoopOpInfo> table = [] {
+    std::vector<LoopOpInfo> rows = make_table();
+    // Row i is enumerator i + 1 (LoopOp::none has no row), so lookups are an index.
+    for (size_t i = 0; i < rows.size(); ++i)
+      KILN_CHECK(size_t(rows[i].op) == i + 1, "the loop op table is out of enumerator order at ", rows[i].name);
+    KILN_CHECK(rows.size() == size_t(LoopOp::bitwise_or), "the loop op table lacks a row");
+    return rows;
+  }();
+  return table;
+}
+
+const LoopOpInfo& loop_op_info(LoopOp op) {
+  KILN_CHECK(op != LoopOp::none, "loop op table: LoopOp::none is not an op");
+  return loop_ops().at(size_t(op) - 1);
+}
+
+std::optional<LoopOp> find_loop_op(std::string_view name) {
+  for (const LoopOpInfo& info : loop_ops())
+    if (info.name == name) return info.op;
+  return std::nullopt;
+}
+
+}  // namespace kiln::codegen
