@@ -1,7 +1,8 @@
 // The scheduled program: the loop IR grouped into kernels, with loop order and a memory plan.
-// This is what every backend prints (codegen/cpp now, codegen/cuda later); it is backend-neutral.
+// This is what every backend prints (codegen/cpp, codegen/cuda); it is backend-neutral.
 //
-// The scheduler (codegen/scheduler.cpp):
+// The scheduler (codegen/scheduler.cpp runs the stages; codegen/schedule_stages.h lists the
+// files that implement them):
 //   1. inlines pointwise nodes into their readers (vertical fusion, and pointwise producers into
 //      reduction loads) unless the value must exist in memory (a graph output, an extern's input,
 //      an expensive value read by several nodes, or a read the index analysis cannot invert);
@@ -11,9 +12,10 @@
 //      nodes over the same range share a kernel (vertical and horizontal fusion); a pointwise node
 //      that reads only a GEMM's output becomes that GEMM's epilogue, applied per block of rows
 //      while the block is in cache;
-//   3. stashes: when a row step recomputes exactly the (expensive) value an earlier reduction
-//      of the kernel reduced, the reduction stores it in the row step's output and the row
-//      step reads it back (softmax computes each exp once, as ATen's kernel does);
+//   3. stashes: when a row step recomputes exactly the value an earlier reduction of the kernel
+//      reduced, and that value is expensive (it applies an op of the loop op table's expensive
+//      cost class, codegen/loop_ops.h), the reduction stores it in the row step's output and the
+//      row step reads it back (softmax computes each exp once, as ATen's kernel does);
 //   4. coalesces dims that every access walks contiguously, drops size-1 dims;
 //   5. plans memory: every intermediate buffer that still exists gets an offset in one workspace
 //      by liveness (buffers whose lifetimes do not overlap share bytes).

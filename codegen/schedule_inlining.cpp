@@ -1,0 +1,254 @@
+// Stage 1 of the scheduler (codegen/schedule.h): pointwise nodes inlined into their readers
+// (vertical fusion, and pointwise producers into reduction loads), unless the value must exist
+// in memory: a graph output, a library call's input, an expensive value read by several nodes,
+// or a read whose index does not map back to the producer's elements (the index inversion here).
+#include <algorithm>
+#include <optional>
+
+#include "codegen/index_analysis.h"
+#include "codegen/schedule_stages.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen::scheduling {
+
+namespace {
+
+// A pointwise value read by several nodes is recomputed in each while its expression is this
+// small; past it, the value is computed once and stored.
+constexpr size_t kMaxInlinedSizeWithManyReaders = 24;
+
+SymShape contiguous(const SymShape& shape) {
+  SymShape strides(shape.size());
+  SymInt stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride = stride * shape[d];
+  }
+  return strides;
+}
+
+// True when `largest` + 1 <= size is certain.
+bool fits_in(const SymInt& largest, const SymInt& size) {
+  if (largest.is_constant() && size.is_constant()) return largest.constant() < size.constant();
+  return largest + 1 == size || largest.maybe_constant() == 0;
+}
+
+int64_t trunc_div(int64_t a, int64_t b) { return a / b; }
+
+// Every Load of `buffer` in `expr`.
+void collect_loads(const Expr& expr, int buffer, std::vector<const ExprNode*>& loads) {
+  visit(expr, [&](const ExprNode& node) {
+    if (node.kind == ExprKind::Load && node.buffer == buffer) loads.push_back(&node);
+  });
+}
+
+// Replaces every Load of `buffer` by f(load).
+Expr replace_loads(const Expr& expr, int buffer, const std::function<Expr(const ExprNode&)>& f) {
+  if (!expr) return expr;
+  if (expr->kind == ExprKind::Load && expr->buffer == buffer) return f(*expr);
+  auto node = std::make_shared<ExprNode>(*expr);
+  for (Expr& arg : node->args) arg = replace_loads(arg, buffer, f);
+  for (IndirectTerm& term : node->indirect) term.value = replace_loads(term.value, buffer, f);
+  node->mask = replace_loads(node->mask, buffer, f);
+  node->other = replace_loads(node->other, buffer, f);
+  return node;
+}
+
+struct VarRange {
+  SymInt var;
+  SymInt range;
+};
+
+// The variables of a node and their ranges: x_d over ranges, r_k over reduction ranges.
+std::vector<VarRange> node_vars(const LoopNode& node) {
+  std::vector<VarRange> vars;
+  for (size_t d = 0; d < node.ranges.size(); ++d) vars.push_back({loop_var(d), node.ranges[d]});
+  for (size_t k = 0; k < node.reduction_ranges.size(); ++k) {
+    vars.push_back({reduction_var(k), node.reduction_ranges[k]});
+  }
+  return vars;
+}
+
+// Bounds a mask proves: `value` >= lower and `value` < upper whenever the mask holds.
+struct MaskBound {
+  SymInt value;
+  std::optional<SymInt> lower, upper;
+};
+
+// The bounds of the conjunction `mask` (comparisons of an index value with an index value or
+// an integer constant, joined by logical_and); other terms prove nothing and are skipped.
+void collect_mask_bounds(const Expr& mask, std::vector<MaskBound>& bounds) {
+  if (!mask || mask->kind != ExprKind::Binary) return;
+  if (mask->op == LoopOp::logical_and) {
+    collect_mask_bounds(mask->args[0], bounds);
+    collect_mask_bounds(mask->args[1], bounds);
+    return;
+  }
+  if (mask->op != LoopOp::ge && mask->op != LoopOp::lt) return;
+  const Expr& left = mask->args[0];
+  const Expr& right = mask->args[1];
+  if (left->kind != ExprKind::IndexValue) return;
+  std::optional<SymInt> limit;
+  if (right->kind == ExprKind::IndexValue) limit = right->index;
+  if (right->kind == ExprKind::Constant && is_integral(right->dtype)) limit = SymInt(right->int_value);
+  if (!limit) return;
+  if (mask->op == LoopOp::ge) bounds.push_back({left->index, *limit, std::nullopt});
+  else bounds.push_back({left->index, std::nullopt, *limit});
+}
+
+// True when the bounds put `coordinate` in [0, size).
+bool proves_in_range(const std::vector<MaskBound>& bounds, const SymInt& coordinate, const SymInt& size) {
+  bool lower = false, upper = false;
+  for (const MaskBound& b : bounds) {
+    if (!(b.value == coordinate)) continue;
+    if (b.lower && b.lower->maybe_constant().value_or(-1) >= 0) lower = true;
+    if (b.upper && (*b.upper == size || (b.upper->is_constant() && size.is_constant() &&
+                                         b.upper->constant() <= size.constant()))) {
+      upper = true;
+    }
+  }
+  return lower && upper;
+}
+
+// Given the index at which a reader reads a buffer stored contiguously over `ranges`, the
+// coordinates (one expression of the reader's variables per dim of `ranges`) of the element
+// read, or nullopt when they cannot be recovered exactly. `mask`: the predicate guarding the
+// read (or null). Each coordinate must stay in its dim's range for every iteration, or, for a
+// masked (padded) read, whenever the mask holds: the mask must test that very coordinate
+// against that dim's bounds. A mask over a merged dim or a neighbouring dim proves nothing
+// about this one (x3 in [0, 8) does not keep x3 inside a dim of 2).
+std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, const SymShape& ranges,
+                                                           const std::vector<VarRange>& vars, const Expr& mask) {
+  std::vector<SymInt> var_symbols;
+  for (const VarRange& v : vars) var_symbols.push_back(v.var);
+  std::optional<AffineIndex> affine = affine_form(index, var_symbols);
+  if (!affine) return std::nullopt;
+  SymShape strides = contiguous(ranges);
+  std::vector<SymInt> coords(ranges.size(), SymInt(0));
+  std::vector<SymInt> largest(ranges.size(), SymInt(0));
+  std::vector<bool> starts_before(ranges.size(), false);
+  for (size_t j = 0; j < vars.size(); ++j) {
+    const SymInt& c = affine->coefficients[j];
+    if (c == SymInt(0)) continue;
+    std::optional<size_t> dim;
+    SymInt ratio = 1;
+    for (size_t d = 0; d < ranges.size() && !dim; ++d) {
+      if (ranges[d] == SymInt(1)) continue;
+      if (c == strides[d]) {
+        dim = d;
+        ratio = 1;
+      }
+    }
+    for (size_t d = 0; d < ranges.size() && !dim; ++d) {
+      if (ranges[d] == SymInt(1) || strides[d] == SymInt(0)) continue;
+      SymInt q = floordiv(c, strides[d]);
+      if (q * strides[d] == c && q.maybe_constant().value_or(1) > 0) {
+        dim = d;
+        ratio = q;
+      }
+    }
+    if (!dim) return std::nullopt;
+    coords[*dim] = coords[*dim] + ratio * vars[j].var;
+    largest[*dim] = largest[*dim] + ratio * (vars[j].range - 1);
+  }
+  // The constant offset, split per dim with truncating division (padding offsets are negative).
+  SymInt offset = affine->offset;
+  if (!(offset == SymInt(0))) {
+    std::optional<int64_t> rest = offset.maybe_constant();
+    if (!rest) return std::nullopt;
+    for (size_t d = 0; d < ranges.size(); ++d) {
+      std::optional<int64_t> stride = strides[d].maybe_constant();
+      if (!stride || *stride == 0) {
+        if (*rest != 0) return std::nullopt;
+        continue;
+      }
+      if (ranges[d] == SymInt(1)) continue;
+      int64_t part = trunc_div(*rest, *stride);
+      if (part < 0) starts_before[d] = true;
+      coords[d] = coords[d] + part;
+      largest[d] = largest[d] + part;
+      *rest -= part * *stride;
+    }
+    if (*rest != 0) return std::nullopt;
+  }
+  SymInt rebuilt = 0;
+  for (size_t d = 0; d < ranges.size(); ++d) rebuilt = rebuilt + coords[d] * strides[d];
+  if (!(rebuilt == index)) return std::nullopt;
+  std::vector<MaskBound> bounds;
+  collect_mask_bounds(mask, bounds);
+  for (size_t d = 0; d < ranges.size(); ++d) {
+    if (!starts_before[d] && fits_in(largest[d], ranges[d])) continue;
+    if (!proves_in_range(bounds, coords[d], ranges[d])) return std::nullopt;
+  }
+  return coords;
+}
+
+bool read_by_extern(SchedulingState& state, int buffer) {
+  for (int reader : state.program().readers(buffer)) {
+    if (state.program().nodes[size_t(reader)].kind == NodeKind::Extern) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void inline_pointwise(SchedulingState& state) {
+  LoopProgram& p = state.program();
+  for (LoopNode& node : p.nodes) {
+    if (node.kind != NodeKind::Pointwise || node.outputs.size() != 1) continue;
+    int buffer = node.outputs[0];
+    const Buffer& buf = p.buffer(buffer);
+    if (buf.kind != BufferKind::Intermediate) continue;
+    if (read_by_extern(state, buffer)) {
+      state.note(node.name + " is stored: a library call reads it");
+      continue;
+    }
+    std::vector<int> readers = p.readers(buffer);
+    size_t load_count = 0;
+    bool invertible = true;
+    for (int reader_id : readers) {
+      const LoopNode& reader = p.nodes[size_t(reader_id)];
+      std::vector<const ExprNode*> loads;
+      collect_loads(reader.body, buffer, loads);
+      load_count += loads.size();
+      for (const ExprNode* l : loads) {
+        if (!l->indirect.empty()) {
+          invertible = false;
+          state.note(node.name + " is stored: " + reader.name + " reads it through an index tensor");
+          break;
+        }
+        if (!invert_contiguous_index(l->index, node.ranges, node_vars(reader), l->mask)) {
+          invertible = false;
+          state.note(node.name + " is stored: " + reader.name + " reads it at index " + l->index.to_string() +
+                     ", which does not map back to its elements");
+          break;
+        }
+      }
+      if (!invertible) break;
+    }
+    if (!invertible || readers.empty()) continue;
+    size_t size = expr_size(node.body);
+    if (load_count > 1 && size > kMaxInlinedSizeWithManyReaders) {
+      state.note(node.name + " is stored: " + std::to_string(load_count) + " reads of an expression of " +
+                 std::to_string(size) + " operations");
+      continue;
+    }
+    for (int reader_id : readers) {
+      LoopNode& reader = p.nodes[size_t(reader_id)];
+      std::vector<VarRange> vars = node_vars(reader);
+      reader.body = replace_loads(reader.body, buffer, [&](const ExprNode& l) -> Expr {
+        auto coords = invert_contiguous_index(l.index, node.ranges, vars, l.mask);
+        KILN_CHECK(coords.has_value(), "inlining: a checked load no longer inverts");
+        std::map<std::string, SymInt> replacements;
+        for (size_t d = 0; d < coords->size(); ++d) replacements[loop_var(d).to_string()] = (*coords)[d];
+        Expr value = cast(substitute(node.body, replacements), buf.dtype);
+        if (l.mask) value = where(l.mask, value, l.other ? l.other : constant(0, buf.dtype));
+        return value;
+      });
+      reader.origins.insert(reader.origins.end(), node.origins.begin(), node.origins.end());
+    }
+    state.alive[size_t(node.id)] = false;
+  }
+}
+
+}  // namespace kiln::codegen::scheduling

@@ -1,0 +1,112 @@
+// Stage 4 of the scheduler (codegen/schedule.h): range simplification of each kernel. Size-1
+// dims are dropped (their variable is 0), and adjacent dims that every index of the kernel
+// walks contiguously are merged into one, for the outer (x) and then the inner (r) variables.
+#include <optional>
+
+#include "codegen/index_analysis.h"
+#include "codegen/schedule_stages.h"
+
+namespace kiln::codegen::scheduling {
+
+namespace {
+
+// Every index expression of the kernel, for coalescing decisions.
+std::vector<SymInt> kernel_indices(const Kernel& kernel) {
+  std::vector<SymInt> indices;
+  for (const KernelStep& step : kernel.steps) {
+    map_indices(step.body, [&](const SymInt& index) {
+      indices.push_back(index);
+      return index;
+    });
+    indices.push_back(step.store_index);
+    if (step.stash_buffer >= 0) indices.push_back(step.stash_index);
+  }
+  return indices;
+}
+
+// Substitutes variables in every index of the kernel, through temporaries so that x0 -> x1 and
+// x1 -> x2 do not collide.
+void rename(Kernel& kernel, const std::map<std::string, SymInt>& replacements) {
+  std::map<std::string, SymInt> to_temp, from_temp;
+  for (auto& [name, value] : replacements) {
+    to_temp[name] = SymInt::symbol("tmp_" + name);
+    from_temp["tmp_" + name] = value;
+  }
+  for (KernelStep& step : kernel.steps) {
+    step.body = substitute(substitute(step.body, to_temp), from_temp);
+    step.store_index = step.store_index.substitute(to_temp).substitute(from_temp);
+    step.stash_index = step.stash_index.substitute(to_temp).substitute(from_temp);
+  }
+}
+
+void simplify_dims(Kernel& kernel, SymShape& ranges, const std::function<SymInt(size_t)>& var) {
+  // 1. size-1 dims: the variable is 0.
+  {
+    std::map<std::string, SymInt> replacements;
+    SymShape kept;
+    for (size_t d = 0; d < ranges.size(); ++d) {
+      if (ranges[d] == SymInt(1)) {
+        replacements[var(d).to_string()] = 0;
+      } else {
+        replacements[var(d).to_string()] = var(kept.size());
+        kept.push_back(ranges[d]);
+      }
+    }
+    rename(kernel, replacements);
+    ranges = kept;
+  }
+  // 2. merge d and d+1 when every index has coefficient(d) == coefficient(d+1) * size(d+1).
+  bool changed = true;
+  while (changed && ranges.size() > 1) {
+    changed = false;
+    std::vector<SymInt> vars;
+    for (size_t d = 0; d < ranges.size(); ++d) vars.push_back(var(d));
+    std::vector<SymInt> indices = kernel_indices(kernel);
+    std::vector<std::optional<AffineIndex>> forms;
+    for (const SymInt& index : indices) forms.push_back(affine_form(index, vars));
+    for (size_t d = ranges.size() - 1; d-- > 0;) {
+      bool mergeable = true;
+      for (const auto& form : forms) {
+        if (!form) {
+          mergeable = false;
+          break;
+        }
+        const SymInt& outer_c = form->coefficients[d];
+        const SymInt& inner_c = form->coefficients[d + 1];
+        if (!(outer_c == inner_c * ranges[d + 1])) {
+          mergeable = false;
+          break;
+        }
+      }
+      if (!mergeable) continue;
+      // x_d * size + x_{d+1} becomes one variable y over size_d * size_{d+1}: substituting
+      // x_d -> 0 and x_{d+1} -> y keeps every (affine) index the same.
+      std::map<std::string, SymInt> replacements;
+      SymShape merged;
+      for (size_t e = 0; e < ranges.size(); ++e) {
+        if (e == d) {
+          replacements[var(e).to_string()] = 0;
+        } else {
+          replacements[var(e).to_string()] = var(merged.size());
+          merged.push_back(e == d + 1 ? ranges[d] * ranges[d + 1] : ranges[e]);
+        }
+      }
+      rename(kernel, replacements);
+      ranges = merged;
+      changed = true;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+// Drops size-1 dims and merges adjacent dims that every access walks contiguously, for the
+// outer (x) and then the inner (r) variables.
+void simplify_ranges(Kernel& kernel) {
+  if (kernel.kind == KernelKind::Extern) return;
+  simplify_dims(kernel, kernel.outer, [](size_t d) { return loop_var(d); });
+  simplify_dims(kernel, kernel.inner, [](size_t d) { return reduction_var(d); });
+}
+
+}  // namespace kiln::codegen::scheduling

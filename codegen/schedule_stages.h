@@ -1,0 +1,46 @@
+// The scheduler's stages and the state they share, for the files that implement them (each
+// stage's guarantee is stated in codegen/schedule.h): inlining (schedule_inlining.cpp), kernel
+// formation (schedule_fusion.cpp), register buffers (schedule_registers.cpp), stashes
+// (schedule_stashes.cpp), range simplification (schedule_ranges.cpp) and the memory plan
+// (memory_plan.cpp). codegen/scheduler.cpp runs them in order. Internal to codegen/.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/schedule.h"
+
+namespace kiln::codegen::scheduling {
+
+// Where a buffer is produced: its kernel and the kind of step that stores it.
+struct Placement {
+  int kernel = -1;
+  KernelStep::Kind kind = KernelStep::Kind::StoreOuter;
+};
+
+struct SchedulingState {
+  ScheduledProgram result;            // the program being scheduled and the kernels formed so far
+  std::vector<bool> alive;            // per loop node: false once inlined into its readers
+  std::map<int, Placement> produced;  // buffer id -> where it is produced (kernel formation sets it)
+  bool log_to_stderr = false;         // KILN_LOG=fusion
+
+  LoopProgram& program() { return result.program; }
+  // Records why two nodes were kept apart (and prints it when logging).
+  void note(const std::string& message);
+};
+
+// 1. Inlines pointwise nodes into their readers where every read maps back to its elements.
+void inline_pointwise(SchedulingState& state);
+// 2. Groups the live nodes into kernels (with fusion unless `fuse` is false); sets `produced`.
+void form_kernels(SchedulingState& state, bool fuse);
+// Buffers that live only in registers inside one kernel.
+void find_register_buffers(SchedulingState& state);
+// 3. Lets a row step read back the values an earlier reduction of `kernel` computed.
+void stash_reduced_values(const LoopProgram& program, Kernel& kernel);
+// 4. Drops size-1 dims and merges dims every access walks contiguously.
+void simplify_ranges(Kernel& kernel);
+// 5. Places every intermediate buffer in memory in the workspace by liveness.
+void plan_memory(SchedulingState& state);
+
+}  // namespace kiln::codegen::scheduling
