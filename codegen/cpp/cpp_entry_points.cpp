@@ -1,0 +1,206 @@
+// The C++ backend's support functions and entry points (codegen/cpp/cpp_source_printer.h lists
+// the printer's parts): the helpers every module defines (messages, dtype names, OpenMP
+// reductions, CBLAS declarations and layouts), then the compiled-artifact ABI
+// (runtime/compiled_abi.h): kiln_abi_version, kiln_bind (guards on the inputs' dtypes, ranks,
+// sizes and strides, and the binding of shape symbols), kiln_output_sizes,
+// kiln_workspace_bytes and kiln_run (buffers placed, kernels called in order, faults reported).
+#include <algorithm>
+#include <map>
+
+#include "codegen/cpp/cpp_source_printer.h"
+#include "runtime/compiled_abi.h"
+
+namespace kiln::codegen {
+
+void CppSourcePrinter::emit_support() {
+  w_.line("extern \"C\" void omp_set_num_threads(int);");
+  w_.line("static void kiln_message(char* out, int64_t capacity, const char* const* parts, const int64_t* ints, int n) {");
+  w_.line("  int64_t at = 0;");
+  w_.line("  for (int i = 0; i < n; ++i) {");
+  w_.line("    char digits[24];");
+  w_.line("    const char* text = parts[i];");
+  w_.line("    if (text == nullptr) {");
+  w_.line("      int64_t v = ints[i];");
+  w_.line("      unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;");
+  w_.line("      int k = 23;");
+  w_.line("      digits[k] = 0;");
+  w_.line("      do { digits[--k] = char('0' + u % 10); u /= 10; } while (u);");
+  w_.line("      if (v < 0) digits[--k] = '-';");
+  w_.line("      text = digits + k;");
+  w_.line("    }");
+  w_.line("    for (; *text && at + 1 < capacity; ++text) out[at++] = *text;");
+  w_.line("  }");
+  w_.line("  if (capacity > 0) out[at] = 0;");
+  w_.line("}");
+  w_.line("static const char* const kiln_dtype_names[] = {\"f32\", \"f16\", \"bf16\", \"f64\", \"i64\", \"i32\", \"i8\", \"u8\", \"bool\"};");
+  w_.line("static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 9 ? kiln_dtype_names[code] : \"(unknown dtype)\"; }");
+  w_.line("#pragma omp declare reduction(kiln_max_f32 : float : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inff())");
+  w_.line("#pragma omp declare reduction(kiln_min_f32 : float : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inff())");
+  w_.line("#pragma omp declare reduction(kiln_max_f64 : double : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inf())");
+  w_.line("#pragma omp declare reduction(kiln_min_f64 : double : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inf())");
+  w_.line("extern \"C\" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);");
+  w_.line("extern \"C\" void cblas_dgemm(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*, int);");
+  w_.line("// A row-major matrix with strides (rows, cols) as a CBLAS operand: 0 when it has none.");
+  w_.line("static int kiln_blas_layout(int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols, int* trans, int* ld) {");
+  w_.line("  if (col_stride == 1 || cols == 1) {");
+  w_.line("    *trans = 111; *ld = int(rows <= 1 ? (cols > 1 ? cols : 1) : row_stride);");
+  w_.line("    return rows <= 1 || row_stride >= cols;");
+  w_.line("  }");
+  w_.line("  if (row_stride == 1 || rows == 1) {");
+  w_.line("    *trans = 112; *ld = int(cols <= 1 ? (rows > 1 ? rows : 1) : col_stride);");
+  w_.line("    return cols <= 1 || col_stride >= rows;");
+  w_.line("  }");
+  w_.line("  return 0;");
+  w_.line("}");
+  w_.line("");
+}
+
+void CppSourcePrinter::emit_bind() {
+  const size_t n = p_.inputs.size();
+  w_.open("extern \"C\" int32_t kiln_abi_version(void)");
+  w_.line("return " + std::to_string(kKilnAbiVersion) + ";");
+  w_.close();
+  w_.open("extern \"C\" int32_t kiln_bind(const KilnTensorDesc* in, int64_t num_inputs, int64_t* sym, char* error, int64_t capacity)");
+  w_.open("if (num_inputs != " + std::to_string(n) + ")");
+  w_.line("const char* parts[] = {\"guard failed: the model takes " + std::to_string(n) + " inputs, got \", nullptr};");
+  w_.line("const int64_t ints[] = {0, num_inputs};");
+  w_.line("kiln_message(error, capacity, parts, ints, 2);");
+  w_.line("return 1;");
+  w_.close();
+  for (size_t i = 0; i < n; ++i) {
+    const Buffer& b = p_.buffer(p_.inputs[i]);
+    std::string in = "in[" + std::to_string(i) + "]";
+    std::string who = "input '" + b.source + "'";
+    w_.open("if (" + in + ".dtype != " + std::to_string(int(b.dtype)) + ")");
+    w_.line("const char* parts[] = {\"guard failed: " + who + " has dtype \", kiln_dtype_name(" + in +
+            ".dtype), \", expected " + std::string(dtype_name(b.dtype)) + "\"};");
+    w_.line("kiln_message(error, capacity, parts, nullptr, 3);");
+    w_.line("return 1;");
+    w_.close();
+    w_.open("if (" + in + ".rank != " + std::to_string(b.shape.size()) + ")");
+    w_.line("const char* parts[] = {\"guard failed: " + who + " has rank \", nullptr, \", expected " +
+            std::to_string(b.shape.size()) + " (shape " + ir::shape_string(b.shape) + ")\"};");
+    w_.line("const int64_t ints[] = {0, " + in + ".rank, 0};");
+    w_.line("kiln_message(error, capacity, parts, ints, 3);");
+    w_.line("return 1;");
+    w_.close();
+  }
+  std::map<std::string, std::string> symbol_origin;
+  for (size_t j = 0; j < p_.symbol_sources.size(); ++j) {
+    const auto& source = p_.symbol_sources[j];
+    size_t position = size_t(std::find(p_.symbols.begin(), p_.symbols.end(), source.symbol) - p_.symbols.begin());
+    w_.line("sym[" + std::to_string(position) + "] = in[" + std::to_string(source.input) + "].sizes[" +
+            std::to_string(source.dim) + "];");
+    symbol_origin[source.symbol] = "input '" + p_.buffer(p_.inputs[size_t(source.input)]).source + "' dim " +
+                                   std::to_string(source.dim);
+  }
+  declare_symbols();
+  for (size_t i = 0; i < n; ++i) {
+    const Buffer& b = p_.buffer(p_.inputs[i]);
+    std::string in = "in[" + std::to_string(i) + "]";
+    std::string who = "input '" + b.source + "'";
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      const SymInt& size = b.shape[d];
+      std::string got = in + ".sizes[" + std::to_string(d) + "]";
+      std::string expected;
+      if (size.is_constant()) {
+        expected = std::to_string(size.constant());
+      } else {
+        std::string origin;
+        for (const std::string& s : size.free_symbols()) {
+          if (symbol_origin.count(s)) origin += (origin.empty() ? "" : ", ") + s + " from " + symbol_origin[s];
+        }
+        expected = size.to_string() + " = \", nullptr, \" (" + origin + ")";
+      }
+      w_.open("if (" + got + " != (" + index_text(size) + "))");
+      w_.line("const char* parts[] = {\"guard failed: " + who + " dim " + std::to_string(d) + " has size \", nullptr, \", expected " +
+              expected + "\"};");
+      w_.line("const int64_t ints[] = {0, " + got + ", 0, " + index_text(size) + ", 0};");
+      w_.line("kiln_message(error, capacity, parts, ints, " + std::string(size.is_constant() ? "3" : "5") + ");");
+      w_.line("return 1;");
+      w_.close();
+    }
+    // Strides: the compiled code assumes contiguous inputs (size-1 dims may have any stride,
+    // and an input with no elements any strides).
+    SymInt empty_check = 1;
+    for (const SymInt& d : b.shape) empty_check = empty_check * d;
+    w_.open("if ((" + index_text(empty_check) + ") != 0)");
+    SymInt stride = 1;
+    for (size_t d = b.shape.size(); d-- > 0;) {
+      std::string got = in + ".strides[" + std::to_string(d) + "]";
+      w_.open("if (" + in + ".sizes[" + std::to_string(d) + "] != 1 && " + got + " != (" + index_text(stride) + "))");
+      w_.line("const char* parts[] = {\"guard failed: " + who + " dim " + std::to_string(d) +
+              " has stride \", nullptr, \", expected \", nullptr, \" (the compiled code assumes contiguous inputs)\"};");
+      w_.line("const int64_t ints[] = {0, " + got + ", 0, " + index_text(stride) + ", 0};");
+      w_.line("kiln_message(error, capacity, parts, ints, 5);");
+      w_.line("return 1;");
+      w_.close();
+      stride = stride * b.shape[d];
+    }
+    w_.close();
+  }
+  w_.line("(void)error; (void)capacity;");
+  w_.line("return 0;");
+  w_.close();
+  w_.line("");
+}
+
+void CppSourcePrinter::emit_sizes() {
+  w_.open("extern \"C\" void kiln_output_sizes(const int64_t* sym, int64_t* sizes)");
+  declare_symbols();
+  size_t k = 0;
+  for (int id : p_.outputs) {
+    for (const SymInt& d : p_.buffer(id).shape) w_.line("sizes[" + std::to_string(k++) + "] = " + index_text(d) + ";");
+  }
+  w_.line("(void)sizes;");
+  w_.close();
+  w_.open("extern \"C\" int64_t kiln_workspace_bytes(const int64_t* sym)");
+  declare_symbols();
+  w_.line("return " + index_text(s_.memory.peak_bytes) + ";");
+  w_.close();
+  w_.line("");
+}
+
+void CppSourcePrinter::emit_run() {
+  w_.open("extern \"C\" int32_t kiln_run(const KilnRunArgs* args)");
+  w_.line("const int64_t* sym = args->symbols;");
+  declare_symbols();
+  w_.line("void* bufs[" + std::to_string(std::max<size_t>(p_.buffers.size(), 1)) + "] = {};");
+  for (size_t i = 0; i < p_.inputs.size(); ++i) {
+    w_.line("bufs[" + std::to_string(p_.inputs[i]) + "] = args->inputs[" + std::to_string(i) + "].data;");
+  }
+  for (size_t i = 0; i < p_.parameters.size(); ++i) {
+    w_.line("bufs[" + std::to_string(p_.parameters[i]) + "] = args->parameters[" + std::to_string(i) + "];");
+  }
+  for (size_t i = 0; i < p_.outputs.size(); ++i) {
+    w_.line("bufs[" + std::to_string(p_.outputs[i]) + "] = args->outputs[" + std::to_string(i) + "];");
+  }
+  for (const auto& [id, offset] : s_.memory.offsets) {
+    w_.line("bufs[" + std::to_string(id) + "] = (char*)args->workspace + (" + index_text(offset) + ");  // " +
+            p_.buffer(id).name);
+  }
+  w_.line("if (args->num_threads > 0) omp_set_num_threads(args->num_threads);");
+  w_.line("__atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);");
+  w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
+  for (const Kernel& kernel : s_.kernels) {
+    std::string origins = origins_text(kernel.origins);
+    w_.open("");
+    w_.line("const int32_t rc = " + kernel.name + "(bufs, sym, args);");
+    w_.line("if (rc != 0) return rc;");
+    w_.open("if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED))");
+    w_.line("const char* parts[] = {" + quoted("ZeroDivisionError: integer division by zero in " + kernel.name + " (" + origins + ")") + "};");
+    w_.line("kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+    w_.line("return 1;");
+    w_.close();
+    w_.open("if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED))");
+    w_.line("const char* parts[] = {" + quoted("IndexError: an index is out of range in " + kernel.name + " (" + origins + ")") + "};");
+    w_.line("kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+    w_.line("return 1;");
+    w_.close();
+    w_.close();
+  }
+  w_.line("return 0;");
+  w_.close();
+}
+
+}  // namespace kiln::codegen

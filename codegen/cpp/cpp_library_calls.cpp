@@ -1,0 +1,221 @@
+// The C++ backend's library calls (codegen/cpp/cpp_source_printer.h lists the printer's parts):
+// a GEMM as CBLAS calls (a batch folded into one call where the right operand is shared, small
+// GEMMs of a batch in parallel, a fused epilogue applied per block of rows while it is in
+// cache), and a fallback node as a call of the host's handler with tensor descriptors.
+#include <algorithm>
+
+#include "codegen/cpp/cpp_source_printer.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+
+void CppSourcePrinter::emit_extern_kernel(const Kernel& kernel) {
+  const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
+  const ExternCall& call = node.extern_call;
+  if (call.kind == ExternKind::Fallback) {
+    emit_fallback(node);
+    return;
+  }
+  emit_gemm(kernel, node);
+}
+
+std::string CppSourcePrinter::view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars) {
+  std::string offset = index_text(view.offset);
+  for (size_t i = 0; i < batch_vars.size(); ++i) {
+    offset += " + " + batch_vars[i] + " * (" + index_text(view.strides[i]) + ")";
+  }
+  return buf(view.buffer) + " + (" + offset + ")";
+}
+
+void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
+  const ExternCall& call = node.extern_call;
+  const StridedView& a = call.inputs.at(0);
+  const StridedView& b = call.inputs.at(1);
+  const StridedView& c = call.outputs.at(0);
+  const size_t rank = c.shape.size();
+  KILN_CHECK(rank >= 2 && a.shape.size() == rank && b.shape.size() == rank, "gemm views must share a rank");
+  DType dtype = p_.buffer(c.buffer).dtype;
+  KILN_CHECK(dtype == DType::f32 || dtype == DType::f64, "gemm of a dtype BLAS lacks");
+  module_.uses_blas = true;
+  const std::string t = ctype(dtype);
+  const std::string gemm = dtype == DType::f32 ? "cblas_sgemm" : "cblas_dgemm";
+  w_.line("const int64_t M = " + index_text(c.shape[rank - 2]) + ", N = " + index_text(c.shape[rank - 1]) + ", K = " +
+          index_text(a.shape[rank - 1]) + ";");
+  w_.line("int ta = 0, lda = 0, tb = 0, ldb = 0;");
+  w_.line("if (!kiln_blas_layout(" + index_text(a.strides[rank - 2]) + ", " + index_text(a.strides[rank - 1]) +
+          ", M, K, &ta, &lda) || !kiln_blas_layout(" + index_text(b.strides[rank - 2]) + ", " + index_text(b.strides[rank - 1]) +
+          ", K, N, &tb, &ldb)) {");
+  w_.line("  const char* parts[] = {\"" + kernel.name + ": an operand has no BLAS layout\"};");
+  w_.line("  kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+  w_.line("  return 1;");
+  w_.line("}");
+  const size_t batch_rank = rank - 2;
+  SymInt batch = 1;
+  for (size_t i = 0; i < batch_rank; ++i) batch = batch * c.shape[i];
+  if (batch_rank > 0) {
+    if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
+      emit_folded_gemm(kernel, a, b, c, *row_stride, batch, gemm, t);
+      return;
+    }
+  }
+  w_.line("const int64_t batch = " + index_text(batch) + ";");
+  w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
+  // An empty inner dim: the products are zeros (the output is contiguous).
+  w_.line("if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) +
+          " + i] = 0; }");
+  std::string sam = index_text(a.strides[rank - 2]);
+  bool epilogue = !kernel.steps.empty();
+  // Small GEMMs of a batch run in parallel, each on one thread, when the whole batch is worth
+  // a parallel region (~1M multiply-adds); otherwise each GEMM is one BLAS call that threads
+  // itself. The two paths must stay apart: a BLAS call inside an inactive region (`if(0)`)
+  // starts a nested team, and GNU OpenMP creates and joins fresh threads for every nested
+  // team, which made a transformer layer 7x slower on 2 threads.
+  w_.open("auto gemm_entry = [&](int64_t bi)");
+  std::vector<std::string> batch_vars;
+  w_.line("int64_t rest = bi;");
+  w_.line("(void)rest;");
+  for (size_t i = batch_rank; i-- > 0;) {
+    std::string var = loop_var(i).to_string();
+    w_.line("const int64_t " + var + " = rest % (" + index_text(c.shape[i]) + ");");
+    w_.line("rest /= (" + index_text(c.shape[i]) + ");");
+  }
+  for (size_t i = 0; i < batch_rank; ++i) batch_vars.push_back(loop_var(i).to_string());
+  w_.line("const " + t + "* pa = " + view_pointer(a, batch_vars) + ";");
+  w_.line("const " + t + "* pb = " + view_pointer(b, batch_vars) + ";");
+  w_.line(t + "* pc = " + view_pointer(c, batch_vars) + ";");
+  if (!epilogue) {
+    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(M), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+  } else {
+    std::string block = std::to_string(options_.gemm_block_rows);
+    w_.open("for (int64_t m0 = 0; m0 < M; m0 += " + block + ")");
+    w_.line("const int64_t mb = M - m0 < " + block + " ? M - m0 : " + block + ";");
+    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + sam +
+            "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+    std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
+    w_.open("for (int64_t " + row + " = m0; " + row + " < m0 + mb; ++" + row + ")");
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + col + " = 0; " + col + " < N; ++" + col + ")");
+    int number = 0;
+    for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+    w_.close();
+    w_.close();
+    w_.close();
+  }
+  w_.close(";");
+  if (batch_rank > 0) {
+    w_.open("if (batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576)");
+    w_.line("#pragma omp parallel for schedule(static)");
+    w_.line("for (int64_t bi = 0; bi < batch; ++bi) gemm_entry(bi);");
+    w_.close();
+    w_.open("else");
+    w_.line("for (int64_t bi = 0; bi < batch; ++bi) gemm_entry(bi);");
+    w_.close();
+  } else {
+    w_.line("gemm_entry(0);");
+  }
+}
+
+// When the right operand is the same matrix for every batch entry and the left operand's batch
+// and row dims walk memory as one dim, the batch folds into M: one GEMM of batch*M rows
+// instead of batch GEMMs (x[seq, 1, d] @ w[d, n] is one call, not seq calls of one row).
+// Returns the folded row stride of `a`.
+std::optional<SymInt> CppSourcePrinter::folded_row_stride(const StridedView& a, const StridedView& b) {
+  const size_t rank = a.shape.size();
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (!(b.strides[i] == SymInt(0)) && !(b.shape[i] == SymInt(1))) return std::nullopt;
+  }
+  std::vector<size_t> walked;  // batch and row dims of `a` that have more than one element
+  for (size_t i = 0; i + 1 < rank; ++i) {
+    if (!(a.shape[i] == SymInt(1))) walked.push_back(i);
+  }
+  for (size_t j = 0; j + 1 < walked.size(); ++j) {
+    if (!(a.strides[walked[j]] == a.strides[walked[j + 1]] * a.shape[walked[j + 1]])) return std::nullopt;
+  }
+  if (walked.empty()) return a.shape[rank - 1];  // one row: any stride >= K will do
+  return a.strides[walked.back()];
+}
+
+void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b,
+                                        const StridedView& c, const SymInt& row_stride, const SymInt& batch,
+                                        const std::string& gemm, const std::string& t) {
+  const size_t rank = c.shape.size();
+  w_.line("// batch folded into M: one GEMM");
+  w_.line("const int64_t rows = (" + index_text(batch) + ") * M;");
+  w_.line("if (rows == 0 || N == 0) return 0;");
+  w_.line("if (!kiln_blas_layout(" + index_text(row_stride) + ", " + index_text(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
+  w_.line("  const char* parts[] = {\"" + kernel.name + ": an operand has no BLAS layout\"};");
+  w_.line("  kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+  w_.line("  return 1;");
+  w_.line("}");
+  w_.line("if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0; }");
+  w_.line("const " + t + "* pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
+  w_.line("const " + t + "* pb = " + buf(b.buffer) + " + (" + index_text(b.offset) + ");");
+  w_.line(t + "* pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
+  if (kernel.steps.empty()) {
+    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(rows), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+    return;
+  }
+  std::string block = std::to_string(options_.gemm_block_rows);
+  w_.open("for (int64_t m0 = 0; m0 < rows; m0 += " + block + ")");
+  w_.line("const int64_t mb = rows - m0 < " + block + " ? rows - m0 : " + block + ";");
+  w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + index_text(row_stride) +
+          "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+  w_.open("for (int64_t folded = m0; folded < m0 + mb; ++folded)");
+  // The epilogue is written over the output's own coordinates: unfold the row.
+  w_.line("int64_t rest = folded;");
+  std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
+  w_.line("const int64_t " + row + " = rest % M;");
+  w_.line("rest /= M;");
+  for (size_t i = rank - 2; i-- > 0;) {
+    std::string var = loop_var(i).to_string();
+    w_.line("const int64_t " + var + " = rest % (" + index_text(c.shape[i]) + ");");
+    w_.line("rest /= (" + index_text(c.shape[i]) + ");");
+    w_.line("(void)" + var + ";");
+  }
+  w_.line("#pragma omp simd");
+  w_.open("for (int64_t " + col + " = 0; " + col + " < N; ++" + col + ")");
+  int number = 0;
+  for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+  w_.close();
+  w_.close();
+  w_.close();
+}
+
+void CppSourcePrinter::emit_fallback(const LoopNode& node) {
+  const ExternCall& call = node.extern_call;
+  int index = int(module_.fallbacks.size());
+  module_.fallbacks.push_back(call.graph_node);
+  auto describe = [&](const std::vector<StridedView>& views, const std::string& name) {
+    w_.line("KilnTensorDesc " + name + "[" + std::to_string(std::max<size_t>(views.size(), 1)) + "];");
+    for (size_t i = 0; i < views.size(); ++i) {
+      const StridedView& v = views[i];
+      std::string sizes = name + "_sizes" + std::to_string(i), strides = name + "_strides" + std::to_string(i);
+      std::string size_list, stride_list;
+      for (size_t d = 0; d < v.shape.size(); ++d) {
+        size_list += (d ? ", " : "") + index_text(v.shape[d]);
+        stride_list += (d ? ", " : "") + index_text(v.strides[d]);
+      }
+      size_t n = std::max<size_t>(v.shape.size(), 1);
+      w_.line("const int64_t " + sizes + "[" + std::to_string(n) + "] = {" + (size_list.empty() ? "0" : size_list) + "};");
+      w_.line("const int64_t " + strides + "[" + std::to_string(n) + "] = {" + (stride_list.empty() ? "0" : stride_list) + "};");
+      std::string item = name + "[" + std::to_string(i) + "]";
+      w_.line(item + ".data = (void*)(" + buf(v.buffer) + " + (" + index_text(v.offset) + "));");
+      w_.line(item + ".sizes = " + sizes + ";");
+      w_.line(item + ".strides = " + strides + ";");
+      w_.line(item + ".dtype = " + std::to_string(int(p_.buffer(v.buffer).dtype)) + ";");
+      w_.line(item + ".rank = " + std::to_string(v.shape.size()) + ";");
+    }
+  };
+  describe(call.inputs, "in");
+  describe(call.outputs, "out");
+  w_.open("if (args->fallback == nullptr)");
+  w_.line("const char* parts[] = {\"node " + call.graph_node + " runs on the reference kernel, and no fallback handler was given\"};");
+  w_.line("kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+  w_.line("return 1;");
+  w_.close();
+  w_.line("return args->fallback(args->fallback_state, " + std::to_string(index) + ", in, " +
+          std::to_string(call.inputs.size()) + ", out, " + std::to_string(call.outputs.size()) +
+          ", args->error, args->error_capacity);");
+}
+
+}  // namespace kiln::codegen

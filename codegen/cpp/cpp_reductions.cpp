@@ -1,0 +1,312 @@
+// The C++ backend's reduction kernels (codegen/cpp/cpp_source_printer.h lists the printer's
+// parts): OpenMP over the outer point, and per Reduce step `lanes` accumulators (16, one for a
+// short row) that an `omp simd` loop over chunks of the row's last dim fills, a tail loop after
+// it, then the lanes combined into the step's results. Sums, products, max/min (NaN sticks),
+// argmax/argmin (the first index of the best value; NaN counts as best) and Welford statistics
+// (one count per chunk, so one reciprocal per chunk). A whole-tensor float reduction splits its
+// row across threads and lets OpenMP combine their lanes. Long f32 sums accumulate in f64.
+#include <functional>
+
+#include "codegen/cpp/cpp_source_printer.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+
+CppSourcePrinter::ReduceStepText CppSourcePrinter::reduce_step_text(const Kernel& kernel, const KernelStep& step,
+                                                                    int number) {
+  ReduceStepText r;
+  r.kind = step.reduction;
+  r.at = accumulation_dtype(kernel, step);
+  r.t = ctype(r.at);
+  r.n = std::to_string(number);
+  // A short innermost row (a pooling window) gets one lane: sixteen lanes would cost more to
+  // set up and combine than the row itself.
+  const bool short_row = !kernel.inner.empty() && kernel.inner.back().is_constant() &&
+                         kernel.inner.back().constant() < kLanes;
+  r.lanes = short_row ? 1 : kLanes;
+  r.L = std::to_string(r.lanes);
+  r.L1 = std::to_string(r.lanes + 1);
+  r.arg = r.kind == ReductionKind::ArgMax || r.kind == ReductionKind::ArgMin;
+  r.welford = r.kind == ReductionKind::Welford;
+  r.acc = "acc" + r.n;
+  r.idx = "idx" + r.n;
+  r.mean = "mean" + r.n;
+  r.m2 = "m2" + r.n;
+  r.cnt = "cnt" + r.n;
+  return r;
+}
+
+void CppSourcePrinter::emit_reduce_step(const Kernel& kernel, const KernelStep& step, int number) {
+  const ReduceStepText r = reduce_step_text(kernel, step, number);
+  w_.line("// reduce " + std::string(r.welford ? "welford" : r.arg ? "arg" : "") + ": " +
+          p_.nodes[size_t(step.node)].name);
+  declare_reduction_lanes(r);
+  std::vector<SymInt> rvars;
+  for (size_t k = 0; k < kernel.inner.size(); ++k) rvars.push_back(reduction_var(k));
+  const std::string flat = index_text(flat_index(rvars, kernel.inner));
+  w_.open("");
+  if (kernel.inner.empty()) {
+    emit_reduction_combine(step, r, "0", flat);
+  } else {
+    emit_reduction_loops(kernel, step, r, flat, 0);
+  }
+  w_.close();
+  combine_reduction_lanes(step, r);
+}
+
+void CppSourcePrinter::declare_reduction_lanes(const ReduceStepText& r) {
+  const std::string& t = r.t;
+  const std::string& L = r.L;
+  const std::string& L1 = r.L1;
+  if (r.welford) {
+    // Lanes 0..L-1 see the same count in the main loop (one reciprocal per chunk, not one
+    // division per element); lane L takes the tail.
+    w_.line(t + " " + r.mean + "[" + L1 + "], " + r.m2 + "[" + L1 + "], " + r.cnt + "[" + L1 + "];");
+    w_.line("for (int l = 0; l <= " + L + "; ++l) { " + r.mean + "[l] = 0; " + r.m2 + "[l] = 0; " + r.cnt +
+            "[l] = 0; }");
+    w_.line(t + " wn" + r.n + " = 0;");
+    return;
+  }
+  std::string init;
+  switch (r.kind) {
+    case ReductionKind::Sum: init = literal(0, 0, r.at); break;
+    case ReductionKind::Prod: init = literal(1, 1, r.at); break;
+    case ReductionKind::Max:
+    case ReductionKind::ArgMax: init = lowest(r.at); break;
+    case ReductionKind::Min:
+    case ReductionKind::ArgMin: init = highest(r.at); break;
+    case ReductionKind::Welford: break;
+  }
+  w_.line(t + " " + r.acc + "[" + L + "];");
+  w_.line("for (int l = 0; l < " + L + "; ++l) " + r.acc + "[l] = " + init + ";");
+  if (r.arg) {
+    w_.line("int64_t " + r.idx + "[" + L + "];");
+    w_.line("for (int l = 0; l < " + L + "; ++l) " + r.idx + "[l] = -1;");
+  }
+}
+
+void CppSourcePrinter::emit_reduction_combine(const KernelStep& step, const ReduceStepText& r, const std::string& lane,
+                                              const std::string& flat) {
+  const std::string& n = r.n;
+  const std::string& t = r.t;
+  const std::string& acc = r.acc;
+  std::string v = "e" + n;
+  w_.line("const " + t + " " + v + " = " + expr(step.body) + ";");
+  switch (r.kind) {
+    case ReductionKind::Sum: w_.line(acc + "[" + lane + "] = kop_add(" + acc + "[" + lane + "], " + v + ");"); break;
+    case ReductionKind::Prod: w_.line(acc + "[" + lane + "] = kop_mul(" + acc + "[" + lane + "], " + v + ");"); break;
+    case ReductionKind::Max: w_.line(acc + "[" + lane + "] = kred_max(" + acc + "[" + lane + "], " + v + ");"); break;
+    case ReductionKind::Min: w_.line(acc + "[" + lane + "] = kred_min(" + acc + "[" + lane + "], " + v + ");"); break;
+    case ReductionKind::ArgMax:
+    case ReductionKind::ArgMin: {
+      std::string a = acc + "[" + lane + "]", i = r.idx + "[" + lane + "]";
+      std::string better = r.kind == ReductionKind::ArgMax ? "(" + v + " > " + a + ")" : "(" + v + " < " + a + ")";
+      w_.line("const bool take" + n + " = " + i + " < 0 || " + better + " || (" + v + " != " + v + " && " + a +
+              " == " + a + ");");
+      w_.line(a + " = take" + n + " ? " + v + " : " + a + ";");
+      w_.line(i + " = take" + n + " ? int64_t(" + flat + ") : " + i + ";");
+      break;
+    }
+    case ReductionKind::Welford: {
+      bool main_loop = lane == "l";
+      std::string slot = main_loop ? lane : r.L;
+      std::string me = r.mean + "[" + slot + "]", m = r.m2 + "[" + slot + "]", c = r.cnt + "[" + slot + "]";
+      w_.line("const " + t + " d" + n + " = " + v + " - " + me + ";");
+      if (main_loop) {
+        w_.line(c + " = wn" + n + ";");
+        w_.line(me + " += d" + n + " * winv" + n + ";");
+      } else {
+        w_.line(c + " += " + t + "(1);");
+        w_.line(me + " += d" + n + " / " + c + ";");
+      }
+      w_.line(m + " += d" + n + " * (" + v + " - " + me + ");");
+      break;
+    }
+  }
+  if (step.stash_buffer >= 0) w_.line(buf(step.stash_buffer) + "[" + index_text(step.stash_index) + "] = " + v + ";");
+}
+
+void CppSourcePrinter::emit_reduction_loops(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                                            const std::string& flat, size_t dim) {
+  if (dim + 1 == kernel.inner.size()) {
+    emit_reduction_row(kernel, step, r, flat);
+    return;
+  }
+  std::string var = reduction_var(dim).to_string();
+  w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.inner[dim]) + "; ++" + var + ")");
+  emit_reduction_loops(kernel, step, r, flat, dim + 1);
+  w_.close();
+}
+
+void CppSourcePrinter::emit_reduction_row(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                                          const std::string& flat) {
+  const std::string& n = r.n;
+  const std::string& L = r.L;
+  const size_t last = kernel.inner.size() - 1;
+  const std::string rv = reduction_var(last).to_string(), rl = "rl" + n, rn = "rn" + n;
+  w_.line("const int64_t " + rn + " = " + index_text(kernel.inner[last]) + ";");
+  w_.line("int64_t " + rl + " = 0;");
+  if (std::string op = split_reduction_operator(kernel, step); !op.empty()) {
+    emit_split_reduction_row(step, r, op, flat, rv);
+    return;
+  }
+  w_.open("for (; " + rl + " + " + L + " <= " + rn + "; " + rl + " += " + L + ")");
+  if (r.welford) {
+    w_.line("wn" + n + " += " + r.t + "(1);");
+    w_.line("const " + r.t + " winv" + n + " = " + r.t + "(1) / wn" + n + ";");
+  }
+  w_.line("#pragma omp simd");
+  w_.open("for (int l = 0; l < " + L + "; ++l)");
+  w_.line("const int64_t " + rv + " = " + rl + " + l;");
+  emit_reduction_combine(step, r, "l", flat);
+  w_.close();
+  w_.close();
+  w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
+  w_.line("const int64_t " + rv + " = " + rl + ";");
+  emit_reduction_combine(step, r, "0", flat);
+  w_.close();
+}
+
+// A whole-tensor reduction: no outer loop to share out, so the threads split the row and
+// OpenMP combines their lanes.
+void CppSourcePrinter::emit_split_reduction_row(const KernelStep& step, const ReduceStepText& r, const std::string& op,
+                                                const std::string& flat, const std::string& rv) {
+  const std::string& L = r.L;
+  const std::string rl = "rl" + r.n, rn = "rn" + r.n, chunks = "chunks" + r.n;
+  w_.line("const int64_t " + chunks + " = " + rn + " / " + L + ";");
+  w_.line("#pragma omp parallel for schedule(static) reduction(" + op + ":" + r.acc + "[:" + L + "]) if(" + rn +
+          " >= " + std::to_string(options_.parallel_threshold) + ")");
+  w_.open("for (int64_t c = 0; c < " + chunks + "; ++c)");
+  w_.line("#pragma omp simd");
+  w_.open("for (int l = 0; l < " + L + "; ++l)");
+  w_.line("const int64_t " + rv + " = c * " + L + " + l;");
+  emit_reduction_combine(step, r, "l", flat);
+  w_.close();
+  w_.close();
+  w_.line(rl + " = " + chunks + " * " + L + ";");
+  w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
+  w_.line("const int64_t " + rv + " = " + rl + ";");
+  emit_reduction_combine(step, r, "0", flat);
+  w_.close();
+}
+
+void CppSourcePrinter::combine_reduction_lanes(const KernelStep& step, const ReduceStepText& r) {
+  const std::string& t = r.t;
+  const std::string& L = r.L;
+  const std::string& acc = r.acc;
+  const std::string& idx = r.idx;
+  std::string result = "res" + r.n;
+  switch (r.kind) {
+    case ReductionKind::Sum:
+    case ReductionKind::Prod:
+    case ReductionKind::Max:
+    case ReductionKind::Min: {
+      const char* op = r.kind == ReductionKind::Sum    ? "kop_add"
+                       : r.kind == ReductionKind::Prod ? "kop_mul"
+                       : r.kind == ReductionKind::Max  ? "kred_max"
+                                                       : "kred_min";
+      w_.line(t + " " + result + " = " + acc + "[0];");
+      w_.line("for (int l = 1; l < " + L + "; ++l) " + result + " = " + op + "(" + result + ", " + acc + "[l]);");
+      store_reduction(step, {result}, r.at);
+      break;
+    }
+    case ReductionKind::ArgMax:
+    case ReductionKind::ArgMin: {
+      std::string bv = "bv" + r.n;
+      w_.line(t + " " + bv + " = " + acc + "[0];");
+      w_.line("int64_t " + result + " = " + idx + "[0];");
+      std::string cmp = r.kind == ReductionKind::ArgMax ? ">" : "<";
+      w_.open("for (int l = 1; l < " + L + "; ++l)");
+      w_.line("if (" + idx + "[l] < 0) continue;");
+      w_.line("const " + t + " c = " + acc + "[l];");
+      w_.line("const bool c_nan = c != c, b_nan = " + bv + " != " + bv + ";");
+      w_.line("const bool better = " + result + " < 0 || (c " + cmp + " " + bv + ") || (c_nan && !b_nan) || ((c == " +
+              bv + " || (c_nan && b_nan)) && " + idx + "[l] < " + result + ");");
+      w_.line("if (better) { " + bv + " = c; " + result + " = " + idx + "[l]; }");
+      w_.close();
+      w_.line("if (" + result + " < 0) " + result + " = 0;");
+      store_reduction(step, {result}, DType::i64);
+      break;
+    }
+    case ReductionKind::Welford: {
+      std::string rm = "rm" + r.n, rq = "rq" + r.n, rc = "rc" + r.n;
+      w_.line(t + " " + rm + " = 0, " + rq + " = 0, " + rc + " = 0;");
+      w_.open("for (int l = 0; l <= " + L + "; ++l)");
+      w_.line("if (" + r.cnt + "[l] == 0) continue;");
+      w_.line("const " + t + " total = " + rc + " + " + r.cnt + "[l];");
+      w_.line("const " + t + " delta = " + r.mean + "[l] - " + rm + ";");
+      w_.line(rm + " += delta * " + r.cnt + "[l] / total;");
+      w_.line(rq + " += " + r.m2 + "[l] + delta * delta * " + rc + " * " + r.cnt + "[l] / total;");
+      w_.line(rc + " = total;");
+      w_.close();
+      store_reduction(step, {rm, rq}, r.at);
+      break;
+    }
+  }
+}
+
+void CppSourcePrinter::emit_reduction_kernel(const Kernel& kernel) {
+  SymInt work = numel(kernel.outer) * numel(kernel.inner);
+  const size_t rank = kernel.outer.size();
+  auto body = [&] {
+    int number = 0;
+    for (const KernelStep& step : kernel.steps) {
+      switch (step.kind) {
+        case KernelStep::Kind::Reduce: emit_reduce_step(kernel, step, number); break;
+        case KernelStep::Kind::StoreInner: emit_row_step(kernel, step, number); break;
+        case KernelStep::Kind::StoreOuter: emit_point_step(step, number); break;
+      }
+      ++number;
+    }
+  };
+  if (rank == 0) {
+    w_.open("");
+    body();
+    w_.close();
+    return;
+  }
+  std::string pragma = parallel_pragma(work, rank >= 2 ? " collapse(" + std::to_string(rank) + ")" : "");
+  if (!pragma.empty()) w_.line(pragma);
+  outer_loops(kernel.outer, 0, body, false);
+}
+
+// Long f32 sums and Welford statistics accumulate in f64 lanes (the interpreter sums in
+// double; a 16M-element f32 sum would otherwise drift by ~1e-5 relative). Rows up to 16K
+// elements (softmax, layer_norm) keep f32 lanes: 1K additions per lane lose nothing visible.
+DType CppSourcePrinter::accumulation_dtype(const Kernel& kernel, const KernelStep& step) {
+  std::optional<int64_t> row_length = numel(kernel.inner).maybe_constant();
+  bool widen = step.body->dtype == DType::f32 &&
+               (step.reduction == ReductionKind::Sum || step.reduction == ReductionKind::Welford) &&
+               !(row_length && *row_length <= kLanes * 1024);
+  return widen ? DType::f64 : step.body->dtype;
+}
+
+// The OpenMP reduction operator that lets a whole-tensor float reduction (no outer range, one
+// row dim) split its row across threads; empty when the step cannot split.
+std::string CppSourcePrinter::split_reduction_operator(const Kernel& kernel, const KernelStep& step) {
+  if (!kernel.outer.empty() || kernel.inner.size() != 1 || step.stash_buffer >= 0) return "";
+  const DType t = accumulation_dtype(kernel, step);
+  if (t != DType::f32 && t != DType::f64) return "";
+  switch (step.reduction) {
+    case ReductionKind::Sum: return "+";
+    case ReductionKind::Prod: return "*";
+    case ReductionKind::Max: return t == DType::f32 ? "kiln_max_f32" : "kiln_max_f64";
+    case ReductionKind::Min: return t == DType::f32 ? "kiln_min_f32" : "kiln_min_f64";
+    default: return "";
+  }
+}
+
+void CppSourcePrinter::store_reduction(const KernelStep& step, const std::vector<std::string>& values, DType from) {
+  KILN_CHECK(values.size() == step.outputs.size(), "reduction outputs and values disagree");
+  for (size_t i = 0; i < values.size(); ++i) {
+    int b = step.outputs[i];
+    DType to = p_.buffer(b).dtype;
+    if (registers_.count(b)) {
+      w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(values[i], from, to) + ";");
+    } else {
+      w_.line(buf(b) + "[" + index_text(step.store_index) + "] = " + convert(values[i], from, to) + ";");
+    }
+  }
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,112 @@
+// The C++ backend's printer (codegen/cpp/cpp_emitter.h says what it emits): one class whose
+// parts live in one file each:
+//   cpp_emitter.cpp        the module's outline, kernels, pointwise loops and row steps;
+//   cpp_reductions.cpp     reduction kernels: lanes, the row loops, combining the lanes;
+//   cpp_library_calls.cpp  GEMMs through CBLAS (with fused epilogues) and fallback calls;
+//   cpp_entry_points.cpp   the support functions and the ABI's entry points (bind, sizes, run).
+// Internal to codegen/cpp.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/c_like/c_printer.h"
+#include "codegen/c_like/c_source_writer.h"
+#include "codegen/cpp/cpp_emitter.h"
+
+namespace kiln::codegen {
+
+class CppSourcePrinter : public CPrinter {
+ public:
+  CppSourcePrinter(const ScheduledProgram& scheduled, const CppEmitOptions& options)
+      : CPrinter(scheduled, cpp_dialect()), options_(options) {}
+
+  CppModule run();
+
+ private:
+  static constexpr int kLanes = 16;  // reduction lanes: one AVX-512 register of f32, two of AVX2
+
+  // The names and sizes one Reduce step's code shares (cpp_reductions.cpp).
+  struct ReduceStepText {
+    ReductionKind kind = ReductionKind::Sum;
+    DType at = DType::f32;  // the accumulation dtype
+    std::string t;          // its C type
+    std::string n;          // the step's number: the suffix of its locals
+    int lanes = kLanes;
+    std::string L, L1;      // lanes and lanes + 1, as text
+    bool arg = false, welford = false;
+    std::string acc, idx, mean, m2, cnt;  // the lane arrays
+  };
+
+  // ---- cpp_emitter.cpp: shared pieces, kernels, pointwise loops, row steps
+  void declare_symbols();
+  void declare_buffers(const std::set<int>& ids);
+  std::set<int> kernel_buffers(const Kernel& kernel);
+  // "#pragma omp parallel for ..." when the work can be large, else nothing.
+  std::string parallel_pragma(const SymInt& work, const std::string& clauses);
+  // Stores (or keeps in a register) every output of a pointwise step, from value `v` of `from`.
+  void store_outputs(const KernelStep& step, const std::string& value, DType from);
+  void emit_point_step(const KernelStep& step, int number);
+  // A loop nest over the inner (row) ranges; `body` writes the innermost statements.
+  void inner_loops(const SymShape& inner, size_t from, const std::function<void()>& body);
+  void emit_row_step(const Kernel& kernel, const KernelStep& step, int number);
+  bool depends_on_row(const Expr& e, size_t inner_rank);
+  Expr hoist_row_invariants(const Expr& e, size_t inner_rank, std::vector<std::pair<std::string, Expr>>& hoisted);
+  void emit_kernel(const Kernel& kernel);
+  void outer_loops(const SymShape& outer, size_t from, const std::function<void()>& body, bool simd_innermost);
+  void emit_pointwise_kernel(const Kernel& kernel);
+  // Whether some load walks the second-to-last loop variable contiguously and the last one with
+  // a stride: a transpose, whose plain loop order reads (or writes) one element per cache line.
+  bool reads_transposed(const Kernel& kernel);
+  // Loops over the last two dims in square tiles, so that both the transposed reads and the
+  // contiguous writes use whole cache lines while a tile is in L1.
+  void emit_tiled_transpose(const Kernel& kernel, const SymInt& work, const std::function<void()>& body);
+
+  // ---- cpp_reductions.cpp
+  void emit_reduction_kernel(const Kernel& kernel);
+  void emit_reduce_step(const Kernel& kernel, const KernelStep& step, int number);
+  ReduceStepText reduce_step_text(const Kernel& kernel, const KernelStep& step, int number);
+  // Declares and initializes the step's lanes.
+  void declare_reduction_lanes(const ReduceStepText& r);
+  // Folds the step's value at the current point into lane `lane` (also stashing it).
+  void emit_reduction_combine(const KernelStep& step, const ReduceStepText& r, const std::string& lane,
+                              const std::string& flat);
+  // The loops over the row from dim `dim` on; the last dim in chunks of `lanes`, then a tail.
+  void emit_reduction_loops(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                            const std::string& flat, size_t dim);
+  void emit_reduction_row(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                          const std::string& flat);
+  void emit_split_reduction_row(const KernelStep& step, const ReduceStepText& r, const std::string& op,
+                                const std::string& flat, const std::string& rv);
+  // Combines the lanes into the step's results and stores them.
+  void combine_reduction_lanes(const KernelStep& step, const ReduceStepText& r);
+  DType accumulation_dtype(const Kernel& kernel, const KernelStep& step);
+  std::string split_reduction_operator(const Kernel& kernel, const KernelStep& step);
+  void store_reduction(const KernelStep& step, const std::vector<std::string>& values, DType from);
+
+  // ---- cpp_library_calls.cpp
+  void emit_extern_kernel(const Kernel& kernel);
+  std::string view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars);
+  void emit_gemm(const Kernel& kernel, const LoopNode& node);
+  std::optional<SymInt> folded_row_stride(const StridedView& a, const StridedView& b);
+  void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
+                        const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t);
+  void emit_fallback(const LoopNode& node);
+
+  // ---- cpp_entry_points.cpp
+  void emit_support();
+  void emit_bind();
+  void emit_sizes();
+  void emit_run();
+
+  int hoist_counter_ = 0;
+  CppEmitOptions options_;
+  CSourceWriter w_;
+  CppModule module_;
+};
+
+}  // namespace kiln::codegen
