@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/kernels/erfinv.h"
 #include "runtime/error.h"
 
 namespace kiln::codegen {
@@ -120,6 +121,10 @@ std::vector<LoopOpInfo> make_table() {
           [](double x, double) { return 1.0 / (1.0 + std::exp(-x)); }, nullptr, "kop_sigmoid"),
       row(Op::erf, "erf", 1, R::argument, C::expensive, G::float_unary, [](double x, double) { return std::erf(x); },
           nullptr, "kop_erf"),
+      // The op layer's text is pinned by the generated-code goldens: erfinv is spelled by the
+      // preludes' own kiln_erfinv (float and double overloads) instead of a kop_ wrapper.
+      row(Op::erfinv, "erfinv", 1, R::argument, C::expensive, G::float_unary,
+          [](double x, double) { return ir::kernels::erfinv(x); }, nullptr, "kiln_erfinv"),
       row(Op::relu, "relu", 1, R::argument, C::cheap, G::same_unary,
           [](double x, double) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); },
           [](int64_t x, int64_t) { return x > 0 ? x : int64_t(0); }, "kop_relu"),

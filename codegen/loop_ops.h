@@ -22,7 +22,7 @@ namespace kiln::codegen {
 enum class LoopOp : uint8_t {
   none,  // not an op: the `op` of expressions that are not Unary or Binary
   // unary
-  neg, abs, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, sin, cos, tanh, sigmoid, erf, relu, floor,
+  neg, abs, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, sin, cos, tanh, sigmoid, erf, erfinv, relu, floor,
   ceil, round, sign, logical_not, isnan,
   // binary
   add, sub, mul, div, div_trunc, div_floor, pow, maximum, minimum, fmod, remainder, eq, ne, lt, le, gt, ge,

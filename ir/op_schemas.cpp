@@ -26,6 +26,7 @@ constexpr OpDeclaration kOps[] = {
     {"tanh(Tensor self) -> Tensor", "pointwise inplace float", "hyperbolic tangent"},
     {"sigmoid(Tensor self) -> Tensor", "pointwise inplace float", "1 / (1 + e^-x)"},
     {"erf(Tensor self) -> Tensor", "pointwise inplace float", "Gauss error function"},
+    {"erfinv(Tensor self) -> Tensor", "pointwise inplace float", "inverse of erf on [-1, 1] (NaN outside)"},
     {"relu(Tensor self) -> Tensor", "pointwise inplace", "max(x, 0)"},
     {"floor(Tensor self) -> Tensor", "pointwise inplace", "round down (identity on integers)"},
     {"ceil(Tensor self) -> Tensor", "pointwise inplace", "round up (identity on integers)"},

@@ -25,11 +25,13 @@
 //   kiln_erf      2      1.38   |x| < 4.5 (+-1 beyond), subnormals included
 //   kiln_sin/cos  1      0.501  2^-13 <= |x| <= 1e4; every 13th float from 2^26 to the largest
 //   kiln_pow      1      0.50   5 million random pairs; computed in double (log, product, exp)
+//   kiln_erfinv   1      0.508  every float of [0, 1] (odd); computed in double, against the
+//                               interpreter's erfinv (ir/kernels/erfinv.h: libm has none)
 // Subnormal inputs and results are handled (no flush to zero). Special values follow C:
 // NaN in gives NaN, exp(-inf) = 0, exp overflows to +inf, log(0) = -inf, log(x < 0) = NaN,
 // log1p(-1) = -inf, expm1(-inf) = -1, tanh(+-inf) = +-1, sin(+-inf) = NaN, pow has all of C's
-// special cases, and -0 maps to -0 for the odd functions. Double versions call the scalar libm
-// builtins: f64 is rare.
+// special cases, erfinv(+-1) = +-inf and NaN beyond (PyTorch's), and -0 maps to -0 for the odd
+// functions. Double versions call the scalar libm builtins: f64 is rare.
 #ifndef KILN_PRELUDE_H
 #define KILN_PRELUDE_H
 
@@ -512,6 +514,70 @@ KILN_INLINE float kiln_pow(float x, float y) {
   return kiln_select((x == 1.0f) | (y == 0.0f), 1.0f, result);
 }
 KILN_INLINE double kiln_pow(double x, double y) { return __builtin_pow(x, y); }
+
+// ---------------------------------------------------------------- erfinv
+// erfinv(x) / x in double as a function of w = -log(1 - x^2): P1(w - 2.5) for w < 5, else
+// P2(sqrt(w) - 3), both of degree 11 (scripts/fit_erfinv_prelude.py fits them; relative error
+// below 6e-10 for w < 16.2, which every float below 1 is), as in M. Giles' "Approximating the
+// erfinv function". Both are computed and a select picks one.
+KILN_INLINE double kiln_erfinv_ratio(double w) {
+  double z1 = w - 2.5;
+  double central = 0x1.22f3c4bec78abp-33;
+  central = central * z1 + 0x1.e0f9606c80000p-32;
+  central = central * z1 - 0x1.7a6c867313cafp-27;
+  central = central * z1 + 0x1.1a9f562aa15dbp-26;
+  central = central * z1 + 0x1.0180d5e7ab384p-21;
+  central = central * z1 - 0x1.cbd3ac0103d21p-19;
+  central = central * z1 - 0x1.4f730db3160a2p-18;
+  central = central * z1 + 0x1.c9bb502256871p-13;
+  central = central * z1 - 0x1.48639d605c9bep-10;
+  central = central * z1 - 0x1.11c3e06f356c3p-8;
+  central = central * z1 + 0x1.f91e89754a439p-3;
+  central = central * z1 + 0x1.805c5cff6528ap+0;
+  double z2 = __builtin_sqrt(w) - 3.0;
+  double tail = -0x1.a3c86b91557abp-17;
+  tail = tail * z2 - 0x1.c3961a6160000p-17;
+  tail = tail * z2 + 0x1.78cabe0eea141p-13;
+  tail = tail * z2 - 0x1.3e078a97722bfp-12;
+  tail = tail * z2 - 0x1.132991c587100p-13;
+  tail = tail * z2 + 0x1.868a2c5548a93p-10;
+  tail = tail * z2 - 0x1.d32006370afc7p-9;
+  tail = tail * z2 + 0x1.748655ea2ed12p-8;
+  tail = tail * z2 - 0x1.f4e7e62b54d99p-8;
+  tail = tail * z2 + 0x1.358342832bc3dp-7;
+  tail = tail * z2 + 0x1.006dca2a18e54p+0;
+  tail = tail * z2 + 0x1.6a9efbd4fcb85p+1;
+  return kiln_select(w < 5.0, central, tail);
+}
+// PyTorch's erfinv: +-inf at +-1, NaN beyond and for NaN, -0 kept. (1 - a)(1 + a) is exact in
+// double for a float a, and its log is the branch-free one of pow.
+KILN_INLINE float kiln_erfinv(float x) {
+  double a = double(__builtin_fabsf(x));
+  double w = -kiln_log_of_float((1.0 - a) * (1.0 + a));
+  float result = float(a * kiln_erfinv_ratio(w));
+  result = kiln_select(a == 1.0, __builtin_inff(), result);
+  result = kiln_select(a > 1.0, __builtin_nanf(""), result);  // NaN inputs are NaN already
+  return __builtin_copysignf(result, x);
+}
+// The double version: the estimate above (or, closer to 1 than floats come, the asymptotic form
+// of erfc), then three Halley steps on erf(y) - |x| with libm's erf and erfc: the interpreter's
+// method (ir/kernels/erfinv.h), within an ulp or two of it. Scalar: f64 is rare.
+KILN_INLINE double kiln_erfinv(double x) {
+  if ((x != x) | (x < -1.0) | (x > 1.0)) return __builtin_nan("");
+  if ((x == 1.0) | (x == -1.0)) return __builtin_copysign(__builtin_inf(), x);
+  if (x == 0.0) return x;
+  double a = __builtin_fabs(x);
+  double w = -__builtin_log((1.0 - a) * (1.0 + a));
+  double tail = -__builtin_log(1.0 - a);
+  double asymptotic = __builtin_sqrt(tail - 0.5 * __builtin_log(tail) - 0.57236494292470008);  // log sqrt(pi)
+  double y = w < 16.0 ? a * kiln_erfinv_ratio(w) : asymptotic;
+  for (int step = 0; step < 3; ++step) {
+    double residual = a <= 0.5 ? __builtin_erf(y) - a : (1.0 - a) - __builtin_erfc(y);
+    double slope = 1.1283791670955126 * __builtin_exp(-y * y);
+    y -= residual / (slope + y * residual);
+  }
+  return __builtin_copysign(y, x);
+}
 
 // ---------------------------------------------------------------- f16, bf16
 // Bit for bit runtime/half.h: round to nearest even, infinities kept, NaN quieted.

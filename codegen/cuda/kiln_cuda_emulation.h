@@ -5,7 +5,8 @@
 // What it emulates, and how faithfully:
 //  - the language: __global__/__device__/__forceinline__/__launch_bounds__/__align__, dim3,
 //    threadIdx/blockIdx/blockDim/gridDim, float4 and friends, bit casts, __umulhi, atomics,
-//    __half/__nv_bfloat16 (bit for bit as runtime/half.h: round to nearest even);
+//    __half/__nv_bfloat16 (bit for bit as runtime/half.h: round to nearest even), and the math
+//    functions CUDA has and the C library lacks (erfinv, erfinvf);
 //  - threads: every thread of a block is a fiber (ucontext) that runs until it reaches a
 //    synchronization point (__syncthreads, a warp shuffle, __syncwarp) or returns. A warp
 //    operation completes as soon as its lanes arrive, and the warp that ran last keeps running
@@ -99,6 +100,42 @@ inline __nv_bfloat16 __float2bfloat16_rn(float value) {
   if ((bits & 0x7fffffffu) > 0x7f800000u) return __nv_bfloat16{uint16_t((bits >> 16) | 0x40u)};
   return __nv_bfloat16{uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16)};
 }
+
+// ---------------------------------------------------------------- math CUDA has and C lacks
+// erfinv (CUDA: 5 ulp in double, 2 ulp in float): ir/kernels/erfinv.h's method, a start from
+// M. Giles' approximation (or, near 1, the asymptotic form of erfc) and three Halley steps on
+// erf and erfc (within 1 ulp in double); the float version rounds the double result once.
+inline double erfinv(double x) {
+  if (x != x || x < -1.0 || x > 1.0) return __builtin_nan("");
+  if (x == 1.0 || x == -1.0) return copysign(__builtin_inf(), x);
+  if (x == 0.0) return x;
+  const double a = fabs(x);
+  double w = -log((1.0 - a) * (1.0 + a)), y;
+  if (w < 5.0) {
+    w -= 2.5;
+    double p = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+                     0.246640727, 1.50140941})
+      p = c + p * w;
+    y = p * a;
+  } else if (w < 16.0) {
+    w = sqrt(w) - 3.0;
+    double p = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+                     1.00167406, 2.83297682})
+      p = c + p * w;
+    y = p * a;
+  } else {
+    const double tail = -log(1.0 - a);
+    y = sqrt(tail - 0.5 * log(tail) - 0.57236494292470008);
+  }
+  for (int step = 0; step < 3; ++step) {
+    double residual = a <= 0.5 ? erf(y) - a : (1.0 - a) - erfc(y);
+    y -= residual / (1.1283791670955126 * exp(-y * y) + y * residual);
+  }
+  return copysign(y, x);
+}
+inline float erfinvf(float x) { return float(erfinv(double(x))); }
 
 // ---------------------------------------------------------------- atomics (threads of one
 // launch never run at the same time, so plain read-modify-writes are atomic)

@@ -2,8 +2,8 @@
 // generated source file (embedded by codegen/CMakeLists.txt as kiln::codegen::cuda::cuda_prelude()),
 // before the shared op layer (codegen/c_like/c_ops.h) whose hooks it defines. It owns the
 // device-side basics: fixed-width integer types (NVRTC has no <stdint.h>), the math the op
-// layer calls, taken from CUDA's math library (expf, erff, ...; the interpreter's exact rules
-// where it has them: rsqrt, trunc and floor division, float-to-integer saturation), f16/bf16
+// layer calls, taken from CUDA's math library (expf, erff, erfinvf, ...; the interpreter's exact
+// rules where it has them: rsqrt, trunc and floor division, float-to-integer saturation), f16/bf16
 // storage (cuda_fp16.h / cuda_bf16.h types, converted through f32) and the Philox generator,
 // bit for bit runtime/philox.h (as the C++ prelude's).
 //
@@ -73,6 +73,9 @@ KILN_DEVICE_FN float kiln_tanh(float x) { return tanhf(x); }
 KILN_DEVICE_FN double kiln_tanh(double x) { return tanh(x); }
 KILN_DEVICE_FN float kiln_erf(float x) { return erff(x); }
 KILN_DEVICE_FN double kiln_erf(double x) { return erf(x); }
+// +-inf at +-1, NaN beyond, -0 kept, as PyTorch (and the interpreter, ir/kernels/erfinv.h).
+KILN_DEVICE_FN float kiln_erfinv(float x) { return erfinvf(x); }
+KILN_DEVICE_FN double kiln_erfinv(double x) { return erfinv(x); }
 // exp(-|x|) never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below.
 KILN_DEVICE_FN float kiln_sigmoid(float x) {
   float e = expf(-fabsf(x));

@@ -85,6 +85,7 @@ Var Var::cos(SourceLocation loc) const { return record("cos", {node()}, {}, loc)
 Var Var::tanh(SourceLocation loc) const { return record("tanh", {node()}, {}, loc); }
 Var Var::sigmoid(SourceLocation loc) const { return record("sigmoid", {node()}, {}, loc); }
 Var Var::erf(SourceLocation loc) const { return record("erf", {node()}, {}, loc); }
+Var Var::erfinv(SourceLocation loc) const { return record("erfinv", {node()}, {}, loc); }
 Var Var::relu(SourceLocation loc) const { return record("relu", {node()}, {}, loc); }
 Var Var::gelu(const std::string& approximate, SourceLocation loc) const {
   Kwargs kwargs;

@@ -78,6 +78,7 @@ class Var {
   Var tanh(SourceLocation loc = SourceLocation::current()) const;
   Var sigmoid(SourceLocation loc = SourceLocation::current()) const;
   Var erf(SourceLocation loc = SourceLocation::current()) const;
+  Var erfinv(SourceLocation loc = SourceLocation::current()) const;  // inverse of erf on [-1, 1]
   Var relu(SourceLocation loc = SourceLocation::current()) const;
   Var gelu(const std::string& approximate = "none", SourceLocation loc = SourceLocation::current()) const;
   Var silu(SourceLocation loc = SourceLocation::current()) const;

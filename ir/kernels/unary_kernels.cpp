@@ -1,9 +1,10 @@
 // Reference kernels of the elementwise unary ops: neg, abs, the float functions (exp, log,
-// ..., erf; integer inputs compute in f32), relu, floor/ceil/round (identity on integers,
+// ..., erf, erfinv; integer inputs compute in f32), relu, floor/ceil/round (identity on integers,
 // round half to even), sign, logical_not, isnan and clamp.
 #include <cmath>
 #include <limits>
 
+#include "ir/kernels/erfinv.h"
 #include "ir/kernels/kernel_support.h"
 
 namespace kiln::ir::kernels {
@@ -108,6 +109,7 @@ void register_unary_kernels(KernelTable& table) {
   table["tanh"] = float_kernel([](double x) { return std::tanh(x); });
   table["sigmoid"] = float_kernel(sigmoid);
   table["erf"] = float_kernel([](double x) { return std::erf(x); });
+  table["erfinv"] = float_kernel(erfinv);
   table["relu"] = same_dtype_kernel(relu, [](int64_t x) { return x > 0 ? x : int64_t(0); });
   table["floor"] = same_dtype_kernel([](double x) { return std::floor(x); }, [](int64_t x) { return x; });
   table["ceil"] = same_dtype_kernel([](double x) { return std::ceil(x); }, [](int64_t x) { return x; });

@@ -118,7 +118,7 @@ NodeMeta cast_rule(const OpCall& call) {
 void attach_elementwise_shape_rules(ShapeRuleTable& rules) {
   for (const char* name : {"abs", "relu", "floor", "ceil", "round", "sign"}) rules[name] = unary(ResultKind::same);
   for (const char* name : {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
-                           "sigmoid", "erf"})
+                           "sigmoid", "erf", "erfinv"})
     rules[name] = unary(ResultKind::floating);
   for (const char* name : {"logical_not", "isnan"}) rules[name] = unary(ResultKind::boolean);
   rules["neg"] = neg_rule;

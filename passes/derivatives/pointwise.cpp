@@ -60,6 +60,10 @@ Node* erf_grad(VjpEmitter& emit, Node* x, Node*, Node* g) {  // g * 2/sqrt(pi) *
   Node* gauss = emit.call("exp", {emit.call("neg", {emit.call("mul", {x, x})})});
   return emit.call("mul", {emit.call("mul", {g, gauss}), 2.0 / std::sqrt(M_PI)});
 }
+Node* erfinv_grad(VjpEmitter& emit, Node*, Node* y, Node* g) {  // g * sqrt(pi)/2 * exp(y^2)
+  Node* scale = emit.call("exp", {emit.call("mul", {y, y})});
+  return emit.call("mul", {emit.call("mul", {g, scale}), std::sqrt(M_PI) / 2.0});
+}
 Node* relu_grad(VjpEmitter& emit, Node*, Node* y, Node* g) { return emit.mask(emit.call("gt", {y, 0.0}), g); }
 Node* identity_grad(VjpEmitter&, Node*, Node*, Node* g) { return g; }
 
@@ -194,6 +198,7 @@ void register_pointwise_derivatives(DerivativeTable& table) {
   table["tanh"] = unary(tanh_grad);
   table["sigmoid"] = unary(sigmoid_grad);
   table["erf"] = unary(erf_grad);
+  table["erfinv"] = unary(erfinv_grad);
   table["relu"] = unary(relu_grad);
   table["clone"] = unary(identity_grad);
   table["cast"] = unary(identity_grad);  // to_input casts back to the input's dtype

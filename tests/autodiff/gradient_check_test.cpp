@@ -76,6 +76,7 @@ std::vector<OpCase> cases() {
       {"tanh", {x({2, 3})}, call("tanh")},
       {"sigmoid", {x({2, 3})}, call("sigmoid")},
       {"erf", {x({2, 3})}, call("erf")},
+      {"erfinv", {named("x", uniform({2, 3}, 1, -0.9, 0.9))}, call("erfinv")},
       {"relu", {x({2, 3})}, call("relu")},
       {"clone", {x({2, 3})}, call("clone")},
       {"cast", {x({2, 3})}, call("cast", {DType::f64})},

@@ -15,7 +15,7 @@ namespace kiln::codegen::testing {
 namespace {
 
 const char* const kUnaryOps[] = {"neg", "abs",  "exp",  "log",     "log1p", "expm1", "sqrt",
-                                 "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "erf",
+                                 "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "erf", "erfinv",
                                  "relu", "floor", "ceil", "round", "sign",   "logical_not", "isnan"};
 
 std::string type(DType dtype, const std::string& shape) { return std::string(dtype_name(dtype)) + shape; }
@@ -51,11 +51,12 @@ TEST(LoweringPointwise, UnaryOpsOverDtypes) {
 
 TEST(LoweringPointwise, UnaryOpsOnSpecialValues) {
   double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> values = {std::nan(""), inf, -inf, -0.0, 0.5, 1.5, 2.5, -2.5, 0.0, 1e-30, -3.7, 100, -0.5, 3.5};
+  std::vector<double> values = {std::nan(""), inf, -inf, -0.0, 0.5, 1.5, 2.5, -2.5, 0.0, 1e-30, -3.7, 100, -0.5, 3.5,
+                                1.0, -1.0};
   for (const char* op : kUnaryOps)
     for (DType dtype : {DType::f32, DType::f16}) {
-      std::string text = graph_text({"x: " + type(dtype, "[14]")}, {op_line("y", op, "%x")}, "y");
-      EXPECT_EQ(check_lowering(text, {{"x", tensor_of({14}, values, dtype)}}), "") << op;
+      std::string text = graph_text({"x: " + type(dtype, "[16]")}, {op_line("y", op, "%x")}, "y");
+      EXPECT_EQ(check_lowering(text, {{"x", tensor_of({16}, values, dtype)}}), "") << op;
     }
 }
 

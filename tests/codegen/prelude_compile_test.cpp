@@ -106,7 +106,7 @@ std::vector<VectorLoop> vector_loops() {
   std::vector<VectorLoop> loops;
   const char* unary[] = {"kiln_exp",  "kiln_tanh",  "kiln_erf",   "kiln_sigmoid", "kiln_log",  "kiln_expm1",
                          "kiln_log1p", "kiln_sin",  "kiln_cos",   "kiln_floor",   "kiln_ceil", "kiln_trunc",
-                         "kiln_round", "kiln_sqrt", "kiln_rsqrt", "kiln_relu",    "kiln_sign"};
+                         "kiln_round", "kiln_sqrt", "kiln_rsqrt", "kiln_relu",    "kiln_sign", "kiln_erfinv"};
   for (const char* fn : unary)
     loops.push_back({fn, std::string("void loop_") + fn +
                              "(const float* __restrict in, float* __restrict out, long n) { _Pragma(\"omp simd\") "
@@ -183,7 +183,7 @@ void check(size_t index, Approx approx) {
 }
 int main() {
 )";
-  const char* names[] = {"exp", "expm1", "log", "log1p", "sigmoid", "tanh", "erf", "sin", "cos"};
+  const char* names[] = {"exp", "expm1", "log", "log1p", "sigmoid", "tanh", "erf", "sin", "cos", "erfinv"};
   for (size_t i = 0; i < std::size(names); ++i)
     program += "  check(" + std::to_string(i) + ", [](float x) { return kiln_" + names[i] + "(x); });\n";
   program += "}\n";

@@ -1,14 +1,16 @@
 // The prelude's float functions under test (codegen/cpp/kiln_prelude.h): each with its
-// double-precision libm reference, the range swept by an even grid, the largest input
-// magnitude it is checked on, and the error bound the prelude's header states. Shared by
-// prelude_math_test.cpp and the program prelude_compile_test.cpp builds with generated
-// code's compiler flags, so both check the same table.
+// double-precision reference (libm's; for erfinv, which libm lacks, the interpreter's,
+// ir/kernels/erfinv.h), the range swept by an even grid, the largest input magnitude it is
+// checked on, and the error bound the prelude's header states. Shared by prelude_math_test.cpp
+// and the program prelude_compile_test.cpp builds with generated code's compiler flags, so both
+// check the same table.
 #pragma once
 
 #include <cmath>
 #include <vector>
 
 #include "codegen/cpp/kiln_prelude.h"
+#include "ir/kernels/erfinv.h"
 
 namespace kiln::prelude_test {
 
@@ -33,6 +35,8 @@ inline const std::vector<UnaryFunction>& unary_functions() {
       {"erf", [](float x) { return kiln_erf(x); }, [](double x) { return std::erf(x); }, 2, -4, 4, INFINITY},
       {"sin", [](float x) { return kiln_sin(x); }, [](double x) { return std::sin(x); }, 1, -1e4, 1e4, INFINITY},
       {"cos", [](float x) { return kiln_cos(x); }, [](double x) { return std::cos(x); }, 1, -1e4, 1e4, INFINITY},
+      {"erfinv", [](float x) { return kiln_erfinv(x); }, [](double x) { return kiln::ir::kernels::erfinv(x); }, 1, -1,
+       1, INFINITY},
   };
   return functions;
 }

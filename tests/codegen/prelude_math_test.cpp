@@ -86,6 +86,10 @@ TEST(PreludeSpecialValues, MatchC) {
       {"erf(nan)", kiln_erf(nan), nan},          {"sin(-0)", kiln_sin(-0.0f), -0.0f},
       {"sin(inf)", kiln_sin(inf), nan},          {"sin(nan)", kiln_sin(nan), nan},
       {"cos(-0)", kiln_cos(-0.0f), 1.0f},        {"cos(-inf)", kiln_cos(-inf), nan},
+      {"erfinv(1)", kiln_erfinv(1.0f), inf},     {"erfinv(-1)", kiln_erfinv(-1.0f), -inf},
+      {"erfinv(-0)", kiln_erfinv(-0.0f), -0.0f}, {"erfinv(0)", kiln_erfinv(0.0f), 0.0f},
+      {"erfinv(1.5)", kiln_erfinv(1.5f), nan},   {"erfinv(-inf)", kiln_erfinv(-inf), nan},
+      {"erfinv(nan)", kiln_erfinv(nan), nan},
   };
   for (const Case& c : cases)
     EXPECT_TRUE(same(c.actual, c.expected)) << c.what << " = " << c.actual << " (" << std::hexfloat << c.actual
@@ -108,6 +112,47 @@ TEST(PreludeSpecialValues, SinCosBeyondTheirDomainStayInRange) {
     EXPECT_LE(std::fabs(kiln_sin(x)), 1.0f) << x;
     EXPECT_LE(std::fabs(kiln_cos(x)), 1.0f) << x;
   }
+}
+
+// erfinv's steepest part: every float within 2^16 ulps of +-1 (the sweeps above reach few).
+TEST(PreludeErfinv, FloatsNearOneWithinStatedBound) {
+  std::vector<float> inputs;
+  for (uint32_t bits = 0x3f7f0000u; bits < 0x3f800000u; ++bits) {
+    inputs.push_back(float_from_bits(bits));
+    inputs.push_back(-float_from_bits(bits));
+  }
+  ErrorStats stats = measure(inputs, [](float x) { return kiln_erfinv(x); },
+                             [](double x) { return ir::kernels::erfinv(x); });
+  std::printf("kiln_erfinv near +-1: %s\n", describe(stats).c_str());
+  EXPECT_LE(stats.max_ulp, 1.0) << describe(stats);
+}
+
+// The double kiln_erfinv (f64 programs) agrees with the interpreter's within 3 double ulps (each
+// is within about 1 ulp of the exact value; they start from different estimates), from the
+// middle of the range to the doubles closest to 1.
+TEST(PreludeErfinv, DoubleVersionAgreesWithTheInterpreter) {
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<double> inputs = {0.5, -0.5, 0x1p-1074, -0x1p-1000, 1e-300, 0.25};
+  for (int i = 0; i < 200'000; ++i) inputs.push_back(uniform(random));
+  for (int k = 1; k <= 53; ++k) {
+    inputs.push_back(1.0 - std::ldexp(1.0, -k));
+    inputs.push_back(-1.0 + std::ldexp(1.0, -k));
+  }
+  double worst = 0, worst_input = 0;
+  for (double x : inputs) {
+    double exact = ir::kernels::erfinv(x), got = kiln_erfinv(x);
+    double ulp = std::nextafter(std::fabs(exact), INFINITY) - std::fabs(exact);
+    double error = std::fabs(got - exact) / ulp;
+    if (!(error <= worst)) {
+      worst = error;
+      worst_input = x;
+    }
+  }
+  std::printf("kiln_erfinv(double): max %.3f ulp from the interpreter's at x = %a\n", worst, worst_input);
+  EXPECT_LE(worst, 3.0) << "at x = " << std::hexfloat << worst_input;
+  EXPECT_TRUE(std::isinf(kiln_erfinv(1.0)) && kiln_erfinv(-1.0) < 0 && std::isnan(kiln_erfinv(1.0000001)));
+  EXPECT_TRUE(std::signbit(kiln_erfinv(-0.0)) && std::isnan(kiln_erfinv(std::nan(""))));
 }
 
 // pow against the double libm result: random operands of every kind, operands that give

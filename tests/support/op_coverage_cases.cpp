@@ -33,9 +33,12 @@ OpCoverageCase unary_ops() {
   Node* x = input(graph, "x", {17, 3});
   std::vector<ir::Argument> outputs;
   for (const char* op : {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
-                         "tanh", "sigmoid", "erf", "relu", "floor", "ceil", "round", "sign", "logical_not", "isnan"}) {
+                         "tanh", "sigmoid", "erf", "erfinv", "relu", "floor", "ceil", "round", "sign", "logical_not",
+                         "isnan"}) {
     outputs.push_back(graph.create_call(op, {x}));
   }
+  // erfinv inside its domain too (on [-3, 3], x gives mostly NaN): x / 3.5 is within (-0.86, 0.86).
+  outputs.push_back(graph.create_call("erfinv", {graph.create_call("div", {x, 3.5})}));
   outputs.push_back(graph.create_call("clamp", {x, -0.5, 0.75}));
   graph.create_output(outputs);
   c.input_sets = {{{"x", random_tensor({17, 3}, DType::f32, 1, -3, 3)}}};

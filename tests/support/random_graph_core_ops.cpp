@@ -33,7 +33,7 @@ void GraphBuilder::add_input_step() {
 void GraphBuilder::add_unary() {
   static const char* const kOps[] = {"neg",        "abs",   "exp",  "log",         "log1p",   "expm1", "sqrt", "rsqrt",
                                      "reciprocal", "sin",   "cos",  "tanh",        "sigmoid", "erf",   "relu", "floor",
-                                     "ceil",       "round", "sign", "logical_not", "isnan",   "clamp"};
+                                     "ceil",       "round", "sign", "logical_not", "isnan",   "clamp", "erfinv"};
   std::string op = kOps[random_.uniform(0, std::size(kOps) - 1)];
   bool logical = op == "logical_not" || op == "isnan";
   bool discontinuous = op == "floor" || op == "ceil" || op == "round" || op == "sign" || op == "logical_not";
@@ -50,6 +50,10 @@ void GraphBuilder::add_unary() {
     fresh(call(op, {node(x)}), op == "log1p" ? std::log1p(bound(x)) + 1 : std::sqrt(bound(x)) + 1);
   } else if (op == "sin" || op == "cos" || op == "tanh" || op == "sigmoid" || op == "erf") {
     fresh(call(op, {node(tame(v, kSoftLimit))}), 1.0);
+  } else if (op == "erfinv") {  // defined on [-1, 1] and steep near its ends: 0.9 tanh(v) keeps it calm
+    int squashed = fresh(call("tanh", {node(tame(v, kSoftLimit))}), 1.0);
+    int inside = fresh(call("mul", {node(squashed), 0.9}), 0.9);
+    fresh(call(op, {node(inside)}), 1.2);  // erfinv(0.9) = 1.163
   } else if (op == "sign" || logical) {
     fresh(call(op, {node(v)}), 1.0);
   } else if (op == "clamp") {

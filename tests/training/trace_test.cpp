@@ -204,6 +204,16 @@ TEST(VarOps, RecordTheRegistryOpsAndComputeWhatPyTorchWould) {
   EXPECT_EQ(count_target(graph, "where"), 2);
 }
 
+// Var::erfinv records erfinv; erf undoes it.
+TEST(VarOps, ErfinvRecordsItsOpAndErfUndoesIt) {
+  ir::Graph graph = trace([](const std::vector<Var>& in) -> std::vector<Var> { return {in[0].erfinv().erf()}; },
+                          {ir::TensorMeta::contiguous(DType::f64, {4})});
+  EXPECT_EQ(count_target(graph, "erfinv"), 1);
+  Tensor x = Tensor::from_vector<double>({4}, {-0.9, -0.25, 0.0, 0.75}, DType::f64);
+  std::vector<Tensor> out = ir::interpret(graph, {{"x", x}});  // a lone input is named x
+  for (int64_t i = 0; i < 4; ++i) EXPECT_NEAR(out[0].flat_double(i), x.flat_double(i), 1e-15);
+}
+
 TEST(VarOps, InPlaceMethodsRecordInPlaceOpsThatFunctionalizeAway) {
   ir::Graph graph = trace(
       [](const std::vector<Var>& in) -> std::vector<Var> {
