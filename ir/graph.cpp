@@ -1,13 +1,15 @@
 // Graph and Node: ownership, use lists, insertion points, names, parameters, cloning.
+// (Graph::create_call, which needs the op registry, is in ir/create_call.cpp: the registry
+// depends on the graph, not the other way round.)
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <sstream>
 
-#include "ir/op_registry.h"
 #include "runtime/error.h"
 
 namespace kiln::ir {
@@ -525,21 +527,6 @@ Node* Graph::create_get_attr(const std::string& target, const std::string& name)
   NodeMeta meta;
   meta.values.push_back(TensorMeta::contiguous(value->dtype(), shape, value->device()));
   return create_node(OpKind::get_attr, target, {}, {}, name.empty() ? unique_name(target) : name, std::move(meta));
-}
-
-Node* Graph::create_call(const std::string& target, std::vector<Argument> args, Kwargs kwargs,
-                         const std::string& name) {
-  const OpInfo& op = OpRegistry::global().get(target);
-  Node* node = create_node(OpKind::call_function, op.name(), std::move(args), std::move(kwargs), name, {});
-  try {
-    node->meta = infer_meta(*node);
-  } catch (...) {
-    node->remove_uses();
-    by_name_.erase(node->name_);
-    nodes_.erase(node->position_);
-    throw;
-  }
-  return node;
 }
 
 Node* Graph::create_output(std::vector<Argument> values) {
