@@ -27,6 +27,10 @@
 // known to be dominated is dropped.
 // Like sympy, x//x -> 1, x % x -> 0 and 0//x -> 0 without asking whether x may be 0, so a
 // division by zero that the rules removed is not reported by evaluate().
+//
+// Implemented in ir/symbolic_canonical.cpp (construction, simplification),
+// symbolic_ranges.cpp, symbolic_evaluate.cpp, symbolic_print.cpp and symbolic_parse.cpp, over
+// the canonical form of ir/symbolic_internal.h.
 #pragma once
 
 #include <cstddef>

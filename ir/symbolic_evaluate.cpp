@@ -1,0 +1,156 @@
+// Reading a SymInt's value (ir/symbolic.h): evaluation under symbol bindings (checked
+// against overflow, unbound symbols, negative sizes and division by zero), substitution of
+// symbols by expressions (re-simplified through the public operators), and free symbols.
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/symbolic_internal.h"
+
+namespace kiln::ir {
+
+namespace {
+
+using detail::Atom;
+using detail::AtomKind;
+using detail::Factor;
+using detail::SymAccess;
+using detail::Term;
+using detail::checked_add;
+using detail::checked_mul;
+using detail::checked_pow;
+using detail::from_atom;
+using detail::power;
+using detail::python_floordiv;
+using detail::python_mod;
+using detail::terms_of;
+
+int64_t evaluate_sym(const SymInt& value, const std::map<std::string, int64_t>& bindings);
+
+int64_t evaluate_atom(const Atom& atom, const std::map<std::string, int64_t>& bindings) {
+  if (atom.kind == AtomKind::kSymbol) {
+    auto found = bindings.find(atom.name);
+    if (found == bindings.end())
+      throw SymbolicError("unbound symbol '" + atom.name + "' in symbolic evaluation");
+    if (found->second < 0)
+      throw SymbolicError("symbol '" + atom.name + "' bound to " + std::to_string(found->second) +
+                          "; symbols are sizes and must be >= 0");
+    return found->second;
+  }
+  int64_t lhs = evaluate_sym(atom.lhs, bindings);
+  int64_t rhs = evaluate_sym(atom.rhs, bindings);
+  switch (atom.kind) {
+    case AtomKind::kSymbol:
+      break;
+    case AtomKind::kFloorDiv:
+    case AtomKind::kMod: {
+      bool is_mod = atom.kind == AtomKind::kMod;
+      if (rhs == 0)
+        throw SymbolicError("division by zero evaluating " + detail::atom_text(atom) +
+                            ": " + atom.rhs.to_string() + " is 0");
+      return is_mod ? python_mod(lhs, rhs) : python_floordiv(lhs, rhs);
+    }
+    case AtomKind::kMax:
+      return std::max(lhs, rhs);
+    case AtomKind::kMin:
+      return std::min(lhs, rhs);
+  }
+  return 0;
+}
+
+int64_t evaluate_sym(const SymInt& value, const std::map<std::string, int64_t>& bindings) {
+  int64_t total = SymAccess::constant_term(value);
+  for (const Term& term : terms_of(value)) {
+    int64_t product = term.coefficient;
+    for (const Factor& factor : term.factors)
+      product = checked_mul(product, checked_pow(evaluate_atom(*factor.atom, bindings),
+                                                 factor.power));
+    total = checked_add(total, product);
+  }
+  return total;
+}
+
+SymInt apply(AtomKind kind, const SymInt& lhs, const SymInt& rhs) {
+  switch (kind) {
+    case AtomKind::kFloorDiv:
+      return floordiv(lhs, rhs);
+    case AtomKind::kMod:
+      return mod(lhs, rhs);
+    case AtomKind::kMax:
+      return max(lhs, rhs);
+    case AtomKind::kMin:
+      return min(lhs, rhs);
+    case AtomKind::kSymbol:
+      break;
+  }
+  return lhs;
+}
+
+std::optional<SymInt> substitute_sym(const SymInt& value,
+                                     const std::map<std::string, SymInt>& replacements);
+
+// The atom with replacements made, or nullopt when nothing in it changes.
+std::optional<SymInt> substitute_atom(const Atom& atom,
+                                      const std::map<std::string, SymInt>& replacements) {
+  if (atom.kind == AtomKind::kSymbol) {
+    auto found = replacements.find(atom.name);
+    if (found == replacements.end()) return std::nullopt;
+    return found->second;
+  }
+  std::optional<SymInt> lhs = substitute_sym(atom.lhs, replacements);
+  std::optional<SymInt> rhs = substitute_sym(atom.rhs, replacements);
+  if (!lhs && !rhs) return std::nullopt;
+  return apply(atom.kind, lhs ? *lhs : atom.lhs, rhs ? *rhs : atom.rhs);
+}
+
+std::optional<SymInt> substitute_sym(const SymInt& value,
+                                     const std::map<std::string, SymInt>& replacements) {
+  bool changed = false;
+  SymInt total = SymAccess::constant_term(value);
+  for (const Term& term : terms_of(value)) {
+    SymInt product = term.coefficient;
+    for (const Factor& factor : term.factors) {
+      std::optional<SymInt> replaced = substitute_atom(*factor.atom, replacements);
+      changed = changed || replaced.has_value();
+      product = product * power(replaced ? *replaced : from_atom(factor.atom), factor.power);
+    }
+    total = total + product;
+  }
+  if (!changed) return std::nullopt;
+  return total;
+}
+
+void collect_symbols(const SymInt& value, std::set<std::string>& out) {
+  for (const Term& term : terms_of(value)) {
+    for (const Factor& factor : term.factors) {
+      const Atom& atom = *factor.atom;
+      if (atom.kind == AtomKind::kSymbol) {
+        out.insert(atom.name);
+      } else {
+        collect_symbols(atom.lhs, out);
+        collect_symbols(atom.rhs, out);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> SymInt::free_symbols() const {
+  std::set<std::string> names;
+  collect_symbols(*this, names);
+  return {names.begin(), names.end()};
+}
+
+int64_t SymInt::evaluate(const std::map<std::string, int64_t>& bindings) const {
+  return evaluate_sym(*this, bindings);
+}
+
+SymInt SymInt::substitute(const std::map<std::string, SymInt>& replacements) const {
+  std::optional<SymInt> result = substitute_sym(*this, replacements);
+  return result ? *result : *this;
+}
+
+}  // namespace kiln::ir
