@@ -385,6 +385,7 @@ Graph& Graph::operator=(Graph&& other) noexcept {
   by_name_ = std::move(other.by_name_);
   name_counters_ = std::move(other.name_counters_);
   parameters_ = std::move(other.parameters_);
+  signature_ = std::move(other.signature_);
   insert_before_ = other.insert_before_;
   insert_point_set_ = other.insert_point_set_;
   other.insert_before_ = nullptr;
@@ -396,6 +397,7 @@ Graph& Graph::operator=(Graph&& other) noexcept {
 Graph Graph::clone() const {
   Graph copy;
   copy.parameters_ = parameters_;
+  copy.signature_ = signature_;
   copy.name_counters_ = name_counters_;
   std::map<const Node*, Node*> mapping;
   std::function<Argument(const Argument&)> remap = [&](const Argument& argument) -> Argument {
@@ -579,6 +581,7 @@ const Tensor* Graph::parameter(std::string_view name) const {
 void Graph::remove_parameter(std::string_view name) {
   auto found = parameters_.find(name);
   if (found != parameters_.end()) parameters_.erase(found);
+  signature_.forget_attribute(name);
 }
 
 }  // namespace kiln::ir

@@ -3,7 +3,10 @@
 // name from the registry, an input name, or a parameter name), positional args and named
 // kwargs (Arguments), a unique readable name, its users (kept up to date whenever args
 // change), and meta: the dtype/shape/strides/device of each value it produces and where it
-// came from. Parameters and constants live in the graph by name (get_attr targets).
+// came from. Parameters and constants live in the graph by name (get_attr targets). The
+// graph signature (ir/graph_signature.h) says what each input and output is to the caller:
+// which get_attr targets are buffers or constants, which outputs are mutated inputs to copy
+// back or the loss.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "ir/graph_signature.h"
 #include "ir/symbolic.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
@@ -199,7 +203,8 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // A deep copy of the nodes; parameter tensors are shared (they are immutable in the IR).
+  // A deep copy of the nodes and the signature; parameter tensors are shared (they are
+  // immutable in the IR).
   Graph clone() const;
 
   // Iteration in topological order. node_list() copies, so the graph may change meanwhile.
@@ -266,11 +271,16 @@ class Graph {
   // [A-Za-z0-9_] become '_'; a leading digit gets a '_' prefix.
   std::string unique_name(std::string_view candidate);
 
-  // Parameters and constants, by get_attr target ("fc1.weight").
+  // Parameters and constants, by get_attr target ("fc1.weight"). A parameter's kind
+  // (PARAMETER, BUFFER, CONSTANT_TENSOR) is in the signature; removing it forgets the kind.
   void set_parameter(const std::string& name, Tensor value);
   const Tensor* parameter(std::string_view name) const;  // nullptr when absent
   const std::map<std::string, Tensor, std::less<>>& parameters() const { return parameters_; }
   void remove_parameter(std::string_view name);
+
+  // What each input and output is to the caller (ir/graph_signature.h); clone() copies it.
+  const GraphSignature& signature() const { return signature_; }
+  GraphSignature& signature() { return signature_; }
 
  private:
   friend class Node;
@@ -280,6 +290,7 @@ class Graph {
   std::map<std::string, Node*, std::less<>> by_name_;
   std::map<std::string, int64_t, std::less<>> name_counters_;
   std::map<std::string, Tensor, std::less<>> parameters_;
+  GraphSignature signature_;
   Node* insert_before_ = nullptr;  // nullptr: default position
   bool insert_point_set_ = false;
 };

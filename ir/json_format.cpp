@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include "ir/op_registry.h"
 #include "ir/printer.h"
+#include "ir/signature_specs.h"
 #include "runtime/error.h"
 #include "runtime/json_brief.h"
 
@@ -83,9 +85,26 @@ json node_to_json(const Node& node) {
             {"onnx_op", source.onnx_op}}}};
 }
 
+// The signature as the text form lists it (ir/signature_specs.h), every spec written.
+json signature_to_json(const Graph& graph) {
+  json inputs = json::array();
+  for (const InputSpec& spec : input_specs(graph)) {
+    std::string name = spec.node ? spec.node->name() : spec.name();
+    json item = {{"name", name}, {"kind", std::string(input_kind_name(spec.kind))}};
+    if (!spec.target.empty()) item["target"] = spec.target;
+    inputs.push_back(std::move(item));
+  }
+  json outputs = json::array();
+  for (const ReturnedSpec& returned : output_specs(graph)) {
+    std::string name = returned.value.is_node() ? returned.value.node()->name() : spec_name(returned.value);
+    json item = {{"name", name}, {"kind", std::string(output_kind_name(returned.spec.kind))}};
+    if (!returned.spec.target.empty()) item["target"] = returned.spec.target;
+    outputs.push_back(std::move(item));
+  }
+  return {{"inputs", inputs}, {"outputs", outputs}};
+}
+
 // ---- reading ----
-
-
 
 class Reader {
  public:
@@ -99,8 +118,9 @@ class Reader {
     const json& format = field(document, "format", "");
     if (format != "kiln-graph") error("format", "expected \"kiln-graph\", found ", json_brief(format));
     const json& version = field(document, "version", "");
-    if (!version.is_number_integer() || version.get<int64_t>() != kJsonFormatVersion)
-      error("version", "unsupported version ", json_brief(version), " (Kiln reads version ", kJsonFormatVersion, ")");
+    if (!version.is_number_integer() || version.get<int64_t>() < 1 || version.get<int64_t>() > kJsonFormatVersion)
+      error("version", "unsupported version ", json_brief(version), " (Kiln reads versions 1 to ", kJsonFormatVersion,
+            ")");
     const json& nodes = field(document, "nodes", "");
     if (!nodes.is_array()) error("nodes", "expected an array, found ", kind_of(nodes));
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -108,6 +128,8 @@ class Reader {
       read_node(nodes[i], index_path("nodes", i));
     }
     if (!graph_.output_node()) error("nodes", "no output node");
+    if (version.get<int64_t>() >= 2) read_signature(field(document, "signature", ""), "signature");
+    else read_version_1_copy_backs();
     return std::move(graph_);
   }
 
@@ -332,6 +354,73 @@ class Reader {
     if (value.contains("source")) node->source = source(value["source"], member_path(path, "source"));
   }
 
+  // One written spec: its name, kind and target (empty when absent).
+  struct WrittenSpec {
+    std::string name, kind, target;
+  };
+
+  WrittenSpec spec(const json& value, const std::string& path) const {
+    if (!value.is_object()) error(path, "expected a spec object {\"name\", \"kind\"[, \"target\"]}, found ", kind_of(value));
+    WrittenSpec written{string_field(value, "name", path), string_field(value, "kind", path), ""};
+    if (value.contains("target")) written.target = string_field(value, "target", path);
+    return written;
+  }
+
+  const json& spec_array(const json& signature, const std::string& key, const std::string& path) const {
+    const json& array = field(signature, key, path);
+    if (!array.is_array()) error(member_path(path, key), "expected an array, found ", kind_of(array));
+    return array;
+  }
+
+  void read_signature(const json& value, const std::string& path) {
+    if (!value.is_object()) error(path, "expected an object {\"inputs\": [...], \"outputs\": [...]}, found ", kind_of(value));
+    SignatureBuilder builder(graph_);
+    const json& inputs = spec_array(value, "inputs", path);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::string item_path = index_path(member_path(path, "inputs"), i);
+      WrittenSpec written = spec(inputs[i], item_path);
+      std::optional<InputKind> kind = parse_input_kind(written.kind);
+      if (!kind)
+        error(member_path(item_path, "kind"), "unknown input kind \"", written.kind,
+              "\" (USER_INPUT, PARAMETER, BUFFER, CONSTANT_TENSOR)");
+      std::string problem = builder.add_input(written.name, *kind, written.target);
+      if (!problem.empty()) error(item_path, problem);
+    }
+    const json& outputs = spec_array(value, "outputs", path);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string item_path = index_path(member_path(path, "outputs"), i);
+      WrittenSpec written = spec(outputs[i], item_path);
+      std::optional<OutputKind> kind = parse_output_kind(written.kind);
+      if (!kind)
+        error(member_path(item_path, "kind"), "unknown output kind \"", written.kind,
+              "\" (USER_OUTPUT, LOSS_OUTPUT, USER_INPUT_MUTATION, PARAMETER_MUTATION, BUFFER_MUTATION)");
+      std::string problem = builder.add_output(written.name, OutputSpec{*kind, written.target});
+      if (!problem.empty()) error(item_path, problem);
+    }
+    std::string problem = builder.finish();
+    if (!problem.empty()) error(member_path(path, "outputs"), problem);
+  }
+
+  // Version 1 had no signature: its inputs are user inputs and parameters, and its copy-backs
+  // were named, not marked: the trailing outputs named "<input>_mutated" after a placeholder
+  // or get_attr node, each input once (scanning from the last output), were copied back.
+  // They become the mutation outputs they meant.
+  void read_version_1_copy_backs() {
+    std::map<std::string, Node*> by_copy_back_name;
+    for (Node* node : graph_.nodes())
+      if (node->op() == OpKind::placeholder || node->op() == OpKind::get_attr)
+        by_copy_back_name.emplace(node->name() + "_mutated", node);
+    const std::vector<Argument>& outputs = graph_.output_node()->args();
+    std::set<const Node*> seen;
+    for (size_t i = outputs.size(); i-- > 0;) {
+      auto found = outputs[i].is_node() ? by_copy_back_name.find(outputs[i].node()->name()) : by_copy_back_name.end();
+      if (found == by_copy_back_name.end() || !seen.insert(found->second).second) break;
+      Node* input = found->second;
+      OutputKind kind = input->op() == OpKind::placeholder ? OutputKind::user_input_mutation : OutputKind::parameter_mutation;
+      graph_.signature().set_output(i, OutputSpec{kind, input->target()});
+    }
+  }
+
   const ParseOptions& options_;
   Graph graph_;
 };
@@ -341,7 +430,7 @@ class Reader {
 nlohmann::json graph_to_json(const Graph& graph) {
   json nodes = json::array();
   for (Node* node : graph.nodes()) nodes.push_back(node_to_json(*node));
-  return {{"format", "kiln-graph"}, {"version", kJsonFormatVersion}, {"nodes", nodes}};
+  return {{"format", "kiln-graph"}, {"version", kJsonFormatVersion}, {"nodes", nodes}, {"signature", signature_to_json(graph)}};
 }
 
 Graph graph_from_json(const nlohmann::json& json, const ParseOptions& options) { return Reader(options).read(json); }

@@ -1,12 +1,23 @@
 // The IR as JSON, for tools: every node field, source info included, round trips exactly.
 //
-//   {"format": "kiln-graph", "version": 1, "nodes": [
+//   {"format": "kiln-graph", "version": 2, "nodes": [
 //     {"name": "x", "op": "placeholder", "target": "x", "args": [], "kwargs": [],
 //      "meta": {"tuple": false, "values": [{"dtype": "f32", "shape": ["s0", 784],
 //                                            "strides": [784, 1], "device": "cpu"}]},
 //      "source": {"file": "mlp.cpp", "line": 12, "module_path": "fc1", "onnx_node": "", "onnx_op": ""}},
 //     ...,
-//     {"name": "output", "op": "output", "target": "output", "args": [{"node": "relu"}], ...}]}
+//     {"name": "output", "op": "output", "target": "output", "args": [{"node": "relu"}], ...}],
+//    "signature": {"inputs": [{"name": "x", "kind": "USER_INPUT"},
+//                             {"name": "bn_running_mean", "kind": "BUFFER", "target": "bn.running_mean"}],
+//                  "outputs": [{"name": "relu", "kind": "USER_OUTPUT"},
+//                              {"name": "x_mutated", "kind": "USER_INPUT_MUTATION", "target": "x"}]}}
+//
+// The signature (ir/graph_signature.h) lists every spec, as the text form does when it prints
+// one (ir/signature_specs.h): inputs first, then one spec per returned value, in order. Version
+// 1 files, which have no signature, are still read: their inputs are user inputs and
+// parameters, and their outputs user outputs except the copy-backs version 1 marked by name
+// (trailing outputs named "<input>_mutated"), which become USER_INPUT_MUTATION and
+// PARAMETER_MUTATION outputs.
 //
 // Arguments: null (None), true/false, JSON integers and floats, strings, arrays (lists), and
 // one-key objects for the rest: {"node": "x"}, {"symint": "s0 + 1"}, {"dtype": "f32"},
@@ -28,7 +39,7 @@
 
 namespace kiln::ir {
 
-inline constexpr int kJsonFormatVersion = 1;
+inline constexpr int kJsonFormatVersion = 2;  // the version written; 1 and 2 are read
 
 nlohmann::json graph_to_json(const Graph& graph);
 

@@ -1,7 +1,9 @@
 // A recursive-descent parser for the FX-style text form, working on characters with line and
 // column tracking (the grammar is small enough that a separate lexer would add nothing).
 //
-//   file     := 'graph' '(' ')' ':' node* 'return' '(' [value {',' value} [',']] ')'
+//   file     := 'graph' '(' ')' ':' node* 'return' '(' [value {',' value} [',']] ')' [signature]
+//   signature := 'Graph' 'signature' ':' spec*      (inputs first; "# inputs" are comments)
+//   spec     := ['%'] NAME ':' KIND ['target' '=' TARGET]
 //   node     := '%' NAME [':' [type] ['[' 'num_users' '=' INT ']']] '=' KIND '[' 'target' '=' TARGET ']' [call]
 //   call     := '(' 'args' '=' '(' [arg {',' arg} [',']] ')' ',' 'kwargs' '=' '{' [NAME ':' arg {',' ...}] '}' ')'
 //   type     := tensor | '(' [tensor {',' tensor} [',']] ')'
@@ -18,6 +20,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/printer.h"
+#include "ir/signature_specs.h"
 #include "runtime/error.h"
 
 namespace kiln::ir {
@@ -74,6 +77,7 @@ class Parser {
         error_here("expected a node ('%name : ...') or 'return', found ", describe_next());
       }
     }
+    if (next_word() == "Graph") parse_signature();
     skip_trivia();
     if (position_ < text_.size()) error_here("expected end of file after the return line, found ", describe_next());
     for (const WrittenUsers& written : written_users_) {
@@ -538,6 +542,54 @@ class Parser {
     Node* output = graph_.create_output(std::move(values));
     output->source.file = options_.file_name;
     output->source.line = int(start.line);
+  }
+
+  // ---- the graph signature (ir/printer.h) ----
+
+  // Whether "target =" follows on this line (a node named "target" may start the next spec).
+  bool target_clause_follows() const {
+    size_t at = position_;
+    while (at < text_.size() && (text_[at] == ' ' || text_[at] == '\t')) ++at;
+    if (text_.substr(at, 6) != "target") return false;
+    at += 6;
+    while (at < text_.size() && (text_[at] == ' ' || text_[at] == '\t')) ++at;
+    return at < text_.size() && text_[at] == '=';
+  }
+
+  void parse_signature() {
+    Location block = here();
+    expect_word("Graph");
+    expect_word("signature");
+    expect(":");
+    SignatureBuilder builder(graph_);
+    while (true) {
+      Location start = token_start();
+      if (at_end()) break;
+      bool percent = try_consume("%");
+      std::string name = read_name(percent ? "a node name after '%'" : "a spec ('name: KIND'), or end of file");
+      expect(":");
+      Location kind_location = token_start();
+      std::string kind = read_name("a kind (USER_INPUT, PARAMETER, BUFFER, CONSTANT_TENSOR, USER_OUTPUT, ...)");
+      std::string target;
+      if (target_clause_follows()) {
+        expect_word("target");
+        expect("=");
+        target = parse_target();
+      }
+      std::string problem;
+      if (std::optional<InputKind> input = parse_input_kind(kind)) {
+        problem = builder.add_input(name, *input, target);
+      } else if (std::optional<OutputKind> output = parse_output_kind(kind)) {
+        problem = builder.add_output(name, OutputSpec{*output, target});
+      } else {
+        error_at(kind_location, "unknown signature kind '", kind,
+                 "' (USER_INPUT, PARAMETER, BUFFER, CONSTANT_TENSOR; USER_OUTPUT, LOSS_OUTPUT, USER_INPUT_MUTATION, "
+                 "PARAMETER_MUTATION, BUFFER_MUTATION)");
+      }
+      if (!problem.empty()) error_at(start, "graph signature: ", problem);
+    }
+    std::string problem = builder.finish();
+    if (!problem.empty()) error_at(block, "graph signature: ", problem);
   }
 
   static constexpr int kMaxListDepth = 64;  // bounds the recursion on hostile input

@@ -11,6 +11,12 @@
 // `[num_users=N]`, when written, must match the parsed graph. The type and num_users may be
 // left out (FX's own form): `%y : [num_users=1] = ...` or `%y = call_function[...](...)`.
 //
+// A "Graph signature:" block after the return line (ir/printer.h) sets the graph signature:
+// input specs may be left out (a placeholder is a USER_INPUT, a get_attr target a PARAMETER),
+// output specs are all or none, one per returned value in order; each spec is checked against
+// the graph (ir/signature_specs.h) and a wrong one is an error at its line, e.g.
+//   model.kiln:14:5: graph signature: %x is a placeholder: its kind is USER_INPUT, not BUFFER
+//
 // Every node gets SourceInfo{file_name, line}. Comments (# to the end of the line) and blank
 // lines are ignored. Every error is a kiln::Error "file:line:col: message", e.g.
 //   expected ')', found end of file      unknown op 'foo'      %y used before it is defined

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "ir/signature_specs.h"
+
 namespace kiln::ir {
 
 namespace {
@@ -16,6 +18,10 @@ bool is_plain_target(const std::string& target) {
     if (!plain) return false;
   }
   return true;
+}
+
+std::string format_target(const std::string& target) {
+  return is_plain_target(target) ? target : quote_string(target);
 }
 
 std::string format_sym_list(const SymShape& values) {
@@ -34,7 +40,7 @@ std::string format_node(const Node& node, const PrintOptions& options) {
   if (!type.empty()) line += type + " ";
   line += "[num_users=" + std::to_string(node.users().size()) + "] = ";
   line += std::string(op_kind_name(node.op())) + "[target=";
-  line += is_plain_target(node.target()) ? node.target() : quote_string(node.target());
+  line += format_target(node.target());
   line += "]";
   if (node.op() == OpKind::call_function) {
     line += "(args = (";
@@ -61,6 +67,23 @@ std::string format_return(const Node& output) {
   }
   if (output.args().size() == 1) line += ",";
   return line + ")";
+}
+
+// The "Graph signature:" block, each spec as torch.export prints it: "name: KIND [target=T]".
+std::string format_signature(const Graph& graph) {
+  std::string text = "Graph signature:\n    # inputs\n";
+  for (const InputSpec& spec : input_specs(graph)) {
+    text += "    " + spec.name() + ": " + std::string(input_kind_name(spec.kind));
+    if (!spec.target.empty()) text += " target=" + format_target(spec.target);
+    text += "\n";
+  }
+  text += "\n    # outputs\n";
+  for (const ReturnedSpec& returned : output_specs(graph)) {
+    text += "    " + spec_name(returned.value) + ": " + std::string(output_kind_name(returned.spec.kind));
+    if (!returned.spec.target.empty()) text += " target=" + format_target(returned.spec.target);
+    text += "\n";
+  }
+  return text;
 }
 
 }  // namespace
@@ -135,6 +158,7 @@ std::string print_graph(const Graph& graph, const PrintOptions& options) {
     if (options.show_source && !node->source.empty()) line += "  # " + node->source.to_string();
     text += line + "\n";
   }
+  if (!signature_is_default(graph)) text += "\n" + format_signature(graph);
   return text;
 }
 

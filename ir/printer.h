@@ -19,6 +19,22 @@
 // "text" (double quotes, backslash escapes), [1, 2], symbolic ints as SymInt::to_string()
 // (s0 + 1), dtypes as f32, devices as cpu / cuda:0. kwargs print as {name: value, ...}.
 // A target that is not a plain name (spaces, brackets, quotes) prints as a quoted string.
+//
+// The graph signature (ir/graph_signature.h) follows the return line as torch.export prints
+// it, one spec per placeholder, get_attr target and returned value (ir/signature_specs.h),
+// and is left out when every spec is the default (user inputs, parameters, user outputs):
+//
+//       return (mul, x_mutated, bn_running_mean_mutated)
+//
+//   Graph signature:
+//       # inputs
+//       x: USER_INPUT
+//       bn_running_mean: BUFFER target=bn.running_mean
+//
+//       # outputs
+//       mul: USER_OUTPUT
+//       x_mutated: USER_INPUT_MUTATION target=x
+//       bn_running_mean_mutated: BUFFER_MUTATION target=bn.running_mean
 #pragma once
 
 #include <string>

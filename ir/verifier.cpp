@@ -1,4 +1,5 @@
-// Graph invariants: structure (membership, order, use lists, output), then per-kind semantics.
+// Graph invariants: structure (membership, order, use lists, output), then per-kind semantics,
+// then the graph signature.
 #include "ir/verifier.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/printer.h"
+#include "ir/signature_specs.h"
 
 namespace kiln::ir {
 
@@ -144,6 +146,8 @@ void verify(const Graph& graph) {
     check_tuple_uses(*node);
     defined.insert(node);
   }
+  std::string problem = signature_problem(graph);
+  if (!problem.empty()) throw VerifyError("verify: graph signature: " + problem);
 }
 
 }  // namespace kiln::ir

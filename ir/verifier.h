@@ -12,7 +12,10 @@
 //  - call_function targets are registered ops, their args bind to the op's schema, and the
 //    meta (dtype, shape, device, tuple arity) equals the one the op's shape rule infers;
 //  - each meta has strides of the shape's rank;
-//  - a tuple-valued node is used only as getitem's first argument.
+//  - a tuple-valued node is used only as getitem's first argument;
+//  - the graph signature fits the graph (ir/signature_specs.h): its attribute kinds name
+//    parameters, its output specs name positions the output node has, and each mutation
+//    output has the type of the placeholder, parameter or buffer it is copied back into.
 #pragma once
 
 #include "ir/graph.h"

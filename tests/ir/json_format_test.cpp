@@ -53,7 +53,7 @@ TEST(JsonFormat, RoundTripIsExact) {
 TEST(JsonFormat, TopLevelAndPlaceholderLayout) {
   json document = graph_to_json(all_arguments_graph());
   EXPECT_EQ(document["format"], "kiln-graph");
-  EXPECT_EQ(document["version"], 1);
+  EXPECT_EQ(document["version"], 2);
   json expected_p = {
       {"name", "p"},
       {"op", "placeholder"},
@@ -132,8 +132,10 @@ json relu_document() {
 
 TEST(JsonErrors, FormatAndVersion) {
   json document = relu_document();
-  document["version"] = 2;
-  EXPECT_EQ(load_error(document), "g.json: version: unsupported version 2 (Kiln reads version 1)");
+  document["version"] = 3;
+  EXPECT_EQ(load_error(document), "g.json: version: unsupported version 3 (Kiln reads versions 1 to 2)");
+  document["version"] = 0;
+  EXPECT_EQ(load_error(document), "g.json: version: unsupported version 0 (Kiln reads versions 1 to 2)");
   document["format"] = "onnx";
   EXPECT_EQ(load_error(document), "g.json: format: expected \"kiln-graph\", found \"onnx\"");
   EXPECT_EQ(load_error(json::array()), "g.json: expected a JSON object, found array []");

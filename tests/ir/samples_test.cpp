@@ -58,7 +58,7 @@ TEST_P(Sample, TextRoundTrip) {
 TEST_P(Sample, JsonRoundTrip) {
   Graph graph = load_model(model_path().string());
   nlohmann::json json = graph_to_json(graph);
-  EXPECT_EQ(json.at("version"), 1);
+  EXPECT_EQ(json.at("version"), 2);
   Graph back = graph_from_json(json, "roundtrip.json", graph.parameters());
   EXPECT_EQ(print_graph(back), print_graph(graph));
   EXPECT_EQ(graph_to_json(back), json);

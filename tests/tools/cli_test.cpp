@@ -69,7 +69,7 @@ TEST_F(Cli, DumpPrintsTheGraphInEveryFormat) {
   EXPECT_EQ(text.out, read_file(sample_model("mlp")));
   CliResult json = kiln("dump " + sample_model("mlp") + " --format json");
   EXPECT_EQ(json.status, 0) << json.err;
-  EXPECT_THAT(json.out, HasSubstr("\"version\": 1"));
+  EXPECT_THAT(json.out, HasSubstr("\"version\": 2"));
   CliResult dot = kiln("dump " + sample_model("cnn") + " --format dot");
   EXPECT_EQ(dot.status, 0) << dot.err;
   EXPECT_THAT(dot.out, StartsWith("digraph"));
