@@ -15,7 +15,6 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
-#include "passes/functionalize.h"
 #include "passes/pass_manager.h"
 #include "runtime/artifact_manifest.h"
 #include "runtime/checksum.h"
@@ -194,8 +193,7 @@ void copy_artifact(const std::filesystem::path& from, const std::filesystem::pat
 }  // namespace
 
 CpuModel::CpuModel(ir::Graph graph, CompiledArtifact artifact, CpuCompileResult result)
-    : graph_(std::move(graph)), artifact_(std::move(artifact)), result_(std::move(result)),
-      copy_backs_(passes::copy_back_outputs(graph_)) {
+    : graph_(std::move(graph)), artifact_(std::move(artifact)), result_(std::move(result)) {
   for (const ArtifactParameter& parameter : artifact_.parameters()) {
     auto it = graph_.parameters().find(parameter.name);
     if (it == graph_.parameters().end()) fail("the model has no parameter '", parameter.name, "'");
@@ -281,17 +279,20 @@ std::vector<Tensor> CpuModel::run(const std::map<std::string, Tensor>& inputs, i
   };
   std::vector<Tensor> outputs = artifact_.run(ordered, parameters_, fallback, num_threads);
   // Mutated inputs and parameters: the functionalized graph returns their final values as
-  // trailing outputs; write them back as PyTorch's in-place semantics require.
-  for (const passes::CopyBack& copy : copy_backs_) {
-    const Tensor& value = outputs.at(copy.output_index);
-    if (copy.input->op() == ir::OpKind::placeholder) {
-      inputs.at(copy.input->target()).copy_from(value);
+  // the mutation outputs of its signature; write them back as PyTorch's in-place semantics
+  // require, and return the others.
+  std::vector<Tensor> returned;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    ir::OutputSpec spec = graph_.signature().output(i);
+    if (!spec.is_mutation()) {
+      returned.push_back(outputs[i]);
+    } else if (spec.kind == ir::OutputKind::user_input_mutation) {
+      inputs.at(spec.target).copy_from(outputs[i]);
     } else {
-      graph_.parameters().at(copy.input->target()).copy_from(value);
+      graph_.parameters().at(spec.target).copy_from(outputs[i]);
     }
   }
-  outputs.resize(outputs.size() - copy_backs_.size());
-  return outputs;
+  return returned;
 }
 
 }  // namespace kiln::compiler

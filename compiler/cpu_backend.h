@@ -21,7 +21,6 @@
 #include "codegen/schedule.h"
 #include "compiler/codegen_stages.h"  // kiln dump's codegen stages, which callers of this header use
 #include "ir/graph.h"
-#include "passes/functionalize.h"
 #include "runtime/compiled_artifact.h"
 #include "runtime/cpu_features.h"
 
@@ -53,7 +52,9 @@ class CpuModel {
   // Compiles (or loads from the cache) `graph`, which may be at any stage; the graph is copied.
   static CpuModel compile(const ir::Graph& graph, const CpuCompileOptions& options = {});
 
-  // Runs on inputs by placeholder name; returns outputs in the graph's output order.
+  // Runs on inputs by placeholder name; returns outputs in the graph's output order, less the
+  // mutation outputs of the graph signature, which it copies back into their inputs,
+  // parameters and buffers.
   // Non-contiguous inputs are copied contiguous first (the compiled code assumes contiguity).
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, int num_threads = 0);
 
@@ -66,7 +67,6 @@ class CpuModel {
   ir::Graph graph_;  // the final graph: parameters and fallback nodes come from it
   CompiledArtifact artifact_;
   CpuCompileResult result_;
-  std::vector<passes::CopyBack> copy_backs_;  // mutated inputs and parameters to write back
   std::vector<Tensor> parameters_;
 };
 

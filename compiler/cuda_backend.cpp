@@ -222,7 +222,6 @@ CudaModel CudaModel::compile(const ir::Graph& graph, const CudaCompileOptions& o
                      launch_plan_json(model.scheduled_, model.module_, model.result_.architecture), model.device_code_);
     model.result_.output_dir = *options.output_dir;
   }
-  model.copy_backs_ = passes::copy_back_outputs(model.graph_);
   return model;
 }
 
@@ -411,15 +410,19 @@ std::vector<Tensor> CudaModel::run(const std::map<std::string, Tensor>& inputs) 
   std::vector<Tensor> outputs;
   for (auto& [position, value] : by_position) outputs.push_back(value);
 
-  // Mutated inputs and parameters (functionalization's trailing outputs), as CpuModel::run does.
-  for (const passes::CopyBack& copy : copy_backs_) {
-    const Tensor& value = outputs.at(copy.output_index);
-    if (copy.input->op() == ir::OpKind::placeholder) {
-      inputs.at(copy.input->target()).copy_from(value);
+  // Mutated inputs and parameters (the mutation outputs of the graph signature), as
+  // CpuModel::run does.
+  std::vector<Tensor> returned;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    ir::OutputSpec spec = graph_.signature().output(i);
+    if (!spec.is_mutation()) {
+      returned.push_back(outputs[i]);
+    } else if (spec.kind == ir::OutputKind::user_input_mutation) {
+      inputs.at(spec.target).copy_from(outputs[i]);
     } else {
-      graph_.parameters().at(copy.input->target()).copy_from(value);
+      graph_.parameters().at(spec.target).copy_from(outputs[i]);
       for (const codegen::Buffer& buffer : p.buffers) {  // its device copy is stale now
-        if (buffer.kind == codegen::BufferKind::Parameter && buffer.source == copy.input->target()) {
+        if (buffer.kind == codegen::BufferKind::Parameter && buffer.source == spec.target) {
           if (auto it = device.parameters.find(buffer.id); it != device.parameters.end()) {
             owned.push_back(it->second);  // freed with this run's memory
             device.parameters.erase(it);
@@ -428,8 +431,7 @@ std::vector<Tensor> CudaModel::run(const std::map<std::string, Tensor>& inputs) 
       }
     }
   }
-  outputs.resize(outputs.size() - copy_backs_.size());
-  return outputs;
+  return returned;
 }
 
 }  // namespace kiln::compiler

@@ -23,7 +23,6 @@
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/schedule.h"
 #include "ir/graph.h"
-#include "passes/functionalize.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace kiln::compiler {
@@ -77,7 +76,6 @@ class CudaModel {
   codegen::cuda::CudaModule module_;
   cuda::DeviceCode device_code_;
   CudaCompileResult result_;
-  std::vector<passes::CopyBack> copy_backs_;
   std::unique_ptr<Device> device_;  // made by the first run
   double last_device_milliseconds_ = 0;
 };

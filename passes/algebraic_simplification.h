@@ -6,7 +6,8 @@
 // view or expand to x's own shape -> x; squeeze(unsqueeze(x, d), d) -> x.
 // A rule fires only when the replacement has exactly the node's dtype and shape (so
 // `i64_tensor * 1.0`, which promotes, and `x + zeros` that broadcasts, are left alone): the
-// values computed never change. A copy-back output (passes/functionalize.h) is kept as it is.
+// values computed never change. A copy-back output (a mutation output of the graph
+// signature, ir/graph_signature.h) is kept as it is.
 // Needs a functional graph; otherwise it changes nothing.
 #pragma once
 

@@ -256,6 +256,11 @@ JointGraph build_joint_graph(const Graph& forward, const AutodiffOptions& option
     joint.wrt.push_back(value.name);
   }
   graph.create_output(std::move(outputs));
+  // The forward outputs keep their specs (copy-backs stay copy-backs); the differentiated
+  // output is the loss, the gradients are user outputs.
+  if (options.seed == AutodiffOptions::Seed::scalar_loss &&
+      graph.signature().output(size_t(options.loss_output)).kind == ir::OutputKind::user_output)
+    graph.signature().set_output(size_t(options.loss_output), {ir::OutputKind::loss_output, ""});
   return joint;
 }
 

@@ -6,7 +6,9 @@
 // composite op and no op that mutates; a kiln::Error names the first such node otherwise.
 //
 // Guarantees: the joint graph keeps every forward node unchanged (same names, same order) and
-// appends the backward nodes after them; its layout is the one joint_graph.h fixes. Each op's
+// appends the backward nodes after them; its layout is the one joint_graph.h fixes. Its
+// graph signature is the forward graph's (attribute kinds, and the specs of the forward
+// outputs, copy-backs included), with the differentiated scalar loss marked LOSS_OUTPUT. Each op's
 // vector-Jacobian product is written in graph ops, found by op name in the derivative table
 // (passes/derivatives/derivatives.h). Gradients flowing into one value are summed in the
 // order the backward reaches its users (reverse topological order of the forward graph), so

@@ -5,7 +5,8 @@
 // parameter. Needs a functional graph: on a graph that still mutates, where equal
 // expressions can hold different values, it changes nothing (run functionalize first).
 // Random ops are merged too: with the same seed and offset they produce the same values.
-// A copy-back output (passes/functionalize.h) is never merged away: its name is its meaning.
+// A copy-back output (a mutation output of the graph signature, ir/graph_signature.h) is
+// never merged away, so that it keeps its readable "<input>_mutated" node.
 #pragma once
 
 #include "ir/graph.h"

@@ -52,8 +52,8 @@ bool fold_constants(ir::Graph& graph, bool freeze) {
   if (!is_functional(graph)) return false;
   std::map<const ir::Node*, Tensor> values;
   for (ir::Node* node : graph.nodes()) {
-    if (node->op() == ir::OpKind::get_attr && freeze) values[node] = *graph.parameter(node->target());
-    if (node->op() == ir::OpKind::get_attr && node->target().starts_with("_folded_"))
+    if (node->op() == ir::OpKind::get_attr &&
+        (freeze || graph.signature().attribute_kind(node->target()) == ir::InputKind::constant_tensor))
       values[node] = *graph.parameter(node->target());
     if (!foldable(*node)) continue;
     std::vector<ir::Node*> inputs = node->input_nodes();
@@ -74,6 +74,7 @@ bool fold_constants(ir::Graph& graph, bool freeze) {
     if (!read_by_non_constant || is_copy_back_output(*node)) continue;
     std::string name = "_folded_" + node->name();
     graph.set_parameter(name, values.at(node));
+    graph.signature().set_attribute_kind(name, ir::InputKind::constant_tensor);
     ir::Node* constant;
     {
       auto guard = graph.inserting_before(node);
@@ -92,9 +93,10 @@ bool fold_constants(ir::Graph& graph, bool freeze) {
       changed = true;
     }
   }
-  // Parameters no get_attr reads any more are dropped only if we created them.
+  // Constants no get_attr reads any more are dropped only if we created them.
   for (const auto& [name, tensor] : std::map<std::string, Tensor, std::less<>>(graph.parameters())) {
-    if (!name.starts_with("_folded_")) continue;
+    if (!name.starts_with("_folded_") || graph.signature().attribute_kind(name) != ir::InputKind::constant_tensor)
+      continue;
     bool used = false;
     for (ir::Node* node : graph.nodes()) used |= node->op() == ir::OpKind::get_attr && node->target() == name;
     if (!used) graph.remove_parameter(name);

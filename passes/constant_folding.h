@@ -1,14 +1,15 @@
 // Constant folding.
 //
 // Guarantees afterwards: every call_function node whose inputs are all constants (creation
-// ops such as full/arange/iota, earlier folded values, and — only when `freeze` is set —
-// parameters) and whose output has a static shape is replaced by a get_attr of a new
-// parameter named "_folded_<node>" holding its value, computed by the reference interpreter,
+// ops such as full/arange/iota, CONSTANT_TENSOR get_attr targets such as earlier folded
+// values, and — only when `freeze` is set — parameters and buffers) and whose output has a static shape is replaced by a get_attr of a new
+// parameter named "_folded_<node>" holding its value, computed by the reference interpreter
+// and marked CONSTANT_TENSOR in the graph signature,
 // so the result is exactly what running the graph would compute. Constant nodes used only by
 // other constant nodes are removed. Not folded: ops that mutate, tuple-valued nodes, and
 // values larger than max(kMaxFoldedElements, the largest constant input), so that a cheap
 // `full([4096, 4096], 0)` is not turned into 64 MiB of weights, and copy-back outputs
-// (passes/functionalize.h), which keep their node. Needs a functional graph; on a
+// (mutation outputs of the graph signature), which keep their node. Needs a functional graph; on a
 // graph that still mutates it changes nothing.
 #pragma once
 

@@ -3,11 +3,12 @@
 // write bumps. Each in-place node becomes functional ops plus a write-back into its base
 // through the index map of its view chain; each read of an alias is redirected to its
 // current value, regenerating views whose base changed since they were last computed.
-// Then the mutated inputs become extra outputs, the in-place nodes are erased, and so is
-// whatever they alone kept alive.
+// Then the mutated inputs become extra outputs, marked in the graph signature as copy-backs,
+// the in-place nodes are erased, and so is whatever they alone kept alive.
 #include "passes/functionalize.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -222,8 +223,9 @@ class Functionalizer {
 
   // ---- the graph boundary and clean-up
 
-  // One extra output per mutated input (placeholder order), then per mutated parameter,
-  // named copy_back_name(input).
+  // One extra output per mutated input (placeholder order), then per mutated parameter or
+  // buffer, named "<input>_mutated" (made unique) and marked in the graph signature as the
+  // copy-back of its input.
   void add_copy_back_outputs() {
     std::vector<Node*> mutated;
     for (OpKind kind : {OpKind::placeholder, OpKind::get_attr})
@@ -234,7 +236,7 @@ class Functionalizer {
     std::unordered_map<Node*, Node*> renamed;
     for (Node* input : mutated) {
       Node* value = current_[input].value;
-      std::string name = copy_back_name(*input);
+      std::string name = graph_.unique_name(input->name() + "_mutated");
       Node* copy_back = nullptr;
       if (created_.count(value) && !renamed.count(value)) {
         // A node this pass made: give it the copy-back name.
@@ -254,7 +256,16 @@ class Functionalizer {
       std::vector<Argument> outputs = output->args();
       outputs.push_back(copy_back);
       output->set_args(std::move(outputs));
+      graph_.signature().set_output(output->args().size() - 1, copy_back_spec(*input));
     }
+  }
+
+  // What the copy-back of `input` is in the graph signature.
+  ir::OutputSpec copy_back_spec(const Node& input) const {
+    if (input.op() == OpKind::placeholder) return {ir::OutputKind::user_input_mutation, input.target()};
+    std::optional<ir::OutputKind> kind = ir::attribute_mutation_kind(graph_.signature().attribute_kind(input.target()));
+    KILN_CHECK(kind.has_value(), "functionalize: ", describe(input), " is written but cannot be");  // checked before
+    return {*kind, input.target()};
   }
 
   void erase(Node* node) {
@@ -292,27 +303,6 @@ bool functionalize(Graph& graph) {
   Functionalizer(graph, aliases).run();
   KILN_CHECK(is_functional(graph), "functionalize left a mutation in the graph");
   return true;
-}
-
-std::string copy_back_name(const Node& input) { return input.name() + "_mutated"; }
-
-std::vector<CopyBack> copy_back_outputs(const Graph& graph) {
-  std::unordered_map<std::string, Node*> by_copy_back_name;
-  for (Node* node : graph.nodes())
-    if (node->op() == OpKind::placeholder || node->op() == OpKind::get_attr)
-      by_copy_back_name.emplace(copy_back_name(*node), node);
-  std::vector<Node*> outputs = graph.outputs();
-  // One copy-back per input: an earlier output of the same node is an original output
-  // that returned the (mutated) input itself.
-  std::vector<CopyBack> result;
-  std::unordered_set<const Node*> seen;
-  for (size_t i = outputs.size(); i-- > 0;) {
-    auto found = by_copy_back_name.find(outputs[i]->name());
-    if (found == by_copy_back_name.end() || !seen.insert(found->second).second) break;
-    result.push_back(CopyBack{i, found->second});
-  }
-  std::reverse(result.begin(), result.end());
-  return result;
 }
 
 }  // namespace kiln::passes

@@ -19,11 +19,14 @@
 //    after a mutation of their base are regenerated from the base's current value by
 //    replaying their view ops (a `view` is replayed as `reshape`, which gives the same
 //    values whatever the layout of the new base);
-//  - a mutated graph input becomes an extra graph output. The extra outputs come after the
-//    original ones, one per mutated input in placeholder order (then mutated parameters,
-//    get_attr, in graph order). Each is a node named "<input>_mutated" (the placeholder's
-//    node name plus "_mutated"); whoever runs the graph copies it back into the input at
-//    the graph boundary. copy_back_outputs() reads this convention back.
+//  - a mutated graph input becomes an extra graph output, marked in the graph signature
+//    (ir/graph_signature.h) as its copy-back: USER_INPUT_MUTATION of the placeholder's
+//    target, or PARAMETER_MUTATION / BUFFER_MUTATION of the get_attr target. The extra
+//    outputs come after the original ones, one per mutated input in placeholder order (then
+//    mutated parameters and buffers, get_attr, in graph order); whoever runs the graph copies
+//    each back into its input at the graph boundary (found by the signature, by position).
+//    The node is named "<input>_mutated" (the input's node name plus "_mutated", made unique
+//    when taken) for the reader's sake: the name is not what marks it.
 //
 // Aliasing is not preserved: after functionalization every output is a value. Outputs that
 // aliased inputs or each other before hold the right values, but may no longer share
@@ -35,7 +38,7 @@
 //    expanded, broadcast view: a stride-0 dim of size other than 1), as PyTorch reports it;
 //  - a mutated base whose layout is not contiguous and that has an as_strided alias
 //    (as_strided reads the base's storage, which a functional value does not reproduce);
-//  - a mutated input whose copy-back name "<input>_mutated" is already taken by a node.
+//  - a write into a get_attr target the graph signature calls a CONSTANT_TENSOR.
 //
 // Assumptions: graph inputs start at storage offset 0 (as_strided offsets are relative to
 // that); a reshape aliases its input exactly when a view with the same size would succeed
@@ -47,33 +50,11 @@
 // A graph without mutation is left untouched.
 #pragma once
 
-#include <cstddef>
-#include <string>
-#include <vector>
-
 #include "ir/graph.h"
 
 namespace kiln::passes {
 
 // Returns whether the graph changed (whether it had any mutation).
 bool functionalize(ir::Graph& graph);
-
-// The name of the extra output that carries the final value of a mutated input (or
-// parameter) `input`: "<input name>_mutated".
-std::string copy_back_name(const ir::Node& input);
-
-// One copy-back a functionalized graph asks of its caller: after a run, output
-// `output_index` must be copied into the tensor passed for `input` (a placeholder), or into
-// the parameter `input` reads (a get_attr).
-struct CopyBack {
-  size_t output_index = 0;
-  ir::Node* input = nullptr;
-};
-
-// The copy-backs of a functionalized graph, in output order: the trailing outputs whose
-// node is named copy_back_name(input) for some placeholder or get_attr `input`, each input
-// once (an original output that returned a mutated input is that same node, just before).
-// Other nodes must not be named "<input>_mutated".
-std::vector<CopyBack> copy_back_outputs(const ir::Graph& graph);
 
 }  // namespace kiln::passes

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "passes/functionalize.h"
 #include "passes/graph_queries.h"
 #include "runtime/error.h"
 
@@ -182,11 +181,10 @@ void AliasAnalysis::check(const ir::Graph& graph) const {
            ", which ", describe(*info.as_strided_alias),
            " reads through as_strided, because its layout is not contiguous (as_strided reads the "
            "storage, which a functional value does not reproduce); clone() it first");
-    if (base->op() != OpKind::placeholder && base->op() != OpKind::get_attr) continue;
-    std::string name = copy_back_name(*base);
-    if (Node* taken = graph.find(name))
-      fail(describe(*info.first_mutation), " mutates input %", base->name(), ", whose copy-back output would be named %",
-           name, ", but that name is taken by ", describe(*taken), "; rename that node");
+    if (base->op() == OpKind::get_attr &&
+        !ir::attribute_mutation_kind(graph.signature().attribute_kind(base->target())))
+      fail(describe(*info.first_mutation), " writes into %", base->name(), ", which reads '", base->target(),
+           "', a constant (CONSTANT_TENSOR in the graph signature) that nothing may change; clone() it first");
   }
 }
 

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "passes/functionalize.h"
-
 namespace kiln::passes {
 
 bool op_mutates(const ir::OpInfo& op) {
@@ -27,8 +25,11 @@ bool is_functional(const ir::Graph& graph) {
 bool is_copy_back_output(const ir::Node& node) {
   ir::Node* output = node.graph().output_node();
   if (!output || std::find(node.users().begin(), node.users().end(), output) == node.users().end()) return false;
-  for (const CopyBack& copy_back : copy_back_outputs(node.graph()))
-    if (output->args().at(copy_back.output_index).node() == &node) return true;
+  const ir::GraphSignature& signature = node.graph().signature();
+  for (size_t i = 0; i < output->args().size(); ++i) {
+    const ir::Argument& value = output->args()[i];
+    if (value.is_node() && value.node() == &node && signature.output(i).is_mutation()) return true;
+  }
   return false;
 }
 

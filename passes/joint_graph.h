@@ -7,7 +7,8 @@
 //    its incoming gradient (named in `tangents`, in forward-output order);
 //  - get_attr nodes: the forward graph's parameters, unchanged (a parameter is available to
 //    both halves after partitioning, never saved);
-//  - outputs, in order: the forward graph's outputs (`num_forward_outputs` of them), then one
+//  - outputs, in order: the forward graph's outputs (`num_forward_outputs` of them, with
+//    their specs in the graph signature: copy-backs of mutated inputs, the loss), then one
 //    gradient per entry of `wrt`, in the order of `wrt`, each with exactly the dtype and
 //    shape of the value it is the gradient of (zeros when that value does not reach the
 //    differentiated outputs).

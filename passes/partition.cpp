@@ -37,12 +37,21 @@ NodeSet ancestors(const std::vector<const Node*>& roots, const NodeSet& stops) {
   return reached;
 }
 
+// Carries parameter `target` of `source` over to `graph`, with its kind.
+void carry_parameter(const ir::Graph& source, ir::Graph& graph, const std::string& target) {
+  const Tensor* value = source.parameter(target);
+  KILN_CHECK(value, "partition: no parameter '", target, "'");
+  graph.set_parameter(target, *value);
+  graph.signature().set_attribute_kind(target, source.signature().attribute_kind(target));
+}
+
 // The graph made of `inputs` (as placeholders, in order) and the nodes of `source` that
-// `outputs` need, in source order, returning `outputs`. An input that is not a placeholder
-// of `source` becomes a contiguous placeholder named like it. Only parameters some get_attr
-// reads are carried over.
+// `outputs` need, in source order, returning `outputs` with `output_specs` (by position; the
+// rest are user outputs). An input that is not a placeholder of `source` becomes a contiguous
+// placeholder named like it. The parameters some get_attr reads are carried over, and those
+// a mutation output writes back into, each with its kind.
 ir::Graph extract(const ir::Graph& source, const std::vector<const Node*>& inputs,
-                  const std::vector<const Node*>& outputs) {
+                  const std::vector<const Node*>& outputs, const std::vector<ir::OutputSpec>& output_specs = {}) {
   NodeSet stops(inputs.begin(), inputs.end());
   NodeSet needed = ancestors(outputs, stops);
   ir::Graph graph;
@@ -67,11 +76,7 @@ ir::Graph extract(const ir::Graph& source, const std::vector<const Node*>& input
     if (!needed.count(node) || stops.count(node)) continue;
     KILN_CHECK(node->op() != OpKind::placeholder, "partition: ", describe(*node),
                " is needed but is not an input of the graph being extracted");
-    if (node->op() == OpKind::get_attr) {
-      const Tensor* value = source.parameter(node->target());
-      KILN_CHECK(value, "partition: no parameter '", node->target(), "'");
-      graph.set_parameter(node->target(), *value);
-    }
+    if (node->op() == OpKind::get_attr) carry_parameter(source, graph, node->target());
     std::vector<ir::Argument> args;
     for (const ir::Argument& argument : node->args()) args.push_back(remap(argument));
     ir::Kwargs kwargs;
@@ -83,6 +88,12 @@ ir::Graph extract(const ir::Graph& source, const std::vector<const Node*>& input
   std::vector<ir::Argument> returned;
   for (const Node* output : outputs) returned.emplace_back(copies.at(output));
   graph.create_output(std::move(returned));
+  for (size_t i = 0; i < output_specs.size(); ++i) {
+    const ir::OutputSpec& spec = output_specs[i];
+    if (spec.is_mutation() && spec.kind != ir::OutputKind::user_input_mutation && !graph.parameter(spec.target))
+      carry_parameter(source, graph, spec.target);
+    graph.signature().set_output(i, spec);
+  }
   return graph;
 }
 
@@ -219,7 +230,9 @@ Partition partition_joint_graph(const JointGraph& joint, const PartitionOptions&
   result.tangents = joint.tangents;
   std::vector<const Node*> forward_outputs = roles.forward_outputs;
   forward_outputs.insert(forward_outputs.end(), saved.begin(), saved.end());
-  result.forward = extract(joint.graph, roles.primals, forward_outputs);
+  std::vector<ir::OutputSpec> forward_specs;  // the forward outputs'; the saved values are user outputs
+  for (int i = 0; i < joint.num_forward_outputs; ++i) forward_specs.push_back(joint.graph.signature().output(size_t(i)));
+  result.forward = extract(joint.graph, roles.primals, forward_outputs, forward_specs);
   std::vector<const Node*> backward_inputs = saved;
   backward_inputs.insert(backward_inputs.end(), roles.tangents.begin(), roles.tangents.end());
   result.backward = extract(joint.graph, backward_inputs, roles.gradients);

@@ -4,8 +4,9 @@
 // min_cut_rematerialization_partition.
 //
 // Forward graph: inputs are the joint graph's non-tangent placeholders (same names, same
-// order); parameters are get_attr nodes; outputs are the forward outputs, then the saved
-// values (in joint-graph order).
+// order); parameters are get_attr nodes; outputs are the forward outputs with their specs in
+// the graph signature (copy-backs of mutated inputs and buffers, the loss), then the saved
+// values (in joint-graph order), user outputs. Parameters keep their kinds.
 // Backward graph: inputs are the saved values (placeholders named like the forward nodes they
 // hold), then the tangents; parameters are get_attr nodes where used; outputs are the
 // gradients in `wrt` order. Running the forward and feeding its saved outputs and the

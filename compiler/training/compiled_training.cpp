@@ -8,7 +8,7 @@
 
 #include "compiler/training_stages.h"
 #include "kiln/trace.h"
-#include "passes/functionalize.h"
+#include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "runtime/error.h"
 
@@ -75,10 +75,10 @@ compiler::CpuModel compile_over_arena(ir::Graph& graph, const ParameterArena& ar
 
 // One batch signature's compiled forward and backward.
 struct CompiledTraining::StepProgram {
+  // The forward returns the buffers it updates (BatchNorm's running statistics) as mutation
+  // outputs of its graph signature, which its CpuModel copies back into the module's buffers
+  // (the graph shares their tensors) and leaves out of the outputs it returns.
   passes::Partition partition;
-  // Buffers the forward updates (BatchNorm's running statistics): forward output index, and
-  // the module's buffer to copy it into.
-  std::vector<std::pair<size_t, Tensor>> buffer_updates;
   std::unique_ptr<compiler::CpuModel> forward;
   std::unique_ptr<compiler::CpuModel> backward;
 };
@@ -124,10 +124,8 @@ std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(c
   passes::run_pipeline(graph, "simplified");
 
   auto program = std::make_unique<StepProgram>();
-  for (const passes::CopyBack& copy : passes::copy_back_outputs(graph)) {
-    KILN_CHECK(copy.input->op() == ir::OpKind::get_attr, "a traced step mutates only buffers, not its inputs");
-    program->buffer_updates.emplace_back(copy.output_index, *graph.parameter(copy.input->target()));
-  }
+  for (const ir::OutputSpec& spec : graph.signature().outputs())
+    KILN_CHECK(spec.kind != ir::OutputKind::user_input_mutation, "a traced step mutates only buffers, not its inputs");
   std::vector<std::string> wrt;
   if (arena_) {
     wrt = arena_->names();
@@ -138,9 +136,6 @@ std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(c
   // The traced loss is output 0; the pipeline finds nothing more to do on the simplified graph.
   const std::string loss_name = graph.output_names()[0];
   program->partition = passes::partition_joint_graph(compiler::training_joint_graph(graph, loss_name, wrt));
-  // When nothing is saved the buffer updates are the forward's trailing outputs, and the CPU
-  // backend copies them back itself (and drops them from its outputs).
-  if (program->partition.saved.empty()) program->buffer_updates.clear();
   return program;
 }
 
@@ -193,8 +188,9 @@ float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
   std::vector<std::string> target_names = placeholder_names("target", batch.targets.size());
   for (size_t i = 0; i < batch.inputs.size(); ++i) forward_inputs[input_names[i]] = batch.inputs[i];
   for (size_t i = 0; i < batch.targets.size(); ++i) forward_inputs[target_names[i]] = batch.targets[i];
+  // The loss and the other forward outputs, then the saved values (the buffer updates are
+  // copied back by the forward's CpuModel and not returned).
   std::vector<Tensor> forward_outputs = program.forward->run(forward_inputs, options_.num_threads);
-  for (auto& [output, buffer] : program.buffer_updates) buffer.copy_from(forward_outputs.at(output));
 
   std::map<std::string, Tensor> saved;
   const size_t first_saved = forward_outputs.size() - partition.saved.size();

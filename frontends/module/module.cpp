@@ -2,6 +2,8 @@
 // are in module_state.cpp.
 #include "kiln/nn/module.h"
 
+#include <algorithm>
+
 #include "frontends/module/tracer.h"
 #include "runtime/error.h"
 
@@ -206,7 +208,9 @@ std::string Module::describe() const {
 Var Module::attribute(const std::string& name, SourceLocation loc) const {
   const Tensor* value = find_entry(name);
   if (!value) fail(describe(), " has no parameter or buffer '", name, "'");
-  return Var(Tracer::active(loc).attribute(path_.empty() ? name : path_ + "." + name, *value, loc));
+  bool is_buffer = std::any_of(buffers_.begin(), buffers_.end(), [&](const Entry& entry) { return entry.name == name; });
+  return Var(Tracer::active(loc).attribute(path_.empty() ? name : path_ + "." + name, *value,
+                                           is_buffer ? ir::InputKind::buffer : ir::InputKind::parameter, loc));
 }
 
 Var Module::optional_attribute(const std::string& name, SourceLocation loc) const {

@@ -74,10 +74,12 @@ ir::Node* Tracer::call(const std::string& op, std::vector<ir::Argument> args, ir
   return node;
 }
 
-ir::Node* Tracer::attribute(const std::string& path, const Tensor& value, const std::source_location& loc) {
+ir::Node* Tracer::attribute(const std::string& path, const Tensor& value, ir::InputKind kind,
+                            const std::source_location& loc) {
   auto found = attributes_.find(path);
   if (found != attributes_.end()) return found->second;
   graph_.set_parameter(path, value);
+  graph_.signature().set_attribute_kind(path, kind);
   ir::Node* node = graph_.create_get_attr(path);
   node->source = source_info(loc);
   attributes_.emplace(path, node);

@@ -39,8 +39,8 @@ class Tracer {
   ir::Node* call(const std::string& op, std::vector<ir::Argument> args, ir::Kwargs kwargs,
                  const std::source_location& loc);
   // The get_attr node reading parameter or buffer `path` (created on first use, with
-  // graph.set_parameter(path, value)).
-  ir::Node* attribute(const std::string& path, const Tensor& value, const std::source_location& loc);
+  // graph.set_parameter(path, value), and `kind` in the graph signature: PARAMETER or BUFFER).
+  ir::Node* attribute(const std::string& path, const Tensor& value, ir::InputKind kind, const std::source_location& loc);
   ir::Node* placeholder(const std::string& name, const ir::TensorMeta& meta);
 
   // Module calls: push on entry to a module's forward, pop on exit.

@@ -4,14 +4,17 @@
 //    ir::TensorMeta, whose dims may be symbols for dynamic shapes);
 //  - one get_attr node per parameter and buffer read, named by its module path
 //    ("fc1.weight"), its tensor stored with graph.set_parameter (shared with the module, not
-//    copied: running a graph that mutates a buffer updates the module's buffer, as PyTorch does);
+//    copied: running a graph that mutates a buffer updates the module's buffer, as PyTorch does)
+//    and its kind in the graph signature (ir/graph_signature.h): PARAMETER, or BUFFER for what
+//    the module registered with register_buffer;
 //  - the recorded ops in call order, each with ir::SourceInfo: the C++ file and line of the
 //    user's call and the path of the module whose forward ran it;
 //  - an output node returning forward's results.
 // The module's mode decides what is recorded (train(): dropout nodes, batch statistics and
 // in-place updates of BatchNorm's buffers; eval(): none of these). In-place methods record
 // in-place ops; passes::functionalize turns them into values, and mutated buffers into
-// extra "<name>_mutated" outputs that the CPU backend copies back into the parameters.
+// extra outputs (BUFFER_MUTATION in the graph signature, named "<name>_mutated") that the
+// backends copy back into the buffers.
 // The graph passes ir::verify.
 #pragma once
 

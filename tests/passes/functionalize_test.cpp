@@ -106,24 +106,23 @@ void check_functionalize_preserves_results(const ir::Graph& original, const std:
   std::map<std::string, Tensor> functional_inputs = clones(inputs);
   std::vector<Tensor> after = ir::Interpreter().run(functional, functional_inputs);
 
-  std::vector<CopyBack> copy_backs = copy_back_outputs(functional);
+  std::vector<std::pair<size_t, ir::OutputSpec>> copy_backs = functional.signature().mutations();
   EXPECT_EQ(after.size(), before.size() + copy_backs.size()) << what;
   for (size_t i = 0; i < before.size() && i < after.size(); ++i)
     expect_same(after[i], before[i], what + ": output " + std::to_string(i));
   for (size_t i = 0; i < copy_backs.size(); ++i) {
-    EXPECT_EQ(copy_backs[i].output_index, before.size() + i) << what;
-    ir::Node* input = copy_backs[i].input;
-    ASSERT_EQ(input->op(), ir::OpKind::placeholder) << what;
+    const auto& [index, spec] = copy_backs[i];
+    EXPECT_EQ(index, before.size() + i) << what;
+    ASSERT_EQ(spec.kind, ir::OutputKind::user_input_mutation) << what;
     // The original wrote into its input; the functional graph returns the value instead.
-    expect_same(after[copy_backs[i].output_index], original_inputs.at(input->target()),
-                what + ": copy-back of input " + input->target());
+    expect_same(after.at(index), original_inputs.at(spec.target), what + ": copy-back of input " + spec.target);
   }
   // An input the original changed must have a copy-back; the functional graph changes none.
   for (ir::Node* placeholder : original.placeholders()) {
     const std::string& name = placeholder->target();
     expect_same(functional_inputs.at(name), inputs.at(name), what + ": functional graph wrote input " + name);
     bool has_copy_back = std::any_of(copy_backs.begin(), copy_backs.end(),
-                                     [&](const CopyBack& copy_back) { return copy_back.input->target() == name; });
+                                     [&](const auto& copy_back) { return copy_back.second.target == name; });
     if (!has_copy_back)
       expect_same(original_inputs.at(name), inputs.at(name), what + ": input " + name + " changed without a copy-back");
   }
@@ -165,7 +164,7 @@ TEST_P(FunctionalizeSample, IsFunctionalAndMatchesPyTorch) {
   EXPECT_EQ(functionalize(graph), had_mutation);
   EXPECT_TRUE(is_functional(graph));
   EXPECT_NO_THROW(ir::verify(graph));
-  EXPECT_TRUE(copy_back_outputs(graph).empty()) << "the samples write no input";
+  EXPECT_TRUE(graph.signature().mutations().empty()) << "the samples write no input";
 
   fs::path data = kModels / (GetParam() + "_data");
   std::map<std::string, Tensor> inputs;
@@ -234,10 +233,8 @@ TEST(Functionalize, MutatedInputBecomesNamedExtraOutput) {
   ASSERT_TRUE(functionalize(graph));
   std::vector<std::string> names = graph.output_names();
   EXPECT_EQ(names, (std::vector<std::string>{"mul", "x_mutated"}));
-  std::vector<CopyBack> copy_backs = copy_back_outputs(graph);
-  ASSERT_EQ(copy_backs.size(), 1u);
-  EXPECT_EQ(copy_backs[0].output_index, 1u);
-  EXPECT_EQ(copy_backs[0].input, graph.find("x"));
+  using Mutations = std::vector<std::pair<size_t, ir::OutputSpec>>;
+  EXPECT_EQ(graph.signature().mutations(), (Mutations{{1, {ir::OutputKind::user_input_mutation, "x"}}}));
 
   // x + 2 y with x = [[1, 2], [3, 4]], y = [10, 20]: [[21, 42], [23, 44]]; mul reads it.
   std::vector<Tensor> outputs = ir::Interpreter().run(
@@ -279,7 +276,7 @@ TEST(Functionalize, ReshapeThatCopiesIsNotWrittenBack) {
       "    %add_ = call_function[target=add_](args = (%r, 1.0), kwargs = {})\n"
       "    return (r,)\n");
   ASSERT_TRUE(functionalize(graph));
-  EXPECT_TRUE(copy_back_outputs(graph).empty());
+  EXPECT_TRUE(graph.signature().mutations().empty());
   // x = [[1, 2], [3, 4]]: x.t() flattened is [1, 3, 2, 4]; + 1 in the copy only.
   std::vector<Tensor> outputs = ir::Interpreter().run(graph, {{"x", tensor({2, 2}, {1, 2, 3, 4})}});
   ASSERT_EQ(outputs.size(), 1u);
@@ -318,9 +315,8 @@ TEST(Functionalize, GetitemOfAListIsTheElement) {
       "    %add = call_function[target=add](args = (%x, %y), kwargs = {})\n"
       "    return (add,)\n");
   ASSERT_TRUE(functionalize(graph));
-  std::vector<CopyBack> copy_backs = copy_back_outputs(graph);
-  ASSERT_EQ(copy_backs.size(), 1u);
-  EXPECT_EQ(copy_backs[0].input, graph.find("y"));
+  using Mutations = std::vector<std::pair<size_t, ir::OutputSpec>>;
+  EXPECT_EQ(graph.signature().mutations(), (Mutations{{1, {ir::OutputKind::user_input_mutation, "y"}}}));
   // add = x + 2 y with x = [1, 2, 3], y = [10, 20, 30].
   std::vector<Tensor> outputs =
       ir::Interpreter().run(graph, {{"x", tensor({3}, {1, 2, 3})}, {"y", tensor({3}, {10, 20, 30})}});
@@ -361,11 +357,8 @@ TEST(Functionalize, MutatedParameterBecomesCopyBack) {
       options);
   ASSERT_TRUE(functionalize(graph));
   EXPECT_TRUE(is_functional(graph));
-  std::vector<CopyBack> copy_backs = copy_back_outputs(graph);
-  ASSERT_EQ(copy_backs.size(), 1u);
-  EXPECT_EQ(copy_backs[0].output_index, 1u);
-  EXPECT_EQ(copy_backs[0].input->op(), ir::OpKind::get_attr);
-  EXPECT_EQ(copy_backs[0].input->target(), "running");
+  using Mutations = std::vector<std::pair<size_t, ir::OutputSpec>>;
+  EXPECT_EQ(graph.signature().mutations(), (Mutations{{1, {ir::OutputKind::parameter_mutation, "running"}}}));
   // running * 0.5 + x with x = [10, 20, 30]: [10.5, 21, 31.5]; the parameter is untouched.
   std::vector<Tensor> outputs = ir::Interpreter().run(graph, {{"x", tensor({3}, {10, 20, 30})}});
   ASSERT_EQ(outputs.size(), 2u);
@@ -374,12 +367,55 @@ TEST(Functionalize, MutatedParameterBecomesCopyBack) {
   EXPECT_EQ(values_of(*graph.parameter("running")), (std::vector<double>{1, 2, 3}));
 }
 
+TEST(Functionalize, MutatedBufferBecomesBufferMutation) {
+  ir::ParseOptions options;
+  options.file_name = "buffer.kiln";
+  options.parameters["bn.running_mean"] = tensor({3}, {1, 2, 3});
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[3] = placeholder[target=x]\n"
+      "    %mean : f32[3] = get_attr[target=bn.running_mean]\n"
+      "    %copy_ = call_function[target=copy_](args = (%mean, %x), kwargs = {})\n"
+      "    %neg = call_function[target=neg](args = (%x,), kwargs = {})\n"
+      "    return (neg,)\n"
+      "Graph signature:\n"
+      "    mean: BUFFER target=bn.running_mean\n",
+      options);
+  ASSERT_TRUE(functionalize(graph));
+  EXPECT_NO_THROW(ir::verify(graph));
+  using Mutations = std::vector<std::pair<size_t, ir::OutputSpec>>;
+  EXPECT_EQ(graph.signature().mutations(), (Mutations{{1, {ir::OutputKind::buffer_mutation, "bn.running_mean"}}}));
+  // copy_ overwrites the buffer without reading it: no get_attr is left, the buffer is still
+  // listed (by its target) and the printed graph reads back the same.
+  std::string text = ir::print_graph(graph);
+  EXPECT_THAT(text, ::testing::HasSubstr("    bn_running_mean: BUFFER target=bn.running_mean\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("    mean_mutated: BUFFER_MUTATION target=bn.running_mean\n"));
+  EXPECT_EQ(ir::print_graph(ir::parse_graph(text, "again.kiln", graph.parameters())), text);
+}
+
+TEST(Functionalize, CopyBackNameTakenGetsAFreshName) {
+  ir::Graph graph = parse(
+      "    %x : f32[3] = placeholder[target=x]\n"
+      "    %x_mutated = call_function[target=neg](args = (%x,), kwargs = {})\n"
+      "    %add_ = call_function[target=add_](args = (%x, 1.0), kwargs = {})\n"
+      "    return (x_mutated,)\n");
+  ASSERT_TRUE(functionalize(graph));
+  EXPECT_EQ(graph.output_names(), (std::vector<std::string>{"x_mutated", "x_mutated_1"}));
+  using Mutations = std::vector<std::pair<size_t, ir::OutputSpec>>;
+  EXPECT_EQ(graph.signature().mutations(), (Mutations{{1, {ir::OutputKind::user_input_mutation, "x"}}}));
+  // neg(x) = [-1, -2, -3] is a user output; x + 1 = [2, 3, 4] is the copy-back.
+  std::vector<Tensor> outputs = ir::Interpreter().run(graph, {{"x", tensor({3}, {1, 2, 3})}});
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(values_of(outputs[0]), (std::vector<double>{-1, -2, -3}));
+  EXPECT_EQ(values_of(outputs[1]), (std::vector<double>{2, 3, 4}));
+}
+
 TEST(Functionalize, GraphWithoutMutationIsUnchanged) {
   ir::Graph graph = ir::parse_graph(read_text(kGoldenDir / "no_mutation.kiln"), "no_mutation.kiln");
   std::string before = ir::print_graph(graph);
   EXPECT_FALSE(functionalize(graph));
   EXPECT_EQ(ir::print_graph(graph), before);
-  EXPECT_TRUE(copy_back_outputs(graph).empty());
+  EXPECT_TRUE(graph.signature().is_default());
 }
 
 // ---------------------------------------------------------------- errors
@@ -429,13 +465,27 @@ TEST(FunctionalizeErrors, WriteIntoStrideZeroInput) {
       {"node %relu_ (relu_): unsupported operation: more than one element"});
 }
 
-TEST(FunctionalizeErrors, CopyBackNameTaken) {
-  expect_error(
-      "    %x : f32[3] = placeholder[target=x]\n"
-      "    %x_mutated = call_function[target=neg](args = (%x,), kwargs = {})\n"
-      "    %add_ = call_function[target=add_](args = (%x, 1.0), kwargs = {})\n"
-      "    return (x_mutated,)\n",
-      {"node %add_ (add_) mutates input %x", "%x_mutated", "taken by node %x_mutated (neg)"});
+TEST(FunctionalizeErrors, WriteIntoConstant) {
+  ir::ParseOptions options;
+  options.file_name = "constant.kiln";
+  options.parameters["mask"] = tensor({3}, {1, 0, 1});
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %mask : f32[3] = get_attr[target=mask]\n"
+      "    %mul_ = call_function[target=mul_](args = (%mask, 2.0), kwargs = {})\n"
+      "    return (mask,)\n"
+      "Graph signature:\n"
+      "    mask: CONSTANT_TENSOR target=mask\n",
+      options);
+  std::string before = ir::print_graph(graph);
+  try {
+    functionalize(graph);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("node %mul_ (mul_) writes into %mask, which reads 'mask', a constant "
+                                                   "(CONSTANT_TENSOR in the graph signature)"));
+  }
+  EXPECT_EQ(ir::print_graph(graph), before) << "the graph changed before the error";
 }
 
 TEST(FunctionalizeErrors, AsStridedOfNonContiguousBaseWritten) {

@@ -198,7 +198,7 @@ class SeedCheck {
       return false;
     }
     if (!compare_outputs(what, original_, result, reference_.outputs, after.outputs)) return false;
-    std::vector<CopyBack> copy_backs = copy_back_outputs(result);
+    std::vector<std::pair<size_t, ir::OutputSpec>> copy_backs = result.signature().mutations();
     if (after.outputs.size() != reference_.outputs.size() + copy_backs.size()) {
       report(what, original_, &result,
              std::to_string(after.outputs.size()) + " outputs: expected the " +
@@ -207,14 +207,14 @@ class SeedCheck {
       return false;
     }
     std::map<std::string, bool> copied_back;
-    for (const CopyBack& copy_back : copy_backs) {
-      if (copy_back.input->op() != ir::OpKind::placeholder) {
-        report(what, original_, &result, "a copy-back into " + describe(*copy_back.input) + ", which is no input");
+    for (const auto& [output_index, spec] : copy_backs) {
+      if (spec.kind != ir::OutputKind::user_input_mutation) {
+        report(what, original_, &result, "a copy-back into '" + spec.target + "', which is no input");
         return false;
       }
-      const std::string& input = copy_back.input->target();
+      const std::string& input = spec.target;
       copied_back[input] = true;
-      std::string problem = difference(reference_.inputs_after.at(input), after.outputs.at(copy_back.output_index));
+      std::string problem = difference(reference_.inputs_after.at(input), after.outputs.at(output_index));
       if (!problem.empty()) {
         report(what, original_, &result, "copy-back of input '" + input + "': " + problem);
         return false;
