@@ -2,6 +2,10 @@
 // under tests/passes/golden/<group>/:
 //   NAME.kiln           the input graph; its first line says what to run:
 //                         # RUN: functionalize, dce
+//                       and a later comment line may set pass options:
+//                         # OPTIONS: freeze      (constant folding may fold parameters)
+//   NAME.safetensors    the values of its get_attr targets, when it has any (written by
+//                       scripts/make_pass_golden_weights.py)
 //   NAME.expected.kiln  the graph printed after those passes
 // or, for a case that must fail, NAME.expected.error holding a substring of the message.
 // Every case also checks that the passes preserve the interpreter's results on random inputs
@@ -20,6 +24,7 @@
 
 #include "tests/support/golden.h"
 #include "ir/interpreter.h"
+#include "ir/model_file.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -58,6 +63,23 @@ std::vector<std::string_view> run_line_passes(const std::string& text, std::stri
     rest.remove_prefix(comma + 1);
   }
   return passes;
+}
+
+// The pass options a "# OPTIONS: freeze" comment line asks for.
+PassOptions pass_options(const std::string& text) {
+  PassOptions options;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("#")) continue;
+    size_t at = line.find("# OPTIONS:");
+    if (at == std::string::npos) continue;
+    std::istringstream words(line.substr(at + std::string("# OPTIONS:").size()));
+    for (std::string word; words >> word;) {
+      if (word == "freeze") options.freeze = true;
+      else throw Error("unknown option '" + word + "' (known: freeze)");
+    }
+  }
+  return options;
 }
 
 // Random inputs for every placeholder, symbols bound to 3 (and to 2 for a second symbol, ...).
@@ -113,10 +135,11 @@ TEST_P(GoldenPass, MatchesExpected) {
   fs::path expected_text = stem.string() + ".expected.kiln";
   fs::path expected_error = stem.string() + ".expected.error";
 
-  ir::Graph graph = ir::parse_graph(text, input.filename().string());
+  ir::Graph graph = ir::load_model(input.string());  // with NAME.safetensors when there is one
   ir::Graph original = graph.clone();
   RunOptions options;
   options.verify_each = true;
+  options.pass_options = pass_options(text);
   if (fs::exists(expected_error)) {
     try {
       run_passes(graph, passes, options);

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Writes the weights of the pass golden cases that read parameters (tests/passes/golden/):
+GROUP/NAME.safetensors beside GROUP/NAME.kiln, one small tensor per get_attr target, with
+plain values (the golden test compares each case's results before and after its passes, so
+any values do; these are readable ones).
+Run it with the reference environment:  $(scripts/python-env) scripts/make_pass_golden_weights.py
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_sample_goldens import write_safetensors  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "passes", "golden")
+
+W_2X3 = torch.arange(6, dtype=torch.float32).reshape(2, 3) / 2 - 1
+
+CASES = {
+    "cse/duplicate_get_attr": {"w": torch.tensor([0.5, -2.0])},
+    "dce/dead_get_attr": {"w": torch.tensor([1.0, 2.0])},
+    "constant_fold/parameters_kept_without_freeze": {"w": W_2X3},
+    "constant_fold/parameters_with_freeze": {"w": W_2X3},
+    "constant_fold/through_constant_tensor": {"mask": torch.tensor([1.0, 0.0, 1.0]),
+                                              "w": torch.tensor([0.25, 0.5, 0.75])},
+}
+
+for case, tensors in CASES.items():
+    write_safetensors(os.path.join(ROOT, case + ".safetensors"), tensors)
+    print("wrote", case + ".safetensors")
