@@ -57,6 +57,8 @@ TEST(OnnxImport, InitializersBecomeParametersOfTheirNames) {
   EXPECT_THAT(names, IsSupersetOf({"fc1.bias", "fc2.bias", "fc3.bias"}));
   ASSERT_NE(graph.parameter("fc1.bias"), nullptr);
   EXPECT_EQ(graph.parameter("fc1.bias")->sizes(), (Sizes{128}));
+  // Every initializer is a PARAMETER of the graph signature (none a buffer or a constant).
+  EXPECT_TRUE(graph.signature().is_default());
   // torch exports Linear as Gemm(transB=1): Kiln's linear, reading the weight as stored.
   EXPECT_EQ(call_targets(graph), (std::multiset<std::string>{"linear", "linear", "linear", "relu", "relu", "log_softmax"}));
 }

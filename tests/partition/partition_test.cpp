@@ -281,6 +281,50 @@ TEST(Partition, SymbolicSizesAreCountedAtTheirHints) {
   partition_test::expect_same_as_joint(joint, hinted, {{"s0", 5}});
 }
 
+// The graph signature follows the forward outputs into the forward graph (the loss, a buffer's
+// copy-back; the saved values are user outputs) and the parameters' kinds into both halves.
+TEST(Partition, TheSignatureFollowsTheForwardOutputsAndTheParameters) {
+  ir::ParseOptions options;
+  options.file_name = "joint.kiln";
+  options.parameters = {{"w", Tensor::full({3}, 0.5, DType::f32)},
+                        {"bn.mean", Tensor::zeros({3}, DType::f32)},
+                        {"_folded_mask", Tensor::full({3}, 1, DType::f32)}};
+  // loss = sum(exp(x * w * mask)); its gradient against w is exp(x * w * mask) * mask * x.
+  JointGraph joint = joint_from_text(R"(graph():
+    %x : f32[3] = placeholder[target=x]
+    %w : f32[3] = get_attr[target=w]
+    %mean : f32[3] = get_attr[target=bn.mean]
+    %mask : f32[3] = get_attr[target=_folded_mask]
+    %mul = call_function[target=mul](args = (%x, %w), kwargs = {})
+    %masked = call_function[target=mul](args = (%mul, %mask), kwargs = {})
+    %exp = call_function[target=exp](args = (%masked,), kwargs = {})
+    %loss = call_function[target=sum](args = (%exp,), kwargs = {})
+    %mean_new = call_function[target=add](args = (%mean, %x), kwargs = {})
+    %g = call_function[target=mul](args = (%exp, %mask), kwargs = {})
+    %grad_w = call_function[target=mul](args = (%g, %x), kwargs = {})
+    return (loss, mean_new, grad_w)
+Graph signature:
+    mean: BUFFER target=bn.mean
+    mask: CONSTANT_TENSOR target=_folded_mask
+    loss: LOSS_OUTPUT
+    mean_new: BUFFER_MUTATION target=bn.mean
+    grad_w: USER_OUTPUT
+)",
+                                     2, {"w"}, {}, options);
+  Partition partition = partition_joint_graph(joint);
+  ir::verify(partition.forward);
+  ir::verify(partition.backward);
+  const ir::GraphSignature& forward = partition.forward.signature();
+  EXPECT_EQ(forward.output(0), (ir::OutputSpec{ir::OutputKind::loss_output, ""}));
+  EXPECT_EQ(forward.output(1), (ir::OutputSpec{ir::OutputKind::buffer_mutation, "bn.mean"}));
+  ASSERT_FALSE(partition.saved.empty());
+  for (size_t i = 2; i < 2 + partition.saved.size(); ++i) EXPECT_EQ(forward.output(i), ir::OutputSpec{}) << i;
+  EXPECT_EQ(forward.attribute_kind("bn.mean"), ir::InputKind::buffer);
+  EXPECT_EQ(forward.attribute_kind("_folded_mask"), ir::InputKind::constant_tensor);
+  EXPECT_EQ(partition.backward.signature().attribute_kind("_folded_mask"), ir::InputKind::constant_tensor);
+  EXPECT_TRUE(partition.backward.signature().mutations().empty());
+}
+
 TEST(Partition, RecomputableOps) {
   ir::Graph graph = ir::parse_graph(R"(graph():
     %x : f32[4, 3] = placeholder[target=x]

@@ -62,6 +62,24 @@ TEST(Trace, RecordsPlaceholdersParametersByPathAndOutputs) {
   EXPECT_EQ(graph.outputs().at(0)->value().type_string(), "f32[2, 3]");
 }
 
+TEST(Trace, RegisteredBuffersAreBuffersInTheGraphSignature) {
+  nn::BatchNorm2d bn(3);
+  bn.train();
+  ir::Graph graph = trace(bn, {Tensor::zeros({2, 3, 4, 4}, DType::f32)});
+  const ir::GraphSignature& signature = graph.signature();
+  for (const char* name : {"weight", "bias"}) EXPECT_EQ(signature.attribute_kind(name), ir::InputKind::parameter) << name;
+  for (const char* name : {"running_mean", "running_var", "num_batches_tracked"})
+    EXPECT_EQ(signature.attribute_kind(name), ir::InputKind::buffer) << name;
+  // Functionalized, the train-mode updates of the buffers are BUFFER_MUTATION outputs.
+  EXPECT_TRUE(passes::functionalize(graph));
+  std::vector<std::string> written;
+  for (const auto& [index, spec] : graph.signature().mutations()) {
+    EXPECT_EQ(spec.kind, ir::OutputKind::buffer_mutation) << spec.target;
+    written.push_back(spec.target);
+  }
+  EXPECT_EQ(written, (std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"}));
+}
+
 TEST(Trace, NodesCarryTheUsersSourceLocationAndModulePath) {
   TwoLayer model;
   model.eval();
