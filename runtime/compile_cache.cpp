@@ -365,6 +365,25 @@ fs::path CompileCache::publish(const std::string& key, const fs::path& staging) 
   return entry;
 }
 
+CacheEntry CompileCache::get_or_build(const std::string& key, const std::function<void(const fs::path&)>& build,
+                                      const std::function<bool(const fs::path&)>& usable) {
+  auto accepted = [&](const std::optional<fs::path>& entry) { return entry && (!usable || usable(*entry)); };
+  if (std::optional<fs::path> hit = lookup(key); accepted(hit)) return {*hit, true};
+  CacheLock held = lock(key);
+  std::optional<fs::path> hit = lookup(key);  // another process may have built it while we waited
+  if (accepted(hit)) return {*hit, true};
+  if (hit) discard(*hit);  // it verifies but is not what the caller needs: replaced below
+  fs::path staging = make_staging_directory();
+  try {
+    build(staging);
+  } catch (...) {
+    std::error_code error;
+    fs::remove_all(staging, error);
+    throw;
+  }
+  return {publish(key, staging), false};
+}
+
 std::optional<CacheLock> CompileCache::acquire(const std::string& key, bool wait,
                                                std::optional<std::chrono::milliseconds> timeout) {
   KILN_CHECK(is_valid_cache_key(key), "bad compile cache key '", key, "'");

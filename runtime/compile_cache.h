@@ -20,14 +20,13 @@
 // tmp/ holds both so that every rename stays on one filesystem; leftovers older than an hour
 // (from crashed processes) are deleted by later publishes and by clear().
 //
-// A build, as the compiler runs it:
-//   CompileCache cache;
-//   if (auto hit = cache.lookup(key)) return load(*hit);
-//   CacheLock lock = cache.lock(key);             // one builder per key across processes
-//   if (auto hit = cache.lookup(key)) return load(*hit);  // built while we waited
-//   std::filesystem::path staging = cache.make_staging_directory();
-//   ... write the artifact's files into staging ...
-//   return load(cache.publish(key, staging));     // still holding the lock: see below
+// A build, as get_or_build runs it for every target (compiler/compile_driver.cpp):
+//   if (auto hit = lookup(key)) return *hit;
+//   CacheLock lock = this->lock(key);             // one builder per key across processes
+//   if (auto hit = lookup(key)) return *hit;       // built while we waited
+//   std::filesystem::path staging = make_staging_directory();
+//   build(staging);                               // write the artifact's files into staging
+//   return publish(key, staging);                 // still holding the lock
 // Eviction and clear() skip any entry whose lock is held, so loading an entry while holding its
 // lock protects it from being deleted by another process mid-load.
 //
@@ -41,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -97,6 +97,12 @@ class CacheLock {
   std::filesystem::path path_;
 };
 
+// What get_or_build found or made.
+struct CacheEntry {
+  std::filesystem::path directory;
+  bool hit = false;  // found in the cache (built earlier, here or by another process), not built now
+};
+
 class CompileCache {
  public:
   static constexpr uint64_t kDefaultMaxBytes = uint64_t(1) << 30;
@@ -132,6 +138,14 @@ class CompileCache {
   // either way this returns the entry's directory. Afterwards evicts least-recently-used
   // entries (never `key`, never one whose lock is held) until the total is within max_bytes.
   std::filesystem::path publish(const std::string& key, const std::filesystem::path& staging);
+
+  // The entry of `key`, built by `build` when the cache does not hold a usable one: the
+  // sequence in the header comment. `build` writes the artifact's files into the staging
+  // directory it is given; if it throws, the staging directory is removed and nothing is
+  // published. `usable` (optional) may reject an entry that verifies but lacks what the caller
+  // needs (one written by another layout of the same key): it is then rebuilt and replaced.
+  CacheEntry get_or_build(const std::string& key, const std::function<void(const std::filesystem::path&)>& build,
+                          const std::function<bool(const std::filesystem::path&)>& usable = {});
 
   // Blocks until this process holds `key`'s build lock, or throws kiln::Error naming the lock
   // file (and the holder's pid) once `timeout` passes.

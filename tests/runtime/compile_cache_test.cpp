@@ -231,22 +231,17 @@ TEST_F(CompileCacheTest, RacingProcessesBuildOnceAndAllSucceed) {
       int status = 0;
       try {
         CompileCache cache(dir_);
-        if (!cache.lookup(key)) {
-          CacheLock lock = cache.lock(key);
-          if (!cache.lookup(key)) {
-            int fd = ::open(builds.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            std::string line = std::to_string(::getpid()) + "\n";
-            if (::write(fd, line.data(), line.size()) != ssize_t(line.size())) status = 3;
-            ::close(fd);
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow compile
-            fs::path staging = cache.make_staging_directory();
-            write_text(staging / "module.so", std::string(100000, 'm'));
-            write_text(staging / "manifest.json", "{}");
-            cache.publish(key, staging);
-          }
-        }
-        std::optional<fs::path> hit = cache.lookup(key);
-        if (!hit || read_text(*hit / "module.so") != std::string(100000, 'm')) status = 1;
+        CacheEntry got = cache.get_or_build(key, [&](const fs::path& staging) {
+          int fd = ::open(builds.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+          std::string line = std::to_string(::getpid()) + "\n";
+          if (::write(fd, line.data(), line.size()) != ssize_t(line.size())) status = 3;
+          ::close(fd);
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow compile
+          write_text(staging / "module.so", std::string(100000, 'm'));
+          write_text(staging / "manifest.json", "{}");
+        });
+        if (got.directory != dir_ / "entries" / key || read_text(got.directory / "module.so") != std::string(100000, 'm'))
+          status = 1;
       } catch (...) {
         status = 2;
       }
@@ -264,6 +259,51 @@ TEST_F(CompileCacheTest, RacingProcessesBuildOnceAndAllSucceed) {
   EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 1) << lines;
   CompileCache cache(dir_);
   EXPECT_TRUE(cache.lookup(key));
+}
+
+TEST_F(CompileCacheTest, GetOrBuildBuildsOnceThenHits) {
+  CompileCache cache(dir_);
+  int builds = 0;
+  auto build = [&](const fs::path& staging) {
+    ++builds;
+    EXPECT_EQ(staging.parent_path(), dir_ / "tmp");
+    write_text(staging / "module.so", "built");
+  };
+  CacheEntry first = cache.get_or_build(key_of(20), build);
+  EXPECT_FALSE(first.hit);
+  EXPECT_EQ(first.directory, entry(key_of(20)));
+  EXPECT_EQ(read_text(first.directory / "module.so"), "built");
+  CacheEntry second = cache.get_or_build(key_of(20), build);
+  EXPECT_TRUE(second.hit);
+  EXPECT_EQ(second.directory, first.directory);
+  EXPECT_EQ(builds, 1);
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp"));
+}
+
+TEST_F(CompileCacheTest, GetOrBuildPublishesNothingWhenTheBuildThrows) {
+  CompileCache cache(dir_);
+  EXPECT_THROW(cache.get_or_build(key_of(21),
+                                  [&](const fs::path& staging) {
+                                    write_text(staging / "module.so", "half written");
+                                    fail("the compiler failed");
+                                  }),
+               Error);
+  EXPECT_FALSE(fs::exists(entry(key_of(21))));
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp"));
+  // The lock was released: the next build runs.
+  EXPECT_FALSE(cache.get_or_build(key_of(21), [](const fs::path& staging) { write_text(staging / "a", "b"); }).hit);
+}
+
+TEST_F(CompileCacheTest, GetOrBuildReplacesAnEntryTheCallerCannotUse) {
+  CompileCache cache(dir_);
+  publish(cache, key_of(22), {{"device.ptx", "old layout"}});
+  auto has_cubin = [](const fs::path& found) { return fs::exists(found / "device.cubin"); };
+  CacheEntry got = cache.get_or_build(key_of(22), [](const fs::path& staging) { write_text(staging / "device.cubin", "new"); },
+                                      has_cubin);
+  EXPECT_FALSE(got.hit);
+  EXPECT_EQ(read_text(got.directory / "device.cubin"), "new");
+  EXPECT_FALSE(fs::exists(got.directory / "device.ptx"));
+  EXPECT_TRUE(cache.get_or_build(key_of(22), [](const fs::path&) { FAIL() << "built again"; }, has_cubin).hit);
 }
 
 // Without the lock, processes that all build and publish at once still all succeed.
