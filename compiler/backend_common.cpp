@@ -1,4 +1,4 @@
-// What the compiling backends share. See compiler/backend_common.h.
+// What every code target shares. See compiler/backend_common.h.
 #include "compiler/backend_common.h"
 
 #include "ir/interpreter.h"

@@ -1,6 +1,6 @@
-// What the compiling backends (compiler/cpu_backend.h, compiler/cuda_backend.h) do alike
-// around their generated code: the graph they lower (a copy after the default pipeline) and a
-// fallback node (one the generated code calls back for) run by its reference kernel.
+// What every code target does alike around its generated code: the graph the driver lowers (a
+// copy after the default pipeline: compiler/compile_driver.h) and a fallback node (one the
+// generated code calls back for) run by its reference kernel (compiler/compiled_model.h).
 #pragma once
 
 #include <cstdint>

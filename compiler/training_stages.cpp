@@ -59,4 +59,6 @@ passes::JointGraph training_joint_graph(const ir::Graph& model, const std::strin
   return joint;
 }
 
+passes::Partition partition_training_graph(const passes::JointGraph& joint) { return passes::partition_joint_graph(joint); }
+
 }  // namespace kiln::compiler

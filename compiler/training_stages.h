@@ -1,6 +1,7 @@
-// The training stages of the pipeline, for `kiln dump --stage joint|forward|backward` and
-// kiln::compile_training: a model after the default pipeline ("simplified"), its joint
-// forward+backward graph for a scalar loss output against its floating parameters
+// The training stages of the pipeline, for `kiln dump --stage joint|forward|backward`,
+// `kiln compile --train` and kiln::compile_training: a model after the default pipeline
+// ("simplified"), its joint forward+backward graph for a scalar loss output against its
+// floating parameters
 // (passes/autodiff.h, then simplified again), and that graph's min-cut partition into forward
 // and backward (passes/partition.h).
 #pragma once
@@ -30,5 +31,9 @@ int64_t find_loss_output(const ir::Graph& model, const std::string& loss);
 // model reads, in the order of each one's first read.
 passes::JointGraph training_joint_graph(const ir::Graph& model, const std::string& loss,
                                         const std::vector<std::string>& wrt = {});
+
+// The min-cut partition of `joint` (not modified) into the forward and backward graphs, with
+// its saved-bytes report (passes/partition.h).
+passes::Partition partition_training_graph(const passes::JointGraph& joint);
 
 }  // namespace kiln::compiler

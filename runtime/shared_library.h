@@ -2,7 +2,7 @@
 // RTLD_NODELETE), closed by the destructor. NODELETE keeps the code (and the OpenMP runtime
 // it pulls in) mapped after the close: OpenMP's idle worker threads outlive any one module,
 // and unmapping libgomp under them crashes the process. Every failure is a kiln::Error naming the file, the symbol and dlerror()'s
-// text. Used to load the module.so of compiled artifacts (runtime/compiled_artifact.h).
+// text. Used to load the module.so of compiled artifacts (runtime/cpu/cpu_artifact.h).
 //
 // Note: the dynamic loader reuses an already loaded object when the same path is opened again,
 // even if the file was replaced in between; compiled artifacts live at content-addressed paths,

@@ -1,8 +1,10 @@
-// `kiln bench MODEL [--backend cpu|cuda|interp] [--iters N] [--warmup N] [--threads N]
+// `kiln bench MODEL [--target cpu|cuda|interp|eager] [--iters N] [--warmup N] [--threads N]
 //  [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim S=N]... [--json]`: times a model's
-// runs after warm-up runs and prints the median latency with its spread (min, p10, p90, max),
-// and for the cpu and cuda backends the compile (or cache load) time; for cuda also the median
-// device time of the steps alone (without the host-device copies). --json prints one JSON object.
+// runs on a target of the registry (compiler/target_registry.h) after warm-up runs and prints
+// the median latency with its spread (min, p10, p90, max), and for the compiling targets the
+// compile (or cache load) time; where the target measures it (cuda), also the median device
+// time of the steps alone (without the host-device copies). --json prints one JSON object.
+// --backend is the deprecated old name of --target.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,10 +16,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "compiler/cpu_backend.h"
-#include "compiler/cuda_backend.h"
-#include "frontends/model_loader.h"
-#include "ir/interpreter.h"
+#include "compiler/model_files.h"
+#include "compiler/target_registry.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
 
@@ -26,7 +26,8 @@ namespace kiln::tools {
 namespace {
 struct BenchOptions {
   std::string model;
-  std::string backend = "cpu";
+  std::string target = "cpu";
+  const CLI::Option* backend = nullptr;  // the deprecated spelling of --target, when given
   int iters = 50;
   int warmup = 5;
   int threads = 0;
@@ -49,66 +50,55 @@ double percentile(const std::vector<double>& sorted, double p) {
 }
 
 int run_bench(const BenchOptions& options) {
-  ir::Graph graph = frontends::load_model(options.model);
+  check_target(options.target);
+  warn_if_used(options.backend);
+  ir::Graph graph = compiler::load_model(options.model);
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
   std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
-  std::function<void()> run_once;
-  std::unique_ptr<compiler::CpuModel> model;
-  std::unique_ptr<compiler::CudaModel> cuda_model;
+  compiler::CompileOptions compile_options;
+  compile_options.target = options.target;
+  auto compile_start = Clock::now();
+  std::unique_ptr<compiler::Executable> model = compiler::prepare(graph, compile_options);
+  double compile_ms = milliseconds(Clock::now() - compile_start);
+  const compiler::CompileResult* compiled = model->compile_result();
   std::vector<double> device_times;
-  double compile_ms = 0;
-  bool cache_hit = false;
-  if (options.backend == "cpu") {
+  // One run, timed; then the device's own time of it, where the target measures one.
+  auto run_once = [&] {
     auto start = Clock::now();
-    model = std::make_unique<compiler::CpuModel>(compiler::CpuModel::compile(graph));
-    compile_ms = milliseconds(Clock::now() - start);
-    cache_hit = model->result().cache_hit;
-    run_once = [&] { model->run(inputs, options.threads); };
-  } else if (options.backend == "cuda") {
-    auto start = Clock::now();
-    cuda_model = std::make_unique<compiler::CudaModel>(compiler::CudaModel::compile(graph));
-    compile_ms = milliseconds(Clock::now() - start);
-    cache_hit = cuda_model->result().cache_hit;
-    run_once = [&] {
-      cuda_model->run(inputs);
-      device_times.push_back(cuda_model->last_device_milliseconds());
-    };
-  } else {
-    run_once = [&] { ir::Interpreter().run(graph, inputs); };
-  }
+    model->run(inputs, options.threads);
+    double elapsed = milliseconds(Clock::now() - start);
+    if (double device = model->last_device_milliseconds(); device >= 0) device_times.push_back(device);
+    return elapsed;
+  };
   for (int i = 0; i < options.warmup; ++i) run_once();
   std::vector<double> times;
-  for (int i = 0; i < options.iters; ++i) {
-    auto start = Clock::now();
-    run_once();
-    times.push_back(milliseconds(Clock::now() - start));
-  }
+  for (int i = 0; i < options.iters; ++i) times.push_back(run_once());
   std::sort(times.begin(), times.end());
   double median = percentile(times, 0.5);
   // The device times of the timed runs only (the warm-up ones come first).
   device_times.erase(device_times.begin(), device_times.end() - std::min<ptrdiff_t>(ptrdiff_t(device_times.size()), options.iters));
   std::sort(device_times.begin(), device_times.end());
   if (options.json) {
-    nlohmann::json out = {{"model", options.model},       {"backend", options.backend},
+    nlohmann::json out = {{"model", options.model},       {"target", options.target},
                           {"iters", options.iters},       {"median_ms", median},
                           {"min_ms", times.front()},      {"p10_ms", percentile(times, 0.1)},
                           {"p90_ms", percentile(times, 0.9)}, {"max_ms", times.back()},
-                          {"compile_ms", compile_ms},     {"cache_hit", cache_hit}};
+                          {"compile_ms", compile_ms},     {"cache_hit", compiled != nullptr && compiled->cache_hit}};
     if (!device_times.empty()) out["device_median_ms"] = percentile(device_times, 0.5);
     std::cout << out.dump() << "\n";
     return 0;
   }
   char line[256];
   std::snprintf(line, sizeof line, "%s on %s: median %.4f ms (min %.4f, p10 %.4f, p90 %.4f, max %.4f) over %d runs after %d warm-up",
-                options.model.c_str(), options.backend.c_str(), median, times.front(), percentile(times, 0.1),
+                options.model.c_str(), options.target.c_str(), median, times.front(), percentile(times, 0.1),
                 percentile(times, 0.9), times.back(), options.iters, options.warmup);
   std::cout << line << "\n";
   if (!device_times.empty()) {
     std::snprintf(line, sizeof line, "device time of the steps: median %.4f ms", percentile(device_times, 0.5));
     std::cout << line << "\n";
   }
-  if (options.backend != "interp") {
-    std::snprintf(line, sizeof line, "compile: %.1f ms (%s)", compile_ms, cache_hit ? "cache hit" : "compiled");
+  if (compiled != nullptr) {
+    std::snprintf(line, sizeof line, "compile: %.1f ms (%s)", compile_ms, compiled->cache_hit ? "cache hit" : "compiled");
     std::cout << line << "\n";
   }
   return 0;
@@ -119,12 +109,11 @@ void add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* bench = app.add_subcommand("bench", "Time a model's runs: median latency and spread, after warm-up.");
   add_model_argument(*bench, options->model);
-  bench->add_option("--backend", options->backend, "cpu: compiled C++; cuda: compiled CUDA on the GPU; interp: the reference interpreter")
-      ->check(CLI::IsMember({"cpu", "cuda", "interp"}))
-      ->capture_default_str();
+  CLI::Option* target = add_target_option(*bench, options->target, "Where the model runs:")->capture_default_str();
+  options->backend = add_backend_alias(*bench, options->target, target);
   bench->add_option("--iters,-n", options->iters, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
   bench->add_option("--warmup", options->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
-  bench->add_option("--threads", options->threads, "OpenMP threads of the cpu backend (0: the default)")
+  bench->add_option("--threads", options->threads, "--target cpu: OpenMP threads (0: the default)")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--input,-i", options->inputs, "An input as NAME=FILE.npy (repeatable)");
   bench->add_option("--random-inputs", options->random_seed, "Seed of the random values of inputs not given")

@@ -1,13 +1,14 @@
 // `kiln compile MODEL [-o DIR] [--target cpu|cuda] [--isa scalar|avx2|avx512] [--sm N] [--no-cache]
-// [--force] [--freeze] [--train [--loss NAME]]`: compiles a model with the CPU backend (passes,
-// lowering, scheduling, C++, the system compiler) or the CUDA backend (CUDA source, NVRTC; no
-// GPU needed) into the compile cache, printing each stage with its time; -o also writes the
-// artifact into DIR (cpu: module.so, manifest.json, module.cpp; cuda: kernels.cu,
-// launch_plan.json, device.cubin). With --train (cpu) it compiles the model's training step: the
-// joint graph of the loss output (--loss, default the only floating scalar output) against
-// every floating parameter, split by the min-cut partition as `kiln dump --stage
-// forward|backward` shows it (compiler/training_stages.h), prints the saved-bytes report, and
-// compiles the forward and the backward modules (into DIR/forward and DIR/backward with -o).
+// [--force] [--freeze] [--train [--loss NAME]]`: compiles a model for a code target of the
+// registry (compiler/target_registry.h; cpu: C++ and the system compiler; cuda: CUDA source and
+// NVRTC, no GPU needed) through the one driver (compiler/compile_driver.h) into the compile
+// cache, printing each stage with its time; -o also writes the artifact into DIR (cpu:
+// module.so, manifest.json, module.cpp; cuda: kernels.cu, launch_plan.json, device.cubin). With
+// --train it compiles the model's training step: the joint graph of the loss output (--loss,
+// default the only floating scalar output) against every floating parameter, split by the
+// min-cut partition as `kiln dump --stage forward|backward` shows it
+// (compiler/training_stages.h), prints the saved-bytes report, and compiles the forward and the
+// backward modules (into DIR/forward and DIR/backward with -o).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -15,11 +16,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/cpu_backend.h"
-#include "compiler/cuda_backend.h"
-#include "frontends/model_loader.h"
+#include "compiler/compile_driver.h"
+#include "compiler/model_files.h"
+#include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
-#include "passes/partition.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -44,64 +44,44 @@ void print_timing(const std::string& stage, double ms) {
   std::cout << line << "\n";
 }
 
-// Compiles one graph for the CPU, printing each stage's time and the result.
-void compile_and_report(const ir::Graph& graph, compiler::CpuCompileOptions compile_options) {
+// Compiles one graph, printing each stage's time and the result.
+void compile_and_report(const ir::Graph& graph, compiler::CompileOptions compile_options) {
   double total = 0;
   compile_options.on_stage = [&](const std::string& stage, double ms) {
     total += ms;
     print_timing(stage, ms);
   };
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, compile_options);
-  const compiler::CpuCompileResult& result = model.result();
+  compiler::CompiledModel model = compiler::compile(graph, compile_options);
+  const compiler::CompileResult& result = model.result();
   print_timing("total", total);
-  std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": key " << result.key;
-  if (!result.cache_hit) std::cout << ", " << result.kernel_count << " kernels";
-  std::cout << ", isa " << isa_name(model.artifact().isa()) << "\n";
+  std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": key " << result.key << ", " << result.kernel_count
+            << (result.kernel_count == 1 ? " kernel, " : " kernels, ") << result.details << "\n";
   std::cout << "artifact: " << result.artifact_dir.string() << "\n";
 }
 
 // The training step: the partition's report, then the forward and the backward modules.
 void compile_training_step(const ir::Graph& graph, const CompileOptions& options,
-                           const compiler::CpuCompileOptions& compile_options) {
-  passes::Partition partition = passes::partition_joint_graph(compiler::training_joint_graph(graph, options.loss));
+                           const compiler::CompileOptions& compile_options) {
+  passes::Partition partition = compiler::partition_training_graph(compiler::training_joint_graph(graph, options.loss));
   std::cout << partition.report();
   for (const char* half : {"forward", "backward"}) {
-    compiler::CpuCompileOptions half_options = compile_options;
+    compiler::CompileOptions half_options = compile_options;
     if (compile_options.output_dir) half_options.output_dir = *compile_options.output_dir / half;
     std::cout << "compiling the " << half << " graph of " << options.model << "\n";
     compile_and_report(std::string(half) == "forward" ? partition.forward : partition.backward, half_options);
   }
 }
 
-int run_compile_cuda(const ir::Graph& graph, const CompileOptions& options) {
-  compiler::CudaCompileOptions compile_options;
-  if (options.sm != 0) compile_options.sm = options.sm;
-  compile_options.use_cache = !options.no_cache;
-  compile_options.freeze = options.freeze;
-  compile_options.overwrite = options.force;
-  if (!options.out_dir.empty()) compile_options.output_dir = options.out_dir;
-  compile_options.on_stage = [](const std::string& stage, double ms) {
-    char line[128];
-    std::snprintf(line, sizeof line, "  %-12s %9.2f ms", stage.c_str(), ms);
-    std::cout << line << "\n";
-  };
-  std::cout << "compiling " << options.model << " for CUDA\n";
-  compiler::CudaModel model = compiler::CudaModel::compile(graph, compile_options);
-  const compiler::CudaCompileResult& result = model.result();
-  std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": " << result.kernel_count << " kernels, "
-            << model.module().steps.size() - result.kernel_count << " library calls, " << result.architecture
-            << (result.key.empty() ? "" : ", key " + result.key) << "\n";
-  if (!result.output_dir.empty()) std::cout << "wrote " << result.output_dir.string() << "\n";
-  return 0;
-}
-
 int run_compile(const CompileOptions& options) {
+  compiler::find_code_target(options.target);  // an unknown target, or one that compiles nothing, fails first
   if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
-  if (options.train && options.target != "cpu") fail("--train compiles for the CPU only (not --target ", options.target, ")");
-  ir::Graph graph = frontends::load_model(options.model);
-  if (options.target == "cuda") return run_compile_cuda(graph, options);
-  compiler::CpuCompileOptions compile_options;
+  if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
+  if (options.sm != 0 && options.target != "cuda") fail("--sm applies only to --target cuda (not --target ", options.target, ")");
+  ir::Graph graph = compiler::load_model(options.model);
+  compiler::CompileOptions compile_options;
+  compile_options.target = options.target;
   if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
+  if (options.sm != 0) compile_options.sm = options.sm;
   compile_options.use_cache = !options.no_cache;
   compile_options.freeze = options.freeze;
   compile_options.overwrite = options.force;
@@ -110,7 +90,7 @@ int run_compile(const CompileOptions& options) {
     compile_training_step(graph, options, compile_options);
     return 0;
   }
-  std::cout << "compiling " << options.model << "\n";
+  std::cout << "compiling " << options.model << " for " << options.target << "\n";
   compile_and_report(graph, compile_options);
   return 0;
 }
@@ -118,15 +98,13 @@ int run_compile(const CompileOptions& options) {
 
 void add_compile_command(CLI::App& app) {
   auto options = std::make_shared<CompileOptions>();
-  CLI::App* compile = app.add_subcommand("compile", "Compile a model to fused C++ (OpenMP, AVX-512/AVX2) and a shared object.");
+  CLI::App* compile = app.add_subcommand("compile", "Compile a model for a target: fused C++ and a shared object, or CUDA and a cubin.");
   add_model_argument(*compile, options->model);
   compile->add_option("--out,-o", options->out_dir, "Also write the artifact and its generated source into DIR");
-  compile->add_option("--isa", options->isa, "Instruction set: scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best)")
+  add_target_option(*compile, options->target, "What to compile for (the targets that generate code):")->capture_default_str();
+  compile->add_option("--isa", options->isa, "--target cpu: instruction set, scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
-  compile->add_option("--target", options->target, "cpu: C++ and a shared object; cuda: CUDA kernels compiled by NVRTC")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  compile->add_option("--sm", options->sm, "cuda: target architecture, e.g. 90 for sm_90 (default: the GPU's, else 80)")
+  compile->add_option("--sm", options->sm, "--target cuda: architecture, e.g. 90 for sm_90 (default: the GPU's, else 80)")
       ->check(CLI::Range(30, 200));
   compile->add_flag("--no-cache", options->no_cache, "Build without reading or writing the compile cache");
   compile->add_flag("--force", options->force, "Overwrite DIR when it is not empty");

@@ -1,8 +1,9 @@
-// `kiln dump MODEL [--stage NAME | --all-stages DIR] [--format text|json|dot]`: prints a
-// model's graph IR as loaded ("traced") or after any stage of the default pipeline, or the
-// code generator's stages: loop IR (loops), kernels (scheduled), generated C++ (cpp) and CUDA
-// (cuda: the launch plan and the kernels), or
-// the training stages (joint, forward, backward; --loss names the output to differentiate).
+// `kiln dump MODEL [--stage NAME | --all-stages DIR] [--target T] [--format text|json|dot]`:
+// prints a model's graph IR as loaded ("traced") or after any stage of the default pipeline
+// (compiler/graph_stages.h), the code generator's stages (compiler/compile_driver.h: the loop IR
+// "loops", the kernels "scheduled", and each code target's generated code under its own name,
+// "cpp" and "cuda", or "code" for the one of --target), or the training stages (joint, forward,
+// backward; --loss names the output to differentiate).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,14 +12,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/codegen_stages.h"
-#include "frontends/model_loader.h"
+#include "compiler/compile_driver.h"
+#include "compiler/graph_formats.h"
+#include "compiler/graph_stages.h"
+#include "compiler/model_files.h"
+#include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
-#include "ir/dot_format.h"
-#include "ir/json_format.h"
-#include "ir/printer.h"
-#include "passes/partition.h"
-#include "passes/pass_manager.h"
 #include "runtime/error.h"
 #include "tools/commands.h"
 
@@ -29,6 +28,7 @@ struct DumpOptions {
   std::string model;
   std::string format = "text";
   std::string stage = "traced";
+  std::string target;  // empty: the stage's own (cpu for "code")
   std::string all_stages_dir;
   std::string loss;
   bool show_source = false;
@@ -36,18 +36,11 @@ struct DumpOptions {
   bool freeze = false;
 };
 
-std::string render(const ir::Graph& graph, const DumpOptions& options) {
-  if (options.format == "json") return ir::graph_to_json(graph).dump(2) + "\n";
-  if (options.format == "dot") return ir::graph_to_dot(graph);
-  ir::PrintOptions print_options;
-  print_options.show_source = options.show_source;
-  return ir::print_graph(graph, print_options);
-}
+// "code": the generated code of the target the user chose.
+constexpr const char* kCodeStage = "code";
 
-std::string extension(const std::string& format) {
-  if (format == "json") return ".json";
-  if (format == "dot") return ".dot";
-  return ".kiln";
+std::string render(const ir::Graph& graph, const DumpOptions& options) {
+  return compiler::render_graph(graph, compiler::parse_graph_format(options.format), options.show_source);
 }
 
 // The joint graph, or the forward or backward graph headed by the partition's saved-bytes
@@ -58,55 +51,85 @@ int dump_training_stage(const ir::Graph& model, const DumpOptions& options) {
     std::cout << render(joint.graph, options);
     return 0;
   }
-  passes::Partition partition = passes::partition_joint_graph(joint);
+  passes::Partition partition = compiler::partition_training_graph(joint);
   (options.format == "text" ? std::cout : std::cerr) << partition.report();
   std::cout << render(options.stage == "forward" ? partition.forward : partition.backward, options);
   return 0;
 }
 
+int dump_all_stages(ir::Graph& graph, const DumpOptions& options, const compiler::GraphRunOptions& run_options) {
+  std::filesystem::create_directories(options.all_stages_dir);
+  int index = 0;
+  const char* extension = compiler::graph_format_extension(compiler::parse_graph_format(options.format));
+  compiler::run_graph_stages(graph, compiler::graph_stages().back().name, run_options,
+                             [&](std::string_view stage, const ir::Graph& at_stage) {
+                               std::string file = std::to_string(index++) + "_" + std::string(stage) + extension;
+                               std::filesystem::path path = std::filesystem::path(options.all_stages_dir) / file;
+                               std::ofstream out(path);
+                               if (!out) fail("cannot write ", path.string());
+                               out << render(at_stage, options);
+                               std::cout << "wrote " << path.string() << "\n";
+                             });
+  return 0;
+}
+
+// The codegen stage to print: "code" becomes --target's code stage; a target-specific stage
+// must agree with --target when both are given.
+std::string codegen_stage(const DumpOptions& options) {
+  if (options.stage == kCodeStage)
+    return std::string(compiler::find_code_target(options.target.empty() ? "cpu" : options.target).code_stage());
+  if (options.target.empty()) return options.stage;
+  for (const compiler::CodegenStage& stage : compiler::codegen_stages()) {
+    if (stage.name != options.stage || stage.target.empty() || stage.target == options.target) continue;
+    fail("--stage ", options.stage, " is the code of target ", stage.target, ", not of --target ", options.target,
+         " (--stage code shows the code of --target)");
+  }
+  return options.stage;
+}
+
+bool is_code_stage(const std::string& stage) { return stage == kCodeStage || compiler::is_codegen_stage(stage); }
+
+// "code, cpp, cuda": the stages whose text depends on the target.
+std::string target_stages() {
+  std::string names = kCodeStage;
+  for (const compiler::CodegenStage& stage : compiler::codegen_stages())
+    if (!stage.target.empty()) names += ", " + stage.name;
+  return names;
+}
+
 int run_dump(const DumpOptions& options) {
+  if (!options.target.empty()) {
+    check_target(options.target);
+    bool target_specific = options.stage == kCodeStage;
+    for (const compiler::CodegenStage& stage : compiler::codegen_stages())
+      target_specific |= stage.name == options.stage && !stage.target.empty();
+    if (!target_specific) fail("--target applies to the stages of generated code (", target_stages(), "), not --stage ", options.stage);
+  }
   if (!options.loss.empty() && !compiler::is_training_stage(options.stage))
     fail("--loss applies only to --stage joint, forward or backward");
-  ir::Graph graph = frontends::load_model(options.model);
+  ir::Graph graph = compiler::load_model(options.model);
   if (compiler::is_training_stage(options.stage)) return dump_training_stage(graph, options);
-  passes::RunOptions run_options;
+  compiler::GraphRunOptions run_options;
   run_options.verbose = options.verbose;
-  run_options.pass_options.freeze = options.freeze;
-  if (!options.all_stages_dir.empty()) {
-    std::filesystem::create_directories(options.all_stages_dir);
-    int index = 0;
-    const auto& stages = passes::pipeline_stages();
-    passes::run_pipeline(graph, stages.back().name, run_options,
-                         [&](const passes::Stage& stage, const ir::Graph& at_stage) {
-                           std::string file = std::to_string(index++) + "_" + std::string(stage.name) + extension(options.format);
-                           std::filesystem::path path = std::filesystem::path(options.all_stages_dir) / file;
-                           std::ofstream out(path);
-                           if (!out) fail("cannot write ", path.string());
-                           out << render(at_stage, options);
-                           std::cout << "wrote " << path.string() << "\n";
-                         });
-    return 0;
-  }
-  if (compiler::is_codegen_stage(options.stage)) {
+  run_options.freeze = options.freeze;
+  if (!options.all_stages_dir.empty()) return dump_all_stages(graph, options, run_options);
+  if (is_code_stage(options.stage)) {
     if (options.format != "text") fail("--stage ", options.stage, " prints text only (not --format ", options.format, ")");
     compiler::CodegenStageOptions stage_options;
     stage_options.freeze = options.freeze;
-    std::cout << compiler::dump_codegen_stage(graph, options.stage, stage_options);
+    std::cout << compiler::dump_codegen_stage(graph, codegen_stage(options), stage_options);
     return 0;
   }
-  passes::run_pipeline(graph, options.stage, run_options);
+  compiler::run_graph_stages(graph, options.stage, run_options);
   std::cout << render(graph, options);
   return 0;
 }
 
 std::string stage_help() {
   std::string text = "Show the graph after this stage of the pipeline:";
-  for (const passes::Stage& stage : passes::pipeline_stages())
-    text += "\n  " + std::string(stage.name) + ": " + std::string(stage.summary);
-  text += "\n  loops: the loop IR lowered from the simplified graph";
-  text += "\n  scheduled: the kernels, the nodes fused into each, and the memory plan";
-  text += "\n  cpp: the generated C++ source";
-  text += "\n  cuda: the CUDA launch plan (as comments) and the generated kernels";
+  for (const compiler::GraphStep& stage : compiler::graph_stages()) text += "\n  " + stage.name + ": " + stage.summary;
+  for (const compiler::CodegenStage& stage : compiler::codegen_stages()) text += "\n  " + stage.name + ": " + stage.summary;
+  text += "\n  code: the generated code of --target (default cpu)";
   text += "\n  joint: the forward+backward graph of the loss (--loss) against every floating parameter";
   text += "\n  forward: the forward half of the min-cut partition (outputs, then the saved values)";
   text += "\n  backward: the backward half (inputs: the saved values; outputs: the gradients)";
@@ -122,12 +145,14 @@ void add_dump_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json", "dot"}))
       ->capture_default_str();
   std::vector<std::string> stage_names;
-  for (const passes::Stage& stage : passes::pipeline_stages()) stage_names.emplace_back(stage.name);
-  for (const char* codegen_stage : {"loops", "scheduled", "cpp", "cuda"}) stage_names.emplace_back(codegen_stage);
+  for (const compiler::GraphStep& stage : compiler::graph_stages()) stage_names.push_back(stage.name);
+  for (const compiler::CodegenStage& stage : compiler::codegen_stages()) stage_names.push_back(stage.name);
+  stage_names.emplace_back(kCodeStage);
   for (const char* training_stage : {"joint", "forward", "backward"}) stage_names.emplace_back(training_stage);
   auto* stage = dump->add_option("--stage", options->stage, stage_help())
                     ->check(CLI::IsMember(stage_names))
                     ->capture_default_str();
+  add_target_option(*dump, options->target, "With --stage code: the target whose generated code to show (default cpu):");
   dump->add_option("--all-stages", options->all_stages_dir, "Write the graph after every stage into DIR, one file per stage")
       ->excludes(stage);
   dump->add_option("--loss", options->loss,

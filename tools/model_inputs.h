@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "compiler/model_files.h"  // ir::Graph, as load_model returns it
 #include "runtime/tensor.h"
 
 namespace kiln::tools {

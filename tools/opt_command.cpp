@@ -6,9 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "frontends/model_loader.h"
-#include "ir/printer.h"
-#include "passes/pass_manager.h"
+#include "compiler/graph_formats.h"
+#include "compiler/graph_stages.h"
+#include "compiler/model_files.h"
 #include "runtime/error.h"
 #include "tools/commands.h"
 
@@ -24,22 +24,19 @@ struct OptOptions {
 };
 
 int run_opt(const OptOptions& options) {
-  ir::Graph graph = frontends::load_model(options.model);
-  std::vector<std::string_view> names(options.passes.begin(), options.passes.end());
-  for (std::string_view name : names) passes::find_pass(name);  // unknown names fail before anything runs
-  passes::RunOptions run_options;
+  ir::Graph graph = compiler::load_model(options.model);
+  compiler::GraphRunOptions run_options;
   run_options.verbose = options.verbose;
-  run_options.verify_each = options.verify;
-  run_options.pass_options.freeze = options.freeze;
-  passes::run_passes(graph, names, run_options);
-  std::cout << ir::print_graph(graph);
+  run_options.verify = options.verify;
+  run_options.freeze = options.freeze;
+  compiler::run_graph_passes(graph, options.passes, run_options);
+  std::cout << compiler::render_graph(graph, compiler::GraphFormat::text);
   return 0;
 }
 
 std::string passes_help() {
   std::string text = "Comma-separated passes to run, in order:";
-  for (const passes::PassInfo& pass : passes::all_passes())
-    text += "\n  " + std::string(pass.name) + ": " + std::string(pass.summary);
+  for (const compiler::GraphStep& pass : compiler::graph_passes()) text += "\n  " + pass.name + ": " + pass.summary;
   return text;
 }
 }  // namespace

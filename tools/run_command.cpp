@@ -1,10 +1,12 @@
 // `kiln run MODEL [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim SYMBOL=N]...
-//  [--out DIR] [--backend interp|eager|cpu|cuda] [--check]`: runs a model through the reference
-// interpreter (interp, the default), eager mode (the interpreter's kernels as instructions of
-// the VM), the compiled CPU backend (cpu) or the CUDA backend (cuda, on a GPU), and prints a summary of each output (name, dtype,
-// shape, first values); --out writes each output to DIR/NAME.npy. --check also runs the
-// interpreter and compares: it prints the max abs and rel error of each output and exits 1
-// when any element is off by more than atol + rtol * |expected| (ints and bools: exactly).
+//  [--out DIR] [--target interp|eager|cpu|cuda] [--check]`: runs a model on any target of the
+// registry (compiler/target_registry.h): the reference interpreter (interp, the default), eager
+// mode (the interpreter's kernels as instructions of the VM), compiled C++ (cpu) or compiled
+// CUDA on the GPU (cuda); prints a summary of each output (name, dtype, shape, first values);
+// --out writes each output to DIR/NAME.npy. --check also runs the interpreter and compares: it
+// prints the max abs and rel error of each output and exits 1 when any element is off by more
+// than atol + rtol * |expected| (ints and bools: exactly). --backend is the deprecated old name
+// of --target.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -17,11 +19,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/cpu_backend.h"
-#include "compiler/cuda_backend.h"
-#include "compiler/eager_executor.h"
-#include "frontends/model_loader.h"
-#include "ir/interpreter.h"
+#include "compiler/model_files.h"
+#include "compiler/target_registry.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
 #include "tools/commands.h"
@@ -37,7 +36,8 @@ struct RunOptions {
   std::vector<std::string> dims;
   std::string out_dir;
   int64_t show = 6;
-  std::string backend = "interp";
+  std::string target = "interp";
+  const CLI::Option* backend = nullptr;  // the deprecated spelling of --target, when given
   bool check = false;
   double rtol = 1e-4;
   double atol = 1e-5;
@@ -81,18 +81,17 @@ bool check_output(const std::string& name, const Tensor& got, const Tensor& expe
 
 std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
                               const RunOptions& options) {
-  if (options.backend == "eager") return compiler::EagerExecutor().run(graph, inputs);
-  if (options.backend == "cuda") return compiler::CudaModel::compile(graph).run(inputs);
-  if (options.backend == "cpu") {
-    compiler::CpuCompileOptions compile_options;
-    if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
-    return compiler::CpuModel::compile(graph, compile_options).run(inputs, options.threads);
-  }
-  return ir::Interpreter().run(graph, inputs);
+  compiler::CompileOptions compile_options;
+  compile_options.target = options.target;
+  if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
+  return compiler::prepare(graph, compile_options)->run(inputs, options.threads);
 }
 
 int run_run(const RunOptions& options) {
-  ir::Graph graph = frontends::load_model(options.model);
+  check_target(options.target);
+  warn_if_used(options.backend);
+  if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
+  ir::Graph graph = compiler::load_model(options.model);
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
   std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
 
@@ -111,11 +110,13 @@ int run_run(const RunOptions& options) {
     std::cout << "wrote " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << " to "
               << options.out_dir << "\n";
   if (options.check) {
-    std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+    compiler::CompileOptions interpreter;
+    interpreter.target = "interp";
+    std::vector<Tensor> expected = compiler::prepare(graph, interpreter)->run(inputs);
     bool ok = true;
     for (size_t i = 0; i < outputs.size(); ++i) ok = check_output(names[i], outputs[i], expected[i], options) && ok;
     if (!ok) {
-      std::cout << "check failed: the " << options.backend << " backend disagrees with the interpreter\n";
+      std::cout << "check failed: the " << options.target << " target disagrees with the interpreter\n";
       return 1;
     }
   }
@@ -125,7 +126,7 @@ int run_run(const RunOptions& options) {
 
 void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* run = app.add_subcommand("run", "Run a model on given or random inputs: reference interpreter, eager mode or compiled CPU code.");
+  CLI::App* run = app.add_subcommand("run", "Run a model on given or random inputs, on any target (the interpreter by default).");
   add_model_argument(*run, options->model);
   run->add_option("--input,-i", options->inputs, "An input as NAME=FILE.npy (repeatable)");
   run->add_option("--random-inputs", options->random_seed,
@@ -135,17 +136,14 @@ void add_run_command(CLI::App& app) {
   run->add_option("--show", options->show, "How many leading values of each output to print")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  run->add_option("--backend", options->backend,
-                  "interp: the reference interpreter; eager: its kernels as instructions of the VM; cpu: compiled C++; "
-                  "cuda: compiled CUDA on the GPU")
-      ->check(CLI::IsMember({"interp", "eager", "cpu", "cuda"}))
-      ->capture_default_str();
+  CLI::Option* target = add_target_option(*run, options->target, "Where the model runs:")->capture_default_str();
+  options->backend = add_backend_alias(*run, options->target, target);
   run->add_flag("--check", options->check, "Also run the interpreter; print the max abs and rel error; exit 1 past the tolerance");
   run->add_option("--rtol", options->rtol, "Relative tolerance of --check")->capture_default_str();
   run->add_option("--atol", options->atol, "Absolute tolerance of --check")->capture_default_str();
-  run->add_option("--isa", options->isa, "cpu backend: instruction set, scalar, avx2 or avx512 (default: the host's best)")
+  run->add_option("--isa", options->isa, "--target cpu: instruction set, scalar, avx2 or avx512 (default: the host's best)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
-  run->add_option("--threads", options->threads, "cpu backend: OpenMP threads (0: the default)")->check(CLI::NonNegativeNumber);
+  run->add_option("--threads", options->threads, "--target cpu: OpenMP threads (0: the default)")->check(CLI::NonNegativeNumber);
   register_action(run, [options] { return run_run(*options); });
 }
 

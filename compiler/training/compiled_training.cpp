@@ -64,11 +64,11 @@ std::vector<NamedTensor> parameters_read(const nn::Module& module, const ir::Gra
 }
 
 // Compiles `graph` after pointing its trainable parameters at the arena's views.
-compiler::CpuModel compile_over_arena(ir::Graph& graph, const ParameterArena& arena,
-                                      const compiler::CpuCompileOptions& options) {
+compiler::CompiledModel compile_over_arena(ir::Graph& graph, const ParameterArena& arena,
+                                      const compiler::CompileOptions& options) {
   for (const std::string& name : arena.names())
     if (graph.parameter(name)) graph.set_parameter(name, arena.parameter(name));
-  return compiler::CpuModel::compile(graph, options);
+  return compiler::compile(graph, options);
 }
 
 }  // namespace
@@ -76,15 +76,15 @@ compiler::CpuModel compile_over_arena(ir::Graph& graph, const ParameterArena& ar
 // One batch signature's compiled forward and backward.
 struct CompiledTraining::StepProgram {
   // The forward returns the buffers it updates (BatchNorm's running statistics) as mutation
-  // outputs of its graph signature, which its CpuModel copies back into the module's buffers
+  // outputs of its graph signature, which its CompiledModel copies back into the module's buffers
   // (the graph shares their tensors) and leaves out of the outputs it returns.
   passes::Partition partition;
-  std::unique_ptr<compiler::CpuModel> forward;
-  std::unique_ptr<compiler::CpuModel> backward;
+  std::unique_ptr<compiler::CompiledModel> forward;
+  std::unique_ptr<compiler::CompiledModel> backward;
 };
 
 struct CompiledTraining::EvalProgram {
-  std::unique_ptr<compiler::CpuModel> model;
+  std::unique_ptr<compiler::CompiledModel> model;
 };
 
 CompiledTraining::CompiledTraining(nn::Module& module, LossFunction loss, const TrainingOptions& options)
@@ -171,9 +171,9 @@ CompiledTraining::StepProgram& CompiledTraining::program_for(const Batch& batch)
   std::unique_ptr<StepProgram>& program = programs_[key];
   if (!program) program = build_program(batch);
   if (!program->forward) {
-    program->forward = std::make_unique<compiler::CpuModel>(
+    program->forward = std::make_unique<compiler::CompiledModel>(
         compile_over_arena(program->partition.forward, *arena_, options_.compile));
-    program->backward = std::make_unique<compiler::CpuModel>(
+    program->backward = std::make_unique<compiler::CompiledModel>(
         compile_over_arena(program->partition.backward, *arena_, options_.compile));
     model_compiles_ += 2;
   }
@@ -189,7 +189,7 @@ float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
   for (size_t i = 0; i < batch.inputs.size(); ++i) forward_inputs[input_names[i]] = batch.inputs[i];
   for (size_t i = 0; i < batch.targets.size(); ++i) forward_inputs[target_names[i]] = batch.targets[i];
   // The loss and the other forward outputs, then the saved values (the buffer updates are
-  // copied back by the forward's CpuModel and not returned).
+  // copied back by the forward's CompiledModel and not returned).
   std::vector<Tensor> forward_outputs = program.forward->run(forward_inputs, options_.num_threads);
 
   std::map<std::string, Tensor> saved;
@@ -227,7 +227,7 @@ std::vector<Tensor> CompiledTraining::evaluate(const std::vector<Tensor>& inputs
     nn::Module& module = *module_;
     ir::Graph graph = in_mode(module, false, [&] { return trace(module, inputs); });
     program = std::make_unique<EvalProgram>();
-    program->model = std::make_unique<compiler::CpuModel>(compile_over_arena(graph, *arena_, options_.compile));
+    program->model = std::make_unique<compiler::CompiledModel>(compile_over_arena(graph, *arena_, options_.compile));
     ++model_compiles_;
   }
   std::map<std::string, Tensor> named;

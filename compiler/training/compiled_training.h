@@ -6,7 +6,7 @@
 //   trace -> functionalize -> decompose -> simplify (passes::run_pipeline "simplified")
 //   -> build_joint_graph (the loss, against every trainable parameter the graph reads)
 //   -> simplify -> partition_joint_graph (min cut: what the forward saves for the backward)
-//   -> CpuModel::compile(forward), CpuModel::compile(backward)
+//   -> compiler::compile(forward), compiler::compile(backward)
 // and builds a FusedOptimizer over a ParameterArena of those parameters.
 //
 // A step runs the compiled forward (the loss, the saved values and, for modules that update
@@ -43,7 +43,7 @@
 #include <variant>
 #include <vector>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "compiler/training/fused_optimizer.h"
 #include "compiler/training/optimizer_options.h"
 #include "compiler/training/parameter_arena.h"
@@ -67,7 +67,7 @@ using LossFunction = std::function<Var(const std::vector<Var>& outputs, const st
 using OptimizerOptions = std::variant<SgdOptions, AdamOptions>;
 
 struct TrainingOptions {
-  compiler::CpuCompileOptions compile;  // for every graph compiled (forward, backward, optimizer, eval)
+  compiler::CompileOptions compile;  // for every graph compiled (forward, backward, optimizer, eval)
   int num_threads = 0;                  // 0: the OpenMP default
 };
 

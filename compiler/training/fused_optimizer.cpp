@@ -29,8 +29,8 @@ FusedOptimizer::FusedOptimizer(ParameterArena& arena, std::unique_ptr<UpdateRule
   for (const ParameterArena::Group& arena_group : arena.groups()) {
     const int64_t numel = arena_group.parameters.numel();
     Group group;
-    group.model = std::make_unique<compiler::CpuModel>(
-        compiler::CpuModel::compile(rule_->build_graph(arena_group.dtype, numel), run.compile));
+    group.model = std::make_unique<compiler::CompiledModel>(
+        compiler::compile(rule_->build_graph(arena_group.dtype, numel), run.compile));
     ++compile_count_;
     if (InPlaceUpdate::supports(*group.model)) group.in_place = std::make_unique<InPlaceUpdate>(*group.model);
     for (size_t i = 0; i < state_names_.size(); ++i) group.states.push_back(Tensor::zeros({numel}, arena_group.dtype));

@@ -3,7 +3,7 @@
 //
 // Construction validates the hyperparameters (PyTorch's checks and messages), builds the rule's
 // update graph (compiler/training/update_rule.h) for each dtype group of the arena, and compiles
-// each once with the CPU backend (compiler/cpu_backend.h; the compile cache makes a second
+// each once with the CPU backend (compiler/compile_driver.h; the compile cache makes a second
 // optimizer of the same shape and hyperparameters a cache hit). step() then runs those kernels:
 // the learning rate, bias corrections and the like are 0-d inputs, so no step, no set_lr and no
 // number of steps ever compiles again (compile_count() stays the number of groups).
@@ -16,7 +16,7 @@
 // arenas and writes the new parameters and states back into the same arenas, in place, through
 // the artifact's C ABI (compiler/training/in_place_update.h says why that is safe): one read and
 // one write of each arena per step, nothing allocated, nothing copied. When the compiled update
-// is not one kernel (compile.fuse = false) it runs through CpuModel::run instead, whose fresh
+// is not one kernel (compile.fuse = false) it runs through CompiledModel::run instead, whose fresh
 // outputs become the state arenas and are copied into the parameter arena.
 //
 // Unlike PyTorch, which skips parameters whose .grad is None, every parameter is updated at
@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "compiler/training/in_place_update.h"
 #include "compiler/training/optimizer_options.h"
 #include "compiler/training/parameter_arena.h"
@@ -39,7 +39,7 @@
 namespace kiln::training {
 
 struct FusedOptimizerOptions {
-  compiler::CpuCompileOptions compile;
+  compiler::CompileOptions compile;
   int num_threads = 0;  // 0: the OpenMP default
 };
 
@@ -73,13 +73,13 @@ class FusedOptimizer {
   // How many graphs this optimizer compiled (one per dtype group, however many steps).
   size_t compile_count() const { return compile_count_; }
   // The compiled update of dtype group `group` (ParameterArena::groups() order).
-  const compiler::CpuModel& compiled(size_t group) const { return *groups_.at(group).model; }
+  const compiler::CompiledModel& compiled(size_t group) const { return *groups_.at(group).model; }
   // Whether dtype group `group`'s update writes into the arenas in place (else: run, then copy).
   bool updates_in_place(size_t group) const { return groups_.at(group).in_place != nullptr; }
 
  private:
   struct Group {
-    std::unique_ptr<compiler::CpuModel> model;  // at a stable address: in_place points to it
+    std::unique_ptr<compiler::CompiledModel> model;  // at a stable address: in_place points to it
     std::unique_ptr<InPlaceUpdate> in_place;    // null when the update cannot run in place
     std::vector<Tensor> states;                 // flat, in rule_->state_names() order
   };

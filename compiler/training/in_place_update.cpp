@@ -1,7 +1,7 @@
 // InPlaceUpdate. See compiler/training/in_place_update.h.
 #include "compiler/training/in_place_update.h"
 
-#include "runtime/artifact_manifest.h"
+#include "runtime/cpu/cpu_artifact.h"
 #include "runtime/error.h"
 
 namespace kiln::training {
@@ -17,19 +17,21 @@ KilnTensorDesc describe(const Tensor& tensor) {
 
 }  // namespace
 
-bool InPlaceUpdate::supports(const compiler::CpuModel& model) {
-  return model.result().kernel_count == 1 && model.artifact().fallbacks().empty() && model.artifact().parameters().empty();
+bool InPlaceUpdate::supports(const compiler::CompiledModel& model) {
+  return model.artifact_as<CpuArtifact>() != nullptr && model.result().kernel_count == 1 &&
+         model.artifact().fallbacks().empty() && model.artifact().parameters().empty();
 }
 
-InPlaceUpdate::InPlaceUpdate(const compiler::CpuModel& model)
-    : model_(&model), library_(SharedLibrary::open(model.artifact().directory() / model.artifact().manifest().library)) {
-  KILN_CHECK(supports(model), "an in-place update needs one kernel, no fallbacks and no parameters");
+InPlaceUpdate::InPlaceUpdate(const compiler::CompiledModel& model)
+    : model_(&model) {
+  KILN_CHECK(supports(model), "an in-place update needs a cpu artifact of one kernel, no fallbacks and no parameters");
+  library_ = SharedLibrary::open(model.artifact().directory() / model.artifact_as<CpuArtifact>()->manifest().library);
   workspace_bytes_ = library_.function<int64_t (*)(const int64_t*)>("kiln_workspace_bytes");
   run_ = library_.function<int32_t (*)(const KilnRunArgs*)>("kiln_run");
 }
 
 void InPlaceUpdate::run(const std::map<std::string, Tensor>& inputs, const std::vector<Tensor>& outputs, int num_threads) {
-  const CompiledArtifact& artifact = model_->artifact();
+  const CpuArtifact& artifact = *model_->artifact_as<CpuArtifact>();
   std::vector<Tensor> ordered;
   for (const ArtifactTensor& input : artifact.inputs()) {
     auto it = inputs.find(input.name);

@@ -1,15 +1,16 @@
 // Kiln's public API in one include: the module API and tracing (kiln::nn, kiln::Var,
-// kiln::trace), the runtime tensor, and the CPU backend that compiles traced graphs.
+// kiln::trace), the runtime tensor, and the compile driver that compiles traced graphs for a
+// target (cpu by default; CompileOptions::target).
 //
 //   kiln::manual_seed(0);
 //   kiln::nn::Sequential model(kiln::nn::Linear(784, 128), kiln::nn::ReLU(), kiln::nn::Linear(128, 10));
 //   model.eval();
 //   kiln::ir::Graph graph = kiln::trace(model, {kiln::Tensor::zeros({32, 784}, kiln::DType::f32)});
-//   auto compiled = kiln::compiler::CpuModel::compile(graph);
+//   kiln::compiler::CompiledModel compiled = kiln::compiler::compile(graph);
 //   std::vector<kiln::Tensor> outputs = compiled.run({{"x", input}});
 #pragma once
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"

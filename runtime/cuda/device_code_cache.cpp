@@ -1,9 +1,9 @@
-// Device code through the compile cache. See runtime/cuda/device_code_cache.h.
+// Device code on disk and through the compile cache. See runtime/cuda/device_code_cache.h.
 #include "runtime/cuda/device_code_cache.h"
 
 #include <fstream>
-#include <sstream>
 
+#include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
 #include "runtime/error.h"
 
@@ -13,45 +13,46 @@
 
 namespace kiln::cuda {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 constexpr const char* kSourceFile = "kernel.cu";
-constexpr const char* kCubinFile = "device.cubin";
-constexpr const char* kPtxFile = "device.ptx";
-constexpr const char* kLogFile = "nvrtc.log";
 
-void write_file(const std::filesystem::path& path, const std::string& bytes) {
+void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail("cannot write ", path.string());
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-// The device code of a verified entry; false when it holds neither image (an entry of another
-// layout), which the caller rebuilds.
-bool read_entry(const std::filesystem::path& entry, DeviceCode& code, const std::string& architecture) {
-  namespace fs = std::filesystem;
-  code.is_cubin = fs::exists(entry / kCubinFile);
-  fs::path image = entry / (code.is_cubin ? kCubinFile : kPtxFile);
-  if (!fs::exists(image)) return false;
-  code.image = read_file(image);
-  code.log = read_file(entry / kLogFile);
-  code.architecture = architecture;
-  return true;
-}
-
 }  // namespace
 
-std::string device_code_key(const Nvrtc& nvrtc, const std::string& source, int sm, const std::vector<std::string>& options) {
+void write_device_code(const fs::path& directory, const DeviceCode& code) {
+  write_bytes(directory / (code.is_cubin ? kCubinFile : kPtxFile), code.image);
+  write_bytes(directory / kNvrtcLogFile, code.log);
+}
+
+std::optional<DeviceCode> read_device_code(const fs::path& directory, const std::string& architecture) {
+  std::error_code error;
+  DeviceCode code;
+  code.is_cubin = fs::exists(directory / kCubinFile, error);
+  fs::path image = directory / (code.is_cubin ? kCubinFile : kPtxFile);
+  if (!fs::exists(image, error)) return std::nullopt;
+  code.image = read_file(image.string());
+  if (fs::exists(directory / kNvrtcLogFile, error)) code.log = read_file((directory / kNvrtcLogFile).string());
+  code.architecture = architecture;
+  return code;
+}
+
+std::string device_code_key_text(const Nvrtc& nvrtc, const std::string& source, int sm,
+                                 const std::vector<std::string>& options) {
   std::string content = "kiln " KILN_VERSION "\nnvrtc " + nvrtc.version() + "\narch " + nvrtc.target_architecture(sm) + "\noptions";
   for (const std::string& option : options) content += " " + option;
-  content += "\n" + source;
+  return content + "\n" + source;
+}
+
+std::string device_code_key(const Nvrtc& nvrtc, const std::string& source, int sm, const std::vector<std::string>& options) {
+  std::string content = device_code_key_text(nvrtc, source, sm, options);
   Checksum64 a(0), b(0x9E3779B97F4A7C15ULL);
   a.update(content.data(), content.size());
   b.update(content.data(), content.size());
@@ -67,24 +68,22 @@ CachedDeviceCode compile_device_code(const Nvrtc& nvrtc, CompileCache* cache, co
   }
   result.key = device_code_key(nvrtc, source, sm, options);
   std::string architecture = nvrtc.target_architecture(sm);
-  auto hit = cache->lookup(result.key);
-  CacheLock lock;
-  if (!hit) {
-    lock = cache->lock(result.key);
-    hit = cache->lookup(result.key);  // built by another process while we waited
-  }
-  if (hit && read_entry(*hit, result.code, architecture)) {
-    result.cache_hit = true;
-    result.entry = *hit;
-    return result;
-  }
-  if (!lock.held()) lock = cache->lock(result.key);
-  result.code = nvrtc.compile(source, name, sm, options);
-  std::filesystem::path staging = cache->make_staging_directory();
-  write_file(staging / kSourceFile, source);
-  write_file(staging / (result.code.is_cubin ? kCubinFile : kPtxFile), result.code.image);
-  write_file(staging / kLogFile, result.code.log);
-  result.entry = cache->publish(result.key, staging);
+  bool built = false;
+  CacheEntry entry = cache->get_or_build(
+      result.key,
+      [&](const fs::path& staging) {
+        result.code = nvrtc.compile(source, name, sm, options);
+        built = true;
+        write_bytes(staging / kSourceFile, source);
+        write_device_code(staging, result.code);
+      },
+      [&](const fs::path& found) { return fs::exists(found / kCubinFile) || fs::exists(found / kPtxFile); });
+  result.entry = entry.directory;
+  result.cache_hit = entry.hit;
+  if (built) return result;
+  std::optional<DeviceCode> cached = read_device_code(entry.directory, architecture);
+  if (!cached) fail("compile cache entry ", entry.directory.string(), " lost its device code while being read");
+  result.code = std::move(*cached);
   return result;
 }
 

@@ -1,19 +1,20 @@
-// The CPU backend's copy-backs come from the graph signature (ir/graph_signature.h), not from
-// node names: a mutation output at any position is copied back into the input tensor or the
-// buffer it names and left out of the returned outputs, whatever its node is called; an
-// output merely named like the old convention ("x_mutated") is returned like any other.
+// The cpu target's copy-backs (compiler/compiled_model.h) come from the graph signature
+// (ir/graph_signature.h), not from node names: a mutation output at any position is copied
+// back into the input tensor or the buffer it names and left out of the returned outputs,
+// whatever its node is called; an output merely named like the old convention ("x_mutated")
+// is returned like any other.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "ir/parser.h"
 
 namespace kiln::compiler {
 namespace {
 
-CpuCompileOptions test_options() {
-  CpuCompileOptions options;
+CompileOptions test_options() {
+  CompileOptions options;
   options.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
   return options;
 }
@@ -42,7 +43,7 @@ TEST(CpuBackendCopyBack, MutationOutputsAreCopiedBackWhereverTheyAre) {
       "    out: USER_OUTPUT\n"
       "    blend: BUFFER_MUTATION target=bn.running_mean\n",
       "copy_back.kiln", {{"bn.running_mean", running_mean}});
-  CpuModel model = CpuModel::compile(graph, test_options());
+  CompiledModel model = compile(graph, test_options());
   Tensor x = values({1, 2, 3});
   // out = x + mean; then x <- 2 x and mean <- mean + x (the buffer is the graph's tensor).
   std::vector<Tensor> first = model.run({{"x", x}});
@@ -66,7 +67,7 @@ TEST(CpuBackendCopyBack, AnOutputNamedLikeACopyBackIsJustAnOutput) {
       "    %x_mutated = call_function[target=mul](args = (%x, 2.0), kwargs = {})\n"
       "    return (neg, x_mutated)\n",
       "named.kiln");
-  CpuModel model = CpuModel::compile(graph, test_options());
+  CompiledModel model = compile(graph, test_options());
   Tensor x = values({1, 2, 3});
   std::vector<Tensor> outputs = model.run({{"x", x}});
   ASSERT_EQ(outputs.size(), 2u);

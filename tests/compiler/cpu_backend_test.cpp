@@ -1,9 +1,10 @@
-// Differential tests of the CPU backend (compiler/cpu_backend.h): graphs compiled to C++,
-// built with the system compiler and run, against the reference interpreter. Every core op
+// Differential tests of the cpu target (compiler/targets/cpu_target.h, through the driver of
+// compiler/compile_driver.h): graphs compiled to C++, built with the system compiler and run,
+// against the reference interpreter. Every core op
 // (the shared cases of tests/support/op_coverage_cases.h: odd sizes, broadcasting, i64 and
 // bool, ...), non-contiguous inputs, padded and merged dims, tiled transposes, the samples
 // against PyTorch's goldens, random graphs, guards, the cache, and bad input.
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include "ir/model_file.h"
 #include "ir/printer.h"
 #include "runtime/compile_cache.h"
+#include "runtime/cpu/cpu_artifact.h"
 #include "runtime/npy.h"
 #include "tests/support/differential.h"
 #include "tests/support/op_coverage_cases.h"
@@ -38,8 +40,8 @@ using test_support::compare_tensors;
 using test_support::random_tensor;
 
 // One cache for the whole suite (the cache is safe under the parallel test processes).
-CpuCompileOptions test_options() {
-  CpuCompileOptions options;
+CompileOptions test_options() {
+  CompileOptions options;
   options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
   return options;
 }
@@ -58,7 +60,7 @@ Node* input(Graph& graph, const std::string& name, const std::vector<SymInt>& sh
 void expect_matches_interpreter_on_each(const Graph& graph,
                                         const std::vector<std::map<std::string, Tensor>>& input_sets, double rtol,
                                         double atol) {
-  CpuModel model = CpuModel::compile(graph, test_options());
+  CompiledModel model = compile(graph, test_options());
   std::vector<std::string> names = graph.output_names();
   for (const std::map<std::string, Tensor>& inputs : input_sets) {
     std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
@@ -112,7 +114,7 @@ TEST(CpuBackend, IndexOutOfRangeIsAnErrorNotAWrongNumber) {
   Node* x = input(graph, "x", {5, 7});
   Node* rows = input(graph, "rows", {2}, DType::i64);
   graph.create_output({graph.create_call("index_select", {x, 0, rows})});
-  CpuModel model = CpuModel::compile(graph, test_options());
+  CompiledModel model = compile(graph, test_options());
   std::string message = error_of([&] {
     model.run({{"x", random_tensor({5, 7}, DType::f32, 1)}, {"rows", Tensor::from_doubles({2}, std::vector<double>{1, 5}, DType::i64)}});
   });
@@ -186,7 +188,7 @@ TEST_P(CpuBackendSamples, MatchPyTorchAndTheInterpreter) {
     inputs[entry.path().stem().string()] = read_npy(entry.path().string());
   }
   std::vector<Tensor> expected_interp = ir::interpret(graph, inputs);
-  CpuModel model = CpuModel::compile(graph, test_options());
+  CompiledModel model = compile(graph, test_options());
   std::vector<Tensor> actual = model.run(inputs);
   std::vector<std::string> names = graph.output_names();
   ASSERT_EQ(actual.size(), names.size());
@@ -209,7 +211,7 @@ TEST(CpuBackend, RandomGraphsMatchTheInterpreter) {
   test_support::expect_random_graphs_match_interpreter(
       count,
       [](const Graph& graph, const std::map<std::string, Tensor>& inputs) {
-        return CpuModel::compile(graph, test_options()).run(inputs);
+        return compile(graph, test_options()).run(inputs);
       },
       1e-3, 1e-4);
 }
@@ -222,9 +224,9 @@ TEST(CpuBackend, GuardsNameTheInputAndTheValues) {
   Node* x = input(graph, "x", {s0, 8});
   Node* y = input(graph, "y", {s0, 8});
   graph.create_output({graph.create_call("add", {x, y})});
-  CpuModel model = CpuModel::compile(graph, test_options());
-  const CompiledArtifact& artifact = model.artifact();
-  auto run = [&](Tensor a, Tensor b) { return const_cast<CompiledArtifact&>(artifact).run({a, b}, {}); };
+  CompiledModel model = compile(graph, test_options());
+  const CpuArtifact& artifact = *model.artifact_as<CpuArtifact>();
+  auto run = [&](Tensor a, Tensor b) { return const_cast<CpuArtifact&>(artifact).run({a, b}, {}); };
   std::string dtype = error_of([&] { run(Tensor::zeros({2, 8}, DType::f64), Tensor::zeros({2, 8}, DType::f32)); });
   EXPECT_NE(dtype.find("input 'x' has dtype f64, expected f32"), std::string::npos) << dtype;
   std::string rank = error_of([&] { run(Tensor::zeros({2, 8, 1}, DType::f32), Tensor::zeros({2, 8}, DType::f32)); });
@@ -236,7 +238,7 @@ TEST(CpuBackend, GuardsNameTheInputAndTheValues) {
   std::string strides =
       error_of([&] { run(Tensor::zeros({8, 2}, DType::f32).permute({1, 0}), Tensor::zeros({2, 8}, DType::f32)); });
   EXPECT_NE(strides.find("stride"), std::string::npos) << strides;
-  // Through CpuModel::run, the interpreter's own input checks speak first.
+  // Through CompiledModel::run, the interpreter's own input checks speak first.
   std::string through_model = error_of([&] { model.run({{"x", Tensor::zeros({2, 7}, DType::f32)}, {"y", Tensor::zeros({2, 8}, DType::f32)}}); });
   EXPECT_NE(through_model.find("input 'x'"), std::string::npos) << through_model;
 }
@@ -250,33 +252,33 @@ Graph small_graph(double constant) {
   return graph;
 }
 
-CpuCompileOptions private_cache(const std::string& name) {
-  CpuCompileOptions options;
+CompileOptions private_cache(const std::string& name) {
+  CompileOptions options;
   options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-caches" / (name + "-" + std::to_string(getpid()));
   fs::remove_all(*options.cache_dir);
   return options;
 }
 
 TEST(CpuBackendCache, SecondCompileIsAHitWithoutCompilingCpp) {
-  CpuCompileOptions options = private_cache("hit");
+  CompileOptions options = private_cache("hit");
   std::vector<std::string> stages;
   options.on_stage = [&](const std::string& stage, double) { stages.push_back(stage); };
-  CpuModel first = CpuModel::compile(small_graph(1.5), options);
+  CompiledModel first = compile(small_graph(1.5), options);
   EXPECT_FALSE(first.result().cache_hit);
   EXPECT_NE(std::find(stages.begin(), stages.end(), "c++ compile"), stages.end());
   stages.clear();
-  CpuModel second = CpuModel::compile(small_graph(1.5), options);
+  CompiledModel second = compile(small_graph(1.5), options);
   EXPECT_TRUE(second.result().cache_hit);
   EXPECT_EQ(std::find(stages.begin(), stages.end(), "c++ compile"), stages.end());
   EXPECT_EQ(first.result().key, second.result().key);
-  CpuModel other = CpuModel::compile(small_graph(2.5), options);
+  CompiledModel other = compile(small_graph(2.5), options);
   EXPECT_NE(other.result().key, first.result().key);
   fs::remove_all(*options.cache_dir);
 }
 
 TEST(CpuBackendCache, CorruptedEntryIsRebuilt) {
-  CpuCompileOptions options = private_cache("corrupt");
-  CpuModel first = CpuModel::compile(small_graph(3.5), options);
+  CompileOptions options = private_cache("corrupt");
+  CompiledModel first = compile(small_graph(3.5), options);
   fs::path so = first.result().artifact_dir / "module.so";
   {
     std::fstream file(so, std::ios::in | std::ios::out | std::ios::binary);
@@ -287,7 +289,7 @@ TEST(CpuBackendCache, CorruptedEntryIsRebuilt) {
     byte = char(byte ^ 0x5A);
     file.write(&byte, 1);
   }
-  CpuModel second = CpuModel::compile(small_graph(3.5), options);
+  CompiledModel second = compile(small_graph(3.5), options);
   EXPECT_FALSE(second.result().cache_hit);
   Tensor x = random_tensor({4, 4}, DType::f32, 20);
   EXPECT_EQ(compare_tensors(ir::interpret(small_graph(3.5), {{"x", x}})[0], second.run({{"x", x}})[0], 1e-5, 1e-6), "");
@@ -295,7 +297,7 @@ TEST(CpuBackendCache, CorruptedEntryIsRebuilt) {
 }
 
 TEST(CpuBackendCache, TwoProcessesRacingOnOneKeyBothSucceed) {
-  CpuCompileOptions options = private_cache("race");
+  CompileOptions options = private_cache("race");
   std::vector<pid_t> children;
   for (int i = 0; i < 2; ++i) {
     pid_t pid = fork();
@@ -303,7 +305,7 @@ TEST(CpuBackendCache, TwoProcessesRacingOnOneKeyBothSucceed) {
     if (pid == 0) {
       int status = 1;
       try {
-        CpuModel model = CpuModel::compile(small_graph(4.5), options);
+        CompiledModel model = compile(small_graph(4.5), options);
         Tensor x = Tensor::full({4, 4}, 0.0, DType::f32);
         std::vector<Tensor> out = model.run({{"x", x}});
         status = std::fabs(out[0].flat_double(0) - 5.5) < 1e-5 ? 0 : 2;
@@ -319,36 +321,36 @@ TEST(CpuBackendCache, TwoProcessesRacingOnOneKeyBothSucceed) {
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   }
-  EXPECT_TRUE(CpuModel::compile(small_graph(4.5), options).result().cache_hit);
+  EXPECT_TRUE(compile(small_graph(4.5), options).result().cache_hit);
   fs::remove_all(*options.cache_dir);
 }
 
 // ---------------------------------------------------------------- bad input
 
 TEST(CpuBackend, MissingCompilerIsAClearError) {
-  CpuCompileOptions options = private_cache("nocxx");
+  CompileOptions options = private_cache("nocxx");
   options.use_cache = false;
   const char* old = std::getenv("CXX");
   std::string saved = old ? old : "";
   setenv("CXX", "/nonexistent/kiln-test-c++", 1);
-  std::string message = error_of([&] { CpuModel::compile(small_graph(5.5), options); });
+  std::string message = error_of([&] { compile(small_graph(5.5), options); });
   if (old) setenv("CXX", saved.c_str(), 1); else unsetenv("CXX");
   EXPECT_NE(message.find("C++ compiler '/nonexistent/kiln-test-c++' was not found"), std::string::npos) << message;
   fs::remove_all(*options.cache_dir);
 }
 
 TEST(CpuBackend, OutputDirectoryIsNotOverwrittenUnlessAsked) {
-  CpuCompileOptions options = test_options();
+  CompileOptions options = test_options();
   fs::path out = fs::path(KILN_BINARY_DIR) / "test-caches" / ("out-" + std::to_string(getpid()));
   fs::remove_all(out);
   options.output_dir = out;
-  CpuModel::compile(small_graph(6.5), options);
+  compile(small_graph(6.5), options);
   EXPECT_TRUE(fs::exists(out / "module.cpp"));
   EXPECT_TRUE(fs::exists(out / "module.so"));
-  std::string message = error_of([&] { CpuModel::compile(small_graph(6.5), options); });
+  std::string message = error_of([&] { compile(small_graph(6.5), options); });
   EXPECT_NE(message.find("exists and is not empty"), std::string::npos) << message;
   options.overwrite = true;
-  CpuModel::compile(small_graph(6.5), options);
+  compile(small_graph(6.5), options);
   fs::remove_all(out);
 }
 

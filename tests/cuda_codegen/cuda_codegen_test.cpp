@@ -1,8 +1,8 @@
 // Differential tests of the CUDA code generator (codegen/cuda/cuda_emitter.h) without a GPU:
 // every generated kernel of every core-op case (tests/support/op_coverage_cases.h), of the
 // samples and of random graphs is built with the host compiler through the CPU emulation and
-// run as the runtime would run it on a GPU (tests/cuda_codegen/emulated_model.h), against the
-// reference interpreter. Also: what the generator chooses (128-bit accesses for contiguous
+// run by the runtime's launch-plan runner as on a GPU (tests/cuda_codegen/emulated_model.h),
+// against the reference interpreter. Also: what the generator chooses (128-bit accesses for contiguous
 // pointwise kernels, one block per row, split whole-tensor reductions, GEMMs as library calls)
 // and an index fault reported, not a wrong number.
 #include <gtest/gtest.h>
@@ -125,9 +125,13 @@ TEST(CudaCodegen, ContiguousPointwiseKernelsUse128BitAccessesWithAScalarTail) {
     EXPECT_NE(model.module().source.find("*reinterpret_cast<float4*>"), std::string::npos);
     std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({n}, DType::f32, 1)},
                                             {"y", test_support::random_tensor({n}, DType::f32, 2)}};
-    // Misaligned inputs (a view one element in) take the scalar loop.
+    // An input that is a view one element in is copied to the device like any other.
     Tensor shifted = test_support::random_tensor({n + 1}, DType::f32, 3).as_strided({n}, {1}, 1);
     expect_matches_interpreter(graph, {inputs, {{"x", shifted}, {"y", inputs.at("y")}}}, 1e-6, 1e-6);
+    // Misaligned device memory (every buffer 4 bytes past 16-byte alignment) takes the scalar loop.
+    EmulatedModel misaligned = EmulatedModel::compile(graph, {}, /*misalign_bytes=*/4);
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    EXPECT_EQ(test_support::compare_tensors(expected[0], misaligned.run(inputs)[0], 1e-6, 1e-6), "");
   }
 }
 

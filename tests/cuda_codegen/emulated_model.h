@@ -1,11 +1,16 @@
-// EmulatedModel: a graph through the CUDA code generator, built with the host's C++ compiler
-// against the CPU emulation (codegen/cuda/kiln_cuda_emulation.h) and run step by step as the
-// CUDA runtime would run it on a GPU: kernels through their kiln_emulate_<name> entry points
-// with cuLaunchKernel-style parameters, GEMMs by a plain host loop (cuBLAS's part; a GEMM step
-// with a fused epilogue also adds the bias and applies the activation as cuBLASLt defines them,
-// writing the epilogue's output), fallback nodes by their reference kernels, fault flags
-// checked after every step. Header-only: the
-// suite's only sources are its *_test.cpp files.
+// EmulatedModel: a graph through the CUDA code generator and run on the CPU exactly as the
+// runtime runs the cuda target's artifact on a GPU: the launch plan is written as the cuda target
+// writes launch_plan.json (compiler/targets/cuda_target.h), read back by the runtime's parser
+// (runtime/cuda/launch_plan.h) and run by the runtime's own PlanRunner (runtime/cuda/
+// plan_runner.h) on an EmulatedDevice: host memory for device memory (poisoned, so a read of
+// something never written shows), the kernels built with the host's C++ compiler against the
+// CPU emulation (codegen/cuda/kiln_cuda_emulation.h) and launched through their
+// kiln_emulate_<name> entry points with cuLaunchKernel-style parameters, the GEMM calls the
+// runner plans (runtime/cuda/gemm_plan.h) by a plain host loop in double (cuBLAS's part; with a
+// fused epilogue also the bias and the activation as cuBLASLt defines them), fault flags checked
+// after every launch (naming the kernel). Fallback nodes go through the runner's
+// FallbackHandler to the graph's reference kernels (compiler/backend_common.h).
+// Header-only: the suite's only sources are its *_test.cpp files.
 #pragma once
 
 #include <sys/wait.h>
@@ -13,6 +18,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,9 +31,13 @@
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/lowering.h"
 #include "codegen/schedule.h"
+#include "compiler/backend_common.h"
+#include "compiler/targets/cuda_target.h"
 #include "ir/interpreter.h"
-#include "ir/op_registry.h"
 #include "passes/pass_manager.h"
+#include "runtime/cuda/launch_plan.h"
+#include "runtime/cuda/plan_device.h"
+#include "runtime/cuda/plan_runner.h"
 #include "runtime/error.h"
 #include "runtime/shared_library.h"
 #include "runtime/tensor.h"
@@ -36,7 +46,7 @@ namespace kiln::codegen::cuda::testing {
 
 namespace fs = std::filesystem;
 
-// The graph after the default passes (what the backends compile).
+// The graph after the default passes (what the targets compile).
 inline ir::Graph simplified(const ir::Graph& graph) {
   ir::Graph g = graph.clone();
   passes::run_pipeline(g, "simplified", passes::RunOptions{});
@@ -70,193 +80,128 @@ inline fs::path build_emulation(const std::string& source) {
   return library;
 }
 
+// The device of a plan's runs, on the host (see the header comment).
+class EmulatedDevice final : public kiln::cuda::PlanDevice {
+ public:
+  using CUdeviceptr = kiln::cuda::CUdeviceptr;
+
+  // `misalign_bytes`: every allocation starts this many bytes past a 256-byte boundary (0: as
+  // aligned as cuMemAlloc's), to take the kernels' paths for unaligned pointers.
+  EmulatedDevice(const SharedLibrary& library, size_t misalign_bytes) : library_(library), misalign_(misalign_bytes) {}
+
+  CUdeviceptr allocate(size_t bytes) override {
+    auto block = std::make_unique<unsigned char[]>(bytes + 256 + misalign_);
+    std::memset(block.get(), 0xcd, bytes + 256 + misalign_);
+    uintptr_t base = reinterpret_cast<uintptr_t>(block.get());
+    CUdeviceptr pointer = CUdeviceptr((base + 255) / 256 * 256 + misalign_);
+    blocks_.emplace(pointer, std::move(block));
+    return pointer;
+  }
+  void free(CUdeviceptr pointer) override {
+    KILN_CHECK(blocks_.erase(pointer) == 1, "the emulated device freed memory it did not allocate");
+  }
+  void upload(CUdeviceptr to, const void* from, size_t bytes) override { std::memcpy(host(to), from, bytes); }
+  void download(void* to, CUdeviceptr from, size_t bytes) override { std::memcpy(to, host(from), bytes); }
+  void memset(CUdeviceptr to, unsigned char value, size_t bytes) override { std::memset(host(to), value, bytes); }
+  void synchronize() override {}
+  std::pair<CUdeviceptr, size_t> global(const std::string& name) override {
+    return {CUdeviceptr(reinterpret_cast<uintptr_t>(library_.symbol(name))), sizeof(int)};
+  }
+
+  void launch(const std::string& kernel, const kiln::cuda::LaunchConfig& config,
+              kiln::cuda::KernelArguments& arguments) override {
+    using Entry = int (*)(unsigned, unsigned, size_t, void**, char*, size_t);
+    auto entry = library_.function<Entry>("kiln_emulate_" + kernel);
+    char error[1024] = {};
+    if (entry(config.grid[0], config.block[0], size_t(config.shared_bytes), arguments.pointers(), error, sizeof error) != 0)
+      fail("the CUDA emulation stopped ", kernel, ": ", error);
+    if (*static_cast<int*>(library_.symbol("kiln_fault_zero_division")))
+      fail("ZeroDivisionError: integer division by zero in ", kernel);
+    if (*static_cast<int*>(library_.symbol("kiln_fault_index"))) fail("IndexError: an index is out of range in ", kernel);
+  }
+
+  // c[i, j] = act(sum_k op(a)[i, k] op(b)[k, j] + bias[j]) per batch, in double, as cuBLAS (or
+  // cuBLASLt with the epilogue) computes it on a GPU.
+  void gemm(const kiln::cuda::RowMajorGemm& g, DType dtype, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+            kiln::cuda::GemmEpilogue epilogue, CUdeviceptr bias) override {
+    using kiln::cuda::GemmEpilogue;
+    const size_t element = dtype_size(dtype);
+    const int64_t lda = g.lda ? g.lda : (g.transpose_a ? g.m : g.k), ldb = g.ldb ? g.ldb : (g.transpose_b ? g.k : g.n);
+    const int64_t ldc = g.ldc ? g.ldc : g.n;
+    auto at = [&](CUdeviceptr base, int64_t index) { return static_cast<unsigned char*>(host(base)) + index * int64_t(element); };
+    for (int64_t batch = 0; batch < g.batch; ++batch) {
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (int64_t k = 0; k < g.k; ++k) {
+            int64_t a_index = batch * g.stride_a + (g.transpose_a ? k * lda + i : i * lda + k);
+            int64_t b_index = batch * g.stride_b + (g.transpose_b ? j * ldb + k : k * ldb + j);
+            sum += load_double(dtype, at(a, a_index)) * load_double(dtype, at(b, b_index));
+          }
+          sum *= g.alpha;
+          bool has_bias = epilogue == GemmEpilogue::bias || epilogue == GemmEpilogue::bias_relu ||
+                          epilogue == GemmEpilogue::bias_gelu;
+          if (has_bias) sum += load_double(dtype, at(bias, j));
+          if (epilogue == GemmEpilogue::relu || epilogue == GemmEpilogue::bias_relu) sum = sum > 0 ? sum : 0;
+          if (epilogue == GemmEpilogue::gelu || epilogue == GemmEpilogue::bias_gelu)
+            sum = 0.5 * sum * (1 + std::tanh(std::sqrt(2 / M_PI) * (sum + 0.044715 * sum * sum * sum)));
+          void* out = at(c, batch * g.stride_c + i * ldc + j);
+          if (g.beta != 0) sum += g.beta * load_double(dtype, out);
+          store_double(dtype, out, sum);
+        }
+      }
+    }
+  }
+
+ private:
+  void* host(CUdeviceptr pointer) const { return reinterpret_cast<void*>(uintptr_t(pointer)); }
+
+  const SharedLibrary& library_;
+  size_t misalign_;
+  std::map<CUdeviceptr, std::unique_ptr<unsigned char[]>> blocks_;
+};
+
 class EmulatedModel {
  public:
-  static EmulatedModel compile(const ir::Graph& graph, const CudaEmitOptions& options = {}) {
+  static EmulatedModel compile(const ir::Graph& graph, const CudaEmitOptions& options = {}, size_t misalign_bytes = 0) {
     EmulatedModel m;
-    m.graph_ = simplified(graph);
-    m.scheduled_ = std::make_unique<ScheduledProgram>(schedule(lower(m.graph_)));
+    m.graph_ = std::make_unique<ir::Graph>(simplified(graph));
+    m.scheduled_ = std::make_unique<ScheduledProgram>(schedule(lower(*m.graph_)));
     m.module_ = emit_cuda(*m.scheduled_, options);
-    m.library_ = SharedLibrary::open(build_emulation(emulation_source(m.module_)));
+    m.plan_ = std::make_unique<kiln::cuda::LaunchPlan>(kiln::cuda::parse_launch_plan(
+        compiler::launch_plan_json(*m.scheduled_, m.module_, "sm_80"), "the emulated model's launch_plan.json"));
+    m.library_ = std::make_unique<SharedLibrary>(SharedLibrary::open(build_emulation(emulation_source(m.module_))));
+    m.device_ = std::make_unique<EmulatedDevice>(*m.library_, misalign_bytes);
+    m.runner_ = std::make_unique<kiln::cuda::PlanRunner>(*m.plan_, *m.device_);
     return m;
   }
 
   const CudaModule& module() const { return module_; }
   const ScheduledProgram& scheduled() const { return *scheduled_; }
+  const kiln::cuda::LaunchPlan& plan() const { return *plan_; }
 
   // Outputs in the graph's output order (mutated inputs' copy-back outputs included).
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) const {
-    const LoopProgram& p = scheduled_->program;
-    bindings_ = ir::bind_symbols(graph_, inputs);
-    std::vector<Tensor> held;
-    std::vector<void*> pointers(p.buffers.size(), nullptr);
-    for (int id : p.inputs) {
-      held.push_back(inputs.at(p.buffer(id).source).contiguous());
-      pointers[size_t(id)] = held.back().data_ptr();
-    }
-    for (int id : p.parameters) {
-      held.push_back(graph_.parameters().at(p.buffer(id).source).contiguous());
-      pointers[size_t(id)] = held.back().data_ptr();
-    }
-    std::vector<Tensor> outputs;
-    for (int id : p.outputs) {
-      outputs.push_back(Tensor::empty(sizes_of(p.buffer(id).shape), p.buffer(id).dtype));
-      pointers[size_t(id)] = outputs.back().data_ptr();
-    }
-    // A poisoned workspace: a read of something never written shows.
-    std::vector<unsigned char> workspace(size_t(module_.workspace_bytes.evaluate(bindings_)) + 64, 0xcd);
-    unsigned char* base = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
-    for (const auto& [id, offset] : scheduled_->memory.offsets) pointers[size_t(id)] = base + offset.evaluate(bindings_);
-    unsigned char* scratch = base + module_.scratch_offset.evaluate(bindings_);
-    int* fault_index = static_cast<int*>(library_.symbol("kiln_fault_index"));
-    int* fault_zero_division = static_cast<int*>(library_.symbol("kiln_fault_zero_division"));
-    *fault_index = 0;
-    *fault_zero_division = 0;
-    for (const LaunchStep& step : module_.steps) {
-      if (step.kind == LaunchStep::Kind::Kernel) {
-        launch(step.launch, pointers, scratch);
-      } else {
-        call_library(p.nodes[size_t(step.loop_node)], step.epilogue, pointers);
-      }
-      const std::string& kernel = scheduled_->kernels[size_t(step.kernel)].name;
-      if (*fault_zero_division) fail("ZeroDivisionError: integer division by zero in ", kernel);
-      if (*fault_index) fail("IndexError: an index is out of range in ", kernel);
-    }
-    return outputs;
+    std::map<std::string, int64_t> bindings = ir::bind_symbols(*graph_, inputs);
+    std::vector<Tensor> ordered, parameters;
+    for (int id : plan_->inputs) ordered.push_back(inputs.at(plan_->buffer(id).source));
+    for (int id : plan_->parameters) parameters.push_back(graph_->parameters().at(plan_->buffer(id).source).contiguous());
+    FallbackHandler fallback = [&](int index, const std::vector<Tensor>& arguments, std::vector<Tensor>& outputs) {
+      std::vector<Tensor> results =
+          compiler::run_fallback_node(*graph_, plan_->fallbacks.at(size_t(index)), arguments, bindings);
+      for (size_t i = 0; i < results.size(); ++i) outputs.at(i).copy_from(results[i]);
+    };
+    return runner_->run(ordered, parameters, fallback);
   }
 
  private:
-  Sizes sizes_of(const SymShape& shape) const {
-    Sizes sizes;
-    for (const SymInt& d : shape) sizes.push_back(d.evaluate(bindings_));
-    return sizes;
-  }
-
-  void launch(const KernelLaunch& launch, const std::vector<void*>& pointers, unsigned char* scratch) const {
-    int64_t grid = launch.grid.evaluate(bindings_);
-    if (grid == 0) return;
-    std::vector<void*> values;
-    std::vector<int64_t> ints;
-    values.reserve(launch.arguments.size());
-    ints.reserve(launch.arguments.size());
-    std::vector<void*> params;
-    for (const KernelArgument& argument : launch.arguments) {
-      switch (argument.kind) {
-        case KernelArgument::Kind::Buffer:
-          values.push_back(pointers.at(size_t(argument.buffer)));
-          params.push_back(&values.back());
-          break;
-        case KernelArgument::Kind::Scratch:
-          values.push_back(scratch);
-          params.push_back(&values.back());
-          break;
-        case KernelArgument::Kind::Symbol:
-          ints.push_back(bindings_.at(argument.symbol));
-          params.push_back(&ints.back());
-          break;
-      }
-    }
-    using Entry = int (*)(unsigned, unsigned, size_t, void**, char*, size_t);
-    auto entry = library_.function<Entry>("kiln_emulate_" + launch.name);
-    char error[1024] = {};
-    if (entry(unsigned(grid), unsigned(launch.block), size_t(launch.shared_bytes), params.data(), error, sizeof error) != 0) {
-      fail("the CUDA emulation stopped ", launch.name, ": ", error);
-    }
-  }
-
-  Tensor view_of(const StridedView& view, const std::vector<void*>& pointers) const {
-    DType dtype = scheduled_->program.buffer(view.buffer).dtype;
-    Sizes sizes = sizes_of(view.shape), strides = sizes_of(view.strides);
-    int64_t offset = view.offset.evaluate(bindings_);
-    auto storage = std::make_shared<Storage>(pointers.at(size_t(view.buffer)), size_t(0), Device::cpu(), [](void*) {});
-    return Tensor(std::move(storage), sizes, strides, offset, dtype);
-  }
-
-  void call_library(const LoopNode& node, const std::optional<FusedGemmEpilogue>& epilogue,
-                    const std::vector<void*>& pointers) const {
-    const ExternCall& call = node.extern_call;
-    std::vector<Tensor> inputs, outputs;
-    for (const StridedView& v : call.inputs) inputs.push_back(view_of(v, pointers));
-    for (StridedView v : call.outputs) {
-      if (epilogue) v.buffer = epilogue->output;  // the fused call writes the epilogue's output
-      outputs.push_back(view_of(v, pointers));
-    }
-    if (call.kind == ExternKind::Gemm) {
-      std::optional<Tensor> bias;
-      if (epilogue && epilogue->bias) bias = view_of(*epilogue->bias, pointers);
-      host_gemm(inputs.at(0), inputs.at(1), outputs.at(0), bias, epilogue ? epilogue->activation : GemmActivation::none);
-      return;
-    }
-    const ir::Node* graph_node = graph_.find(call.graph_node);
-    KILN_CHECK(graph_node != nullptr, "fallback node " + call.graph_node + " is not in the graph");
-    ir::OpCall op = ir::OpCall::of(*graph_node);
-    size_t next = 0;
-    std::vector<std::vector<Tensor>> holder;
-    holder.reserve(inputs.size());
-    auto value_of = [&](const ir::Node*) -> const std::vector<Tensor>& {
-      holder.push_back({inputs.at(next++)});
-      return holder.back();
-    };
-    std::vector<Tensor> results = ir::run_reference_kernel(op, ir::tensor_arguments(op, value_of), bindings_);
-    for (size_t i = 0; i < results.size(); ++i) outputs.at(i).copy_from(results[i]);
-  }
-
-  // cuBLASLt's epilogue activations: relu, and its GELU (the tanh approximation).
-  static double activate(double x, GemmActivation activation) {
-    switch (activation) {
-      case GemmActivation::none: return x;
-      case GemmActivation::relu: return x > 0 ? x : 0;
-      case GemmActivation::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    }
-    return x;
-  }
-
-  // out[b..., m, n] = act(sum_k a[b..., m, k] b[b..., k, n] + bias[n]), in double (what cuBLAS,
-  // or cuBLASLt with an epilogue, does on a GPU).
-  static void host_gemm(const Tensor& a, const Tensor& b, Tensor& out, const std::optional<Tensor>& bias,
-                        GemmActivation activation) {
-    const Sizes& shape = out.sizes();
-    const size_t rank = shape.size();
-    const int64_t k_size = a.sizes()[rank - 1];
-    for (int64_t flat = 0; flat < out.numel(); ++flat) {
-      std::vector<int64_t> index(rank);
-      int64_t rest = flat;
-      for (size_t d = rank; d-- > 0;) {
-        index[d] = rest % shape[d];
-        rest /= shape[d];
-      }
-      int64_t a_at = a.storage_offset(), b_at = b.storage_offset(), out_at = out.storage_offset();
-      for (size_t d = 0; d + 2 < rank; ++d) {
-        a_at += index[d] * a.strides()[d];
-        b_at += index[d] * b.strides()[d];
-      }
-      for (size_t d = 0; d < rank; ++d) out_at += index[d] * out.strides()[d];
-      a_at += index[rank - 2] * a.strides()[rank - 2];
-      b_at += index[rank - 1] * b.strides()[rank - 1];
-      double sum = 0;
-      for (int64_t k = 0; k < k_size; ++k) {
-        sum += element(a, a_at + k * a.strides()[rank - 1]) * element(b, b_at + k * b.strides()[rank - 2]);
-      }
-      if (bias) sum += element(*bias, bias->storage_offset() + index[rank - 1] * bias->strides()[0]);
-      sum = activate(sum, activation);
-      if (out.dtype() == DType::f64) {
-        static_cast<double*>(out.storage()->data())[out_at] = sum;
-      } else {
-        static_cast<float*>(out.storage()->data())[out_at] = float(sum);
-      }
-    }
-  }
-
-  static double element(const Tensor& t, int64_t at) {
-    if (t.dtype() == DType::f64) return static_cast<const double*>(t.storage()->data())[at];
-    return static_cast<const float*>(t.storage()->data())[at];
-  }
-
-  ir::Graph graph_;
+  std::unique_ptr<ir::Graph> graph_;
   std::unique_ptr<ScheduledProgram> scheduled_;
   CudaModule module_;
-  SharedLibrary library_;
-  mutable std::map<std::string, int64_t> bindings_;
+  std::unique_ptr<kiln::cuda::LaunchPlan> plan_;
+  std::unique_ptr<SharedLibrary> library_;
+  std::unique_ptr<EmulatedDevice> device_;
+  std::unique_ptr<kiln::cuda::PlanRunner> runner_;  // last: destroyed first
 };
 
 }  // namespace kiln::codegen::cuda::testing

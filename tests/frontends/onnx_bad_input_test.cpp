@@ -167,7 +167,7 @@ TEST_F(OnnxBadInput, WrongInputShapeAtRunTime) {
   Tensor wide = Tensor::zeros({8, 65}, DType::f32);
   EXPECT_THAT(error_of([&] { ir::interpret(graph, {{"x", wide}}); }),
               AllOf(HasSubstr("input 'x'"), HasSubstr("f32[8, 64]"), HasSubstr("f32[8, 65]")));
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   EXPECT_THAT(error_of([&] { model.run({{"x", wide}}); }), AllOf(HasSubstr("x"), HasSubstr("65")));
   Tensor integers = Tensor::zeros({8, 64}, DType::i64);
   EXPECT_THAT(error_of([&] { ir::interpret(graph, {{"x", integers}}); }), AllOf(HasSubstr("input 'x'"), HasSubstr("i64")));

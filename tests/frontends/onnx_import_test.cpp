@@ -143,7 +143,7 @@ TEST(OnnxImport, GptBlockWithADynamicBatchRunsAtAnyBatch) {
 TEST(OnnxImport, ShapeArithmeticOnSymbolsRunsOnTheCpuBackend) {
   fs::path folder = kOnnxData / "dynamic" / "symbolic_reshape";
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "rows 3");
   Tensor seven = Tensor::full({7, 4, 5}, -0.5, DType::f32);
   EXPECT_EQ(model.run({{"x", seven}})[0].sizes(), (Sizes{7, 20}));
@@ -155,7 +155,7 @@ TEST(OnnxImport, ShapeArithmeticOnSymbolsRunsOnTheCpuBackend) {
 TEST(OnnxImport, DynamicBatchNamedBatchRunsOnTheCpuBackend) {
   fs::path folder = kOnnxData / "dynamic" / "mlp_dynamic_batch";
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "batch 3");
 }
 

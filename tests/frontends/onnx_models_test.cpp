@@ -22,7 +22,7 @@ TEST_P(OnnxModel, InterpreterMatchesOnnxRuntime) {
 TEST_P(OnnxModel, CpuBackendMatchesOnnxRuntime) {
   fs::path folder = kOnnxData / "models" / GetParam();
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   std::vector<Tensor> actual = model.run(case_inputs(graph, folder));
   expect_outputs_match(read_numbered(folder, "output"), actual, GetParam());
 }
@@ -41,7 +41,7 @@ TEST(OnnxModels, ExternalWeightsAreReadFromTheirFile) {
   ir::Graph graph = load_model((folder / "model.onnx").string());
   ASSERT_NE(graph.parameter("w"), nullptr);
   expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "external");
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "external");
 }
 

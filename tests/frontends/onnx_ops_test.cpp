@@ -20,7 +20,7 @@ TEST_P(OnnxOp, InterpreterMatchesOnnxRuntime) {
 TEST_P(OnnxOp, CpuBackendMatchesOnnxRuntime) {
   fs::path folder = kOnnxData / "ops" / GetParam();
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   std::vector<Tensor> actual = model.run(case_inputs(graph, folder));
   expect_outputs_match(read_numbered(folder, "output"), actual, GetParam());
 }

@@ -18,7 +18,7 @@ TEST(OnnxResNet18, CpuBackendMatchesOnnxRuntime) {
   fs::path folder = *data / "resnet18";
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
   EXPECT_EQ(graph.placeholders().size(), 1u);
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "ResNet-18");
 }
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "ir/graph.h"
 #include "runtime/npy.h"
 #include "runtime/tensor.h"
@@ -97,8 +97,8 @@ inline void expect_outputs_match(const std::vector<Tensor>& expected, const std:
 }
 
 // One compile cache for the suite.
-inline compiler::CpuCompileOptions onnx_test_compile_options() {
-  compiler::CpuCompileOptions options;
+inline compiler::CompileOptions onnx_test_compile_options() {
+  compiler::CompileOptions options;
   options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
   return options;
 }

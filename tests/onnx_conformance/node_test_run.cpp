@@ -125,7 +125,7 @@ std::optional<CaseStatus> status_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::CpuCompileOptions& options,
+CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::CompileOptions& options,
                                const fs::path& scratch_folder) {
   if (!opset_is_importable(test_case))
     return {CaseStatus::not_applicable, "opset " + std::to_string(test_case.opset), {}};
@@ -153,7 +153,7 @@ CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::Cp
 
   std::string interpreter = problem_of([&] { return compare_outputs(prepared.expected, ir::interpret(*graph, feeds)); });
   std::string cpu = problem_of([&] {
-    compiler::CpuModel model = compiler::CpuModel::compile(*graph, options);
+    compiler::CompiledModel model = compiler::compile(*graph, options);
     return compare_outputs(prepared.expected, model.run(feeds, 1));
   });
   if (interpreter.empty() && cpu.empty()) return {CaseStatus::passed, "", prepared.import_time_inputs};

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "tests/onnx_conformance/node_test_case.h"
 
 namespace kiln::conformance {
@@ -31,7 +31,7 @@ struct CaseOutcome {
 };
 
 // `scratch_folder` receives the specialized model of a case that has import-time inputs.
-CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::CpuCompileOptions& options,
+CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::CompileOptions& options,
                                const fs::path& scratch_folder);
 
 }  // namespace kiln::conformance

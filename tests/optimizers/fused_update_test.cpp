@@ -1,6 +1,6 @@
 // The compiled update against the reference interpreter running the same update graph, step by
 // step; one compile per dtype group for any number of steps and learning rates; the update is
-// one fused kernel that updates the arenas in place (unfused, it runs through CpuModel::run and
+// one fused kernel that updates the arenas in place (unfused, it runs through CompiledModel::run and
 // matches too); the arena's padding stays zero.
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // scripts/make_optimizer_goldens.py with torch.optim) replayed step by step; the parameters
 // after every step and the optimizer state after the last must agree within 1e-6 relative. Each
 // case runs twice: fused into one kernel that updates the arenas in place, and unfused (one
-// kernel per op, run through CpuModel::run and copied back).
+// kernel per op, run through CompiledModel::run and copied back).
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "frontends/model_loader.h"
 #include "compiler/training_stages.h"
 #include "ir/verifier.h"
@@ -72,10 +72,10 @@ TEST(ModelPartitionTangents, AttentionWithAGivenOutputGradient) {
 TEST(ModelPartitionCpu, MlpForwardAndBackwardCompiledMatchTheJointGraph) {
   JointGraph joint = model_joint_graph("mlp");
   Partition partition = partition_joint_graph(joint);
-  compiler::CpuCompileOptions options;
+  compiler::CompileOptions options;
   options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-caches" / ("partition-" + std::to_string(getpid()));
   auto run_compiled = [&](const ir::Graph& graph, const std::map<std::string, Tensor>& inputs) {
-    return compiler::CpuModel::compile(graph, options).run(inputs);
+    return compiler::compile(graph, options).run(inputs);
   };
   std::map<std::string, int64_t> symbols{{"s0", 7}};
   std::map<std::string, Tensor> inputs = partition_test::random_inputs(joint.graph, symbols);

@@ -1,6 +1,6 @@
-// Tests for runtime/artifact_manifest: the format example of the header parses into exactly its
+// Tests for runtime/cpu/artifact_manifest: the format example of the header parses into exactly its
 // fields, writing and reading back round-trips, and each malformed manifest names the field.
-#include "runtime/artifact_manifest.h"
+#include "runtime/cpu/artifact_manifest.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

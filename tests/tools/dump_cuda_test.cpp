@@ -1,5 +1,5 @@
 // `kiln dump --stage cuda` as a user meets it: the real executable prints the CUDA backend's
-// launch plan as // comments, then the generated kernels (compiler/codegen_stages.h), with no
+// launch plan as // comments, then the generated kernels (compiler/compile_driver.h), with no
 // GPU and no NVRTC: every kernel the plan launches is defined in the source, the MLP's first
 // layer shows as one cuBLASLt call with its bias and relu fused, the attention sample's exact
 // GELU keeps its epilogue kernel; the text is what the library's dump_codegen_stage returns;
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "cli_runner.h"
-#include "compiler/codegen_stages.h"
+#include "compiler/compile_driver.h"
 #include "frontends/model_loader.h"
 #include "runtime/error.h"
 #include "sample_models.h"

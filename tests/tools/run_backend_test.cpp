@@ -1,6 +1,6 @@
-// `kiln run --backend`: eager mode prints and writes exactly what the interpreter does on
-// every sample model (both run the same reference kernels), the interpreter is the default,
-// and an unknown backend is a user error naming the flag.
+// `kiln run --target`: eager mode prints and writes exactly what the interpreter does on every
+// sample model (both run the same reference kernels), the interpreter is the default, and the
+// deprecated spelling --backend still selects the target, with a warning.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ using cli_test::CliResult;
 using cli_test::read_file;
 using ::testing::HasSubstr;
 
-class RunBackend : public cli_test::KilnCliTest {
+class RunTarget : public cli_test::KilnCliTest {
  protected:
   // `kiln run` of a sample on its bundled inputs, writing the outputs under dir_/out_dir.
   CliResult run_sample(const std::string& name, const std::string& flags, const std::string& out_dir) {
@@ -27,11 +27,11 @@ class RunBackend : public cli_test::KilnCliTest {
   }
 };
 
-TEST_F(RunBackend, EagerPrintsAndWritesWhatTheInterpreterDoes) {
+TEST_F(RunTarget, EagerPrintsAndWritesWhatTheInterpreterDoes) {
   for (const char* name : {"mlp", "cnn", "attention", "inplace"}) {
     SCOPED_TRACE(name);
-    CliResult interp = run_sample(name, "--backend interp", "interp");
-    CliResult eager = run_sample(name, "--backend eager", "eager");
+    CliResult interp = run_sample(name, "--target interp", "interp");
+    CliResult eager = run_sample(name, "--target eager", "eager");
     ASSERT_EQ(interp.status, 0) << interp.err;
     ASSERT_EQ(eager.status, 0) << eager.err;
     // The summaries match up to the folder each run wrote to.
@@ -49,17 +49,27 @@ TEST_F(RunBackend, EagerPrintsAndWritesWhatTheInterpreterDoes) {
   }
 }
 
-TEST_F(RunBackend, InterpreterIsTheDefault) {
-  EXPECT_EQ(run_sample("mlp", "", "default").out, run_sample("mlp", "--backend interp", "default").out);
+TEST_F(RunTarget, InterpreterIsTheDefault) {
+  EXPECT_EQ(run_sample("mlp", "", "default").out, run_sample("mlp", "--target interp", "default").out);
   CliResult help = kiln("run --help");
-  EXPECT_THAT(help.out, HasSubstr("--backend"));
-  EXPECT_THAT(help.out, HasSubstr("interp"));
+  EXPECT_THAT(help.out, HasSubstr("--target"));
+  EXPECT_THAT(help.out, HasSubstr("interp: the reference interpreter"));
 }
 
-TEST_F(RunBackend, UnknownBackendIsAUserError) {
-  CliResult result = run_sample("mlp", "--backend jit", "out");
-  cli_test::expect_usage_error(result, "--backend");
-  EXPECT_THAT(result.err, HasSubstr("jit"));
+TEST_F(RunTarget, TheDeprecatedBackendFlagStillSelectsTheTarget) {
+  CliResult target = run_sample("mlp", "--target eager", "a");
+  CliResult backend = run_sample("mlp", "--backend eager", "b");
+  ASSERT_EQ(backend.status, 0) << backend.err;
+  EXPECT_EQ(backend.out.substr(0, backend.out.rfind("wrote ")), target.out.substr(0, target.out.rfind("wrote ")));
+  EXPECT_EQ(target.err, "");
+  EXPECT_EQ(backend.err, "kiln: warning: --backend is deprecated and will be removed in the next release; use --target\n");
+  EXPECT_THAT(kiln("run --help").out, HasSubstr("Deprecated: the old name of --target"));
+  cli_test::expect_usage_error(run_sample("mlp", "--target eager --backend interp", "c"), "--backend");
+}
+
+TEST_F(RunTarget, UnknownTargetIsAUserError) {
+  cli_test::expect_user_error(run_sample("mlp", "--target jit", "out"), "unknown target 'jit' (known: cpu, cuda, interp, eager)");
+  cli_test::expect_user_error(run_sample("mlp", "--backend jit", "out2"), "unknown target 'jit'");
 }
 
 }  // namespace

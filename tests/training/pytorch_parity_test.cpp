@@ -18,7 +18,7 @@ void expect_matches_pytorch(const ir::Graph& graph, const std::map<std::string, 
                             const std::map<std::string, Tensor>& expected,
                             const std::vector<std::string>& expected_names) {
   std::vector<Tensor> interpreted = ir::interpret(graph, inputs);
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, compile_options());
   std::vector<Tensor> compiled = model.run(inputs);
   ASSERT_GE(interpreted.size(), expected_names.size());
   ASSERT_EQ(compiled.size(), interpreted.size());
@@ -120,7 +120,7 @@ TEST(PyTorchParity, CnnWithBatchNormInTrainingModeUpdatesItsBuffers) {
   nn::Sequential fresh = cnn();
   fresh.load_state_dict(data_path("cnn.weights.safetensors"));
   ir::Graph traced = trace(fresh, {inputs.at("x")});
-  compiler::CpuModel compiled = compiler::CpuModel::compile(traced, compile_options());
+  compiler::CompiledModel compiled = compiler::compile(traced, compile_options());
   std::vector<Tensor> outputs = compiled.run(inputs);
   EXPECT_EQ(mismatch(expected.at("y_train"), outputs[0]), "");
   expect_running_statistics(fresh, expected, "CPU backend");

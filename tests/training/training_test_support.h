@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "runtime/safetensors.h"
 #include "runtime/tensor.h"
 
@@ -43,8 +43,8 @@ inline std::string mismatch(const Tensor& expected, const Tensor& actual, double
   return "";
 }
 
-inline compiler::CpuCompileOptions compile_options() {
-  compiler::CpuCompileOptions options;
+inline compiler::CompileOptions compile_options() {
+  compiler::CompileOptions options;
   options.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
   return options;
 }

@@ -1,5 +1,5 @@
-// Loading a compiled artifact and running it through the C ABI of runtime/compiled_abi.h.
-#include "runtime/compiled_artifact.h"
+// The cpu target's loader: a module.so run through the C ABI of runtime/compiled_abi.h.
+#include "runtime/cpu/cpu_artifact.h"
 
 #include <algorithm>
 #include <cstring>
@@ -95,7 +95,6 @@ void run_fallback(FallbackContext& context, int32_t index, const KilnTensorDesc*
                   const KilnTensorDesc* output_descs, int32_t num_outputs) {
   if (index < 0 || size_t(index) >= context.manifest->fallbacks.size())
     fail("the module called fallback #", index, " but the manifest lists ", context.manifest->fallbacks.size());
-  if (!*context.handler) fail("no fallback handler was given");
   auto views = [](const KilnTensorDesc* descs, int32_t count, const char* what) {
     std::vector<Tensor> tensors(size_t(std::max(count, 0)));
     for (int32_t i = 0; i < count; ++i) {
@@ -105,20 +104,8 @@ void run_fallback(FallbackContext& context, int32_t index, const KilnTensorDesc*
     }
     return tensors;
   };
-  std::vector<Tensor> inputs = views(input_descs, num_inputs, "input");
-  std::vector<Tensor> outputs = views(output_descs, num_outputs, "output");
-  const std::vector<Tensor> preallocated = outputs;
-  (*context.handler)(int(index), inputs, outputs);
-  if (outputs.size() != preallocated.size())
-    fail("the handler left ", outputs.size(), " outputs, the node has ", preallocated.size());
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].defined() && outputs[i].data_ptr() == preallocated[i].data_ptr()) continue;
-    if (!outputs[i].defined()) fail("the handler left output #", i, " undefined");
-    if (outputs[i].sizes() != preallocated[i].sizes() || outputs[i].dtype() != preallocated[i].dtype())
-      fail("the handler returned output #", i, " as ", dtype_name(outputs[i].dtype()), sizes_to_string(outputs[i].sizes()),
-           ", expected ", dtype_name(preallocated[i].dtype()), sizes_to_string(preallocated[i].sizes()));
-    preallocated[i].copy_from(outputs[i]);
-  }
+  call_fallback_handler(*context.handler, int(index), views(input_descs, num_inputs, "input"),
+                        views(output_descs, num_outputs, "output"));
 }
 
 // The KilnFallbackFn given to the module: no exception crosses back into C.
@@ -140,7 +127,7 @@ int32_t fallback_trampoline(void* state, int32_t index, const KilnTensorDesc* in
 
 }  // namespace
 
-struct CompiledArtifact::Loaded {
+struct CpuArtifact::Loaded {
   fs::path directory;
   ArtifactManifest manifest;
   SharedLibrary library;
@@ -197,20 +184,20 @@ struct CompiledArtifact::Loaded {
   }
 };
 
-CompiledArtifact::CompiledArtifact(std::unique_ptr<Loaded> loaded) : loaded_(std::move(loaded)) {}
-CompiledArtifact::~CompiledArtifact() = default;
-CompiledArtifact::CompiledArtifact(CompiledArtifact&&) noexcept = default;
-CompiledArtifact& CompiledArtifact::operator=(CompiledArtifact&&) noexcept = default;
+CpuArtifact::CpuArtifact(std::unique_ptr<Loaded> loaded) : loaded_(std::move(loaded)) {}
+CpuArtifact::~CpuArtifact() = default;
+CpuArtifact::CpuArtifact(CpuArtifact&&) noexcept = default;
+CpuArtifact& CpuArtifact::operator=(CpuArtifact&&) noexcept = default;
 
-const fs::path& CompiledArtifact::directory() const { return loaded_->directory; }
-const ArtifactManifest& CompiledArtifact::manifest() const { return loaded_->manifest; }
+const fs::path& CpuArtifact::directory() const { return loaded_->directory; }
+const ArtifactManifest& CpuArtifact::manifest() const { return loaded_->manifest; }
 
-size_t CompiledArtifact::workspace_capacity() const {
+size_t CpuArtifact::workspace_capacity() const {
   std::lock_guard<std::mutex> guard(loaded_->run_mutex);
   return loaded_->workspace.capacity();
 }
 
-CompiledArtifact CompiledArtifact::load(const fs::path& directory) {
+CpuArtifact CpuArtifact::load(const fs::path& directory) {
   auto loaded = std::make_unique<Loaded>();
   loaded->directory = fs::absolute(directory).lexically_normal();
   const std::string where = loaded->directory.string();
@@ -234,14 +221,14 @@ CompiledArtifact CompiledArtifact::load(const fs::path& directory) {
   loaded->output_sizes = library.function<OutputSizesFn>("kiln_output_sizes");
   loaded->workspace_bytes = library.function<WorkspaceBytesFn>("kiln_workspace_bytes");
   loaded->run = library.function<RunFn>("kiln_run");
-  return CompiledArtifact(std::move(loaded));
+  return CpuArtifact(std::move(loaded));
 }
 
-std::vector<int64_t> CompiledArtifact::bind(const std::vector<Tensor>& inputs) const {
+std::vector<int64_t> CpuArtifact::bind(const std::vector<Tensor>& inputs) const {
   return loaded_->bind_symbols(loaded_->describe_inputs(inputs));
 }
 
-std::vector<Tensor> CompiledArtifact::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& parameters,
+std::vector<Tensor> CpuArtifact::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& parameters,
                                           const FallbackHandler& fallback, int num_threads) {
   Loaded& state = *loaded_;
   const ArtifactManifest& manifest = state.manifest;

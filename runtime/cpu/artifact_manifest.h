@@ -1,5 +1,5 @@
-// ArtifactManifest: the manifest.json of a compiled artifact, which tells the runtime
-// (runtime/compiled_artifact.h) what the module.so beside it expects and produces. The
+// ArtifactManifest: the manifest.json of a cpu target's artifact, which tells its loader
+// (runtime/cpu/cpu_artifact.h) what the module.so beside it expects and produces. The
 // compiler writes it (write_artifact_manifest); the loader reads it (read_artifact_manifest).
 //
 // Format (JSON; every field required, unknown fields ignored):
@@ -23,24 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/artifact.h"
 #include "runtime/compiled_abi.h"
 #include "runtime/cpu_features.h"
 #include "runtime/dtype.h"
-#include "runtime/tensor.h"
 
 namespace kiln {
-
-struct ArtifactTensor {
-  std::string name;
-  DType dtype = DType::f32;
-  int64_t rank = 0;
-};
-
-struct ArtifactParameter {
-  std::string name;
-  DType dtype = DType::f32;
-  Sizes shape;
-};
 
 struct ArtifactManifest {
   int64_t abi = kKilnAbiVersion;

@@ -1,12 +1,13 @@
-// Tests for runtime/compiled_artifact: a module written by hand against runtime/compiled_abi.h
-// (y = 2*x + bias and z = row sums of y, x: f32[s0, 3] of any strides, one symbol s0, guards on
-// dtype, rank and the static size) is compiled at test time with $CXX (default c++) and run:
+// Tests for runtime/cpu/cpu_artifact (the cpu target's loader): a module written by hand
+// against runtime/compiled_abi.h (y = 2*x + bias and z = row sums of y, x: f32[s0, 3] of any
+// strides, one symbol s0, guards on dtype, rank and the static size) is compiled at test time
+// with $CXX (default c++) and run:
 // results against values computed here, non-contiguous inputs, the workspace (aligned, kept,
 // grown), guard failures, run failures, every input and parameter check, fallbacks (writing in
 // place, returning a tensor, throwing), and load errors (missing or garbled manifest, wrong ABI
 // in the manifest or the module, a missing symbol, an ISA this CPU lacks). Skipped, with the
 // reason, only where no C++ compiler is found.
-#include "runtime/compiled_artifact.h"
+#include "runtime/cpu/cpu_artifact.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -112,7 +113,7 @@ ArtifactManifest test_manifest(const Variant& variant) {
   return manifest;
 }
 
-class CompiledArtifactTest : public ::testing::Test {
+class CpuArtifactTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = fs::temp_directory_path() / ("kiln_artifact_test_" + std::to_string(::getpid()));
@@ -198,12 +199,12 @@ class CompiledArtifactTest : public ::testing::Test {
   static std::string compile_error_;
 };
 
-fs::path CompiledArtifactTest::root_;
-std::string CompiledArtifactTest::skip_reason_;
-std::string CompiledArtifactTest::compile_error_;
+fs::path CpuArtifactTest::root_;
+std::string CpuArtifactTest::skip_reason_;
+std::string CpuArtifactTest::compile_error_;
 
-TEST_F(CompiledArtifactTest, LoadsTheManifest) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, LoadsTheManifest) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   EXPECT_EQ(artifact.directory(), dir("plain"));
   EXPECT_EQ(artifact.isa(), Isa::scalar);
   EXPECT_EQ(artifact.key(), "00112233445566778899aabbccddeeff");
@@ -217,8 +218,8 @@ TEST_F(CompiledArtifactTest, LoadsTheManifest) {
   EXPECT_EQ(artifact.manifest().source, "module.cpp");
 }
 
-TEST_F(CompiledArtifactTest, RunsAndKeepsTheWorkspace) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, RunsAndKeepsTheWorkspace) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   EXPECT_EQ(artifact.workspace_capacity(), 0u);
   Tensor x = matrix(4, 3, 0.25);
   expect_results(artifact.run({x}, {bias()}), x, 2.0);
@@ -238,13 +239,13 @@ TEST_F(CompiledArtifactTest, RunsAndKeepsTheWorkspace) {
   EXPECT_THAT(outputs[1].sizes(), ElementsAre(0));
 }
 
-TEST_F(CompiledArtifactTest, BindReturnsTheSymbols) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, BindReturnsTheSymbols) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   EXPECT_THAT(artifact.bind({matrix(17, 3, 1.0)}), ElementsAre(17));
 }
 
-TEST_F(CompiledArtifactTest, NonContiguousInputsPassTheirStrides) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, NonContiguousInputsPassTheirStrides) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   Tensor x = matrix(3, 5, 0.5).transpose(0, 1);  // [5, 3], strides [1, 5]
   ASSERT_FALSE(x.is_contiguous());
   expect_results(artifact.run({x}, {bias()}), x, 2.0);
@@ -252,8 +253,8 @@ TEST_F(CompiledArtifactTest, NonContiguousInputsPassTheirStrides) {
   expect_results(artifact.run({sliced}, {bias()}), sliced, 2.0);
 }
 
-TEST_F(CompiledArtifactTest, GuardFailuresCarryTheModuleMessage) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, GuardFailuresCarryTheModuleMessage) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   const std::string prefix = "guard of the compiled model in " + dir("plain").string() + " failed: ";
   auto guard_error = [&](const Tensor& x) {
     try {
@@ -269,15 +270,15 @@ TEST_F(CompiledArtifactTest, GuardFailuresCarryTheModuleMessage) {
   EXPECT_THROW(artifact.bind({Tensor::zeros({2, 4}, DType::f32)}), GuardError);
 }
 
-TEST_F(CompiledArtifactTest, ModuleFailureBecomesAnError) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, ModuleFailureBecomesAnError) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   EXPECT_EQ(error_of([&] { artifact.run({matrix(7, 3, 1.0)}, {bias()}); }),
             "compiled model in " + dir("plain").string() + " failed: index out of range (s0 == 7)");
   expect_results(artifact.run({matrix(6, 3, 1.0)}, {bias()}), matrix(6, 3, 1.0), 2.0);  // still usable
 }
 
-TEST_F(CompiledArtifactTest, InputsAndParametersAreChecked) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, InputsAndParametersAreChecked) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   const std::string where = "compiled model in " + dir("plain").string();
   Tensor x = matrix(2, 3, 1.0);
   EXPECT_EQ(error_of([&] { artifact.run({}, {bias()}); }), where + " takes 1 inputs, got 0");
@@ -295,8 +296,8 @@ TEST_F(CompiledArtifactTest, InputsAndParametersAreChecked) {
             where + ": num_threads must be >= 0 (0: the OpenMP default), got -1");
 }
 
-TEST_F(CompiledArtifactTest, FallbackWritesItsOutputsInPlace) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("fallback"));
+TEST_F(CpuArtifactTest, FallbackWritesItsOutputsInPlace) {
+  CpuArtifact artifact = CpuArtifact::load(dir("fallback"));
   EXPECT_THAT(artifact.fallbacks(), ElementsAre("triple_1"));
   Tensor x = matrix(3, 4, 0.5).transpose(0, 1);  // [4, 3], non-contiguous
   int calls = 0;
@@ -318,8 +319,8 @@ TEST_F(CompiledArtifactTest, FallbackWritesItsOutputsInPlace) {
   EXPECT_EQ(calls, 1);
 }
 
-TEST_F(CompiledArtifactTest, FallbackMayReturnNewTensors) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("fallback"));
+TEST_F(CpuArtifactTest, FallbackMayReturnNewTensors) {
+  CpuArtifact artifact = CpuArtifact::load(dir("fallback"));
   Tensor x = matrix(5, 3, 1.0);
   FallbackHandler replace = [](int, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
     Tensor result = Tensor::empty(inputs[0].sizes(), DType::f32);
@@ -338,8 +339,8 @@ TEST_F(CompiledArtifactTest, FallbackMayReturnNewTensors) {
                 " failed: fallback 'triple_1' (#0) failed: the handler returned output #0 as f32[2, 2], expected f32[5, 3]");
 }
 
-TEST_F(CompiledArtifactTest, FallbackExceptionsBecomeErrors) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("fallback"));
+TEST_F(CpuArtifactTest, FallbackExceptionsBecomeErrors) {
+  CpuArtifact artifact = CpuArtifact::load(dir("fallback"));
   const std::string where = "compiled model in " + dir("fallback").string();
   Tensor x = matrix(2, 3, 1.0);
   EXPECT_EQ(error_of([&] {
@@ -359,8 +360,8 @@ TEST_F(CompiledArtifactTest, FallbackExceptionsBecomeErrors) {
             where + " runs 1 node(s) on the reference kernels (first: 'triple_1') and needs a fallback handler");
 }
 
-TEST_F(CompiledArtifactTest, RunsFromSeveralThreads) {
-  CompiledArtifact artifact = CompiledArtifact::load(dir("plain"));
+TEST_F(CpuArtifactTest, RunsFromSeveralThreads) {
+  CpuArtifact artifact = CpuArtifact::load(dir("plain"));
   std::vector<std::thread> threads;
   std::vector<int> failures(4, 0);
   for (int t = 0; t < 4; ++t) {
@@ -378,45 +379,45 @@ TEST_F(CompiledArtifactTest, RunsFromSeveralThreads) {
   EXPECT_THAT(failures, ElementsAre(0, 0, 0, 0));
 }
 
-TEST_F(CompiledArtifactTest, MissingOrGarbledManifest) {
+TEST_F(CpuArtifactTest, MissingOrGarbledManifest) {
   fs::path empty = root_ / "empty";
   fs::create_directories(empty);
-  EXPECT_EQ(error_of([&] { CompiledArtifact::load(empty); }),
+  EXPECT_EQ(error_of([&] { CpuArtifact::load(empty); }),
             "no compiled artifact in " + empty.string() + ": manifest.json is missing");
-  EXPECT_EQ(error_of([&] { CompiledArtifact::load(root_ / "nowhere"); }),
+  EXPECT_EQ(error_of([&] { CpuArtifact::load(root_ / "nowhere"); }),
             "no compiled artifact at " + (root_ / "nowhere").string() + ": not a directory");
   std::ofstream(empty / "manifest.json") << "{\"format\": \"kiln-artifact\", ";
-  EXPECT_EQ(error_of([&] { CompiledArtifact::load(empty); }), (empty / "manifest.json").string() + ": not valid JSON");
+  EXPECT_EQ(error_of([&] { CpuArtifact::load(empty); }), (empty / "manifest.json").string() + ": not valid JSON");
 }
 
-TEST_F(CompiledArtifactTest, WrongAbiInTheManifest) {
+TEST_F(CpuArtifactTest, WrongAbiInTheManifest) {
   fs::path abi2 = edited("plain", "manifest_abi_2", [](ArtifactManifest& manifest) { manifest.abi = 2; });
-  EXPECT_EQ(error_of([&] { CompiledArtifact::load(abi2); }),
+  EXPECT_EQ(error_of([&] { CpuArtifact::load(abi2); }),
             "compiled artifact " + abi2.string() + " uses ABI version 2 but this Kiln loads version 1; recompile the model");
 }
 
-TEST_F(CompiledArtifactTest, WrongAbiInTheModule) {
-  EXPECT_EQ(error_of([&] { CompiledArtifact::load(dir("module_abi_2")); }),
+TEST_F(CpuArtifactTest, WrongAbiInTheModule) {
+  EXPECT_EQ(error_of([&] { CpuArtifact::load(dir("module_abi_2")); }),
             "compiled artifact " + dir("module_abi_2").string() +
                 ": module.so reports ABI version 2 but this Kiln loads version 1; recompile the model");
 }
 
-TEST_F(CompiledArtifactTest, MissingSymbol) {
-  std::string message = error_of([&] { CompiledArtifact::load(dir("no_run")); });
+TEST_F(CpuArtifactTest, MissingSymbol) {
+  std::string message = error_of([&] { CpuArtifact::load(dir("no_run")); });
   EXPECT_THAT(message, HasSubstr("shared library " + (dir("no_run") / "module.so").string() +
                                  " does not export symbol 'kiln_run'"));
 }
 
-TEST_F(CompiledArtifactTest, MissingLibrary) {
+TEST_F(CpuArtifactTest, MissingLibrary) {
   fs::path moved = edited("plain", "missing_library", [](ArtifactManifest& manifest) { manifest.library = "gone.so"; });
-  EXPECT_THAT(error_of([&] { CompiledArtifact::load(moved); }),
+  EXPECT_THAT(error_of([&] { CpuArtifact::load(moved); }),
               HasSubstr("cannot load shared library " + (moved / "gone.so").string()));
 }
 
-TEST_F(CompiledArtifactTest, InstructionSetThisCpuLacks) {
+TEST_F(CpuArtifactTest, InstructionSetThisCpuLacks) {
   if (host_isa() == Isa::avx512) GTEST_SKIP() << "this CPU runs every instruction set Kiln targets";
   fs::path avx512 = edited("plain", "avx512", [](ArtifactManifest& manifest) { manifest.isa = Isa::avx512; });
-  EXPECT_EQ(error_of([&] { CompiledArtifact::load(avx512); }),
+  EXPECT_EQ(error_of([&] { CpuArtifact::load(avx512); }),
             "compiled artifact " + avx512.string() + " was built for avx512, which this CPU cannot run (it supports " +
                 std::string(isa_name(host_isa())) + "); recompile the model on this machine");
 }

@@ -1,11 +1,12 @@
 // manifest.json of compiled artifacts: parsing with field-by-field errors, and writing.
-#include "runtime/artifact_manifest.h"
+#include "runtime/cpu/artifact_manifest.h"
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/json_brief.h"
+#include "runtime/json_fields.h"
 
 namespace kiln {
 
@@ -13,52 +14,14 @@ namespace {
 
 using nlohmann::json;
 
-// A manifest field being read: its path for messages ("inputs[0].dtype").
-class FieldReader {
+// The manifest's own field kinds, on top of JsonFields.
+class ManifestReader : public JsonFields {
  public:
-  FieldReader(const std::string& where) : where_(where) {}
+  using JsonFields::JsonFields;
 
-  [[noreturn]] void bad(const std::string& field, const std::string& expected, const json& got) const {
-    fail(where_, ": field '", field, "' must be ", expected, ", got ", json_brief(got));
-  }
-  const json& member(const json& object, const std::string& field, const std::string& name) const {
-    auto found = object.find(name);
-    if (found == object.end()) fail(where_, ": field '", field, "' is missing");
-    return *found;
-  }
-  std::string string(const json& object, const std::string& prefix, const std::string& name) const {
-    const json& value = member(object, prefix + name, name);
-    if (!value.is_string()) bad(prefix + name, "a string", value);
-    return value.get<std::string>();
-  }
-  int64_t integer(const json& object, const std::string& prefix, const std::string& name) const {
-    const json& value = member(object, prefix + name, name);
-    if (!value.is_number_integer()) bad(prefix + name, "an integer", value);
-    return value.get<int64_t>();
-  }
-  const json& array(const json& object, const std::string& name) const {
-    const json& value = member(object, name, name);
-    if (!value.is_array()) bad(name, "an array", value);
-    return value;
-  }
-  DType dtype(const json& object, const std::string& prefix) const {
-    const json& value = member(object, prefix + "dtype", "dtype");
-    std::optional<DType> parsed = value.is_string() ? parse_dtype(value.get<std::string>()) : std::nullopt;
-    if (!parsed) bad(prefix + "dtype", "a dtype name such as \"f32\"", value);
-    return *parsed;
-  }
-  std::vector<std::string> strings(const json& object, const std::string& name) const {
-    std::vector<std::string> result;
-    const json& values = array(object, name);
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (!values[i].is_string()) bad(name + "[" + std::to_string(i) + "]", "a string", values[i]);
-      result.push_back(values[i].get<std::string>());
-    }
-    return result;
-  }
   std::vector<ArtifactTensor> tensors(const json& object, const std::string& name) const {
     std::vector<ArtifactTensor> result;
-    const json& values = array(object, name);
+    const json& values = array(object, "", name);
     for (size_t i = 0; i < values.size(); ++i) {
       std::string prefix = name + "[" + std::to_string(i) + "].";
       if (!values[i].is_object()) bad(name + "[" + std::to_string(i) + "]", "an object", values[i]);
@@ -70,12 +33,12 @@ class FieldReader {
   }
   std::vector<ArtifactParameter> parameters(const json& object) const {
     std::vector<ArtifactParameter> result;
-    const json& values = array(object, "parameters");
+    const json& values = array(object, "", "parameters");
     for (size_t i = 0; i < values.size(); ++i) {
       std::string prefix = "parameters[" + std::to_string(i) + "].";
       if (!values[i].is_object()) bad("parameters[" + std::to_string(i) + "]", "an object", values[i]);
       ArtifactParameter parameter{string(values[i], prefix, "name"), dtype(values[i], prefix), {}};
-      const json& shape = member(values[i], prefix + "shape", "shape");
+      const json& shape = member(values[i], prefix, "shape");
       if (!shape.is_array()) bad(prefix + "shape", "an array of sizes", shape);
       for (const json& size : shape) {
         if (!size.is_number_integer() || size.get<int64_t>() < 0) bad(prefix + "shape", "an array of sizes >= 0", shape);
@@ -93,9 +56,6 @@ class FieldReader {
       bad(name, "a file name inside the artifact directory", object[name]);
     return value;
   }
-
- private:
-  std::string where_;
 };
 
 json tensors_json(const std::vector<ArtifactTensor>& tensors) {
@@ -111,7 +71,7 @@ ArtifactManifest parse_artifact_manifest(const std::string& text, const std::str
   json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) fail(where, ": not valid JSON");
   if (!document.is_object()) fail(where, ": expected a JSON object, got ", json_brief(document));
-  FieldReader read(where);
+  ManifestReader read(where);
   std::string format = read.string(document, "", "format");
   if (format != kArtifactFormat) fail(where, ": not a Kiln artifact manifest (format is \"", format, "\", expected \"", kArtifactFormat, "\")");
   ArtifactManifest manifest;
@@ -127,8 +87,8 @@ ArtifactManifest parse_artifact_manifest(const std::string& text, const std::str
   manifest.inputs = read.tensors(document, "inputs");
   manifest.outputs = read.tensors(document, "outputs");
   manifest.parameters = read.parameters(document);
-  manifest.symbols = read.strings(document, "symbols");
-  manifest.fallbacks = read.strings(document, "fallbacks");
+  manifest.symbols = read.strings(document, "", "symbols");
+  manifest.fallbacks = read.strings(document, "", "fallbacks");
   manifest.library = read.file_name(document, "library");
   manifest.source = read.file_name(document, "source");
   return manifest;

@@ -1,0 +1,163 @@
+// The one compile driver. See compiler/compile_driver.h.
+#include "compiler/compile_driver.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "codegen/loop_printer.h"
+#include "codegen/lowering.h"
+#include "compiler/backend_common.h"
+#include "compiler/target_registry.h"
+#include "runtime/compile_cache.h"
+#include "runtime/error.h"
+
+namespace kiln::compiler {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Reports each stage's wall time to CompileOptions::on_stage.
+class StageTimer {
+ public:
+  explicit StageTimer(const CompileOptions& options) : on_stage_(options.on_stage), start_(Clock::now()) {}
+  void done(const std::string& stage) {
+    Clock::time_point now = Clock::now();
+    if (on_stage_) on_stage_(stage, std::chrono::duration<double, std::milli>(now - start_).count());
+    start_ = now;
+  }
+
+ private:
+  const std::function<void(const std::string&, double)>& on_stage_;
+  Clock::time_point start_;
+};
+
+// Where generate() stops: after lowering, after scheduling, or after the target's emitter.
+enum class StopAfter { lower, schedule, emit };
+
+// What the code generation steps made, up to where they stopped.
+struct Generated {
+  ir::Graph graph;  // the simplified graph the code computes
+  codegen::LoopProgram loops;
+  codegen::ScheduledProgram scheduled;
+  std::unique_ptr<GeneratedCode> code;
+};
+
+// passes -> lower -> schedule -> emit: the steps every target shares, then its emitter. With
+// `titled`, the source's first comment names the graph by its size ("a graph of 12 nodes");
+// without, it keeps the emitter's default title (as dumps print it).
+Generated generate(const ir::Graph& graph, const CodeTarget* target, const CompileOptions& options, StopAfter stop,
+                   bool titled, StageTimer& timer) {
+  Generated g;
+  g.graph = simplified_graph(graph, options.freeze);
+  timer.done("passes");
+  g.loops = codegen::lower(g.graph);
+  timer.done("lower");
+  if (stop == StopAfter::lower) return g;
+  codegen::ScheduleOptions schedule_options;
+  schedule_options.fuse = options.fuse;
+  g.scheduled = codegen::schedule(std::move(g.loops), schedule_options);
+  timer.done("schedule");
+  if (stop == StopAfter::schedule) return g;
+  std::optional<std::string> title;
+  if (titled) title = "a graph of " + std::to_string(g.graph.size()) + " nodes";
+  g.code = target->emit(g.scheduled, title);
+  timer.done("codegen");
+  return g;
+}
+
+// The artifact's directory: the cache entry of `key` (built when missing), or without the
+// cache a fresh directory in its staging area.
+CacheEntry build_artifact(const CodeTarget& target, const GeneratedCode& code, const std::string& key,
+                          const CompileOptions& options, StageTimer& timer) {
+  CompileCache cache(options.cache_dir);
+  auto build = [&](const fs::path& directory) {
+    target.build(code, key, options, directory);
+    timer.done(std::string(target.build_stage()));
+  };
+  if (!options.use_cache) {
+    fs::path directory = cache.make_staging_directory();
+    build(directory);
+    return {directory, false};
+  }
+  CacheEntry entry = cache.get_or_build(key, build);
+  timer.done(entry.hit ? "cache hit" : "cache store");
+  return entry;
+}
+
+// Copies the target's artifact files into `to`, which must be empty unless `overwrite`.
+void copy_artifact(const CodeTarget& target, const fs::path& from, const fs::path& to, bool overwrite) {
+  if (fs::exists(to) && !fs::is_directory(to)) fail("output directory ", to.string(), " is a file");
+  if (fs::exists(to) && !fs::is_empty(to) && !overwrite) {
+    fail("output directory ", to.string(), " exists and is not empty (pass --force to overwrite it)");
+  }
+  fs::create_directories(to);
+  for (const std::string& name : target.artifact_files()) {
+    if (fs::exists(from / name)) fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace
+
+CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
+  const CodeTarget& target = find_code_target(options.target);
+  StageTimer timer(options);
+  Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer);
+  std::string key = target.cache_key(*g.code, options);
+  CacheEntry entry = build_artifact(target, *g.code, key, options, timer);
+  std::unique_ptr<Artifact> artifact = target.load(entry.directory);
+  timer.done("load");
+
+  CompileResult result{options.target, key, entry.hit, g.code->kernel_count, target.describe(*g.code, *artifact),
+                       entry.directory};
+  if (options.output_dir) {
+    copy_artifact(target, entry.directory, *options.output_dir, options.overwrite);
+    result.artifact_dir = *options.output_dir;
+  }
+  return CompiledModel(std::move(g.graph), std::move(artifact), std::move(result));
+}
+
+std::vector<CodegenStage> codegen_stages() {
+  std::vector<CodegenStage> stages = {
+      {"loops", "the loop IR lowered from the simplified graph", ""},
+      {"scheduled", "the kernels, the nodes fused into each, and the memory plan", ""},
+  };
+  for (const TargetInfo& row : targets())
+    if (row.code != nullptr)
+      stages.push_back({std::string(row.code->code_stage()), std::string(row.code->code_stage_summary()), std::string(row.name)});
+  return stages;
+}
+
+bool is_codegen_stage(std::string_view stage) {
+  for (const CodegenStage& known : codegen_stages())
+    if (known.name == stage) return true;
+  return false;
+}
+
+std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, const CodegenStageOptions& stage_options) {
+  std::vector<CodegenStage> stages = codegen_stages();
+  auto found = std::find_if(stages.begin(), stages.end(), [&](const CodegenStage& s) { return s.name == stage; });
+  if (found == stages.end()) {
+    std::string known;
+    for (const CodegenStage& s : stages) known += (known.empty() ? "" : ", ") + s.name;
+    fail("unknown codegen stage '", stage, "' (known: ", known, ")");
+  }
+  CompileOptions options;
+  options.fuse = stage_options.fuse;
+  options.freeze = stage_options.freeze;
+  StageTimer timer(options);
+  const CodeTarget* target = found->target.empty() ? nullptr : &find_code_target(found->target);
+  StopAfter stop = stage == "loops" ? StopAfter::lower : target == nullptr ? StopAfter::schedule : StopAfter::emit;
+  Generated g = generate(graph, target, options, stop, /*titled=*/false, timer);
+  if (stop == StopAfter::lower) return codegen::print_loop_program(g.loops);
+  if (stop == StopAfter::emit) return target->dump(*g.code);
+  std::string text = codegen::print_schedule(g.scheduled);
+  if (!g.scheduled.fusion_log.empty()) {
+    text += "# fusion decisions\n";
+    for (const std::string& line : g.scheduled.fusion_log) text += "    " + line + "\n";
+  }
+  return text;
+}
+
+}  // namespace kiln::compiler

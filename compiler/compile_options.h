@@ -1,0 +1,47 @@
+// CompileOptions and CompileResult: what compiling a graph for any target takes and reports
+// (the driver: compiler/compile_driver.h; the targets: compiler/target_registry.h). One struct
+// for every target: the common options, then the few that only one target reads.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "runtime/cpu_features.h"
+
+namespace kiln::compiler {
+
+struct CompileOptions {
+  std::string target = "cpu";                      // a row of the target registry
+  std::optional<std::filesystem::path> cache_dir;  // default: CompileCache's
+  bool use_cache = true;
+  bool fuse = true;     // false: one kernel per loop node (debugging)
+  bool freeze = false;  // constant-fold parameters
+  // Also copy the artifact's files here (cpu: module.so, manifest.json, module.cpp; cuda:
+  // kernels.cu, launch_plan.json, device.cubin); refuses a directory that exists and is not
+  // empty unless `overwrite`.
+  std::optional<std::filesystem::path> output_dir;
+  bool overwrite = false;
+  // Called as each stage ends, with its wall time in milliseconds.
+  std::function<void(const std::string& stage, double milliseconds)> on_stage;
+
+  // cpu only: the instruction set; default resolve_isa (KILN_ISA, else the host's best).
+  std::optional<Isa> isa;
+  // cuda only: the GPU architecture (80 for sm_80); default the device's, else 80.
+  std::optional<int> sm;
+};
+
+struct CompileResult {
+  std::string target;
+  std::string key;  // of the artifact in the compile cache
+  bool cache_hit = false;
+  size_t kernel_count = 0;
+  std::string details;  // what the target adds, for people: "isa avx2", "1 library call, sm_90"
+  // Where the artifact is: output_dir when given, else its cache entry (or, without the cache,
+  // the directory it was built in).
+  std::filesystem::path artifact_dir;
+};
+
+}  // namespace kiln::compiler

@@ -1,0 +1,69 @@
+// CodeTarget: what a target that generates code gives the one driver (compiler/compile_driver.h),
+// which runs passes -> lower -> schedule -> emit -> build (through the compile cache) -> load for
+// every target alike. A target supplies the three steps that differ:
+//   - emit: its emitter (codegen/cpp, codegen/cuda) prints the scheduled program as its source,
+//     with the prelude its source starts with;
+//   - build: the files of its artifact, from that source (cpu: the system C++ compiler -> a
+//     shared object and a manifest; cuda: NVRTC -> a cubin and a launch plan), under a cache key
+//     that covers everything that decides them;
+//   - load: its runtime loader (runtime/cpu/cpu_artifact.h, runtime/cuda/cuda_artifact.h),
+//     which runs the artifact with runtime/ alone.
+// Each target is one registration in compiler/target_registry.cpp; the registry also lists the
+// targets that run graphs without generating code (the interpreter, eager mode).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/schedule.h"
+#include "compiler/compile_options.h"
+#include "runtime/artifact.h"
+
+namespace kiln::compiler {
+
+// What a target's emitter made of a scheduled program; each target derives its own with what
+// its build step needs.
+struct GeneratedCode {
+  virtual ~GeneratedCode() = default;
+  std::string source;       // the generated source (module.cpp, kernels.cu)
+  size_t kernel_count = 0;  // kernels it defines and runs
+};
+
+class CodeTarget {
+ public:
+  virtual ~CodeTarget() = default;
+
+  // The `kiln dump --stage` name of this target's generated code ("cpp", "cuda") and its help line.
+  virtual std::string_view code_stage() const = 0;
+  virtual std::string_view code_stage_summary() const = 0;
+
+  // The emitter. `title` names the graph in the source's first comment (std::nullopt: the
+  // emitter's default, as dumps print it).
+  virtual std::unique_ptr<GeneratedCode> emit(const codegen::ScheduledProgram& scheduled,
+                                              const std::optional<std::string>& title) const = 0;
+  // The code as `kiln dump --stage <code_stage()>` prints it.
+  virtual std::string dump(const GeneratedCode& code) const = 0;
+
+  // The compile cache key (hex) of building `code` with `options`: a hash of everything that
+  // decides the artifact's files (the source, the build tool and its flags, the target settings,
+  // Kiln's version).
+  virtual std::string cache_key(const GeneratedCode& code, const CompileOptions& options) const = 0;
+  // Writes the artifact's files into `directory` (empty). Its stage name for on_stage.
+  virtual void build(const GeneratedCode& code, const std::string& key, const CompileOptions& options,
+                     const std::filesystem::path& directory) const = 0;
+  virtual std::string_view build_stage() const = 0;
+  // The files `kiln compile -o DIR` copies (those of them that exist).
+  virtual std::vector<std::string> artifact_files() const = 0;
+
+  // The runtime loader.
+  virtual std::unique_ptr<Artifact> load(const std::filesystem::path& directory) const = 0;
+  // What `kiln compile` prints about a loaded artifact beside its key and kernel count.
+  virtual std::string describe(const GeneratedCode& code, const Artifact& artifact) const = 0;
+};
+
+}  // namespace kiln::compiler
