@@ -148,7 +148,7 @@ def kiln(argv, cache_dir, threads):
 
 def check_kiln(kiln_path, model_path, input_flags, expected, out_dir, cache_dir, threads):
     """Kiln's CPU outputs against ONNX Runtime's: max |kiln - ort| / max |ort| per output."""
-    kiln([kiln_path, "run", model_path, "--backend", "cpu", "--threads", str(threads), "--out", out_dir] + input_flags,
+    kiln([kiln_path, "run", model_path, "--target", "cpu", "--threads", str(threads), "--out", out_dir] + input_flags,
          cache_dir, threads)
     worst, details = 0.0, []
     for name, want in expected.items():
@@ -169,7 +169,7 @@ def check_kiln(kiln_path, model_path, input_flags, expected, out_dir, cache_dir,
 
 
 def kiln_bench(args, model_path, input_flags, cache_dir):
-    data = json.loads(kiln([args.kiln, "bench", model_path, "--backend", "cpu", "--json", "--iters", str(args.iters),
+    data = json.loads(kiln([args.kiln, "bench", model_path, "--target", "cpu", "--json", "--iters", str(args.iters),
                             "--warmup", str(args.warmup), "--threads", str(args.threads)] + input_flags,
                            cache_dir, args.threads).strip().splitlines()[-1])
     return {key: data[key] for key in ("iters", "median_ms", "min_ms", "p10_ms", "p90_ms", "max_ms", "compile_ms",

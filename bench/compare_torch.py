@@ -324,7 +324,7 @@ def check_kiln_outputs(kiln, workload, input_flags, work_dir, cache_dir, threads
     with PyTorch eager: max |kiln - torch| / max |torch| must stay within CHECK_TOLERANCE."""
     out_dir = os.path.join(work_dir, f"{workload.name}_kiln_out")
     shutil.rmtree(out_dir, ignore_errors=True)
-    run_command([kiln, "run", workload.model_path, "--backend", "cpu", "--threads", str(threads), "--out", out_dir]
+    run_command([kiln, "run", workload.model_path, "--target", "cpu", "--threads", str(threads), "--out", out_dir]
                 + input_flags, env=kiln_env(cache_dir, threads))
     with torch.no_grad():
         expected = workload.module(*workload.inputs.values())
@@ -350,7 +350,7 @@ def check_kiln_outputs(kiln, workload, input_flags, work_dir, cache_dir, threads
 
 
 def kiln_bench(kiln, workload, input_flags, cache_dir, threads, iters, warmup):
-    result = run_command([kiln, "bench", workload.model_path, "--backend", "cpu", "--json", "--iters", str(iters),
+    result = run_command([kiln, "bench", workload.model_path, "--target", "cpu", "--json", "--iters", str(iters),
                           "--warmup", str(warmup), "--threads", str(threads)] + input_flags,
                          env=kiln_env(cache_dir, threads))
     data = json.loads(result.stdout.strip().splitlines()[-1])
@@ -557,7 +557,7 @@ TIMING_NOTES = [
     "timed region; medians over the same number of calls; inputs fixed. Sides interleave in rounds; each keeps",
     "its round with the lowest median. 'others': cores the machine's other processes kept busy meanwhile",
     "(the most over the kept rounds; with 2 threads on 2 cores, any of it can stall a parallel region).",
-    "  kiln    `kiln bench --json`: CpuModel::run per call - guard checks, a fresh output tensor (aligned_alloc),",
+    "  kiln    `kiln bench --json`: CompiledModel::run per call - guard checks, a fresh output tensor (aligned_alloc),",
     "          the generated kernels, the workspace reused across calls; compile/load excluded.",
     "  eager   module(*inputs) under torch.no_grad() from Python: Python and dispatcher overhead, a fresh",
     "          tensor for every intermediate and the output (the chain: 5 tensors of 64 MiB per call).",
@@ -622,7 +622,7 @@ def print_report(results):
                   + "".join(f"{c:>15}" for c in cells))
     for note in TIMING_NOTES:
         print("  " + note)
-    print(f"  check: kiln run --backend cpu on the same inputs; max |kiln - torch eager| / max |torch eager| per output,"
+    print(f"  check: kiln run --target cpu on the same inputs; max |kiln - torch eager| / max |torch eager| per output,"
           f" pass <= {CHECK_TOLERANCE:g}")
     for w in results["workloads"]:
         for side in ("kiln", "kiln_kernel", "eager", "compile"):

@@ -5,7 +5,7 @@
 #      their GPU tests run instead of skipping;
 #   3. reads the device's peak DRAM bandwidth from the driver (memory clock x 2 x bus width,
 #      through libcuda.so.1 with ctypes) and benchmarks the pointwise chain, softmax, layer_norm,
-#      the MLP sample and the attention sample with `kiln bench --backend cuda`, and with
+#      the MLP sample and the attention sample with `kiln bench --target cuda`, and with
 #      torch.compile on the GPU when torch with CUDA is importable; it prints each one's median
 #      device time (Kiln: its steps between two stream events, without the host-device copies of
 #      inputs and outputs; torch: the call between two events) and, for the memory-bound ones, the achieved bandwidth and its fraction of the peak
@@ -187,7 +187,7 @@ def torch_compiled_ms(workload_name):
 
 def kiln_ms(model, flags):
     env = dict(os.environ, KILN_CACHE_DIR=os.path.join(work, "cache"))
-    run = subprocess.run([kiln, "bench", model, "--backend", "cuda", "--json", "--iters", str(iters), "--warmup", "10",
+    run = subprocess.run([kiln, "bench", model, "--target", "cuda", "--json", "--iters", str(iters), "--warmup", "10",
                           "--random-inputs", "1"] + flags, capture_output=True, text=True, env=env)
     if run.returncode != 0:
         return None, (run.stderr or run.stdout).strip().splitlines()[-1:] or ["failed"]
