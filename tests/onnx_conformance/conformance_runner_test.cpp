@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "tests/onnx_conformance/conformance_report.h"
 #include "tests/onnx_conformance/onnx_tolerance.h"
@@ -58,25 +59,27 @@ TEST(OnnxTolerance, RelativeAndAbsoluteToleranceAsNumpyAllclose) {
 }
 
 std::vector<CaseResult> sample_results() {
-  return {{"test_add", "Add", {CaseStatus::passed, "", {"axes", "pads"}}},
-          {"test_add_bcast", "Add", {CaseStatus::failed, "cpu: output 0: element 1 is 2, expected 3", {}}},
-          {"test_relu", "Relu", {CaseStatus::failed, "interpreter: boom", {}}},
-          {"test_lstm", "LSTM", {CaseStatus::unsupported, "LSTM", {}}},
-          {"test_old", "Abs", {CaseStatus::not_applicable, "opset 6", {}}}};
+  return {{"test_add", "Add", true, {CaseStatus::passed, FailureClass::none, true, true, "", {"axes", "pads"}}},
+          {"test_add_bcast", "Add", true,
+           {CaseStatus::failed, FailureClass::cpu, true, false, "cpu: output 'y': element 1 is 2, expected 3", {}}},
+          {"test_relu", "Relu", true, {CaseStatus::failed, FailureClass::interpreter, false, false, "interpreter: boom", {}}},
+          {"test_lstm", "LSTM", false, {CaseStatus::failed, FailureClass::unsupported_op, false, false, "LSTM", {}}},
+          {"test_old", "Abs", false, {CaseStatus::failed, FailureClass::opset, false, false, "import: opset 6", {}}}};
 }
 
 TEST(ConformanceVerdict, UnlistedFailuresListedPassesAndStaleEntriesFail) {
-  Allowlist allowlist = {{"test_add_bcast", "known"}, {"test_add", "stale: passes"}, {"test_lstm", "not run"}};
+  Allowlist allowlist = {{"test_add_bcast", "known"}, {"test_add", "stale: passes"}, {"test_lstm", "no LSTM"},
+                         {"test_old", "opset 6"}, {"test_gone", "no such case"}};
   std::vector<std::string> shard = allowlist_violations(sample_results(), allowlist, false);
   ASSERT_EQ(shard.size(), 2u);
   EXPECT_EQ(shard[0], "test_add passes now: take it off the allowlist");
-  EXPECT_EQ(shard[1], "test_relu (Relu) fails: interpreter: boom");
+  EXPECT_EQ(shard[1], "test_relu (Relu) fails [interpreter]: interpreter: boom");
   std::vector<std::string> whole = allowlist_violations(sample_results(), allowlist, true);
   ASSERT_EQ(whole.size(), 3u);
-  EXPECT_EQ(whole[2].rfind("test_lstm is allowlisted but is not a run case", 0), 0u) << whole[2];
+  EXPECT_EQ(whole[2], "test_gone is allowlisted but is not a case: take it off the allowlist");
 }
 
-TEST(ConformanceReport, ResultsRoundTripAndTheReportCountsByOp) {
+TEST(ConformanceReport, ResultsRoundTripAndTheReportCountsEveryCase) {
   fs::path path = fs::path(KILN_BINARY_DIR) / "onnx_conformance_runner_test.tsv";
   std::vector<CaseResult> results = sample_results();
   results[2].outcome.detail = "line one\nline\ttwo";
@@ -84,15 +87,33 @@ TEST(ConformanceReport, ResultsRoundTripAndTheReportCountsByOp) {
   std::vector<CaseResult> read = read_results(path);
   ASSERT_EQ(read.size(), results.size());
   EXPECT_EQ(read[2].outcome.detail, "line one line two");
-  EXPECT_EQ(read[3].outcome.status, CaseStatus::unsupported);
-  EXPECT_EQ(read[0].outcome.import_time_inputs, (std::vector<std::string>{"axes", "pads"}));
+  EXPECT_EQ(read[1].outcome.failure, FailureClass::cpu);
+  EXPECT_TRUE(read[1].outcome.interpreter_passed);
+  EXPECT_FALSE(read[1].outcome.cpu_passed);
+  EXPECT_FALSE(read[3].in_scope);
+  EXPECT_EQ(read[0].outcome.specialized_inputs, (std::vector<std::string>{"axes", "pads"}));
 
   std::string report = conformance_report(read, {{"test_add_bcast", "known"}});
-  EXPECT_NE(report.find("total: 1/3 cases of supported ops pass (33.3%), 1 allowlisted failures, 1 unexpected failures; 1 of them ran with inputs"),
+  EXPECT_NE(report.find("  interpreter:              2/5 (40.0%)\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("  CPU backend:              1/5 (20.0%)\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("  both (a case passes):     1/5 (20.0%)\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("1 passing cases ran specialized on the values of shape-deciding inputs; 3 unexpected failures, "
+                        "1 allowlisted"),
             std::string::npos)
       << report;
-  EXPECT_NE(report.find("  LSTM (1): test_lstm\n"), std::string::npos) << report;
-  EXPECT_NE(report.find("1 cases are at opsets outside 11..21"), std::string::npos) << report;
+  EXPECT_NE(report.find("  unsupported_op (1): an op the importer does not convert\n    LSTM (1): test_lstm\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("    test_relu: line one line two\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("today's view (cases of ops the importer converts, at opsets 11..21, with Kiln's dtypes): 1/3 pass"),
+            std::string::npos)
+      << report;
+}
+
+TEST(ConformanceReport, AMalformedResultsLineIsNamed) {
+  fs::path path = fs::path(KILN_BINARY_DIR) / "onnx_conformance_runner_bad.tsv";
+  write_file_atomically(path.string(), "test_a\tAdd\tpassed\tnone\t1\t2\t1\t\t\n");
+  EXPECT_EQ(error_of([&] { read_results(path); }), path.string() + ":1: not a conformance result line");
 }
 
 }  // namespace

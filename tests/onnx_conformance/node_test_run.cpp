@@ -1,4 +1,4 @@
-// Running one node test case (see node_test_run.h).
+// Running one node test case as a user runs it (see node_test_run.h).
 #include "tests/onnx_conformance/node_test_run.h"
 
 #include <exception>
@@ -7,19 +7,42 @@
 #include <set>
 #include <vector>
 
-#include "frontends/onnx/onnx_importer.h"
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/interpreter.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
-#include "tests/onnx_conformance/import_time_inputs.h"
+#include "tests/onnx_conformance/case_model.h"
 #include "tests/onnx_conformance/onnx_tolerance.h"
 
 namespace kiln::conformance {
 
 namespace {
 
-const char* const kStatusNames[] = {"passed", "failed", "unsupported", "not_applicable"};
+const char* const kStatusNames[] = {"passed", "failed"};
+
+struct FailureClassInfo {
+  FailureClass failure;
+  const char* name;
+  const char* summary;
+};
+
+const FailureClassInfo kFailureClasses[] = {
+    {FailureClass::none, "none", "passed"},
+    {FailureClass::opset, "opset", "an opset the importer does not take"},
+    {FailureClass::unsupported_op, "unsupported_op", "an op the importer does not convert"},
+    {FailureClass::unsupported_type, "unsupported_type", "an element type Kiln has no dtype for, or a sequence/optional value"},
+    {FailureClass::shape_input, "shape_input", "a shape-deciding input that cannot be taken at run time"},
+    {FailureClass::import, "import", "another import error (an attribute or edge case a converter refuses)"},
+    {FailureClass::interpreter, "interpreter", "the interpreter fails or computes a wrong result"},
+    {FailureClass::cpu, "cpu", "the CPU backend fails or is wrong where the interpreter is right"},
+    {FailureClass::output_names, "output_names", "an output is not found under its ONNX name"},
+};
+
+const FailureClassInfo& info_of(FailureClass failure) {
+  for (const FailureClassInfo& info : kFailureClasses)
+    if (info.failure == failure) return info;
+  throw InternalError("unknown failure class");
+}
 
 // <prefix>_0.pb, <prefix>_1.pb, ... of test_data_set_0.
 std::vector<fs::path> data_set_files(const NodeTestCase& test_case, const std::string& prefix) {
@@ -46,63 +69,53 @@ Tensor read_data_tensor(const fs::path& path, int32_t element_type) {
   return frontends::OnnxTensorReader(proto, path.string()).read(*proto, "the tensor '" + proto->name() + "'");
 }
 
-// The case's model and run-time inputs, with its import-time inputs made initializers (the
-// specialized model is written into `scratch_folder`).
-struct PreparedCase {
-  fs::path model_path;
-  std::vector<Tensor> inputs;  // for the remaining graph inputs, in order
-  std::vector<Tensor> expected;
-  std::vector<std::string> import_time_inputs;
+// The data set: every graph input that is not an initializer, by name, and the expected
+// value of every graph output, by name, in the model's order.
+struct DataSet {
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  std::vector<std::pair<std::string, Tensor>> expected;
 };
 
-PreparedCase prepare(const NodeTestCase& test_case, const fs::path& scratch_folder) {
-  PreparedCase prepared{test_case.folder / "model.onnx", {}, {}, {}};
-  auto model = parse_file<onnx::ModelProto>(prepared.model_path);
+DataSet read_data_set(const NodeTestCase& test_case) {
+  auto model = parse_file<onnx::ModelProto>(test_case.folder / "model.onnx");
   std::set<std::string> initializers;
   for (const auto& initializer : model.graph().initializer()) initializers.insert(initializer.name());
-  std::vector<std::string> input_names;
-  std::vector<int32_t> input_types;
+  std::vector<const onnx::ValueInfoProto*> inputs;
   for (const auto& input : model.graph().input())
-    if (!initializers.count(input.name())) {
-      input_names.push_back(input.name());
-      input_types.push_back(input.type().tensor_type().elem_type());
-    }
-  std::vector<fs::path> files = data_set_files(test_case, "input");
-  if (files.size() != input_names.size())
-    fail("the model has ", input_names.size(), " inputs, the data set ", files.size());
-
-  std::set<std::string> needed = import_time_inputs(model);
-  std::vector<onnx::TensorProto> constants;
-  for (size_t k = 0; k < files.size(); ++k) {
-    if (!needed.count(input_names[k])) {
-      prepared.inputs.push_back(read_data_tensor(files[k], input_types[k]));
-      continue;
-    }
-    constants.push_back(parse_file<onnx::TensorProto>(files[k]));
-    constants.back().set_name(input_names[k]);
-    prepared.import_time_inputs.push_back(input_names[k]);
+    if (!initializers.count(input.name())) inputs.push_back(&input);
+  std::vector<fs::path> input_files = data_set_files(test_case, "input");
+  if (input_files.size() != inputs.size())
+    fail("the model has ", inputs.size(), " inputs, the data set ", input_files.size());
+  std::vector<fs::path> output_files = data_set_files(test_case, "output");
+  if (int(output_files.size()) != model.graph().output_size())
+    fail("the model has ", model.graph().output_size(), " outputs, the data set ", output_files.size());
+  DataSet data;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    data.inputs.emplace_back(inputs[k]->name(), read_data_tensor(input_files[k], inputs[k]->type().tensor_type().elem_type()));
+  for (size_t k = 0; k < output_files.size(); ++k) {
+    const onnx::ValueInfoProto& output = model.graph().output(int(k));
+    data.expected.emplace_back(output.name(), read_data_tensor(output_files[k], output.type().tensor_type().elem_type()));
   }
-  std::vector<fs::path> outputs = data_set_files(test_case, "output");
-  if (int(outputs.size()) != model.graph().output_size())
-    fail("the model has ", model.graph().output_size(), " outputs, the data set ", outputs.size());
-  for (size_t k = 0; k < outputs.size(); ++k)
-    prepared.expected.push_back(read_data_tensor(outputs[k], model.graph().output(int(k)).type().tensor_type().elem_type()));
-  if (!constants.empty()) {
-    fs::create_directories(scratch_folder);
-    prepared.model_path = scratch_folder / (test_case.name + ".onnx");
-    write_file_atomically(prepared.model_path.string(),
-                          with_inputs_as_initializers(std::move(model), constants).SerializeAsString());
-  }
-  return prepared;
+  return data;
 }
 
-// Empty when every output matches; else the first mismatch.
-std::string compare_outputs(const std::vector<Tensor>& expected, const std::vector<Tensor>& actual) {
-  if (expected.size() != actual.size())
-    return std::to_string(actual.size()) + " outputs, expected " + std::to_string(expected.size());
-  for (size_t k = 0; k < expected.size(); ++k)
-    if (std::string problem = difference_at_onnx_tolerance(expected[k], actual[k]); !problem.empty())
-      return "output " + std::to_string(k) + ": " + problem;
+// Empty when every expected output is among `names` and matches; else the first problem.
+// `missing_name` is set when an output was not found by its name.
+std::string compare_outputs(const DataSet& data, const std::vector<std::string>& names, const std::vector<Tensor>& actual,
+                            bool& missing_name) {
+  for (const auto& [onnx_name, expected] : data.expected) {
+    std::string name = kiln_value_name(onnx_name);
+    size_t index = 0;
+    while (index < names.size() && names[index] != name) ++index;
+    if (index == names.size()) {
+      missing_name = true;
+      std::string listed;
+      for (const std::string& each : names) listed += (listed.empty() ? "" : ", ") + each;
+      return "no output named '" + name + "' (the outputs are " + listed + ")";
+    }
+    if (std::string problem = difference_at_onnx_tolerance(expected, actual.at(index)); !problem.empty())
+      return "output '" + onnx_name + "': " + problem;
+  }
   return "";
 }
 
@@ -115,52 +128,96 @@ std::string problem_of(const std::function<std::string()>& stage) {
   }
 }
 
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The class of an import failure, from the importer's message.
+FailureClass import_failure_class(const std::string& message) {
+  if (contains(message, "uses ONNX opset") || contains(message, "version conversion")) return FailureClass::opset;
+  if (contains(message, "that Kiln does not support, in")) return FailureClass::unsupported_op;
+  if (contains(message, "element type") || contains(message, "is not a tensor")) return FailureClass::unsupported_type;
+  if (contains(message, "must be known when the model is imported") || contains(message, "computed at run time"))
+    return FailureClass::shape_input;
+  return FailureClass::import;
+}
+
 }  // namespace
 
 std::string status_name(CaseStatus status) { return kStatusNames[int(status)]; }
 
 std::optional<CaseStatus> status_from_name(const std::string& name) {
-  for (int k = 0; k < 4; ++k)
+  for (int k = 0; k < 2; ++k)
     if (name == kStatusNames[k]) return CaseStatus(k);
   return std::nullopt;
 }
 
+std::string failure_class_name(FailureClass failure) { return info_of(failure).name; }
+
+std::optional<FailureClass> failure_class_from_name(const std::string& name) {
+  for (const FailureClassInfo& info : kFailureClasses)
+    if (name == info.name) return info.failure;
+  return std::nullopt;
+}
+
+std::string failure_class_summary(FailureClass failure) { return info_of(failure).summary; }
+
 CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::CompileOptions& options,
                                const fs::path& scratch_folder) {
-  if (!opset_is_importable(test_case))
-    return {CaseStatus::not_applicable, "opset " + std::to_string(test_case.opset), {}};
-  if (std::vector<std::string> missing = unsupported_parts(test_case); !missing.empty()) {
-    std::string ops;
-    for (const std::string& op : missing) ops += (ops.empty() ? "" : " ") + op;
-    return {CaseStatus::unsupported, ops, {}};
+  CaseOutcome outcome;
+  auto failed = [&](FailureClass failure, std::string detail) {
+    outcome.status = CaseStatus::failed;
+    outcome.failure = failure;
+    outcome.detail = std::move(detail);
+    return outcome;
+  };
+  // Values the runner cannot even read or feed (sequences, optionals, element types Kiln has
+  // no dtype for): a user could not pass them either.
+  if (!test_case.unsupported_types.empty()) {
+    std::string types;
+    for (const std::string& type : test_case.unsupported_types) types += (types.empty() ? "" : " ") + type;
+    return failed(FailureClass::unsupported_type, types);
   }
 
-  PreparedCase prepared;
-  std::optional<ir::Graph> graph;
-  std::map<std::string, Tensor> feeds;
-  if (std::string problem = problem_of([&] {
-        prepared = prepare(test_case, scratch_folder);
-        graph.emplace(frontends::import_onnx(prepared.model_path.string()));
-        std::vector<ir::Node*> placeholders = graph->placeholders();
-        if (placeholders.size() != prepared.inputs.size())
-          return "the graph has " + std::to_string(placeholders.size()) + " placeholders for " +
-                 std::to_string(prepared.inputs.size()) + " inputs";
-        for (size_t k = 0; k < placeholders.size(); ++k) feeds[placeholders[k]->target()] = prepared.inputs[k];
-        return std::string();
-      });
-      !problem.empty())
-    return {CaseStatus::failed, "import: " + problem, prepared.import_time_inputs};
-
-  std::string interpreter = problem_of([&] { return compare_outputs(prepared.expected, ir::interpret(*graph, feeds)); });
-  std::string cpu = problem_of([&] {
-    compiler::CompiledModel model = compiler::compile(*graph, options);
-    return compare_outputs(prepared.expected, model.run(feeds, 1));
+  DataSet data;
+  std::optional<CaseModel> model;
+  std::string import_problem = problem_of([&] {
+    data = read_data_set(test_case);
+    model.emplace(import_case_model(test_case, data.inputs, scratch_folder));
+    return std::string();
   });
-  if (interpreter.empty() && cpu.empty()) return {CaseStatus::passed, "", prepared.import_time_inputs};
+  if (!import_problem.empty()) {
+    FailureClass failure = import_failure_class(import_problem);
+    if (failure == FailureClass::unsupported_op) {
+      std::vector<std::string> missing = unsupported_parts(test_case);
+      std::string ops;
+      for (const std::string& op : missing) ops += (ops.empty() ? "" : " ") + op;
+      if (!ops.empty()) return failed(failure, ops);
+    }
+    return failed(failure, "import: " + import_problem);
+  }
+  outcome.specialized_inputs = model->specialized_inputs;
+  std::vector<std::string> names = model->graph.output_names();
+
+  bool missing_name = false;
+  std::string interpreter = problem_of([&] {
+    return compare_outputs(data, names, ir::interpret(model->graph, model->run_inputs), missing_name);
+  });
+  std::string cpu = problem_of([&] {
+    compiler::CompiledModel compiled = compiler::compile(model->graph, options);
+    return compare_outputs(data, names, compiled.run(model->run_inputs, 1), missing_name);
+  });
+  outcome.interpreter_passed = interpreter.empty();
+  outcome.cpu_passed = cpu.empty();
+  if (outcome.interpreter_passed && outcome.cpu_passed) {
+    outcome.status = CaseStatus::passed;
+    return outcome;
+  }
   std::string detail;
   if (!interpreter.empty()) detail = "interpreter: " + interpreter;
   if (!cpu.empty()) detail += (detail.empty() ? "" : "; ") + std::string("cpu: ") + cpu;
-  return {CaseStatus::failed, detail, prepared.import_time_inputs};
+  FailureClass failure = missing_name ? FailureClass::output_names
+                         : !interpreter.empty() ? FailureClass::interpreter
+                                                : FailureClass::cpu;
+  return failed(failure, detail);
 }
 
 }  // namespace kiln::conformance

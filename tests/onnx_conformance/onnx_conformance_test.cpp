@@ -1,15 +1,20 @@
-// ONNX's backend node tests through Kiln (the runner: node_test_run.h). The cases are split
-// into kNodeTestShards shards, each a test that ctest runs in parallel with the others; a shard
-// runs its cases and writes their results into the build tree (it fails only when it cannot:
-// no node data, an unreadable allowlist). NodeTestSummary, which ctest runs after every shard
-// (a fixture: tests/onnx_conformance/CMakeLists.txt), prints the per-op report and gives the
-// verdict: it fails when a case did not run, when a case of a supported op fails and is not
-// in allowlist.txt, and when an allowlisted case passes or is not run at all.
+// ONNX's backend node tests through Kiln, as a user runs them (the runner: node_test_run.h).
+// The cases are split into kNodeTestShards shards, each a test that ctest runs in parallel
+// with the others; a shard runs its cases and writes their results into the build tree (it
+// fails only when it cannot: no node data, an unreadable allowlist). NodeTestSummary, which
+// ctest runs after every shard (a fixture: tests/onnx_conformance/CMakeLists.txt), prints the
+// report and gives the verdict: it fails when a case did not run, when a case fails and is
+// not in allowlist.txt, and when an allowlisted case passes or is no case at all. It also
+// writes every failure in the allowlist's format (build/onnx_conformance/failures.txt), the
+// class and detail as the reason, to start an allowlist entry from.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <set>
+#include <sstream>
 
+#include "runtime/atomic_file.h"
 #include "tests/onnx_conformance/conformance_report.h"
 
 namespace kiln::conformance {
@@ -39,7 +44,9 @@ TEST_P(NodeTestShard, RunsItsCases) {
   std::vector<CaseResult> results;
   for (size_t k = size_t(shard); k < names.size(); k += kNodeTestShards) {
     NodeTestCase test_case = read_node_test_case(*folder / names[k]);
-    results.push_back({names[k], test_case.tested_op, run_node_test_case(test_case, options, results_folder() / "specialized-models")});
+    bool in_scope = opset_is_importable(test_case) && unsupported_parts(test_case).empty();
+    results.push_back({names[k], test_case.tested_op, in_scope,
+                       run_node_test_case(test_case, options, results_folder() / "specialized-models")});
   }
   write_results(shard_results(shard), results);
 }
@@ -63,6 +70,14 @@ TEST(NodeTestSummary, EveryCaseRanAndOnlyAllowlistedCasesFail) {
 
   Allowlist allowlist = committed_allowlist();
   std::cout << conformance_report(results, allowlist);
+  std::ostringstream failures;
+  for (const CaseResult& result : results) {
+    if (result.outcome.status != CaseStatus::failed) continue;
+    std::string detail = result.outcome.detail.substr(0, 300);
+    std::replace(detail.begin(), detail.end(), '\n', ' ');
+    failures << result.name << "  # [" << failure_class_name(result.outcome.failure) << "] " << detail << "\n";
+  }
+  write_file_atomically((results_folder() / "failures.txt").string(), failures.str());
   for (const std::string& violation : allowlist_violations(results, allowlist, /*whole_run=*/true))
     ADD_FAILURE() << violation;
 }
