@@ -559,6 +559,7 @@ OpRegistry build_builtin_registry() {
   attach_copy_shape_rules(rules);
   attach_linalg_shape_rules(rules);
   attach_conv_pool_shape_rules(rules);
+  attach_sampling_shape_rules(rules);
   attach_composite_shape_rules(rules);
 
   static const std::set<std::string> known_flags = {

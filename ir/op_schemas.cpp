@@ -93,6 +93,8 @@ constexpr OpDeclaration kOps[] = {
     {"var_mean(Tensor self, int[]? dim=None, *, float correction=1, bool keepdim=False) -> (Tensor, Tensor)",
      "reduction", "(variance, mean) in one Welford pass"},
     {"cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", "scan", "inclusive prefix sum along dim"},
+    {"topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor, Tensor)", "",
+     "(values, i64 indices) of the k largest (or smallest) along dim; ties keep the lower index first"},
     // ---- views: the output aliases self ----
     {"reshape(Tensor self, SymInt[] shape) -> Tensor", "view", "new shape, one -1 inferred (copies when strides forbid a view)"},
     {"view(Tensor self, SymInt[] size) -> Tensor", "view", "new shape of the same memory; one -1 inferred"},
@@ -121,6 +123,7 @@ constexpr OpDeclaration kOps[] = {
     // ---- linear algebra, convolution, pooling ----
     {"matmul(Tensor self, Tensor other) -> Tensor", "matmul", "matrix product with NumPy broadcasting"},
     {"bmm(Tensor self, Tensor mat2) -> Tensor", "matmul", "batched [b, n, k] @ [b, k, m]"},
+    {"det(Tensor self) -> Tensor", "", "determinant of each matrix of the last two dims"},
     {"convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
      "bool transposed, int[] output_padding, int groups) -> Tensor",
      "convolution", "1-3 d convolution or transposed convolution, NC* layout"},
@@ -132,6 +135,13 @@ constexpr OpDeclaration kOps[] = {
      "pooling", "1-3 d average pooling"},
     {"adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor", "pooling", "average pooling to a fixed output size"},
     {"adaptive_max_pool(Tensor self, int[] output_size) -> Tensor", "pooling", "max pooling to a fixed output size"},
+    // ---- sampling ----
+    {"grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", "
+     "bool align_corners=False) -> Tensor",
+     "", "input [N, C, D1..Dr] sampled at grid [N, O1..Or, r] of coordinates in [-1, 1] (bilinear, nearest, bicubic)"},
+    {"roi_align(Tensor input, Tensor rois, Tensor batch_indices, int output_height=1, int output_width=1, "
+     "int sampling_ratio=0, float spatial_scale=1.0, str mode=\"avg\", bool aligned=True) -> Tensor",
+     "", "bilinear RoI pooling of boxes [R, 4] (x1, y1, x2, y2) over input [N, C, H, W] (avg or max)"},
     // ---- composite: decomposed before lowering ----
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", "composite", "input @ weight.T + bias"},
     {"addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", "composite",

@@ -31,6 +31,7 @@ void register_indexing_kernels(KernelTable& table);       // indexing_kernels.cp
 void register_linalg_kernels(KernelTable& table);         // linalg_kernels.cpp
 void register_convolution_kernels(KernelTable& table);    // convolution_kernels.cpp
 void register_pooling_kernels(KernelTable& table);        // pooling_kernels.cpp
+void register_sampling_kernels(KernelTable& table);       // sampling_kernels.cpp
 void register_normalization_kernels(KernelTable& table);  // normalization_kernels.cpp
 void register_activation_kernels(KernelTable& table);     // activation_kernels.cpp
 void register_loss_kernels(KernelTable& table);           // loss_kernels.cpp

@@ -1,7 +1,8 @@
 // Reference kernels of the reductions: sum, prod, mean, amax, amin (NaN propagates), argmax,
 // argmin (first occurrence; NaN counts as the extreme, like PyTorch), var and var_mean (two
-// passes in double, divisor max(0, N - correction)), and the scan cumsum. Floating values
+// passes in double, divisor max(0, N - correction)), and the scan cumsum; the selection topk. Floating values
 // accumulate in double and round once; integers accumulate exactly in int64 with wrap.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -198,6 +199,50 @@ Tensor cumsum(const KernelCall& call) {
   return result.transpose(dim, -1).contiguous();
 }
 
+// k largest (or smallest) along dim; equal values keep their order (the lower index first),
+// NaN counts as larger than every number. Sorted or not, the result is in selection order.
+std::vector<Tensor> topk(const KernelCall& call) {
+  const Tensor& self = call.tensor(0);
+  int64_t k = call.int_arg(1);
+  bool largest = call.bool_arg(3);
+  Tensor moved = self.dim() == 0 ? self.reshape({1}) : self.transpose(wrap_dim(call.int_arg(2), self.dim()), -1);
+  int64_t row = moved.size(-1);
+  if (k < 0 || k > row) call.fail("selected index k out of range (k is ", k, ", the dim has size ", row, ")");
+  std::vector<double> values = to_doubles(moved);
+  std::vector<int64_t> exact = is_floating(self.dtype()) ? std::vector<int64_t>() : to_ints(moved);
+  Sizes out_sizes = moved.sizes();
+  out_sizes.back() = k;
+  int64_t rows = row == 0 ? 0 : int64_t(values.size()) / row;
+  std::vector<double> top_values;
+  std::vector<int64_t> top_exact, top_indices;
+  std::vector<int64_t> order(static_cast<size_t>(row));
+  for (int64_t r = 0; r < rows; ++r) {
+    auto value = [&](int64_t i) { return values[size_t(r * row + i)]; };
+    auto before = [&](int64_t a, int64_t b) {
+      double x = value(a), y = value(b);
+      if (!exact.empty()) {
+        int64_t xi = exact[size_t(r * row + a)], yi = exact[size_t(r * row + b)];
+        return largest ? xi > yi : xi < yi;
+      }
+      if (std::isnan(x) || std::isnan(y)) return largest ? (std::isnan(x) && !std::isnan(y)) : (!std::isnan(x) && std::isnan(y));
+      return largest ? x > y : x < y;
+    };
+    for (int64_t i = 0; i < row; ++i) order[size_t(i)] = i;
+    std::stable_sort(order.begin(), order.end(), before);
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t index = order[size_t(i)];
+      top_values.push_back(value(index));
+      if (!exact.empty()) top_exact.push_back(exact[size_t(r * row + index)]);
+      top_indices.push_back(index);
+    }
+  }
+  Tensor result = exact.empty() ? from_doubles(out_sizes, self.dtype(), top_values) : from_ints(out_sizes, self.dtype(), top_exact);
+  Tensor indices = from_ints(out_sizes, DType::i64, top_indices);
+  if (self.dim() == 0) return {result.reshape({}), indices.reshape({})};
+  int64_t dim = wrap_dim(call.int_arg(2), self.dim());
+  return {result.transpose(dim, -1).contiguous(), indices.transpose(dim, -1).contiguous()};
+}
+
 }  // namespace
 
 void register_reduction_kernels(KernelTable& table) {
@@ -211,6 +256,7 @@ void register_reduction_kernels(KernelTable& table) {
   table["var"] = single([](const KernelCall& call) { return variance_and_mean(call)[0]; });
   table["var_mean"] = variance_and_mean;
   table["cumsum"] = single(cumsum);
+  table["topk"] = topk;
 }
 
 }  // namespace kiln::ir::kernels

@@ -109,6 +109,7 @@ kernels::KernelTable build_table() {
   kernels::register_linalg_kernels(table);
   kernels::register_convolution_kernels(table);
   kernels::register_pooling_kernels(table);
+  kernels::register_sampling_kernels(table);
   kernels::register_normalization_kernels(table);
   kernels::register_activation_kernels(table);
   kernels::register_loss_kernels(table);

@@ -1,4 +1,5 @@
-// Shape/dtype rules of matmul (torch.matmul's 1-d and batched broadcasting cases) and bmm.
+// Shape/dtype rules of matmul (torch.matmul's 1-d and batched broadcasting cases), bmm and
+// det (the determinant of the last two dims, floating only).
 // Both operands must have the same dtype (PyTorch does not promote in matrix products).
 #include "ir/ops/shape_helpers.h"
 #include "ir/ops/shape_rules.h"
@@ -58,9 +59,19 @@ NodeMeta bmm_rule(const OpCall& call) {
   return single(TensorMeta::contiguous(a.dtype, {a.shape[0], a.shape[1], b.shape[2]}, a.device));
 }
 
+NodeMeta det_rule(const OpCall& call) {
+  const TensorMeta& self = call.tensor(0);
+  if (!is_floating(self.dtype)) call.fail("linalg.det: expected a floating point tensor, but got ", dtype_name(self.dtype));
+  if (self.rank() < 2 || !known_equal(self.shape[self.shape.size() - 1], self.shape[self.shape.size() - 2]))
+    call.fail("linalg.det: A must be batches of square matrices, but they are ", self.type_string());
+  SymShape shape(self.shape.begin(), self.shape.end() - 2);
+  return single(TensorMeta::contiguous(self.dtype, std::move(shape), self.device));
+}
+
 }  // namespace
 
 void attach_linalg_shape_rules(ShapeRuleTable& rules) {
+  rules["det"] = det_rule;
   rules["matmul"] = matmul_rule;
   rules["bmm"] = bmm_rule;
 }

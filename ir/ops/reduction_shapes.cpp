@@ -1,5 +1,5 @@
 // Shape/dtype rules of the reductions (sum, prod, mean, amax, amin, argmax, argmin, var,
-// var_mean) and the scan cumsum. A dim list of None or [] reduces every dim; keepdim keeps
+// var_mean), the scan cumsum and the selection topk (k largest or smallest along a dim). A dim list of None or [] reduces every dim; keepdim keeps
 // reduced dims as size 1. Dtypes follow PyTorch: sum/prod/cumsum accumulate integers and
 // bool as i64, mean and var need floating inputs, argmax/argmin give i64.
 #include "ir/ops/shape_helpers.h"
@@ -108,6 +108,24 @@ NodeMeta cumsum_rule(const OpCall& call) {
   return single(TensorMeta::contiguous(dtype, self.shape, self.device));
 }
 
+// topk: (values, indices) of the input's shape with k along dim; indices i64.
+NodeMeta topk_rule(const OpCall& call) {
+  const TensorMeta& self = call.tensor(0);
+  if (self.dtype == DType::boolean) call.fail("topk is not implemented for bool tensors");
+  int64_t k = call.int_arg(1);
+  int64_t dim = wrap_dim(call, call.int_arg(2), self.rank());
+  SymShape shape = self.shape;
+  if (self.rank() == 0) {
+    if (k > 1 || k < 0) call.fail("selected index k out of range (k is ", k, ", a 0-d tensor has one element)");
+  } else {
+    const SymInt& size = shape[size_t(dim)];
+    if (k < 0 || (size.is_constant() && k > size.constant()))
+      call.fail("selected index k out of range (k is ", k, ", dim ", dim, " has size ", size, ")");
+    shape[size_t(dim)] = SymInt(k);
+  }
+  return tuple_of({TensorMeta::contiguous(self.dtype, shape, self.device), TensorMeta::contiguous(DType::i64, shape, self.device)});
+}
+
 }  // namespace
 
 void attach_reduction_shape_rules(ShapeRuleTable& rules) {
@@ -121,6 +139,7 @@ void attach_reduction_shape_rules(ShapeRuleTable& rules) {
   rules["var"] = var_rule;
   rules["var_mean"] = var_mean_rule;
   rules["cumsum"] = cumsum_rule;
+  rules["topk"] = topk_rule;
 }
 
 }  // namespace kiln::ir

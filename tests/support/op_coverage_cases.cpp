@@ -252,6 +252,35 @@ OpCoverageCase convolution_and_pooling() {
   return c;
 }
 
+// Ops the backends run as fallbacks (their reference kernels): topk's two outputs, det, the
+// sampling ops.
+OpCoverageCase selection_and_sampling_fallbacks() {
+  OpCoverageCase c{"selection_and_sampling_fallbacks", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* x = input(graph, "x", {5, 7});
+  Node* image = input(graph, "image", {2, 3, 5, 6});
+  Node* grid = input(graph, "grid", {2, 4, 3, 2});
+  Node* boxes = input(graph, "boxes", {3, 4});
+  Node* box_images = input(graph, "box_images", {3}, DType::i64);
+  Node* top = graph.create_call("topk", {x, 3, 1});
+  graph.create_output({
+      graph.create_call("getitem", {top, 0}),
+      graph.create_call("getitem", {top, 1}),
+      graph.create_call("det", {graph.create_call("reshape", {graph.create_call("slice", {x, 1, 0, 4}), ints({5, 2, 2})})}),
+      graph.create_call("grid_sample", {image, grid}),
+      graph.create_call("grid_sample", {image, grid}, {{"mode", "bicubic"}, {"padding_mode", "reflection"}}),
+      graph.create_call("roi_align", {image, boxes, box_images, 2, 3, 2, 0.5}),
+  });
+  Tensor box_values = Tensor::from_doubles({3, 4}, std::vector<double>{0, 0, 8, 6, 2, 1, 10, 9, 1, 3, 5, 7}, DType::f32);
+  Tensor box_image_values = Tensor::from_doubles({3}, std::vector<double>{1, 0, 1}, DType::i64);
+  c.input_sets = {{{"x", random_tensor({5, 7}, DType::f32, 40)},
+                   {"image", random_tensor({2, 3, 5, 6}, DType::f32, 41)},
+                   {"grid", random_tensor({2, 4, 3, 2}, DType::f32, 42)},
+                   {"boxes", box_values},
+                   {"box_images", box_image_values}}};
+  return c;
+}
+
 }  // namespace
 
 std::vector<OpCoverageCase> op_coverage_cases() {
@@ -260,6 +289,7 @@ std::vector<OpCoverageCase> op_coverage_cases() {
   cases.push_back(binary_ops());
   cases.push_back(integer_ops());
   cases.push_back(copies_creation_random_fallbacks());
+  cases.push_back(selection_and_sampling_fallbacks());
   cases.push_back(saturating_casts());
   cases.push_back(whole_tensor_reductions());
   for (int64_t n : {1, 3, 17, 1023, 4097}) cases.push_back(rows_of(n));
