@@ -467,11 +467,16 @@ std::vector<std::string> Graph::output_names() const {
   return names;
 }
 
-std::string Graph::unique_name(std::string_view candidate) {
+std::string Graph::sanitized_name(std::string_view candidate) {
   std::string base;
   for (char c : candidate) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (base.empty()) base = "_";
   if (std::isdigit(static_cast<unsigned char>(base[0]))) base = "_" + base;
+  return base;
+}
+
+std::string Graph::unique_name(std::string_view candidate) {
+  std::string base = sanitized_name(candidate);
   if (!by_name_.count(base)) return base;
   // FX: strip an existing numeric suffix ("add_1" -> "add") before counting.
   std::string stem = base;
@@ -547,6 +552,16 @@ void Graph::erase(Node* node) {
   node->remove_uses();
   by_name_.erase(node->name_);
   nodes_.erase(node->position_);
+}
+
+void Graph::rename(Node* node, const std::string& name) {
+  KILN_CHECK(&node->graph() == this, "renaming a node of another graph");
+  if (node->name_ == name) return;
+  if (name.empty()) fail("a node name cannot be empty");
+  if (by_name_.count(name)) fail("duplicate node name '%", name, "'");
+  by_name_.erase(node->name_);
+  node->name_ = name;
+  by_name_[name] = node;
 }
 
 void Graph::move_before(Node* node, Node* position) {

@@ -250,6 +250,9 @@ class Graph {
   void erase(Node* node);
   // Moves `node` to just before `position`.
   void move_before(Node* node, Node* position);
+  // Gives `node` the name `name` (exactly; fails when another node has it). Names are labels:
+  // nothing refers to a node by its name but dumps and output_names().
+  void rename(Node* node, const std::string& name);
 
   // Scoped insertion point: while the guard lives, new nodes go just before `position`
   // (or just after it, for inserting_after).
@@ -268,8 +271,9 @@ class Graph {
   [[nodiscard]] InsertGuard inserting_after(Node* position);
 
   // Names: FX's scheme. "add" if free, else "add_1", "add_2", ...; characters other than
-  // [A-Za-z0-9_] become '_'; a leading digit gets a '_' prefix.
+  // [A-Za-z0-9_] become '_'; a leading digit gets a '_' prefix (sanitized_name).
   std::string unique_name(std::string_view candidate);
+  static std::string sanitized_name(std::string_view candidate);
 
   // Parameters and constants, by get_attr target ("fc1.weight"). A parameter's kind
   // (PARAMETER, BUFFER, CONSTANT_TENSOR) is in the signature; removing it forgets the kind.

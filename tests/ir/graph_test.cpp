@@ -1,5 +1,5 @@
 // Tests of Graph and Node mechanics: use lists, replace_all_uses_with, insertion points,
-// FX-style unique names, erasing, cloning, parameters, output names.
+// FX-style unique names, renaming, erasing, cloning, parameters, output names.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -140,6 +140,23 @@ TEST(Graph, OutputNamesAreUnique) {
   g.create_output({y, x, y});
   EXPECT_THAT(g.output_names(), ElementsAre("relu", "x", "relu_1"));
   EXPECT_THROW(g.create_output({x}), Error);
+}
+
+TEST(Graph, RenameKeepsUsesAndRefusesATakenName) {
+  Graph g;
+  Node* x = g.create_placeholder("x", TensorMeta::contiguous(DType::f32, {2}));
+  Node* y = raw_call(g, "relu", {x});
+  Node* z = raw_call(g, "neg", {y});
+  g.create_output({y, z});
+  g.rename(y, "hidden");
+  EXPECT_EQ(g.find("hidden"), y);
+  EXPECT_EQ(g.find("relu"), nullptr);
+  EXPECT_THAT(g.output_names(), ElementsAre("hidden", "neg"));
+  EXPECT_EQ(z->args()[0].node(), y);
+  EXPECT_THROW(g.rename(z, "x"), Error);
+  EXPECT_THROW(g.rename(z, ""), Error);
+  g.rename(z, "neg");  // its own name: nothing to do
+  EXPECT_EQ(z->name(), "neg");
 }
 
 TEST(Argument, KindsAndText) {
