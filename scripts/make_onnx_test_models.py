@@ -10,6 +10,8 @@ an initializer, and output_<k>.npy with ONNX Runtime's value of the k-th graph o
                   an MLP, LeNet, a residual CNN, a MobileNet-v2 block, a transformer encoder
                   layer and a GPT-2-style block with token/position embeddings and a causal mask;
   dynamic/<case>/ models with dim_param dims (inputs at one size; the C++ tests bind it);
+  specialize/<case>/ models whose shape-deciding inputs (Reshape's shape, Slice's starts, ...)
+                  are graph inputs, with the values in input_<k>.npy;
   covered_ops.txt the op types the cases above use;
   bad/            models the importer must refuse (checker failure, opsets out of range,
                   missing external data, unsupported ops) and external/ (weights in a side file).
@@ -38,7 +40,8 @@ def reseed(seed):
 IR_FOR_OPSET = {11: 6, 12: 7, 13: 7, 14: 7, 15: 8, 16: 8, 17: 8, 18: 8, 19: 9, 20: 9, 21: 10}
 ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
              np.dtype(np.int32): TensorProto.INT32, np.dtype(np.bool_): TensorProto.BOOL,
-             np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.uint8): TensorProto.UINT8}
+             np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.uint8): TensorProto.UINT8,
+             np.dtype(np.int8): TensorProto.INT8}
 
 
 def run_reference(model_bytes, feeds):
@@ -479,6 +482,184 @@ def make_model_cases():
     export_torch("gpt_block", GptBlock(), [ids], ["ids"], ["logits"])
 
 
+def make_slice_edge_cases():
+    """Slice's bounds at their edges (ONNX clamps a negative step's start to [0, size - 1] and
+    its end to [-1, size - 1]), among them the reversed slice PyTorch exports for x.flip(0) and
+    pads[::-1]: starts=-1, ends=-9223372036854775807 (INT64_MIN + 1), steps=-1."""
+    reseed(6)
+    top, bottom = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    op_case("slice_reversed_torch", "Slice", [f32(3, 2)],
+            initializers={"starts": i64(-1), "ends": i64(bottom + 1), "axes": i64(0), "steps": i64(-1)})
+    op_case("slice_reversed_int64_bounds", "Slice", [f32(4, 3)],
+            initializers={"starts": i64(top), "ends": i64(bottom), "axes": i64(1), "steps": i64(-1)})
+    op_case("slice_negative_step_partial", "Slice", [f32(7, 2)],
+            initializers={"starts": i64(5), "ends": i64(0), "axes": i64(0), "steps": i64(-3)})
+    op_case("slice_negative_step_empty", "Slice", [f32(4, 2)],
+            initializers={"starts": i64(0), "ends": i64(2), "axes": i64(0), "steps": i64(-1)})
+    op_case("slice_empty", "Slice", [f32(5, 3)], initializers={"starts": i64(3), "ends": i64(1), "axes": i64(0)})
+    op_case("slice_out_of_range_bounds", "Slice", [f32(4, 5)],
+            initializers={"starts": i64(-100, 2), "ends": i64(100, 1000), "axes": i64(-2, -1)})
+    op_case("slice_huge_steps", "Slice", [f32(5, 4)],
+            initializers={"starts": i64(1, -1), "ends": i64(top, bottom), "axes": i64(0, 1), "steps": i64(top, bottom)})
+
+
+def make_node_test_op_cases():
+    """One case per op the importer gained for ONNX's node tests (more forms of each are in the
+    node tests themselves, tests/onnx_conformance)."""
+    reseed(8)
+    x = f32(2, 3, 4)
+    unit = f32(2, 3, 4, low=-0.9, high=0.9)
+    for op in ["Tan", "Sinh", "Cosh", "Asinh", "Atanh"]:
+        op_case(op.lower(), op, [unit])
+    op_case("acosh", "Acosh", [f32(2, 3, low=1.0, high=4.0)])
+    op_case("isinf", "IsInf", [np.array([1.0, np.inf, -np.inf, np.nan], np.float32)], {"detect_negative": 0})
+    op_case("celu", "Celu", [x], {"alpha": 2.0})
+    op_case("shrink", "Shrink", [x], {"lambd": 0.5, "bias": 0.25})
+    op_case("nll_loss", "NegativeLogLikelihoodLoss", [f32(3, 5, 2), np.array([[0, 4], [1, -1], [3, 2]], np.int64),
+                                                      f32(5, low=0.1, high=1.0)], {"ignore_index": -1})
+    op_case("softmax_cross_entropy_loss", "SoftmaxCrossEntropyLoss", [f32(3, 5), np.array([0, 4, 2], np.int64)],
+            {"reduction": "sum"}, outputs=2)
+    op_case("gather_nd", "GatherND", [f32(2, 3, 4), np.array([[[1, -1]], [[0, 2]]], np.int64)], {"batch_dims": 1})
+    op_case("scatter_nd", "ScatterND", [f32(4, 3), np.array([[1], [3]], np.int64), f32(2, 3)], {"reduction": "add"})
+    op_case("one_hot", "OneHot", [np.array([[0, 3], [-1, 2]], np.int64)], {"axis": 1},
+            initializers={"depth": np.array(4, np.int64), "values": np.array([-1.0, 2.0], np.float32)})
+    op_case("hardmax", "Hardmax", [x], {"axis": 1})
+    op_case("eye_like", "EyeLike", [f32(3, 4)], {"k": 1})
+    op_case("reverse_sequence", "ReverseSequence", [f32(4, 3, 2)], {"batch_axis": 1, "time_axis": 0},
+            initializers={"lens": np.array([4, 1, 2], np.int64)})
+    op_case("top_k", "TopK", [f32(3, 5)], {"axis": 1}, initializers={"k": i64(2)}, outputs=2)
+    op_case("compress", "Compress", [f32(3, 4)], {"axis": 1}, initializers={"condition": np.array([1, 0, 1, 1], np.bool_)})
+    op_case("non_zero", "NonZero", [], initializers={"x": np.array([[1, 0], [0, 3]], np.int64)})
+    op_case("unique", "Unique", [], {"sorted": 1}, initializers={"x": np.array([2, 1, 1, 3, 2], np.int64)}, outputs=4)
+    op_case("non_max_suppression", "NonMaxSuppression", [],
+            initializers={"boxes": np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3]]], np.float32),
+                          "scores": np.array([[[0.9, 0.8, 0.7]]], np.float32), "max": i64(2),
+                          "iou": np.array([0.5], np.float32)})
+    op_case("depth_to_space", "DepthToSpace", [f32(1, 8, 2, 3)], {"blocksize": 2, "mode": "CRD"})
+    op_case("space_to_depth", "SpaceToDepth", [f32(1, 2, 4, 6)], {"blocksize": 2})
+    op_case("center_crop_pad", "CenterCropPad", [f32(5, 3)], opset=18, initializers={"shape": i64(2, 6)})
+    op_case("lrn", "LRN", [f32(1, 5, 3, 3)], {"size": 3, "alpha": 0.01, "beta": 0.75, "bias": 1.0})
+    op_case("mean_variance_normalization", "MeanVarianceNormalization", [f32(2, 3, 4, 5)])
+    op_case("grid_sample", "GridSample", [f32(1, 2, 4, 5), f32(1, 3, 2, 2, low=-1.2, high=1.2)],
+            {"mode": "bilinear", "padding_mode": "border"}, opset=16)
+    op_case("roi_align", "RoiAlign", [f32(1, 2, 6, 6), np.array([[0.5, 1.0, 4.0, 5.5]], np.float32)],
+            {"output_height": 2, "output_width": 3, "sampling_ratio": 2}, opset=16,
+            initializers={"batch": np.array([0], np.int64)})
+    op_case("det", "Det", [f32(2, 3, 3)])
+    op_case("affine_grid", "AffineGrid", [f32(2, 2, 3)], {"align_corners": 1}, opset=20, initializers={"size": i64(2, 3, 4, 5)})
+    op_case("lp_pool", "LpPool", [f32(1, 2, 5, 5)], {"kernel_shape": [2, 2], "p": 3, "strides": [2, 1]})
+    op_case("averagepool_dilations", "AveragePool", [f32(1, 1, 6, 6)],
+            {"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 1, 0, 0]}, opset=19)
+    op_case("max_unpool", "MaxUnpool", [np.array([[[[5, 6], [7, 8]]]], np.float32)], {"kernel_shape": [2, 2], "strides": [2, 2]},
+            initializers={"indices": np.array([[[[5, 7], [13, 15]]]], np.int64)})
+    op_case("col2im", "Col2Im", [f32(1, 4, 4)], opset=18,
+            initializers={"image_shape": i64(3, 3), "block_shape": i64(2, 2)})
+    op_case("quantize_linear", "QuantizeLinear", [f32(2, 3, low=-3, high=3)], {"axis": 1},
+            initializers={"scale": np.array([0.02, 0.03, 0.04], np.float32), "zero": np.array([0, 10, -5], np.int8)})
+    op_case("dequantize_linear", "DequantizeLinear", [np.array([[0, 128, 255]], np.uint8)],
+            initializers={"scale": np.array(0.5, np.float32), "zero": np.array(128, np.uint8)})
+    op_case("dynamic_quantize_linear", "DynamicQuantizeLinear", [f32(2, 4)], outputs=3)
+    a, b = np.array([[1, 200, 3], [4, 5, 255]], np.uint8), np.array([[7, 8], [9, 10], [11, 12]], np.uint8)
+    op_case("qlinear_matmul", "QLinearMatMul", [a], input_names=["a"],
+            initializers={"a_scale": np.array(0.05, np.float32), "a_zero": np.array(100, np.uint8), "b": b,
+                          "b_scale": np.array(0.1, np.float32), "b_zero": np.array(8, np.uint8),
+                          "y_scale": np.array(0.2, np.float32), "y_zero": np.array(120, np.uint8)})
+    op_case("matmul_integer", "MatMulInteger", [a, b], initializers={"a_zero": np.array(100, np.uint8)})
+    xq = np.arange(1, 17, dtype=np.uint8).reshape(1, 1, 4, 4)
+    wq = np.array([[[[1, 2], [3, 4]]]], np.uint8)
+    op_case("conv_integer", "ConvInteger", [xq, wq], {"pads": [1, 1, 0, 0]}, initializers={"x_zero": np.array(2, np.uint8)})
+    op_case("qlinear_conv", "QLinearConv", [xq], input_names=["x"],
+            initializers={"x_scale": np.array(0.1, np.float32), "x_zero": np.array(3, np.uint8), "w": wq,
+                          "w_scale": np.array([0.2], np.float32), "w_zero": np.array([1], np.uint8),
+                          "y_scale": np.array(0.3, np.float32), "y_zero": np.array(5, np.uint8)})
+    for op in ["HannWindow", "HammingWindow", "BlackmanWindow"]:
+        op_case(op.lower(), op, [], {"periodic": 0}, opset=17, initializers={"size": np.array(7, np.int64)})
+    op_case("mel_weight_matrix", "MelWeightMatrix", [], opset=17,
+            initializers={"bins": np.array(4, np.int64), "dft": np.array(16, np.int64), "rate": np.array(8000, np.int64),
+                          "low": np.array(100, np.float32), "high": np.array(3000, np.float32)})
+    op_case("optional_has_element", "OptionalHasElement", [f32(2)], opset=18)
+    op_case("optional_get_element", "OptionalGetElement", [f32(2)], opset=18)
+    make_control_flow_cases()
+    make_recurrent_cases()
+
+
+def make_control_flow_cases():
+    x = f32(2, 3)
+    # If on a run-time condition whose branches agree in type: both run, where() selects.
+    then_graph = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [], [value_info("t", TensorProto.FLOAT, [2, 3])])
+    else_graph = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [value_info("e", TensorProto.FLOAT, [2, 3])])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=then_graph, else_branch=else_graph)]
+    write_case(os.path.join(ROOT, "ops", "if_runtime_condition"),
+               graph_model(nodes, {"x": x, "cond": np.array(False)}, ["y"]), [x, np.array(False)])
+    # Loop with a trip count of 3 and a scan output: y accumulates x, the scan keeps each step.
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "x"], ["acc_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["acc_out"], ["scan"])],
+        "body", [value_info("i", TensorProto.INT64, []), value_info("cond_in", TensorProto.BOOL, []),
+                 value_info("acc_in", TensorProto.FLOAT, [2, 3])],
+        [value_info("cond_out", TensorProto.BOOL, []), value_info("acc_out", TensorProto.FLOAT, [2, 3]),
+         value_info("scan", TensorProto.FLOAT, [2, 3])])
+    nodes = [helper.make_node("Loop", ["trips", "", "start"], ["y", "steps"], body=body)]
+    model = graph_model(nodes, {"x": x}, ["y", "steps"],
+                        initializers={"trips": np.array(3, np.int64), "start": np.zeros((2, 3), np.float32)})
+    write_case(os.path.join(ROOT, "ops", "loop_trip_count"), model, [x])
+    # Scan summing the rows of a sequence.
+    body = helper.make_graph([helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+                              helper.make_node("Identity", ["sum_out"], ["partial"])],
+                             "scan_body", [value_info("sum_in", TensorProto.FLOAT, [3]), value_info("row", TensorProto.FLOAT, [3])],
+                             [value_info("sum_out", TensorProto.FLOAT, [3]), value_info("partial", TensorProto.FLOAT, [3])])
+    nodes = [helper.make_node("Scan", ["init", "seq"], ["total", "partials"], body=body, num_scan_inputs=1)]
+    seq = f32(4, 3)
+    model = graph_model(nodes, {"seq": seq}, ["total", "partials"], initializers={"init": np.zeros(3, np.float32)})
+    write_case(os.path.join(ROOT, "ops", "scan_sum"), model, [seq])
+
+
+def make_recurrent_cases():
+    seq, batch, size, hidden = 4, 2, 3, 5
+    x = f32(seq, batch, size)
+    op_case("rnn", "RNN", [x], {"hidden_size": hidden, "direction": "bidirectional"},
+            initializers={"W": f32(2, hidden, size), "R": f32(2, hidden, hidden), "B": f32(2, 2 * hidden)}, outputs=2)
+    op_case("gru", "GRU", [x], {"hidden_size": hidden, "linear_before_reset": 1},
+            initializers={"W": f32(1, 3 * hidden, size), "R": f32(1, 3 * hidden, hidden), "B": f32(1, 6 * hidden),
+                          "lens": np.array([4, 2], np.int32)}, outputs=2)
+    op_case("lstm", "LSTM", [x], {"hidden_size": hidden, "direction": "reverse"},
+            initializers={"W": f32(1, 4 * hidden, size), "R": f32(1, 4 * hidden, hidden), "B": f32(1, 8 * hidden),
+                          "lens": None, "h0": f32(1, batch, hidden), "c0": f32(1, batch, hidden),
+                          "P": f32(1, 3 * hidden)}, outputs=3)
+
+
+def make_specialize_cases():
+    """specialize/: models whose shape-deciding inputs are graph inputs, fed at run time with
+    the values in input_<k>.npy (the importer specializes on them)."""
+    reseed(7)
+    x = f32(2, 6)
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")]
+    model = graph_model(nodes, {"x": x, "shape": i64(3, 4)}, ["y"])
+    write_case(os.path.join(ROOT, "specialize", "reshape_shape_input"), model, [x, i64(3, 4)])
+    forget_output_dims(os.path.join(ROOT, "specialize", "reshape_shape_input"))
+    image = f32(2, 3, 5)
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["sliced"], name="slice"),
+             helper.make_node("Pad", ["sliced", "pads"], ["y"], name="pad", mode="constant")]
+    inputs = [image, i64(-1, 1), i64(bottom_int64() + 1, 100), i64(2, 1), i64(-1, 2), i64(0, 1, 0, 0, 2, 1)]
+    model = graph_model(nodes, dict(zip(["x", "starts", "ends", "axes", "steps", "pads"], inputs)), ["y"])
+    write_case(os.path.join(ROOT, "specialize", "slice_and_pad_inputs"), model, inputs)
+    forget_output_dims(os.path.join(ROOT, "specialize", "slice_and_pad_inputs"))
+
+
+def forget_output_dims(folder):
+    """write_case fixed the outputs' shapes to the run's; other input values give other shapes."""
+    path = os.path.join(folder, "model.onnx")
+    model = onnx.load(path)
+    for output in model.graph.output:
+        for dim in output.type.tensor_type.shape.dim:
+            dim.ClearField("dim_value")
+    onnx.save(model, path)
+
+
+def bottom_int64():
+    return int(np.iinfo(np.int64).min)
+
+
 def make_dynamic_cases():
     reseed(3)
     torch.manual_seed(1)
@@ -557,20 +738,18 @@ def make_bad_cases():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     save_bad("uint16_input.onnx", model)
-    # Unsupported ops: TopK twice, NonMaxSuppression once, and an op of another domain.
+    # Unsupported ops (random draws Kiln cannot reproduce): Bernoulli twice, RandomUniformLike
+    # once, and an op of another domain.
     nodes = [
-        helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk_a"),
-        helper.make_node("TopK", ["values", "k"], ["values2", "indices2"], name="topk_b"),
-        helper.make_node("Relu", ["values2"], ["relu"], name="relu"),
-        helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["selected"], name="nms"),
+        helper.make_node("Bernoulli", ["x"], ["draw_a"], name="bernoulli_a"),
+        helper.make_node("Bernoulli", ["draw_a"], ["draw_b"], name="bernoulli_b"),
+        helper.make_node("Relu", ["draw_b"], ["relu"], name="relu"),
+        helper.make_node("RandomUniformLike", ["x"], ["noise"], name="noise"),
         helper.make_node("FusedThing", ["relu"], ["y"], name="custom", domain="com.example"),
     ]
     graph = helper.make_graph(
-        nodes, "g",
-        [value_info("x", TensorProto.FLOAT, [4, 8]), value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
-         value_info("scores", TensorProto.FLOAT, [1, 1, 4])],
-        [value_info("y", TensorProto.FLOAT, [4, 2]), value_info("selected", TensorProto.INT64, [4, 3])],
-        initializer=[numpy_helper.from_array(i64(2), "k")])
+        nodes, "g", [value_info("x", TensorProto.FLOAT, [4, 8])],
+        [value_info("y", TensorProto.FLOAT, [4, 8]), value_info("noise", TensorProto.FLOAT, [4, 8])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
     model.ir_version = 8
     save_bad("unsupported_ops.onnx", model)
@@ -613,21 +792,29 @@ def write_covered_ops():
     """covered_ops.txt: every op type used by a case model, one a line (the C++ tests check
     that each op the importer supports is among them)."""
     ops = set()
-    for group in ["ops", "models", "dynamic"]:
+    for group in ["ops", "models", "dynamic", "specialize"]:
         for case in os.listdir(os.path.join(ROOT, group)):
             ops.update(node.op_type for node in onnx.load(os.path.join(ROOT, group, case, "model.onnx")).graph.node)
     with open(os.path.join(ROOT, "covered_ops.txt"), "w") as file:
         file.write("".join(op + "\n" for op in sorted(ops)))
 
 
+GROUPS = {"ops": lambda: make_op_cases(), "models": lambda: make_model_cases(), "dynamic": lambda: make_dynamic_cases(),
+          "bad": lambda: make_bad_cases(), "slice_edges": lambda: make_slice_edge_cases(),
+          "specialize": lambda: make_specialize_cases(), "node_test_ops": lambda: make_node_test_op_cases()}
+
+
 def main():
+    """Every group, or the groups named (`--only slice_edges specialize`): a group can be
+    written again without touching the others' files."""
+    groups = list(GROUPS)
     if len(sys.argv) > 1:
-        sys.exit("usage: make_onnx_test_models.py (no arguments)")
+        if sys.argv[1] != "--only" or not set(sys.argv[2:]) <= set(GROUPS) or len(sys.argv) == 2:
+            sys.exit(f"usage: make_onnx_test_models.py [--only GROUP...]  (groups: {' '.join(GROUPS)})")
+        groups = sys.argv[2:]
     os.makedirs(ROOT, exist_ok=True)
-    make_op_cases()
-    make_model_cases()
-    make_dynamic_cases()
-    make_bad_cases()
+    for group in groups:
+        GROUPS[group]()
     write_covered_ops()
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(ROOT) for f in files)
     print(f"wrote {os.path.normpath(ROOT)}: {total / 1e6:.2f} MB")

@@ -5,6 +5,9 @@
 #include <random>
 #include <sstream>
 
+#include <filesystem>
+
+#include "frontends/onnx/onnx_specialization.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
 
@@ -61,6 +64,19 @@ std::map<std::string, int64_t> parse_dim_flags(const std::vector<std::string>& f
     if (!dims.emplace(name, value).second) fail("--dim ", name, " is given twice");
   }
   return dims;
+}
+
+ir::Graph load_model_for_run(const std::string& path, std::map<std::string, std::string>& files) {
+  if (std::filesystem::path(path).extension() != ".onnx") return compiler::load_model(path);
+  std::error_code status;
+  if (!std::filesystem::exists(path, status)) fail("model file '", path, "' does not exist");
+  std::map<std::string, Tensor> given;
+  for (const auto& [name, file] : files) given[name] = read_npy(file);
+  frontends::OnnxSpecializedModel model(path);
+  std::map<std::string, Tensor> run_inputs;
+  ir::Graph graph = std::move(model.specialize(given, run_inputs).graph);
+  for (const std::string& name : model.value_inputs()) files.erase(name);
+  return graph;
 }
 
 std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,

@@ -19,6 +19,12 @@ std::map<std::string, std::string> parse_input_flags(const std::vector<std::stri
 // "s0=4" -> {"s0": 4}.
 std::map<std::string, int64_t> parse_dim_flags(const std::vector<std::string>& flags);
 
+// The graph of `path` for a run on the --input `files`: an .onnx model whose shape-deciding
+// inputs (Reshape's shape, Slice's starts, ...) are among them is specialized on their values
+// (frontends/onnx/onnx_specialization.h), and their files leave `files`; any other model is
+// loaded as it is.
+ir::Graph load_model_for_run(const std::string& path, std::map<std::string, std::string>& files);
+
 // One tensor per placeholder: read from its file, or random (from `seed`) with symbolic
 // sizes taken from `dims`. Errors: unknown input name, missing input, unbound symbol, a
 // --dim that contradicts a given input.

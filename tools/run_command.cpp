@@ -6,7 +6,8 @@
 // --out writes each output to DIR/NAME.npy. --check also runs the interpreter and compares: it
 // prints the max abs and rel error of each output and exits 1 when any element is off by more
 // than atol + rtol * |expected| (ints and bools: exactly). --backend is the deprecated old name
-// of --target.
+// of --target. An ONNX model's shape-deciding inputs given with --input (Reshape's shape, ...)
+// are taken as the values to specialize the model on (tools/model_inputs.h: load_model_for_run).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -91,9 +92,10 @@ int run_run(const RunOptions& options) {
   check_target(options.target);
   warn_if_used(options.backend);
   if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
-  ir::Graph graph = compiler::load_model(options.model);
+  std::map<std::string, std::string> files = parse_input_flags(options.inputs);
+  ir::Graph graph = load_model_for_run(options.model, files);  // specialized on shape-deciding ONNX inputs
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
-  std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
+  std::map<std::string, Tensor> inputs = prepare_inputs(graph, files, dims, options.random_seed);
 
   std::vector<Tensor> outputs = run_model(graph, inputs, options);
   std::vector<std::string> names = graph.output_names();

@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "frontends/onnx/onnx_model_file.h"
 #include "frontends/onnx/onnx_op_table.h"
 #include "frontends/onnx/onnx_symbols.h"
+#include "frontends/onnx/onnx_tensor.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
 
@@ -21,17 +23,27 @@ std::string node_label(const onnx::NodeProto& node, int index) {
   return node.name().empty() ? "#" + std::to_string(index) : "'" + node.name() + "'";
 }
 
-// Every node whose op the table lacks, grouped by op, in one message.
-void report_unsupported_ops(const OnnxModel& model) {
-  std::map<std::string, std::vector<std::string>> unsupported;  // op -> node labels
-  const auto& nodes = model.proto->graph().node();
+// The nodes of `graph` and of its nodes' subgraphs (If's branches, Loop's body) whose op the
+// table lacks, by op.
+void collect_unsupported_ops(const onnx::GraphProto& graph, std::map<std::string, std::vector<std::string>>& unsupported) {
+  const auto& nodes = graph.node();
   for (int i = 0; i < nodes.size(); ++i) {
     const onnx::NodeProto& node = nodes[i];
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.has_g()) collect_unsupported_ops(attribute.g(), unsupported);
+      for (const auto& subgraph : attribute.graphs()) collect_unsupported_ops(subgraph, unsupported);
+    }
     bool known = is_default_domain(node.domain()) && OnnxOpTable::global().find(node.op_type()) != nullptr;
     if (known) continue;
     std::string op = is_default_domain(node.domain()) ? node.op_type() : node.domain() + "." + node.op_type();
     unsupported[op].push_back(node_label(node, i));
   }
+}
+
+// Every node whose op the table lacks, grouped by op, in one message.
+void report_unsupported_ops(const OnnxModel& model) {
+  std::map<std::string, std::vector<std::string>> unsupported;  // op -> node labels
+  collect_unsupported_ops(model.proto->graph(), unsupported);
   if (unsupported.empty()) return;
   size_t node_count = 0;
   std::string list;
@@ -79,13 +91,64 @@ void check_against_onnx_type(const OnnxValue& value, const onnx::TypeProto& type
                       "', but ONNX infers " + onnx_shape + "]");
 }
 
+std::string shape_text(const onnx::TypeProto::Tensor& type) {
+  std::string text = "[";
+  for (int i = 0; i < type.shape().dim_size(); ++i) {
+    const auto& dim = type.shape().dim(i);
+    text += (i ? ", " : "") + (dim.has_dim_value() ? std::to_string(dim.dim_value()) : dim.dim_param().empty() ? "?" : dim.dim_param());
+  }
+  return text + "]";
+}
+
+// Graph inputs given values become initializers of those values (and leave the inputs).
+void freeze_inputs(OnnxModel& model, const std::map<std::string, Tensor>& values) {
+  onnx::GraphProto& graph = *model.proto->mutable_graph();
+  std::set<std::string> initializers;
+  for (const auto& initializer : graph.initializer()) initializers.insert(initializer.name());
+  for (const auto& [name, value] : values) {
+    auto& inputs = *graph.mutable_input();
+    int index = 0;
+    while (index < inputs.size() && (inputs[index].name() != name || initializers.count(name))) ++index;
+    std::string where = "'" + model.path + "': the value given for graph input '" + name + "'";
+    if (index == inputs.size()) {
+      std::string listed;
+      for (const auto& input : inputs)
+        if (!initializers.count(input.name())) listed += (listed.empty() ? "'" : ", '") + input.name() + "'";
+      fail("'", model.path, "': '", name, "' is not a graph input fed at run time (the inputs are ", listed, ")");
+    }
+    const onnx::TypeProto& type = inputs[index].type();
+    if (type.has_tensor_type()) {
+      const auto& tensor_type = type.tensor_type();
+      std::optional<DType> declared = dtype_from_onnx(tensor_type.elem_type());
+      if (declared && *declared != value.dtype())
+        fail(where, " is ", dtype_name(value.dtype()), ", but the input is declared ", onnx_type_name(tensor_type.elem_type()));
+      if (tensor_type.has_shape()) {
+        const auto& dims = tensor_type.shape().dim();
+        bool fits = dims.size() == value.dim();
+        for (int d = 0; fits && d < dims.size(); ++d)
+          fits = !dims[d].has_dim_value() || dims[d].dim_value() == value.size(d);
+        if (!fits)
+          fail(where, " has shape ", sizes_to_string(value.sizes()), ", but the input is declared ", shape_text(tensor_type));
+      }
+    }
+    *graph.add_initializer() = onnx_tensor_proto(value, name);
+    inputs.DeleteSubrange(index, 1);
+  }
+}
+
 class Importer {
  public:
   explicit Importer(OnnxModel model) : model_(std::move(model)), reader_(model_.proto, model_.path) {
     state_.model_path = model_.path;
     state_.file_label = std::filesystem::path(model_.path).filename().string();
+    if (model_.converted_from_opset)
+      state_.file_label += " (opset " + std::to_string(model_.converted_from_opset) + ", converted to " +
+                           std::to_string(model_.opset) + " by ONNX's version converter)";
     state_.opset = model_.opset;
     state_.tensors = &reader_;
+    state_.convert_subgraph = [this](const onnx::GraphProto& subgraph, const std::vector<OnnxValue>& inputs) {
+      return convert_subgraph(subgraph, inputs);
+    };
   }
 
   ir::Graph run() {
@@ -97,8 +160,12 @@ class Importer {
       value.name = initializer.name();
       state_.values[initializer.name()] = std::move(value);
     }
+    state_.onnx_graph = &graph;
     for (const auto& input : graph.input())
-      if (!state_.values.count(input.name())) add_input(input);
+      if (!state_.values.count(input.name())) {
+        add_input(input);
+        state_.run_time_inputs.insert(input.name());
+      }
     std::map<std::string, const onnx::TypeProto*> types = known_types(graph);
     for (int i = 0; i < graph.node_size(); ++i) convert(graph.node(i), types);
     add_outputs(graph);
@@ -134,7 +201,57 @@ class Importer {
     state_.values[input.name()] = std::move(value);
   }
 
+  // Binds a subgraph's inputs and initializers, converts its nodes in the current scope (they
+  // may read outer values), returns its outputs, and forgets the names it defined.
+  std::vector<OnnxValue> convert_subgraph(const onnx::GraphProto& subgraph, const std::vector<OnnxValue>& inputs) {
+    if (int(inputs.size()) != subgraph.input_size())
+      fail("'", model_.path, "': a subgraph '", subgraph.name(), "' has ", subgraph.input_size(), " inputs, but ",
+           inputs.size(), " are given");
+    std::vector<std::pair<std::string, std::optional<OnnxValue>>> shadowed;  // name, its outer value
+    auto remember = [&](const std::string& name) {
+      auto found = state_.values.find(name);
+      shadowed.emplace_back(name, found == state_.values.end() ? std::nullopt : std::optional<OnnxValue>(found->second));
+    };
+    for (const auto& initializer : subgraph.initializer()) {
+      remember(initializer.name());
+      OnnxValue value = OnnxValue::of_constant(reader_.read(initializer, "initializer '" + initializer.name() + "'"));
+      value.name = initializer.name();
+      state_.values[initializer.name()] = std::move(value);
+    }
+    for (int i = 0; i < subgraph.input_size(); ++i) {
+      remember(subgraph.input(i).name());
+      OnnxValue value = inputs[size_t(i)];
+      value.name = subgraph.input(i).name();
+      state_.values[value.name] = std::move(value);
+    }
+    std::map<std::string, const onnx::TypeProto*> types = known_types(subgraph);
+    for (const auto& node : subgraph.node()) {
+      for (const std::string& output : node.output())
+        if (!output.empty()) remember(output);
+      convert(node, types);
+    }
+    std::vector<OnnxValue> outputs;
+    for (const auto& output : subgraph.output()) {
+      auto found = state_.values.find(output.name());
+      if (found == state_.values.end())
+        fail("'", model_.path, "': subgraph output '", output.name(), "' is not computed by any node");
+      outputs.push_back(found->second);
+    }
+    for (auto entry = shadowed.rbegin(); entry != shadowed.rend(); ++entry) {
+      if (entry->second) state_.values[entry->first] = *entry->second;
+      else state_.values.erase(entry->first);
+    }
+    return outputs;
+  }
+
+  static bool has_subgraph(const onnx::NodeProto& node) {
+    for (const auto& attribute : node.attribute())
+      if (attribute.has_g() || attribute.graphs_size() > 0) return true;
+    return false;
+  }
+
   static bool all_inputs_constant(const OnnxImportState& state, const onnx::NodeProto& node) {
+    if (has_subgraph(node)) return false;  // its subgraph converts into the graph being built
     bool any = false;
     for (const std::string& name : node.input()) {
       if (name.empty()) continue;
@@ -209,13 +326,41 @@ class Importer {
 
   void add_outputs(const onnx::GraphProto& graph) {
     std::vector<ir::Argument> results;
+    std::set<ir::Node*> named;  // nodes that already carry an output's name
     for (const auto& output : graph.output()) {
       if (!state_.values.count(output.name()))
         fail("'", model_.path, "': graph output '", output.name(), "' is not computed by any node");
-      results.emplace_back(state_.node_of(output.name()));
+      results.emplace_back(named_output(state_.node_of(output.name()), onnx_value_name(output.name()), named));
     }
     if (results.empty()) fail("'", model_.path, "' has no graph outputs");
     state_.graph.create_output(results);
+  }
+
+  // The node that returns a graph output under its ONNX name: the node itself, renamed, when
+  // it is a computed value that carries no other output's name; a copy (clone) of it for a
+  // graph input, or a value that another output already names (Identity, Clip without
+  // bounds, ... alias their input). A node that holds the name already is renamed away.
+  ir::Node* named_output(ir::Node* node, const std::string& name, std::set<ir::Node*>& named) {
+    ir::Graph& graph = state_.graph;
+    if (node->name() == name && !named.count(node)) {
+      named.insert(node);
+      return node;
+    }
+    if (node->op() == ir::OpKind::placeholder || named.count(node)) {
+      ir::Node* copy = graph.create_call("clone", {node});
+      copy->source = node->source;
+      node = copy;
+    }
+    if (ir::Node* holder = graph.find(name); holder && holder != node) {
+      if (named.count(holder)) {  // two ONNX names that sanitize alike: the second gets a suffix
+        named.insert(node);
+        return node;
+      }
+      graph.rename(holder, graph.unique_name(name + "_"));
+    }
+    graph.rename(node, name);
+    named.insert(node);
+    return node;
   }
 
   OnnxModel model_;
@@ -226,13 +371,16 @@ class Importer {
 
 }  // namespace
 
-ir::Graph import_onnx(const std::string& path) {
+ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options) {
   OnnxModel model = read_onnx_model(path);
+  freeze_inputs(model, options.input_values);
   report_unsupported_ops(model);
   infer_onnx_shapes(model);
   return Importer(std::move(model)).run();
 }
 
 std::vector<std::string> supported_onnx_ops() { return OnnxOpTable::global().op_types(); }
+
+std::string onnx_value_name(const std::string& onnx_name) { return ir::Graph::sanitized_name(onnx_name); }
 
 }  // namespace kiln::frontends

@@ -1,6 +1,7 @@
 // The ONNX front end: an .onnx file to a Kiln graph (the "traced" stage of the pipeline).
 //
-//  1. read_onnx_model (onnx_model_file.h): parse, opset range check, ONNX's checker;
+//  1. read_onnx_model (onnx_model_file.h): parse, opset range check, ONNX's checker; graph
+//     inputs given values in OnnxImportOptions (the freeze) become initializers of those values;
 //  2. every node's op is looked up in the op table first, and all unsupported ones are
 //     reported at once (op type, count, node names) before any conversion;
 //  3. ONNX shape inference where the library knows the opset;
@@ -9,28 +10,59 @@
 //     a graph parameter of its (sanitized) name where an op reads it as a tensor;
 //  5. graph inputs become placeholders named after them ([A-Za-z0-9_]: "input.1" is input_1);
 //     dim_param dims become symbols (onnx_symbols.h);
-//  6. nodes are converted in order by their converters (onnx_op_table.h). A node whose
+//  6. nodes are converted in order by their converters (onnx_op_table.h). A converter that
+//     needs a value at import time (Reshape's shape, Slice's starts, ...) which the model
+//     computes from graph inputs fed at run time throws OnnxInputValuesNeeded naming those
+//     inputs: give their values (onnx_specialization.h does, keyed by the values). A node whose
 //     inputs are all constants is folded: converted into a scratch graph and evaluated by the
 //     interpreter (unless its result is larger than its inputs and over 1 MiB), so static
 //     shape arithmetic (Shape -> Gather -> Concat -> Reshape) leaves nothing behind; with
 //     symbolic dims that arithmetic is carried out on symbolic sizes instead (onnx_value.h);
 //  7. each converted value's dtype and static dims are checked against ONNX's inferred or
 //     declared type (a mismatch is an importer bug: kiln::InternalError naming the node);
-//  8. the graph outputs, named after the ONNX outputs where they are computed.
+//  8. the graph outputs, each under its ONNX name (onnx_value_name): the node computing it is
+//     renamed, or, for an output that is a graph input or another output's value (Identity,
+//     Clip without bounds, ...), a copy of it gets the name.
 // Each node records the ONNX node name and op type in its SourceInfo.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/error.h"
 
 namespace kiln::frontends {
 
+struct OnnxImportOptions {
+  // Graph inputs taken as constants of these values, by ONNX name (the freeze): each becomes
+  // an initializer, so that the importer knows shape-deciding values. Each must be a graph
+  // input without an initializer, of its declared element type, rank and static sizes.
+  std::map<std::string, Tensor> input_values;
+};
+
 // Throws kiln::Error for everything a model file can get wrong, naming the file (and node).
-ir::Graph import_onnx(const std::string& path);
+ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options = {});
+
+// What import_onnx throws when a converter needs a value at import time that the model
+// computes from graph inputs fed at run time: a kiln::Error whose message names the node and
+// the inputs, and those graph inputs (ONNX names) whose values would make it known.
+class OnnxInputValuesNeeded : public Error {
+ public:
+  OnnxInputValuesNeeded(const std::string& message, std::vector<std::string> inputs)
+      : Error(message), inputs_(std::move(inputs)) {}
+  const std::vector<std::string>& inputs() const { return inputs_; }
+
+ private:
+  std::vector<std::string> inputs_;
+};
 
 // The ONNX op types the importer converts (default domain), sorted.
 std::vector<std::string> supported_onnx_ops();
+
+// The name of the placeholder or output for the graph input or output ONNX names `onnx_name`
+// ([A-Za-z0-9_]: "input.1" is input_1).
+std::string onnx_value_name(const std::string& onnx_name);
 
 }  // namespace kiln::frontends

@@ -8,6 +8,7 @@
 #include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
@@ -85,6 +86,22 @@ void check_structure(const OnnxModel& model) {
     if (!defined.count(output.name())) problem("graph output '", output.name(), "' is not defined");
 }
 
+// An opset below kMinOnnxOpset: checked, then converted by ONNX's version converter.
+void convert_to_min_opset(OnnxModel& model) {
+  run_checker(model);
+  onnx::ModelProto converted;
+  try {
+    converted = onnx::version_conversion::ConvertVersion(*model.proto, int(kMinOnnxOpset));
+  } catch (const std::exception& error) {
+    fail("'", model.path, "' uses ONNX opset ", model.opset, "; ONNX's version conversion to opset ", kMinOnnxOpset,
+         " failed: ", one_line(error.what()));
+  }
+  *model.proto = std::move(converted);
+  model.converted_from_opset = model.opset;
+  model.opset = default_domain_opset(*model.proto);
+  KILN_CHECK(model.opset == kMinOnnxOpset, "the version converter produced opset ", model.opset);
+}
+
 }  // namespace
 
 OnnxModel read_onnx_model(const std::string& path) {
@@ -110,9 +127,10 @@ OnnxModel read_onnx_model(const std::string& path) {
   }
   model.opset = default_domain_opset(proto);
   if (model.opset == 0) fail("'", path, "' imports no opset of the default ONNX domain (\"\" or \"ai.onnx\")");
-  if (model.opset < kMinOnnxOpset || model.opset > kMaxOnnxOpset)
-    fail("'", path, "' uses ONNX opset ", model.opset, "; Kiln imports opsets ", kMinOnnxOpset, " to ", kMaxOnnxOpset,
-         model.opset < kMinOnnxOpset ? " (convert the model to a newer opset, e.g. with onnx.version_converter)" : "");
+  if (model.opset > kMaxOnnxOpset)
+    fail("'", path, "' uses ONNX opset ", model.opset, "; Kiln imports opsets 1 to ", kMaxOnnxOpset, " (", kMinOnnxOpset,
+         " and newer directly, older ones through ONNX's version converter)");
+  if (model.opset < kMinOnnxOpset) convert_to_min_opset(model);
   if (model.opset <= kMaxOnnxOpsetWithShapeInference) {
     run_checker(model);
   } else {

@@ -2,7 +2,11 @@
 //  1. the file exists and is not empty; protobuf parses it; it has a graph, an ir_version and
 //     an opset for the default domain ("" or "ai.onnx") — a truncated file or garbage fails
 //     here, with a message naming the file;
-//  2. the default domain's opset is within what Kiln imports (kMinOnnxOpset..kMaxOnnxOpset);
+//  2. the default domain's opset is within what Kiln imports (kMinOnnxOpset..kMaxOnnxOpset); an
+//     older one (1..10) is first checked by ONNX's checker, then converted to kMinOnnxOpset by
+//     ONNX's own version converter (onnx::version_conversion::ConvertVersion), and the model
+//     remembers the opset it came with (converted_from_opset; kiln dump --show-source shows it
+//     with each node's source);
 //  3. for opsets up to 17, onnx::checker::check_model passes. Debian's ONNX is 1.12, which
 //     knows IR version 8 and opsets up to 17: a newer IR version is checked as IR 8 (the
 //     structure the checker knows is unchanged; element types added since are refused by the
@@ -32,6 +36,7 @@ struct OnnxModel {
   std::string path;
   std::shared_ptr<onnx::ModelProto> proto;
   int64_t opset = 0;  // of the default domain
+  int64_t converted_from_opset = 0;  // the file's opset when the version converter raised it to `opset`
   bool shapes_inferred = false;
 };
 

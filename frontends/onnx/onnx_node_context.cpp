@@ -2,6 +2,9 @@
 #include "frontends/onnx/onnx_node_context.h"
 
 #include <cctype>
+#include <map>
+
+#include "frontends/onnx/onnx_importer.h"
 
 namespace kiln::frontends {
 
@@ -37,11 +40,61 @@ ir::Node* compute_symbolic(ir::Graph& graph, const OnnxValue& value) {
 
 }  // namespace
 
-ir::Node* OnnxImportState::node_of(const std::string& onnx_name) {
-  OnnxValue& value = values.at(onnx_name);
+namespace {
+
+// Every name the nodes of `graph` (and of their subgraphs) read.
+void subgraph_reads(const onnx::GraphProto& graph, std::vector<std::string>& names) {
+  for (const auto& node : graph.node()) {
+    for (const std::string& input : node.input()) names.push_back(input);
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.has_g()) subgraph_reads(attribute.g(), names);
+      for (const auto& subgraph : attribute.graphs()) subgraph_reads(subgraph, names);
+    }
+  }
+}
+
+void add_producers(const onnx::GraphProto& graph, std::map<std::string, const onnx::NodeProto*>& producer) {
+  for (const auto& node : graph.node()) {
+    for (const std::string& output : node.output()) producer[output] = &node;
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.has_g()) add_producers(attribute.g(), producer);
+      for (const auto& subgraph : attribute.graphs()) add_producers(subgraph, producer);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> OnnxImportState::run_time_sources(const std::string& onnx_name) const {
+  if (!onnx_graph) return {};
+  std::map<std::string, const onnx::NodeProto*> producer;  // of the main graph's and its subgraphs' values
+  add_producers(*onnx_graph, producer);
+  std::set<std::string> sources, visited;
+  std::vector<std::string> pending = {onnx_name};
+  while (!pending.empty()) {
+    std::string name = pending.back();
+    pending.pop_back();
+    if (name.empty() || !visited.insert(name).second) continue;
+    if (run_time_inputs.count(name)) sources.insert(name);
+    auto found = producer.find(name);
+    if (found == producer.end()) continue;
+    const onnx::NodeProto& node = *found->second;
+    if (node.op_type() == "Shape" || node.op_type() == "Size") continue;
+    for (const std::string& input : node.input()) pending.push_back(input);
+    for (const auto& attribute : node.attribute()) {  // a subgraph reads outer values by name
+      if (attribute.has_g()) subgraph_reads(attribute.g(), pending);
+      for (const auto& subgraph : attribute.graphs()) subgraph_reads(subgraph, pending);
+    }
+  }
+  return std::vector<std::string>(sources.begin(), sources.end());
+}
+
+ir::Node* OnnxImportState::node_of(const std::string& onnx_name) { return materialize(values.at(onnx_name)); }
+
+ir::Node* OnnxImportState::materialize(OnnxValue& value) {
   if (value.node) return value.node;
   if (value.constant) {
-    std::string name = parameter_name(onnx_name);
+    std::string name = parameter_name(value.name.empty() ? "constant" : value.name);
     graph.set_parameter(name, value.constant->contiguous());
     value.node = graph.create_get_attr(name);
   } else {
@@ -118,15 +171,45 @@ std::vector<int64_t> OnnxNodeContext::constant_ints(size_t index, std::string_vi
     }
     if (result.size() == elements->size()) return result;
   }
-  fail("input ", index, " (", what, ") must be known when the model is imported (a constant, or computed from static "
-       "shapes), but it is ", elements ? "symbolic: [" + ir::shape_string(*elements) + "]" : "computed at run time");
+  if (elements)
+    fail("input ", index, " (", what, ") must be known when the model is imported (a constant, or computed from static "
+         "shapes), but it is symbolic: [", ir::shape_string(*elements), "]");
+  need_known(index, what, "it is computed at run time");
+}
+
+ir::SymShape OnnxNodeContext::known_ints(size_t index, std::string_view what) const {
+  std::optional<ir::SymShape> elements = int_values(index);
+  if (elements) return *elements;
+  const OnnxValue& value = input(index);
+  if (value.constant && !is_integral(value.constant->dtype()))
+    fail("input ", index, " (", what, ") must be an integer tensor, but it is ", dtype_name(value.constant->dtype()));
+  if (value.constant) fail("input ", index, " (", what, ") must have rank 0 or 1, but its shape is ", sizes_to_string(value.constant->sizes()));
+  need_known(index, what, "data-dependent shapes are not supported");
 }
 
 double OnnxNodeContext::constant_scalar(size_t index, std::string_view what) const {
-  const Tensor* value = constant(index);
-  if (!value) fail("input ", index, " (", what, ") must be a constant when the model is imported");
-  if (value->numel() != 1) fail("input ", index, " (", what, ") must have one element, but has shape ", sizes_to_string(value->sizes()));
-  return value->flat_double(0);
+  const Tensor& value = constant_input(index, what);
+  if (value.numel() != 1) fail("input ", index, " (", what, ") must have one element, but has shape ", sizes_to_string(value.sizes()));
+  return value.flat_double(0);
+}
+
+const Tensor& OnnxNodeContext::constant_input(size_t index, std::string_view what) const {
+  const OnnxValue& value = input(index);
+  if (!value.constant) need_known(index, what, "it is computed at run time");
+  return *value.constant;
+}
+
+void OnnxNodeContext::need_known(size_t index, std::string_view what, const std::string& why) const {
+  std::string prefix = where() + ": input " + std::to_string(index) + " (" + std::string(what) +
+                       ") must be known when the model is imported";
+  std::vector<std::string> sources = state_.run_time_sources(node_.input(int(index)));
+  if (sources.empty()) kiln::fail(prefix, " (a constant, or computed from the inputs' shapes); ", why);
+  std::string names;
+  for (const std::string& source : sources) names += (names.empty() ? "'" : ", '") + source + "'";
+  throw OnnxInputValuesNeeded(prefix + ", but it is computed from the graph input" + (sources.size() == 1 ? " " : "s ") +
+                                  names + " fed at run time: give " + (sources.size() == 1 ? "its value" : "their values") +
+                                  " (kiln run specializes the model on the values it is given)",
+                              sources);
 }
 
 const onnx::AttributeProto* OnnxNodeContext::attribute(std::string_view name) const {
@@ -188,6 +271,18 @@ std::optional<std::vector<int64_t>> OnnxNodeContext::maybe_ints_attribute(std::s
   if (!found) return std::nullopt;
   KILN_EXPECT_ATTRIBUTE_TYPE(found, INTS)
   return std::vector<int64_t>(found->ints().begin(), found->ints().end());
+}
+
+const onnx::GraphProto& OnnxNodeContext::graph_attribute(std::string_view name) const {
+  const onnx::AttributeProto* found = attribute(name);
+  if (!found) fail("attribute '", name, "' is required");
+  KILN_EXPECT_ATTRIBUTE_TYPE(found, GRAPH)
+  return found->g();
+}
+
+std::vector<OnnxValue> OnnxNodeContext::convert_subgraph(const onnx::GraphProto& subgraph, const std::vector<OnnxValue>& inputs) {
+  KILN_CHECK(!folding_, "a node with a subgraph is never folded");
+  return state_.convert_subgraph(subgraph, inputs);
 }
 
 Tensor OnnxNodeContext::tensor_attribute(std::string_view name) const {

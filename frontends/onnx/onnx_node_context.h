@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,12 +39,23 @@ struct OnnxImportState {
   ir::Graph graph;
   std::unordered_map<std::string, OnnxValue> values;  // by ONNX name
   OnnxTensorReader* tensors = nullptr;
+  const onnx::GraphProto* onnx_graph = nullptr;  // the model's main graph
+  // Converts a subgraph (If's branches, Loop's body) into `graph` with its inputs bound to
+  // `inputs`: its outputs (set by the importer).
+  std::function<std::vector<OnnxValue>(const onnx::GraphProto&, const std::vector<OnnxValue>&)> convert_subgraph;
+  std::set<std::string> run_time_inputs;         // its graph inputs fed at run time
+
+  // The graph inputs fed at run time that `onnx_name`'s data is computed from (through any
+  // node but Shape and Size, which read only shapes), sorted.
+  std::vector<std::string> run_time_sources(const std::string& onnx_name) const;
 
   // A fresh parameter name derived from an ONNX name ([A-Za-z0-9_.], unique).
   std::string parameter_name(const std::string& onnx_name) const;
   // The value named `onnx_name` as a node of `graph`: a constant becomes a parameter and its
   // get_attr, a symbolic value is computed; either is kept with the value for later readers.
   ir::Node* node_of(const std::string& onnx_name);
+  // Same for a value that has no name in scope (a subgraph's output).
+  ir::Node* materialize(OnnxValue& value);
 };
 
 class OnnxNodeContext {
@@ -74,10 +87,18 @@ class OnnxNodeContext {
   const Tensor* constant(size_t index) const;  // nullptr unless a constant
   // The elements of a rank-0/1 integer input known at import time (constant or symbolic).
   std::optional<ir::SymShape> int_values(size_t index) const;
-  // Same, but required to be known and constant; `what` names the input in messages.
+  // Same, but required to be known (see need_known); `what` names the input in messages.
+  ir::SymShape known_ints(size_t index, std::string_view what) const;
+  // Same, and required to be constant.
   std::vector<int64_t> constant_ints(size_t index, std::string_view what) const;
   // A one-element constant input as a double (fails otherwise).
   double constant_scalar(size_t index, std::string_view what) const;
+  // The input's value, required to be known at import time (see need_known).
+  const Tensor& constant_input(size_t index, std::string_view what) const;
+  // Fails because input `index` (`what`) must be known when the model is imported: when the
+  // model computes it from graph inputs fed at run time, throws OnnxInputValuesNeeded naming
+  // them (their values make it known); `why` ends the message otherwise.
+  [[noreturn]] void need_known(size_t index, std::string_view what, const std::string& why) const;
 
   // ---- attributes ----
   const onnx::AttributeProto* attribute(std::string_view name) const;  // nullptr when absent
@@ -87,6 +108,13 @@ class OnnxNodeContext {
   std::vector<int64_t> ints_attribute(std::string_view name, const std::vector<int64_t>& fallback = {}) const;
   std::optional<std::vector<int64_t>> maybe_ints_attribute(std::string_view name) const;
   Tensor tensor_attribute(std::string_view name) const;
+  const onnx::GraphProto& graph_attribute(std::string_view name) const;  // required
+
+  // ---- subgraphs ----
+  // The subgraph converted into the graph being built, its inputs bound to `inputs`.
+  std::vector<OnnxValue> convert_subgraph(const onnx::GraphProto& subgraph, const std::vector<OnnxValue>& inputs);
+  // A value (a subgraph's output) as a graph node.
+  ir::Node* node_of(OnnxValue& value) { return state_.materialize(value); }
   // A dimension attribute (or value) wrapped into [0, rank), failing with the node named.
   int64_t wrap_axis(int64_t axis, int64_t rank) const;
 

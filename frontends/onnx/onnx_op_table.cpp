@@ -16,6 +16,14 @@ const OnnxOpTable& OnnxOpTable::global() {
     register_onnx_einsum_ops(built);
     register_onnx_shape_ops(built);
     register_onnx_tensor_ops(built);
+    register_onnx_loss_ops(built);
+    register_onnx_math_ops(built);
+    register_onnx_indexing_ops(built);
+    register_onnx_spatial_ops(built);
+    register_onnx_quantization_ops(built);
+    register_onnx_signal_ops(built);
+    register_onnx_control_flow_ops(built);
+    register_onnx_recurrent_ops(built);
     return built;
   }();
   return table;

@@ -42,5 +42,13 @@ void register_onnx_resize_ops(OnnxOpTable& table);       // onnx_ops_resize.cpp
 void register_onnx_einsum_ops(OnnxOpTable& table);       // onnx_ops_einsum.cpp
 void register_onnx_shape_ops(OnnxOpTable& table);        // onnx_ops_shape.cpp
 void register_onnx_tensor_ops(OnnxOpTable& table);       // onnx_ops_tensor.cpp
+void register_onnx_loss_ops(OnnxOpTable& table);         // onnx_ops_loss.cpp
+void register_onnx_math_ops(OnnxOpTable& table);         // onnx_ops_math.cpp
+void register_onnx_indexing_ops(OnnxOpTable& table);     // onnx_ops_indexing.cpp
+void register_onnx_spatial_ops(OnnxOpTable& table);      // onnx_ops_spatial.cpp
+void register_onnx_quantization_ops(OnnxOpTable& table); // onnx_ops_quantization.cpp
+void register_onnx_signal_ops(OnnxOpTable& table);       // onnx_ops_signal.cpp
+void register_onnx_control_flow_ops(OnnxOpTable& table); // onnx_ops_control_flow.cpp
+void register_onnx_recurrent_ops(OnnxOpTable& table);    // onnx_ops_recurrent.cpp
 
 }  // namespace kiln::frontends

@@ -1,5 +1,6 @@
-// ONNX neural-network ops: MatMul, Gemm, Conv, ConvTranspose, MaxPool, AveragePool,
-// GlobalAveragePool, GlobalMaxPool, Softmax, LogSoftmax. Windows whose ONNX padding Kiln's
+// ONNX neural-network ops: MatMul, Gemm, Det, Conv, ConvTranspose, MaxPool, AveragePool
+// (with dilations: window sums by a convolution with ones, divided by the counts), LpPool (the
+// same window sums of |x|^p), GlobalAveragePool, GlobalMaxPool, Softmax, LogSoftmax. Windows whose ONNX padding Kiln's
 // ops cannot express (asymmetric, or beyond half a pooling kernel) pad the input explicitly.
 #include <limits>
 
@@ -186,13 +187,86 @@ void convert_max_pool(OnnxNodeContext& context) {
                                ir::Argument::ints(padding), ir::Argument::ints(window.dilations), ceil_mode});
 }
 
+// The sum of `x` over each window, per channel: a depthwise convolution with a kernel of ones
+// over `x` padded explicitly (pads at the end extended by `extra_end`, for ceil_mode).
+ir::Node* window_sum(OnnxNodeContext& context, ir::Node* x, const WindowAttributes& window, const std::vector<int64_t>& extra_end,
+                     double pad_value) {
+  const ir::TensorMeta& meta = x->value();
+  if (!meta.shape[1].is_constant()) context.fail("the channel dim must be static");
+  int64_t channels = meta.shape[1].constant();
+  size_t spatial = window.kernel.size();
+  WindowPadding padding = window.padding;
+  for (size_t i = 0; i < spatial; ++i) padding.end[i] += extra_end[i];
+  ir::Node* padded = x;
+  if (pad_value == 0) {
+    padded = pad_input(context, x, padding, 0.0);
+  } else {
+    padded = pad_input(context, pad_input(context, x, window.padding, pad_value), WindowPadding{std::vector<int64_t>(spatial, 0), extra_end}, 0.0);
+  }
+  Sizes weight_shape = {channels, 1};
+  weight_shape.insert(weight_shape.end(), window.kernel.begin(), window.kernel.end());
+  ir::Node* ones = context.constant_node(Tensor::full(weight_shape, 1.0, meta.dtype));
+  return context.call("convolution", {padded, ones, ir::Argument(), ir::Argument::ints(window.strides),
+                                      ir::Argument::ints(std::vector<int64_t>(spatial, 0)), ir::Argument::ints(window.dilations),
+                                      false, ir::Argument::ints(std::vector<int64_t>(spatial, 0)), channels});
+}
+
+// The extra padding at the end of each spatial dim that ceil_mode needs (its last window may
+// start inside the input or its front padding and run past the end).
+std::vector<int64_t> ceil_mode_extra(const OnnxNodeContext& context, const ir::SymShape& shape, const WindowAttributes& window,
+                                     bool ceil_mode) {
+  size_t spatial = window.kernel.size();
+  std::vector<int64_t> extra(spatial, 0);
+  if (!ceil_mode) return extra;
+  for (size_t i = 0; i < spatial; ++i) {
+    if (!shape[i + 2].is_constant()) context.fail("ceil_mode needs static spatial sizes");
+    int64_t padded = shape[i + 2].constant() + window.padding.begin[i] + window.padding.end[i];
+    int64_t span = window.dilations[i] * (window.kernel[i] - 1) + 1;
+    int64_t floor_count = (padded - span) / window.strides[i] + 1;
+    int64_t ceil_count = (padded - span + window.strides[i] - 1) / window.strides[i] + 1;
+    if ((ceil_count - 1) * window.strides[i] >= shape[i + 2].constant() + window.padding.begin[i]) ceil_count = floor_count;
+    extra[i] = std::max<int64_t>(0, (ceil_count - 1) * window.strides[i] + span - padded);
+  }
+  return extra;
+}
+
+// AveragePool with dilations: window sums over the zero-padded input divided by the count of
+// the elements each window covers (input only, or input and pads with count_include_pad;
+// never the extension ceil_mode adds).
+void convert_dilated_average_pool(OnnxNodeContext& context, ir::Node* x, const WindowAttributes& window, bool ceil_mode,
+                                  bool count_include_pad) {
+  std::vector<int64_t> extra = ceil_mode_extra(context, x->value().shape, window, ceil_mode);
+  ir::Node* sums = window_sum(context, x, window, extra, 0.0);
+  ir::Node* ones = context.call("full_like", {x, 1.0});
+  ir::Node* counts = window_sum(context, ones, window, extra, count_include_pad ? 1.0 : 0.0);
+  context.emit(0, "div", {sums, counts});
+}
+
+// LpPool: (sum over the window of |x|^p)^(1/p).
+void convert_lp_pool(OnnxNodeContext& context) {
+  ir::Node* x = context.tensor(0);
+  WindowAttributes window = window_attributes(context, x->value().shape, nullptr);
+  double p = double(context.int_attribute("p", 2));
+  if (p <= 0) context.fail("p must be positive, but it is ", p);
+  std::vector<int64_t> extra = ceil_mode_extra(context, x->value().shape, window, context.int_attribute("ceil_mode", 0) != 0);
+  ir::Node* powered = p == 2 ? context.call("mul", {x, x}) : context.call("pow", {context.call("abs", {x}), p});
+  ir::Node* sums = window_sum(context, powered, window, extra, 0.0);
+  if (p == 2) return void(context.emit(0, "sqrt", {sums}));
+  context.emit(0, "pow", {sums, 1.0 / p});
+}
+
+void convert_det(OnnxNodeContext& context) {
+  if (context.rank(0) < 2) context.fail("the input must be [..., M, M]");
+  context.emit(0, "det", {context.tensor(0)});
+}
+
 void convert_average_pool(OnnxNodeContext& context) {
   ir::Node* x = context.tensor(0);
   WindowAttributes window = window_attributes(context, x->value().shape, nullptr);
-  for (int64_t dilation : window.dilations)
-    if (dilation != 1) context.fail("dilations other than 1 are not supported for AveragePool");
   bool ceil_mode = context.int_attribute("ceil_mode", 0) != 0;
   bool count_include_pad = context.int_attribute("count_include_pad", 0) != 0;
+  for (int64_t dilation : window.dilations)
+    if (dilation != 1) return convert_dilated_average_pool(context, x, window, ceil_mode, count_include_pad);
   auto pool = [&](ir::Node* input, const std::vector<int64_t>& padding, bool include_pad, bool last) {
     std::vector<ir::Argument> args = {input, ir::Argument::ints(window.kernel), ir::Argument::ints(window.strides),
                                       ir::Argument::ints(padding), ceil_mode, include_pad};
@@ -248,6 +322,8 @@ void register_onnx_nn_ops(OnnxOpTable& table) {
   table.add("ConvTranspose", convert_conv_transpose);
   table.add("MaxPool", convert_max_pool);
   table.add("AveragePool", convert_average_pool);
+  table.add("LpPool", convert_lp_pool);
+  table.add("Det", convert_det);
   table.add("GlobalAveragePool", [](OnnxNodeContext& c) { convert_global_pool(c, "mean"); });
   table.add("GlobalMaxPool", [](OnnxNodeContext& c) { convert_global_pool(c, "amax"); });
   table.add("Softmax", [](OnnxNodeContext& c) { convert_softmax(c, "softmax"); });

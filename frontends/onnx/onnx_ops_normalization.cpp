@@ -1,4 +1,5 @@
-// ONNX normalization ops: BatchNormalization (inference), LayerNormalization (with its mean
+// ONNX normalization ops: BatchNormalization (inference, and training_mode's batch
+// statistics with the running statistics updated), LayerNormalization (with its mean
 // and inverse standard deviation outputs),
 // InstanceNormalization, GroupNormalization (per-group scale before opset 21, per-channel
 // from 21).
@@ -9,10 +10,29 @@ namespace kiln::frontends {
 
 namespace {
 
+// training_mode=1: normalized by the batch's mean and (population) variance over every dim
+// but 1; outputs 1 and 2 are the running statistics updated with momentum:
+// running * momentum + batch * (1 - momentum).
+void convert_batch_norm_training(OnnxNodeContext& context, double epsilon, double momentum) {
+  context.require_outputs_at_most(3, "running statistics");
+  ir::Node* x = context.tensor(0);
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < x->value().rank(); ++d) dims.push_back(d);
+  ir::Node* mean = context.call("mean", {x, ir::Argument::ints(dims)});
+  ir::Node* variance = context.call("var", {x, ir::Argument::ints(dims)}, {{"correction", 0.0}});
+  context.emit(0, "batch_norm", {x, context.tensor(1), context.tensor(2), mean, variance, false, 0.1, epsilon});
+  auto running = [&](size_t index, ir::Node* batch) {
+    context.emit(index, "add", {context.call("mul", {context.tensor(index + 2), momentum}), context.call("mul", {batch, 1.0 - momentum})});
+  };
+  if (context.output_used(1)) running(1, mean);
+  if (context.output_used(2)) running(2, variance);
+}
+
 void convert_batch_norm(OnnxNodeContext& context) {
-  if (context.int_attribute("training_mode", 0) != 0) context.fail("training_mode=1 is not supported (inference only)");
-  context.require_outputs_at_most(1, "running statistics");
   double epsilon = context.float_attribute("epsilon", 1e-5);
+  if (context.int_attribute("training_mode", 0) != 0)
+    return convert_batch_norm_training(context, epsilon, context.float_attribute("momentum", 0.9));
+  context.require_outputs_at_most(1, "running statistics");
   double momentum = 1.0 - context.float_attribute("momentum", 0.9);  // PyTorch counts it the other way (unused here)
   context.emit(0, "batch_norm",
                {context.tensor(0), context.tensor(1), context.tensor(2), context.tensor(3), context.tensor(4), false,

@@ -1,6 +1,9 @@
 // ONNX reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare (axes an
 // attribute before opset 18 — 13 for ReduceSum — and an optional input after; an empty list
 // reduces everything unless noop_with_empty_axes), ArgMax/ArgMin, CumSum.
+#include <algorithm>
+#include <limits>
+
 #include "frontends/onnx/onnx_op_helpers.h"
 #include "frontends/onnx/onnx_op_table.h"
 
@@ -31,6 +34,32 @@ std::optional<std::vector<int64_t>> reduction_dims(const OnnxNodeContext& contex
 
 enum class Reduce { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square };
 
+// A reduction over a zero-size dim gives the reduction's identity (ONNX: -inf for the max and
+// the log-sums, +inf for the min, 0 for the sums, 1 for the product); true when it emitted one.
+bool empty_reduction(OnnxNodeContext& context, Reduce kind, ir::Node* x, const std::vector<int64_t>& dims, bool keepdims) {
+  const ir::SymShape& shape = x->value().shape;
+  bool empty = std::any_of(dims.begin(), dims.end(), [&](int64_t d) { return shape[size_t(d)] == ir::SymInt(0); });
+  if (!empty || kind == Reduce::sum || kind == Reduce::sum_square || kind == Reduce::l1 || kind == Reduce::l2 ||
+      kind == Reduce::prod)
+    return false;  // Kiln's sum and prod of nothing are already 0 and 1
+  DType dtype = x->value().dtype;
+  double infinity = std::numeric_limits<double>::infinity();
+  double value = kind == Reduce::min ? infinity : kind == Reduce::mean ? std::numeric_limits<double>::quiet_NaN() : -infinity;
+  if (!is_floating(dtype)) {
+    if (kind == Reduce::log_sum || kind == Reduce::log_sum_exp || kind == Reduce::mean)
+      context.fail("an empty reduction of integers has no value here");
+    value = kind == Reduce::min ? double(std::numeric_limits<int64_t>::max()) : double(std::numeric_limits<int64_t>::min());
+  }
+  ir::SymShape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
+    if (!reduced) out.push_back(shape[d]);
+    else if (keepdims) out.push_back(ir::SymInt(1));
+  }
+  context.emit(0, "full", {ir::Argument::sym_ints(out), scalar_argument(value, dtype)}, {{"dtype", dtype}});
+  return true;
+}
+
 void convert_reduce(OnnxNodeContext& context, Reduce kind) {
   int64_t axes_input_since = kind == Reduce::sum ? 13 : 18;
   std::optional<std::vector<int64_t>> dims = reduction_dims(context, axes_input_since);
@@ -39,6 +68,7 @@ void convert_reduce(OnnxNodeContext& context, Reduce kind) {
   ir::Node* x = context.tensor(0);
   DType dtype = x->value().dtype;
   ir::Argument dim_list = ir::Argument::ints(*dims);
+  if (empty_reduction(context, kind, x, *dims, keepdims)) return;
   auto sum = [&](ir::Node* input) { return context.call("sum", {input, dim_list, keepdims}); };
   ir::Node* result = nullptr;
   switch (kind) {

@@ -4,11 +4,13 @@
 // or, with exclude_outside, those taps dropped and the weights renormalized); separable, so
 // bilinear and bicubic are one axis after another. The indices and weights follow ONNX's
 // coordinate_transformation_mode and nearest_mode exactly and are computed at import time, so
-// the resized axes must be static. Not supported: tf_crop_and_resize, antialias,
-// keep_aspect_ratio_policy other than stretch.
+// the resized axes must be static. antialias and tf_crop_and_resize (with extrapolation_value)
+// apply a matrix of the reference's tap coefficients per axis; keep_aspect_ratio_policy
+// not_larger / not_smaller resize every listed axis by one scale.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 
 #include "frontends/onnx/onnx_op_helpers.h"
 #include "frontends/onnx/onnx_op_table.h"
@@ -93,15 +95,107 @@ ir::Node* resize_cubic(OnnxNodeContext& context, ir::Node* x, int64_t axis, cons
   return sum;
 }
 
+// The coefficients ONNX's reference gives the taps of one output position: nearest picks one of
+// two, linear and cubic (Keys) blend 2 and 4, and with antialias a downscaling widens the
+// linear or cubic kernel by 1 / scale (normalized to sum to 1).
+std::vector<double> tap_coefficients(const std::string& mode, const std::string& nearest_mode, bool antialias, double ratio,
+                                     double scale, double a) {
+  if (mode == "nearest") {
+    if (ratio == 1) return {0, 1};
+    if (nearest_mode == "round_prefer_floor") return {double(ratio <= 0.5), double(ratio > 0.5)};
+    if (nearest_mode == "round_prefer_ceil") return {double(ratio < 0.5), double(ratio >= 0.5)};
+    return nearest_mode == "floor" ? std::vector<double>{1, 0} : std::vector<double>{0, 1};
+  }
+  if (!antialias) {
+    if (mode == "linear") return {1 - ratio, ratio};
+    std::array<double, 4> w = cubic_weights(ratio, a);
+    return {w[0], w[1], w[2], w[3]};
+  }
+  scale = std::min(scale, 1.0);
+  std::vector<double> coefficients;
+  if (mode == "linear") {
+    int64_t start = int64_t(std::floor(-1 / scale) + 1), footprint = 2 - 2 * start;
+    for (int64_t i = start; i < start + footprint; ++i) coefficients.push_back(std::clamp(1 - std::fabs((double(i) - ratio) * scale), 0.0, 1.0));
+  } else {
+    int64_t start = int64_t(std::floor(-2 / scale) + 1), end = 2 - start;
+    for (int64_t i = start; i < end; ++i) {
+      double x = std::fabs(scale * (double(i) - ratio));
+      coefficients.push_back(x <= 1 ? ((a + 2) * x - (a + 3)) * x * x + 1 : x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0.0);
+    }
+  }
+  double total = 0;
+  for (double c : coefficients) total += c;
+  for (double& c : coefficients) c /= total;
+  return coefficients;
+}
+
+// Resizing `x` along `axis` as the reference does it for antialias and tf_crop_and_resize: a
+// matrix [out, in] of tap coefficients (taps beyond the ends read the edge element, or are
+// dropped with exclude_outside) applied by a matmul, plus extrapolation_value where a crop
+// position falls outside the input.
+ir::Node* resize_by_matrix(OnnxNodeContext& context, ir::Node* x, int64_t axis, int64_t in_size, int64_t out_size,
+                           double scale, const std::string& transform, std::pair<double, double> roi) {
+  std::string mode = context.string_attribute("mode", "nearest");
+  std::string nearest_mode = context.string_attribute("nearest_mode", "round_prefer_floor");
+  bool antialias = context.int_attribute("antialias", 0) != 0, exclude_outside = context.int_attribute("exclude_outside", 0) != 0;
+  double a = context.float_attribute("cubic_coeff_a", -0.75), extrapolation = context.float_attribute("extrapolation_value", 0.0);
+  std::vector<double> matrix(size_t(out_size * in_size), 0.0), bias(size_t(out_size), 0.0);
+  bool extrapolated = false;
+  double resized = scale * double(in_size);
+  for (int64_t o = 0; o < out_size; ++o) {
+    double coordinate = 0;
+    if (transform == "tf_crop_and_resize") {
+      coordinate = resized == 1 ? (roi.second - roi.first) * double(in_size - 1) / 2
+                                : double(o) * (roi.second - roi.first) * double(in_size - 1) / (resized - 1);
+      coordinate += roi.first * double(in_size - 1);
+      if (coordinate < 0 || coordinate > double(in_size - 1)) {
+        bias[size_t(o)] = extrapolation;
+        extrapolated = true;
+        continue;
+      }
+    } else {
+      coordinate = source_coordinate(context, transform, o, in_size, out_size, scale);
+    }
+    double ratio = coordinate == std::floor(coordinate) ? 1.0 : coordinate - std::floor(coordinate);
+    std::vector<double> coefficients = tap_coefficients(mode, nearest_mode, antialias, ratio, scale, a);
+    int64_t n = int64_t(coefficients.size()), pad = (n + 1) / 2;
+    // The n taps nearest to the coordinate (in the edge-padded array), preferring lower ones.
+    double centre = coordinate + double(pad);
+    std::vector<int64_t> taps(static_cast<size_t>(in_size + 2 * pad));
+    std::iota(taps.begin(), taps.end(), 0);
+    std::stable_sort(taps.begin(), taps.end(), [centre](int64_t p, int64_t q) { return std::fabs(centre - double(p)) < std::fabs(centre - double(q)); });
+    taps.resize(size_t(n));
+    std::sort(taps.begin(), taps.end());
+    double total = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t index = taps[size_t(k)] - pad;
+      if (exclude_outside && (index < 0 || index >= in_size)) coefficients[size_t(k)] = 0;
+      total += coefficients[size_t(k)];
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t index = std::clamp<int64_t>(taps[size_t(k)] - pad, 0, in_size - 1);
+      matrix[size_t(o * in_size + index)] += exclude_outside ? coefficients[size_t(k)] / total : coefficients[size_t(k)];
+    }
+  }
+  DType dtype = x->value().dtype;
+  int64_t rank = x->value().rank();
+  ir::Node* moved = axis == rank - 1 ? x : context.call("transpose", {x, axis, rank - 1});
+  Tensor weights = Tensor::from_doubles({out_size, in_size}, matrix, dtype).transpose(0, 1).contiguous();
+  ir::Node* result = context.call("matmul", {moved, context.constant_node(weights)});
+  if (extrapolated) result = context.call("add", {result, context.constant_node(Tensor::from_doubles({out_size}, bias, dtype))});
+  return axis == rank - 1 ? result : context.call("transpose", {result, axis, rank - 1});
+}
+
 void convert_resize(OnnxNodeContext& context) {
   std::string mode = context.string_attribute("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     context.fail("mode '", mode, "' is not one of nearest, linear, cubic");
   std::string transform = context.string_attribute("coordinate_transformation_mode", "half_pixel");
   std::string nearest_mode = context.string_attribute("nearest_mode", "round_prefer_floor");
-  if (context.int_attribute("antialias", 0) != 0) context.fail("antialias is not supported");
-  if (context.string_attribute("keep_aspect_ratio_policy", "stretch") != "stretch")
-    context.fail("keep_aspect_ratio_policy other than stretch is not supported");
+  bool antialias = context.int_attribute("antialias", 0) != 0;
+  std::string policy = context.string_attribute("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    context.fail("keep_aspect_ratio_policy '", policy, "' is not stretch, not_larger or not_smaller");
   ir::Node* x = context.tensor(0);
   ir::SymShape shape = x->value().shape;
   int64_t rank = int64_t(shape.size());
@@ -111,8 +205,7 @@ void convert_resize(OnnxNodeContext& context) {
   // Scales (floats) or sizes (ints) per listed axis; whichever is given and not empty.
   std::vector<double> scales(size_t(rank), 1.0);
   std::vector<int64_t> sizes(size_t(rank), -1);
-  const Tensor* scale_input = context.has_input(2) ? context.constant(2) : nullptr;
-  if (context.has_input(2) && !scale_input) context.fail("scales must be a constant");
+  const Tensor* scale_input = context.has_input(2) ? &context.constant_input(2, "scales") : nullptr;
   bool by_scale = scale_input && scale_input->numel() > 0;
   if (by_scale) {
     if (scale_input->numel() != int64_t(axes.size())) context.fail("scales has ", scale_input->numel(), " values for ", axes.size(), " axes");
@@ -122,18 +215,41 @@ void convert_resize(OnnxNodeContext& context) {
     std::vector<int64_t> given = context.constant_ints(3, "sizes");
     if (given.size() != axes.size()) context.fail("sizes has ", given.size(), " values for ", axes.size(), " axes");
     for (size_t i = 0; i < axes.size(); ++i) sizes[size_t(axes[i])] = given[i];
+    if (policy != "stretch") {
+      // One scale for every listed axis (the smallest or largest of theirs), sizes rounded half up.
+      double chosen = policy == "not_larger" ? 1e300 : 0;
+      for (int64_t axis : axes) {
+        if (!shape[size_t(axis)].is_constant()) context.fail("keep_aspect_ratio_policy needs static sizes");
+        double ratio = double(sizes[size_t(axis)]) / double(shape[size_t(axis)].constant());
+        chosen = policy == "not_larger" ? std::min(chosen, ratio) : std::max(chosen, ratio);
+      }
+      for (int64_t axis : axes) sizes[size_t(axis)] = int64_t(chosen * double(shape[size_t(axis)].constant()) + 0.5);
+    }
+  }
+  // tf_crop_and_resize's region per axis (start, end as fractions of the input).
+  std::vector<std::pair<double, double>> regions(size_t(rank), {0.0, 1.0});
+  if (transform == "tf_crop_and_resize") {
+    const Tensor& roi = context.constant_input(1, "roi");
+    if (roi.numel() != int64_t(2 * axes.size())) context.fail("roi has ", roi.numel(), " values for ", axes.size(), " axes");
+    for (size_t i = 0; i < axes.size(); ++i)
+      regions[size_t(axes[i])] = {roi.flat_double(int64_t(i)), roi.flat_double(int64_t(i + axes.size()))};
   }
 
   ir::Node* result = x;
   for (int64_t axis = 0; axis < rank; ++axis) {
     const ir::SymInt& dim = shape[size_t(axis)];
     bool unchanged = by_scale ? scales[size_t(axis)] == 1.0 : sizes[size_t(axis)] == -1 || dim == ir::SymInt(sizes[size_t(axis)]);
+    if (transform == "tf_crop_and_resize" && regions[size_t(axis)] != std::pair<double, double>{0.0, 1.0}) unchanged = false;
     if (unchanged) continue;
     if (!dim.is_constant()) context.fail("resizing dim ", axis, " needs its size to be static, but it is ", dim);
     int64_t in_size = dim.constant();
     int64_t out_size = by_scale ? int64_t(std::floor(double(in_size) * scales[size_t(axis)])) : sizes[size_t(axis)];
     double scale = by_scale ? scales[size_t(axis)] : double(out_size) / double(in_size);
     if (out_size <= 0 || scale <= 0) context.fail("resizing dim ", axis, " to ", out_size, " elements is not possible");
+    if (antialias || transform == "tf_crop_and_resize") {
+      result = resize_by_matrix(context, result, axis, in_size, out_size, scale, transform, regions[size_t(axis)]);
+      continue;
+    }
     if (mode == "nearest") {
       std::vector<int64_t> indices;
       for (int64_t o = 0; o < out_size; ++o)

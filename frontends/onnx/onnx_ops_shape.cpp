@@ -31,11 +31,7 @@ void convert_size(OnnxNodeContext& context) {
 
 // The sizes a shape-like input (Reshape's shape, Expand's shape, ...) holds.
 SymShape size_list(const OnnxNodeContext& context, size_t index, std::string_view what) {
-  std::optional<SymShape> values = context.int_values(index);
-  if (!values)
-    context.fail("input ", index, " (", what, ") must be known when the model is imported (a constant, or computed "
-                 "from the inputs' shapes); data-dependent shapes are not supported");
-  return *values;
+  return context.known_ints(index, what);
 }
 
 void convert_reshape(OnnxNodeContext& context) {
@@ -176,6 +172,8 @@ void convert_constant_of_shape(OnnxNodeContext& context) {
 
 void convert_range(OnnxNodeContext& context) {
   DType dtype = context.dtype(0);
+  if (!is_integral(dtype))  // a floating range needs all three values
+    for (size_t i = 0; i < 3; ++i) context.constant_input(i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
   if (context.constant(0) && context.constant(1) && context.constant(2)) {
     auto value = [&](size_t i) { return scalar_argument(context.constant(i)->flat_double(0), dtype); };
     if (is_integral(dtype)) {
@@ -187,8 +185,10 @@ void convert_range(OnnxNodeContext& context) {
     return;
   }
   // An integer range with a symbolic limit: iota of the element count.
-  std::optional<SymShape> start = context.int_values(0), limit = context.int_values(1), delta = context.int_values(2);
-  if (!start || !limit || !delta || start->size() != 1 || limit->size() != 1 || delta->size() != 1 ||
+  SymShape start_values = context.known_ints(0, "start"), limit_values = context.known_ints(1, "limit"),
+           delta_values = context.known_ints(2, "delta");
+  const SymShape *start = &start_values, *limit = &limit_values, *delta = &delta_values;
+  if (start->size() != 1 || limit->size() != 1 || delta->size() != 1 ||
       !(*start)[0].is_constant() || !(*delta)[0].is_constant() || (*delta)[0].constant() <= 0)
     context.fail("Range needs inputs known when the model is imported (a symbolic limit needs a constant start and a "
                  "positive constant delta)");

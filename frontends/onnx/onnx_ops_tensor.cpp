@@ -1,8 +1,11 @@
-// ONNX ops that create, select and move tensor data: Constant, Identity, Dropout
+// ONNX ops that create, select and move tensor data: Constant, Identity (and the optional ops
+// on tensors: OptionalHasElement, OptionalGetElement), Dropout
 // (inference), Concat, Split, Slice, Gather, GatherElements, ScatterElements, Trilu, Pad.
 // Selecting from a value known at import time (Gather/Slice/Concat of shape values) keeps it
 // known; negative indices count from the end as ONNX says.
+#include <algorithm>
 #include <limits>
+#include <set>
 
 #include "frontends/onnx/onnx_op_helpers.h"
 #include "frontends/onnx/onnx_op_table.h"
@@ -35,9 +38,11 @@ void convert_constant(OnnxNodeContext& context) {
 
 void convert_dropout(OnnxNodeContext& context) {
   if (context.has_input(2)) {
-    const Tensor* training = context.constant(2);
-    if (!training) context.fail("training_mode must be a constant (Kiln imports models for inference)");
-    if (training->flat_double(0) != 0) context.fail("training_mode=true is not supported (inference only)");
+    const Tensor& training = context.constant_input(2, "training_mode");
+    // Training with ratio 0 drops nothing: the identity, as in inference.
+    bool drops = context.has_input(1) ? context.constant_scalar(1, "ratio") != 0 : true;
+    if (training.flat_double(0) != 0 && drops)
+      context.fail("training_mode=true with a nonzero ratio is not supported (its random mask; inference only)");
   }
   context.set_output(0, context.input(0));
   if (context.output_used(1)) context.emit(1, "full_like", {context.tensor(0), true}, {{"dtype", DType::boolean}});
@@ -93,35 +98,61 @@ void convert_split(OnnxNodeContext& context) {
   }
 }
 
-// A slice bound that Python's clamping handles without overflow (huge negatives mean 0).
-SymInt safe_bound(const SymInt& bound) {
-  if (bound.is_constant() && bound.constant() < -(int64_t(1) << 62)) return SymInt(0);
+// The indices ONNX's Slice selects along a dim of static size `size`: a negative start or end
+// counts from the end (start + size), then start is clamped to [0, size] for a positive step
+// and to [0, size - 1] for a negative one, end to [0, size] or [-1, size - 1]; the indices
+// run from start by step while before end. Bounds may be anything from INT64_MIN to INT64_MAX
+// (exporters write INT64_MAX for "to the end" and INT64_MIN + 1 for "past the beginning").
+std::vector<int64_t> slice_indices(int64_t start, int64_t end, int64_t step, int64_t size) {
+  auto from_end = [size](int64_t bound) { return bound < 0 ? bound + size : bound; };  // no overflow: size >= 0
+  start = from_end(start);
+  end = from_end(end);
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, size);
+    end = std::clamp<int64_t>(end, 0, size);
+  } else {
+    start = std::clamp<int64_t>(start, 0, size - 1);
+    end = std::clamp<int64_t>(end, -1, size - 1);
+  }
+  // Counted in unsigned arithmetic: |step| may be 2^63, start - end fits (both within [-1, size]).
+  uint64_t span = step > 0 ? (end > start ? uint64_t(end - start) : 0) : (start > end ? uint64_t(start - end) : 0);
+  uint64_t magnitude = step > 0 ? uint64_t(step) : uint64_t(-(step + 1)) + 1;
+  uint64_t count = span == 0 ? 0 : (span - 1) / magnitude + 1;
+  std::vector<int64_t> indices;
+  for (uint64_t k = 0; k < count; ++k) indices.push_back(start + int64_t(k) * step);
+  return indices;
+}
+
+// A positive-step bound for Kiln's slice (Python clamping) on a symbolic dim or from a
+// symbolic value: huge constants mean the end or the beginning.
+SymInt python_bound(const SymInt& bound, const SymInt& size) {
+  if (!bound.is_constant()) return bound;
+  if (bound.constant() >= (int64_t(1) << 62)) return size;
+  if (bound.constant() <= -(int64_t(1) << 62)) return SymInt(0);
   return bound;
 }
 
 void convert_slice(OnnxNodeContext& context) {
-  std::optional<SymShape> start_values = context.int_values(1), end_values = context.int_values(2);
-  if (!start_values || !end_values) context.fail("starts and ends must be known when the model is imported");
-  size_t count = start_values->size();
-  if (end_values->size() != count) context.fail("starts and ends differ in length");
+  SymShape starts = context.known_ints(1, "starts"), ends = context.known_ints(2, "ends");
+  size_t count = starts.size();
+  if (ends.size() != count) context.fail("starts and ends differ in length (", count, " and ", ends.size(), ")");
   int64_t rank = context.rank(0);
-  std::vector<int64_t> axes, steps(count, 1);
-  if (context.has_input(3)) {
-    axes = context.constant_ints(3, "axes");
-  } else {
-    axes = dims_from(0, int64_t(count));
+  std::vector<int64_t> axes = context.has_input(3) ? context.constant_ints(3, "axes") : dims_from(0, int64_t(count));
+  std::vector<int64_t> steps = context.has_input(4) ? context.constant_ints(4, "steps") : std::vector<int64_t>(count, 1);
+  if (axes.size() != count || steps.size() != count)
+    context.fail("starts, ends, axes and steps differ in length (", count, ", ", count, ", ", axes.size(), ", ", steps.size(), ")");
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < count; ++i) {
+    if (steps[i] == 0) context.fail("steps cannot be 0");
+    if (!seen.insert(context.wrap_axis(axes[i], rank)).second) context.fail("axes repeat dim ", context.wrap_axis(axes[i], rank));
   }
-  if (context.has_input(4)) steps = context.constant_ints(4, "steps");
-  if (axes.size() != count || steps.size() != count) context.fail("starts, ends, axes and steps differ in length");
+  auto constant_bounds = [&](size_t i) { return starts[i].is_constant() && ends[i].is_constant(); };
 
   const OnnxValue& data = context.input(0);
-  if (data.is_symbolic() && !data.symbolic_scalar && count == 1 && steps[0] > 0 && (*start_values)[0].is_constant() &&
-      (*end_values)[0].is_constant()) {
-    int64_t size = int64_t(data.symbolic->size());
-    auto clamp = [size](int64_t bound) { return std::clamp<int64_t>(bound < 0 ? bound + size : bound, 0, size); };
+  if (data.is_symbolic() && !data.symbolic_scalar && count == 1 && constant_bounds(0)) {
     SymShape selected;
-    for (int64_t i = clamp((*start_values)[0].constant()); i < clamp((*end_values)[0].constant()); i += steps[0])
-      selected.push_back((*data.symbolic)[size_t(i)]);
+    for (int64_t index : slice_indices(starts[0].constant(), ends[0].constant(), steps[0], int64_t(data.symbolic->size())))
+      selected.push_back((*data.symbolic)[size_t(index)]);
     return context.set_output(0, OnnxValue::of_ints(selected, false, data.symbolic_dtype));
   }
 
@@ -129,26 +160,22 @@ void convert_slice(OnnxNodeContext& context) {
   for (size_t i = 0; i < count; ++i) {
     int64_t axis = context.wrap_axis(axes[i], rank);
     int64_t step = steps[i];
-    if (step == 0) context.fail("steps cannot be 0");
-    SymInt start = safe_bound((*start_values)[i]), end = safe_bound((*end_values)[i]);
-    if (step > 0) {
-      result = context.call("slice", {result, axis, start, end, step});
+    SymInt dim = result->value().shape[size_t(axis)];
+    if (!dim.is_constant() || !constant_bounds(i)) {
+      if (step < 0) context.fail("a negative step along dim ", axis, " needs a static size and constant bounds");
+      result = context.call("slice", {result, axis, python_bound(starts[i], dim), python_bound(ends[i], dim), step});
       continue;
     }
-    // A negative step: the selected indices, from a static size and constant bounds.
-    SymInt dim = result->value().shape[size_t(axis)];
-    if (!dim.is_constant() || !start.is_constant() || !end.is_constant())
-      context.fail("a negative step needs a static dim and constant starts and ends");
-    int64_t size = dim.constant();
-    int64_t first = start.constant() < 0 ? start.constant() + size : start.constant();
-    int64_t last = end.constant() < 0 ? end.constant() + size : end.constant();
-    if (end.constant() < -size) last = -1;
-    first = std::clamp<int64_t>(first, 0, size - 1);
-    last = std::clamp<int64_t>(last, -1, size - 1);
-    std::vector<int64_t> indices;
-    for (int64_t index = first; index > last; index += step) indices.push_back(index);
-    ir::Node* index = context.constant_node(Tensor::from_vector({int64_t(indices.size())}, indices, DType::i64));
-    result = context.call("index_select", {result, axis, index});
+    std::vector<int64_t> indices = slice_indices(starts[i].constant(), ends[i].constant(), step, dim.constant());
+    if (indices.empty()) {
+      result = context.call("slice", {result, axis, int64_t(0), int64_t(0)});
+    } else if (step > 0) {
+      // One element: step 1 (a step as large as INT64_MAX would overflow the shape arithmetic).
+      result = context.call("slice", {result, axis, indices.front(), indices.back() + 1, indices.size() == 1 ? int64_t(1) : step});
+    } else {
+      ir::Node* index = context.constant_node(Tensor::from_vector({int64_t(indices.size())}, indices, DType::i64));
+      result = context.call("index_select", {result, axis, index});
+    }
   }
   context.set_output(0, result);
 }
@@ -288,6 +315,11 @@ void convert_pad(OnnxNodeContext& context) {
 void register_onnx_tensor_ops(OnnxOpTable& table) {
   table.add("Constant", convert_constant);
   table.add("Identity", [](OnnxNodeContext& c) { c.set_output(0, c.input(0)); });
+  // Optional values that are plain tensors (Kiln has no optional type): present when given.
+  table.add("OptionalHasElement", [](OnnxNodeContext& c) {
+    c.set_output(0, OnnxValue::of_constant(Tensor::scalar(c.has_input(0) ? 1.0 : 0.0, DType::boolean)));
+  });
+  table.add("OptionalGetElement", [](OnnxNodeContext& c) { c.set_output(0, c.input(0)); });
   table.add("Dropout", convert_dropout);
   table.add("Concat", convert_concat);
   table.add("Split", convert_split);

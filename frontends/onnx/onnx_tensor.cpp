@@ -33,6 +33,31 @@ std::optional<DType> dtype_from_onnx(int32_t element_type) {
   }
 }
 
+int32_t onnx_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return onnx::TensorProto::FLOAT;
+    case DType::f16: return onnx::TensorProto::FLOAT16;
+    case DType::bf16: return onnx::TensorProto::BFLOAT16;
+    case DType::f64: return onnx::TensorProto::DOUBLE;
+    case DType::i64: return onnx::TensorProto::INT64;
+    case DType::i32: return onnx::TensorProto::INT32;
+    case DType::i8: return onnx::TensorProto::INT8;
+    case DType::u8: return onnx::TensorProto::UINT8;
+    case DType::boolean: return onnx::TensorProto::BOOL;
+  }
+  throw InternalError("a dtype without an ONNX element type");
+}
+
+onnx::TensorProto onnx_tensor_proto(const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(onnx_type_of(tensor.dtype()));
+  for (int64_t size : tensor.sizes()) proto.add_dims(size);
+  Tensor dense = tensor.contiguous();
+  proto.set_raw_data(std::string(static_cast<const char*>(dense.data_ptr()), dense.nbytes()));
+  return proto;
+}
+
 std::string onnx_type_name(int32_t element_type) {
   if (onnx::TensorProto::DataType_IsValid(element_type) && element_type != onnx::TensorProto::UNDEFINED)
     return onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(element_type));

@@ -26,6 +26,10 @@ namespace kiln::frontends {
 std::optional<DType> dtype_from_onnx(int32_t element_type);
 // The ONNX element type's name ("FLOAT", "STRING", ...), for messages.
 std::string onnx_type_name(int32_t element_type);
+// The ONNX element type of a Kiln dtype (every dtype has one).
+int32_t onnx_type_of(DType dtype);
+// `tensor` as a TensorProto named `name`, its data as raw little-endian bytes.
+onnx::TensorProto onnx_tensor_proto(const Tensor& tensor, const std::string& name);
 
 // Reads TensorProtos of one model. `bytes_owner` (the parsed model the protos belong to) is
 // kept alive by every tensor that views its bytes; `model_path` names the file in messages and

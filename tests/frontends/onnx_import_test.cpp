@@ -212,6 +212,28 @@ TEST(OnnxImport, EverySupportedOpIsUsedByATestCase) {
   EXPECT_THAT(missing, ElementsAre()) << "supported ops without a test case";
 }
 
+TEST(OnnxImport, OutputsKeepTheirOnnxNames) {
+  // Identity's output is its input: a copy carries the output's name. A computed value is
+  // renamed after the output it is.
+  ir::Graph identity = import_onnx((kOnnxData / "ops" / "identity" / "model.onnx").string());
+  EXPECT_EQ(identity.output_names(), std::vector<std::string>{"y0"});
+  EXPECT_EQ(call_targets(identity), (std::multiset<std::string>{"clone"}));
+  ir::Graph clip = import_onnx((kOnnxData / "ops" / "clip" / "model.onnx").string());
+  EXPECT_EQ(clip.output_names(), std::vector<std::string>{"y0"});
+  EXPECT_EQ(only_call(clip, "clamp")->name(), "y0");
+}
+
+TEST(OnnxImport, OldOpsetsGoThroughOnnxsVersionConverter) {
+  // A Relu model at opset 10, converted to opset 11; each node's source says so.
+  ir::Graph graph = import_onnx((kOnnxData / "bad" / "opset_10.onnx").string());
+  ir::Node* relu = only_call(graph, "relu");
+  EXPECT_EQ(relu->source.file, "opset_10.onnx (opset 10, converted to 11 by ONNX's version converter)");
+  Tensor x = Tensor::from_vector({2}, std::vector<double>{-1, 2}, DType::f32);
+  Tensor y = ir::interpret(graph, {{"x", x}})[0];
+  EXPECT_EQ(y.flat_double(0), 0);
+  EXPECT_EQ(y.flat_double(1), 2);
+}
+
 TEST(OnnxImport, LoadModelDispatchesOnTheExtension) {
   ir::Graph onnx_graph = load_model((kOnnxData / "ops" / "relu" / "model.onnx").string());
   EXPECT_EQ(call_targets(onnx_graph), (std::multiset<std::string>{"relu"}));

@@ -1,5 +1,7 @@
 // The graph a user's run of a node test case gets, and the inputs it is run with: the model
-// file imported as it is, every data set input fed at run time by its name.
+// file as it is, every data set input fed at run time by its name, through the specialization
+// a user's run gets (frontends/onnx/onnx_specialization.h: the inputs that decide shapes are
+// specialized on their values).
 #pragma once
 
 #include <map>

@@ -1,6 +1,7 @@
 // ONNX models from the command line: `kiln dump model.onnx` (the imported graph with each
 // node's ONNX source), `kiln run model.onnx` with ONNX Runtime's input and `--backend cpu
-// --check`, `kiln compile model.onnx`, and a refused model (one line on stderr, exit 1).
+// --check`, a model specialized on its shape input, `kiln compile model.onnx`, and a refused model
+// (one line on stderr, exit 1).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -45,6 +46,19 @@ TEST_F(OnnxCli, CompileAnOnnxModel) {
   CliResult result = kiln("compile " + (kOnnxData / "models" / "transformer_encoder_layer" / "model.onnx").string());
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("compiled: key "));
+}
+
+TEST_F(OnnxCli, RunSpecializesOnShapeDecidingInputs) {
+  fs::path folder = kOnnxData / "specialize" / "reshape_shape_input";
+  std::string model = (folder / "model.onnx").string();
+  CliResult result = kiln("run " + model + " --backend cpu --check --input x=" + (folder / "input_0.npy").string() +
+                          " --input shape=" + (folder / "input_1.npy").string());
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("y: f32[3, 4] = "));
+  // Its value cannot be random: without it, one line and exit 1.
+  cli_test::expect_user_error(kiln("run " + model + " --random-inputs 0"),
+                              "input 1 (shape) must be known when the model is imported, but it is computed from the "
+                              "graph input 'shape' fed at run time");
 }
 
 TEST_F(OnnxCli, RefusedModelIsOneLineAndExitOne) {
