@@ -189,10 +189,23 @@ std::vector<LoopOpInfo> make_table() {
       row(Op::logical_xor, "logical_xor", 2, R::boolean, C::cheap, G::truth_binary,
           [](double a, double b) { return double(truth(a) != truth(b)); },
           [](int64_t a, int64_t b) { return int64_t(truth(a) != truth(b)); }, "kop_logical_xor"),
-      row(Op::bitwise_and, "bitwise_and", 2, R::argument, C::cheap, G::none, nullptr,
+      row(Op::bitwise_and, "bitwise_and", 2, R::argument, C::cheap, G::promoted_binary, nullptr,
           [](int64_t a, int64_t b) { return a & b; }, "kop_bitwise_and"),
-      row(Op::bitwise_or, "bitwise_or", 2, R::argument, C::cheap, G::none, nullptr,
+      row(Op::bitwise_or, "bitwise_or", 2, R::argument, C::cheap, G::promoted_binary, nullptr,
           [](int64_t a, int64_t b) { return a | b; }, "kop_bitwise_or"),
+      row(Op::bitwise_xor, "bitwise_xor", 2, R::argument, C::cheap, G::promoted_binary, nullptr,
+          [](int64_t a, int64_t b) { return a ^ b; }, "kop_bitwise_xor"),
+      // Values arrive sign- or zero-extended to int64 and the result wraps to the dtype, so the
+      // int64 shift is the narrow type's shift (64 and more: 0, or the sign to the right).
+      row(Op::bitwise_left_shift, "bitwise_left_shift", 2, R::argument, C::cheap, G::promoted_binary, nullptr,
+          [](int64_t a, int64_t b) { return b < 0 || b >= 64 ? int64_t(0) : int64_t(uint64_t(a) << b); },
+          "kop_bitwise_left_shift"),
+      row(Op::bitwise_right_shift, "bitwise_right_shift", 2, R::argument, C::cheap, G::promoted_binary, nullptr,
+          [](int64_t a, int64_t b) { return b < 0 || b >= 64 ? int64_t(a < 0 ? -1 : 0) : a >> b; },
+          "kop_bitwise_right_shift"),
+      // Integers only (lowering_pointwise.cpp lowers bitwise_not of bools as logical_not).
+      row(Op::bitwise_not, "bitwise_not", 1, R::argument, C::cheap, G::custom, nullptr,
+          [](int64_t a, int64_t) { return ~a; }, "kop_bitwise_not"),
   };
 }
 
@@ -204,7 +217,7 @@ const std::vector<LoopOpInfo>& loop_ops() {
     // Row i is enumerator i + 1 (LoopOp::none has no row), so lookups are an index.
     for (size_t i = 0; i < rows.size(); ++i)
       KILN_CHECK(size_t(rows[i].op) == i + 1, "the loop op table is out of enumerator order at ", rows[i].name);
-    KILN_CHECK(rows.size() == size_t(LoopOp::bitwise_or), "the loop op table lacks a row");
+    KILN_CHECK(rows.size() == size_t(LoopOp::bitwise_not), "the loop op table lacks a row");
     return rows;
   }();
   return table;

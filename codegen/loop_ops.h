@@ -26,7 +26,9 @@ enum class LoopOp : uint8_t {
   ceil, round, sign, logical_not, isnan,
   // binary
   add, sub, mul, div, div_trunc, div_floor, pow, maximum, minimum, fmod, remainder, eq, ne, lt, le, gt, ge,
-  logical_and, logical_or, logical_xor, bitwise_and, bitwise_or,
+  logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift,
+  // unary again (added later; row order follows the enumerators)
+  bitwise_not,
 };
 
 // The dtype of an op's result.

@@ -116,6 +116,13 @@ void lower_logical(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& cal
                                         truth(lowerer, call, 1, shape)));
 }
 
+// bitwise_not: ~x on integers, not x on bools.
+void lower_bitwise_not(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  Expr input = lowerer.load_broadcast(lowerer.tensor(call, 0), node.value().shape);
+  bool truth_value = input->dtype == DType::boolean;
+  lowerer.define_pointwise(node, unary(truth_value ? LoopOp::logical_not : LoopOp::bitwise_not, input));
+}
+
 void lower_where(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   const SymShape& shape = node.value().shape;
   DType dtype = promoted_dtype(call, {1, 2});
@@ -155,6 +162,7 @@ void register_pointwise_lowerings(LoweringTable& table) {
   table["sub"] = lower_add_sub;
   table["div"] = lower_div;
   table["pow"] = lower_pow;
+  table["bitwise_not"] = lower_bitwise_not;
   table["where"] = lower_where;
   table["cast"] = lower_cast;
   table["clone"] = lower_clone;

@@ -34,6 +34,7 @@ constexpr OpDeclaration kOps[] = {
     {"sign(Tensor self) -> Tensor", "pointwise inplace", "-1, 0 or 1"},
     {"logical_not(Tensor self) -> Tensor", "pointwise", "not x, as bool"},
     {"isnan(Tensor self) -> Tensor", "pointwise", "x != x, as bool"},
+    {"bitwise_not(Tensor self) -> Tensor", "pointwise", "~x on integers, not x on bools"},
     {"clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", "pointwise inplace",
      "min(max(x, min), max)"},
     // ---- elementwise binary (broadcasting, PyTorch type promotion) ----
@@ -60,6 +61,13 @@ constexpr OpDeclaration kOps[] = {
     {"logical_and(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise", "self && other, as bool"},
     {"logical_or(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise", "self || other, as bool"},
     {"logical_xor(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise", "self != other as truth values"},
+    {"bitwise_and(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise", "self & other (integers and bools)"},
+    {"bitwise_or(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise", "self | other (integers and bools)"},
+    {"bitwise_xor(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise", "self ^ other (integers and bools)"},
+    {"bitwise_left_shift(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise",
+     "self << other (integers; 0 once the shift reaches the width)"},
+    {"bitwise_right_shift(Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise",
+     "self >> other (integers; arithmetic for signed types; 0 or -1 once the shift reaches the width)"},
     {"where(Tensor condition, Scalar|Tensor self, Scalar|Tensor other) -> Tensor", "pointwise",
      "self where condition else other"},
     {"cast(Tensor self, ScalarType dtype) -> Tensor", "pointwise", "convert to dtype (float to int truncates)"},
@@ -142,6 +150,9 @@ constexpr OpDeclaration kOps[] = {
     {"roi_align(Tensor input, Tensor rois, Tensor batch_indices, int output_height=1, int output_width=1, "
      "int sampling_ratio=0, float spatial_scale=1.0, str mode=\"avg\", bool aligned=True) -> Tensor",
      "", "bilinear RoI pooling of boxes [R, 4] (x1, y1, x2, y2) over input [N, C, H, W] (avg or max)"},
+    {"deform_conv2d(Tensor input, Tensor weight, Tensor offset, Tensor? mask=None, Tensor? bias=None, "
+     "int[] stride=[1, 1], int[] padding=[0, 0], int[] dilation=[1, 1], int groups=1, int offset_groups=1) -> Tensor",
+     "", "2-d convolution sampling each kernel tap at its learned offset (bilinear, zeros outside), as torchvision's"},
     // ---- composite: decomposed before lowering ----
     {"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", "composite", "input @ weight.T + bias"},
     {"addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", "composite",

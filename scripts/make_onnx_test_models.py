@@ -44,7 +44,12 @@ ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): Tensor
              np.dtype(np.int8): TensorProto.INT8}
 
 
-def run_reference(model_bytes, feeds):
+def run_reference(model_bytes, feeds, evaluator=False):
+    """ONNX Runtime's outputs, or (evaluator) those of ONNX's reference evaluator, for ops ONNX
+    Runtime does not implement (ai.onnx.preview.training)."""
+    if evaluator:
+        from onnx.reference import ReferenceEvaluator
+        return ReferenceEvaluator(onnx.load_from_string(model_bytes)).run(None, feeds)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.intra_op_num_threads = 1
@@ -52,13 +57,13 @@ def run_reference(model_bytes, feeds):
     return session.run(None, feeds)
 
 
-def write_case(folder, model, inputs, check=True):
+def write_case(folder, model, inputs, check=True, evaluator=False):
     """Saves model.onnx with static output shapes from ONNX Runtime, inputs and outputs."""
     initializers = {init.name for init in model.graph.initializer}
     names = [value.name for value in model.graph.input if value.name not in initializers]
     assert len(names) == len(inputs), (folder, names)
     feeds = dict(zip(names, inputs))
-    outputs = run_reference(model.SerializeToString(), feeds)
+    outputs = [np.asarray(o) for o in run_reference(model.SerializeToString(), feeds, evaluator)]
     for value, result in zip(model.graph.output, outputs):
         value.type.tensor_type.elem_type = ONNX_TYPE[result.dtype]
         value.type.tensor_type.ClearField("shape")
@@ -512,6 +517,16 @@ def make_node_test_op_cases():
     for op in ["Tan", "Sinh", "Cosh", "Asinh", "Atanh"]:
         op_case(op.lower(), op, [unit])
     op_case("acosh", "Acosh", [f32(2, 3, low=1.0, high=4.0)])
+    # The inverse trigonometric functions over a grid (their edges and zero included).
+    grid = np.concatenate([np.linspace(-1, 1, 801), [0.0, -0.0, 1e-6, -1e-6, 0.999999]]).astype(np.float32)
+    op_case("asin", "Asin", [grid])
+    op_case("acos", "Acos", [grid])
+    op_case("atan", "Atan", [np.concatenate([grid, np.geomspace(1e-4, 1e8, 200), -np.geomspace(1e-4, 1e8, 200),
+                                             [np.inf, -np.inf]]).astype(np.float32)])
+    op_case("bitwise_and", "BitwiseAnd", [np.array([[5, -3, 12]], np.int32), np.array([6, 7, -1], np.int32)], opset=18)
+    op_case("bitwise_not", "BitwiseNot", [np.array([0, 1, 200, 255], np.uint8)], opset=18)
+    op_case("bit_shift", "BitShift", [np.array([1, 16, 255], np.uint8), np.array([3, 2, 9], np.uint8)],
+            {"direction": "RIGHT"})
     op_case("isinf", "IsInf", [np.array([1.0, np.inf, -np.inf, np.nan], np.float32)], {"detect_negative": 0})
     op_case("celu", "Celu", [x], {"alpha": 2.0})
     op_case("shrink", "Shrink", [x], {"lambd": 0.5, "bias": 0.25})
@@ -581,6 +596,54 @@ def make_node_test_op_cases():
     op_case("optional_get_element", "OptionalGetElement", [f32(2)], opset=18)
     make_control_flow_cases()
     make_recurrent_cases()
+    # Cases added later, after every case above so that their random inputs stay as they are.
+    op_case("tfidf_vectorizer", "TfIdfVectorizer", [np.array([[1, 2, 3, 2, 3, 4], [4, 3, 2, 1, 2, 3]], np.int64)],
+            {"mode": "TFIDF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 1,
+             "ngram_counts": [0, 3], "ngram_indexes": [0, 1, 2, 3, 4], "pool_int64s": [2, 3, 4, 2, 3, 3, 2],
+             "weights": [1.0, 0.5, 2.0, 1.5, 0.25]}, opset=11)
+    op_case("dft", "DFT", [f32(2, 8, 2)], {"axis": 1, "inverse": 1}, opset=17)
+    make_other_domain_cases()
+    op_case("maxpool_with_indices", "MaxPool", [f32(2, 2, 5, 6)],
+            {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1], "storage_order": 1}, outputs=2)
+    op_case("stft", "STFT", [f32(1, 32, 1)], opset=17,
+            initializers={"step": np.array(8, np.int64), "window": np.hanning(12).astype(np.float32),
+                          "frame_length": np.array(12, np.int64)})
+    op_case("deform_conv", "DeformConv", [f32(1, 2, 5, 5), f32(2, 2, 2, 2), f32(1, 8, 4, 4, low=-0.7, high=0.7)],
+            {"pads": [0, 0, 0, 0]}, opset=19, initializers={"bias": f32(2), "mask": f32(1, 4, 4, 4, low=0.0, high=1.0)})
+
+
+def other_domain_case(case, op, domain, version, inputs, outputs, attributes, evaluator=False):
+    """One node of `op` in `domain` (the model imports that domain only), graph inputs {name: array}."""
+    node = helper.make_node(op, list(inputs), outputs, name=f"{case}_node", domain=domain, **attributes)
+    graph = helper.make_graph([node], case, [value_info(n, a) for n, a in inputs.items()],
+                              [helper.make_empty_tensor_value_info(n) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version)])
+    model.ir_version = 8
+    write_case(os.path.join(ROOT, "ops", case), model, list(inputs.values()), check=False, evaluator=evaluator)
+
+
+def make_other_domain_cases():
+    other_domain_case("binarizer", "Binarizer", "ai.onnx.ml", 1, {"x": f32(3, 4)}, ["y"], {"threshold": 0.5})
+    other_domain_case("array_feature_extractor", "ArrayFeatureExtractor", "ai.onnx.ml", 1,
+                      {"x": f32(3, 5), "i": i64(4, 0, 2)}, ["y"], {})
+    tree = {"n_targets": 2, "aggregate_function": 1, "tree_roots": [0, 3],
+            "nodes_featureids": [0, 1, 1, 2, 0], "nodes_modes": numpy_helper.from_array(np.array([0, 3, 1, 0, 2], np.uint8), "modes"),
+            "nodes_splits": numpy_helper.from_array(np.array([0.1, -0.5, 1.0, 0.0, -1.0], np.float32), "splits"),
+            "nodes_truenodeids": [1, 0, 2, 4, 3], "nodes_trueleafs": [0, 1, 1, 0, 1],
+            "nodes_falsenodeids": [2, 1, 3, 5, 4], "nodes_falseleafs": [0, 1, 1, 1, 1],
+            "leaf_targetids": [0, 1, 0, 1, 0, 1],
+            "leaf_weights": numpy_helper.from_array(np.array([1.5, -2.0, 3.0, 0.25, -1.0, 4.0], np.float32), "weights")}
+    other_domain_case("tree_ensemble", "TreeEnsemble", "ai.onnx.ml", 5, {"x": f32(6, 3)}, ["y"], tree, evaluator=True)
+    scalar = lambda v, t: np.array(v, dtype=t)
+    optimizer = {"R": scalar(0.1, np.float32), "T": scalar(2, np.int64), "X": f32(3), "G": f32(3), "V": f32(3)}
+    other_domain_case("momentum", "Momentum", "ai.onnx.preview.training", 1, optimizer, ["X_new", "V_new"],
+                      {"alpha": 0.9, "beta": 0.5, "mode": "nesterov", "norm_coefficient": 0.01}, evaluator=True)
+    adam = dict(optimizer, H=f32(3, low=0.1, high=1.0))
+    other_domain_case("adam", "Adam", "ai.onnx.preview.training", 1, adam, ["X_new", "V_new", "H_new"],
+                      {"alpha": 0.9, "beta": 0.99, "epsilon": 1e-6, "norm_coefficient": 0.01}, evaluator=True)
+    adagrad = {"R": scalar(0.1, np.float32), "T": scalar(3, np.int64), "X": f32(3), "G": f32(3), "H": f32(3, low=0.1, high=1.0)}
+    other_domain_case("adagrad", "Adagrad", "ai.onnx.preview.training", 1, adagrad, ["X_new", "H_new"],
+                      {"decay_factor": 0.1, "epsilon": 1e-6, "norm_coefficient": 0.01}, evaluator=True)
 
 
 def make_control_flow_cases():
@@ -794,7 +857,8 @@ def write_covered_ops():
     ops = set()
     for group in ["ops", "models", "dynamic", "specialize"]:
         for case in os.listdir(os.path.join(ROOT, group)):
-            ops.update(node.op_type for node in onnx.load(os.path.join(ROOT, group, case, "model.onnx")).graph.node)
+            ops.update(node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+                       for node in onnx.load(os.path.join(ROOT, group, case, "model.onnx")).graph.node)
     with open(os.path.join(ROOT, "covered_ops.txt"), "w") as file:
         file.write("".join(op + "\n" for op in sorted(ops)))
 

@@ -17,8 +17,6 @@ namespace kiln::frontends {
 
 namespace {
 
-bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
-
 std::string node_label(const onnx::NodeProto& node, int index) {
   return node.name().empty() ? "#" + std::to_string(index) : "'" + node.name() + "'";
 }
@@ -33,9 +31,8 @@ void collect_unsupported_ops(const onnx::GraphProto& graph, std::map<std::string
       if (attribute.has_g()) collect_unsupported_ops(attribute.g(), unsupported);
       for (const auto& subgraph : attribute.graphs()) collect_unsupported_ops(subgraph, unsupported);
     }
-    bool known = is_default_domain(node.domain()) && OnnxOpTable::global().find(node.op_type()) != nullptr;
-    if (known) continue;
-    std::string op = is_default_domain(node.domain()) ? node.op_type() : node.domain() + "." + node.op_type();
+    std::string op = qualified_op_type(node);
+    if (OnnxOpTable::global().find(op) != nullptr) continue;
     unsupported[op].push_back(node_label(node, i));
   }
 }
@@ -303,7 +300,7 @@ class Importer {
   }
 
   void convert(const onnx::NodeProto& node, const std::map<std::string, const onnx::TypeProto*>& types) {
-    OnnxConverter converter = OnnxOpTable::global().find(node.op_type());
+    OnnxConverter converter = OnnxOpTable::global().find(qualified_op_type(node));
     KILN_CHECK(converter, "unsupported ops are reported before conversion");
     std::vector<std::optional<OnnxValue>> outputs;
     std::string where;

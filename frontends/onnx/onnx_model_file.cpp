@@ -126,7 +126,19 @@ OnnxModel read_onnx_model(const std::string& path) {
     fail("'", path, "' is not a complete ONNX model: it has no ", missing, " (a truncated file, or not an ONNX file)");
   }
   model.opset = default_domain_opset(proto);
-  if (model.opset == 0) fail("'", path, "' imports no opset of the default ONNX domain (\"\" or \"ai.onnx\")");
+  if (model.opset == 0) {
+    // A model of ops of other domains only (ai.onnx.ml, ai.onnx.preview.training): its nodes
+    // are checked by Kiln's structural check, converted as of the newest default opset.
+    bool other_domain = false;
+    for (const auto& entry : proto.opset_import()) other_domain = other_domain || kOtherOnnxDomains.count(entry.domain()) > 0;
+    if (!other_domain)
+      fail("'", path, "' imports no opset of the default ONNX domain (\"\" or \"ai.onnx\") nor of ai.onnx.ml or "
+           "ai.onnx.preview.training");
+    model.opset = kMaxOnnxOpset;
+    check_structure(model);
+    model.other_domains_only = true;
+    return model;
+  }
   if (model.opset > kMaxOnnxOpset)
     fail("'", path, "' uses ONNX opset ", model.opset, "; Kiln imports opsets 1 to ", kMaxOnnxOpset, " (", kMinOnnxOpset,
          " and newer directly, older ones through ONNX's version converter)");
@@ -140,7 +152,7 @@ OnnxModel read_onnx_model(const std::string& path) {
 }
 
 void infer_onnx_shapes(OnnxModel& model) {
-  if (model.opset > kMaxOnnxOpsetWithShapeInference) return;
+  if (model.opset > kMaxOnnxOpsetWithShapeInference || model.other_domains_only) return;
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true);
     onnx::shape_inference::InferShapes(*model.proto, onnx::OpSchemaRegistry::Instance(), options);

@@ -2,7 +2,8 @@
 //  1. the file exists and is not empty; protobuf parses it; it has a graph, an ir_version and
 //     an opset for the default domain ("" or "ai.onnx") — a truncated file or garbage fails
 //     here, with a message naming the file;
-//  2. the default domain's opset is within what Kiln imports (kMinOnnxOpset..kMaxOnnxOpset); an
+//  2. it imports the default domain, or only ai.onnx.ml / ai.onnx.preview.training (then Kiln's
+//     structural check applies, and no shape inference); the default domain's opset is within what Kiln imports (kMinOnnxOpset..kMaxOnnxOpset); an
 //     older one (1..10) is first checked by ONNX's checker, then converted to kMinOnnxOpset by
 //     ONNX's own version converter (onnx::version_conversion::ConvertVersion), and the model
 //     remembers the opset it came with (converted_from_opset; kiln dump --show-source shows it
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <onnx/onnx_pb.h>
@@ -31,12 +33,16 @@ inline constexpr int64_t kMinOnnxOpset = 11;
 inline constexpr int64_t kMaxOnnxOpset = 21;
 // The newest opset Debian's ONNX 1.12 checks and infers shapes for.
 inline constexpr int64_t kMaxOnnxOpsetWithShapeInference = 17;
+// The domains besides the default one whose ops the importer converts (a model may import them
+// without the default domain).
+inline const std::set<std::string> kOtherOnnxDomains = {"ai.onnx.ml", "ai.onnx.preview.training"};
 
 struct OnnxModel {
   std::string path;
   std::shared_ptr<onnx::ModelProto> proto;
   int64_t opset = 0;  // of the default domain
   int64_t converted_from_opset = 0;  // the file's opset when the version converter raised it to `opset`
+  bool other_domains_only = false;   // no default-domain opset: ops of kOtherOnnxDomains only
   bool shapes_inferred = false;
 };
 

@@ -24,9 +24,16 @@ const OnnxOpTable& OnnxOpTable::global() {
     register_onnx_signal_ops(built);
     register_onnx_control_flow_ops(built);
     register_onnx_recurrent_ops(built);
+    register_onnx_text_ops(built);
+    register_onnx_ml_ops(built);
     return built;
   }();
   return table;
+}
+
+std::string qualified_op_type(const onnx::NodeProto& node) {
+  bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+  return default_domain ? node.op_type() : node.domain() + "." + node.op_type();
 }
 
 OnnxConverter OnnxOpTable::find(std::string_view op_type) const {

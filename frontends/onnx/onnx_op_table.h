@@ -19,11 +19,16 @@ namespace kiln::frontends {
 
 using OnnxConverter = void (*)(OnnxNodeContext& context);
 
+// A node's op as the table keys it: its type in the default domain ("" or "ai.onnx"), else
+// "domain.Type".
+std::string qualified_op_type(const onnx::NodeProto& node);
+
 class OnnxOpTable {
  public:
   static const OnnxOpTable& global();
 
-  // nullptr when the op type (of the default domain) is not supported.
+  // nullptr when the op is not supported. Ops of the default domain are keyed by their type
+  // ("Relu"), others by "domain.Type" ("ai.onnx.ml.Binarizer"): qualified_op_type.
   OnnxConverter find(std::string_view op_type) const;
   std::vector<std::string> op_types() const;  // sorted
 
@@ -50,5 +55,7 @@ void register_onnx_quantization_ops(OnnxOpTable& table); // onnx_ops_quantizatio
 void register_onnx_signal_ops(OnnxOpTable& table);       // onnx_ops_signal.cpp
 void register_onnx_control_flow_ops(OnnxOpTable& table); // onnx_ops_control_flow.cpp
 void register_onnx_recurrent_ops(OnnxOpTable& table);    // onnx_ops_recurrent.cpp
+void register_onnx_text_ops(OnnxOpTable& table);         // onnx_ops_text.cpp
+void register_onnx_ml_ops(OnnxOpTable& table);           // onnx_ops_ml.cpp
 
 }  // namespace kiln::frontends

@@ -1,5 +1,5 @@
 // ONNX elementwise ops: unary math and activations, binary arithmetic and comparisons with
-// broadcasting, variadic Max/Min/Sum/Mean, Where, Cast, Clip. Integer arithmetic on values
+// broadcasting, the bitwise ops and BitShift, variadic Max/Min/Sum/Mean, Where, Cast, Clip. Integer arithmetic on values
 // known at import time as symbolic sizes (shape arithmetic) is carried out on the sizes.
 #include <cmath>
 #include <functional>
@@ -175,6 +175,12 @@ void convert_clip(OnnxNodeContext& context) {
   if (has_max) context.emit(0, "minimum", {result, context.tensor(2)});
 }
 
+void convert_bit_shift(OnnxNodeContext& context) {
+  std::string direction = context.string_attribute("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") context.fail("direction '", direction, "' is not LEFT or RIGHT");
+  binary(context, direction == "LEFT" ? "bitwise_left_shift" : "bitwise_right_shift");
+}
+
 void convert_leaky_relu(OnnxNodeContext& context) {
   context.emit(0, "leaky_relu", {context.tensor(0), context.float_attribute("alpha", 0.01)});
 }
@@ -277,6 +283,11 @@ void register_onnx_elementwise_ops(OnnxOpTable& table) {
   table.add("And", [](OnnxNodeContext& c) { binary(c, "logical_and"); });
   table.add("Or", [](OnnxNodeContext& c) { binary(c, "logical_or"); });
   table.add("Xor", [](OnnxNodeContext& c) { binary(c, "logical_xor"); });
+  table.add("BitwiseAnd", [](OnnxNodeContext& c) { binary(c, "bitwise_and"); });
+  table.add("BitwiseOr", [](OnnxNodeContext& c) { binary(c, "bitwise_or"); });
+  table.add("BitwiseXor", [](OnnxNodeContext& c) { binary(c, "bitwise_xor"); });
+  table.add("BitwiseNot", [](OnnxNodeContext& c) { unary(c, "bitwise_not"); });
+  table.add("BitShift", convert_bit_shift);
   table.add("Max", [](OnnxNodeContext& c) { variadic(c, "maximum", sym_max, false); });
   table.add("Min", [](OnnxNodeContext& c) { variadic(c, "minimum", sym_min, false); });
   table.add("Sum", [](OnnxNodeContext& c) { variadic(c, "add", sym_add, false); });

@@ -170,11 +170,72 @@ bool pool_padding_fits(const WindowAttributes& window) {
   return true;
 }
 
+// The extra padding at the end of each spatial dim that ceil_mode needs (defined below).
+std::vector<int64_t> ceil_mode_extra(const OnnxNodeContext& context, const ir::SymShape& shape, const WindowAttributes& window,
+                                     bool ceil_mode);
+
+// MaxPool with its Indices output: every window's elements gathered from the input padded
+// with -inf (a constant table of positions), their max and the position of the first max,
+// mapped back to the flat index in the unpadded input (row-major, or column-major within a
+// plane with storage_order 1) plus the plane's offset (n * C + c) * plane.
+void convert_max_pool_with_indices(OnnxNodeContext& context, ir::Node* x, const WindowAttributes& window) {
+  const ir::TensorMeta& meta = x->value();
+  std::optional<Sizes> shape = meta.static_shape();
+  if (!shape || !is_floating(meta.dtype)) context.fail("the Indices output needs a floating input of static shape");
+  size_t spatial = window.kernel.size();
+  bool column_major = context.int_attribute("storage_order", 0) != 0;
+  std::vector<int64_t> extra = ceil_mode_extra(context, meta.shape, window, context.int_attribute("ceil_mode", 0) != 0);
+  std::vector<int64_t> in(shape->begin() + 2, shape->end()), padded(spatial), out(spatial);
+  int64_t plane = 1, padded_plane = 1, outputs = 1, taps = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    padded[d] = in[d] + window.padding.begin[d] + window.padding.end[d] + extra[d];
+    out[d] = (padded[d] - window.dilations[d] * (window.kernel[d] - 1) - 1) / window.strides[d] + 1;
+    plane *= in[d], padded_plane *= padded[d], outputs *= out[d], taps *= window.kernel[d];
+  }
+  std::vector<int64_t> positions, originals;  // [outputs, taps]: in the padded plane; in the input
+  for (int64_t o = 0; o < outputs; ++o)
+    for (int64_t t = 0; t < taps; ++t) {
+      int64_t rest_o = o, rest_t = t, position = 0, original = 0, stride = 1;
+      std::vector<int64_t> at(spatial);
+      for (size_t d = spatial; d-- > 0;) {
+        at[d] = (rest_o % out[d]) * window.strides[d] + (rest_t % window.kernel[d]) * window.dilations[d];
+        rest_o /= out[d], rest_t /= window.kernel[d];
+      }
+      for (size_t d = 0; d < spatial; ++d) position = position * padded[d] + at[d];
+      // The input position (a padding position maps anywhere: -inf is never the max), its
+      // flat index row-major (the last dim fastest) or column-major (the first fastest).
+      for (size_t k = 0; k < spatial; ++k) {
+        size_t d = column_major ? k : spatial - 1 - k;
+        original += std::clamp<int64_t>(at[d] - window.padding.begin[d], 0, in[d] - 1) * stride;
+        stride *= in[d];
+      }
+      positions.push_back(position);
+      originals.push_back(original);
+    }
+  WindowPadding padding = window.padding;
+  for (size_t d = 0; d < spatial; ++d) padding.end[d] += extra[d];
+  ir::Node* xp = pad_input(context, x, padding, -std::numeric_limits<double>::infinity());
+  int64_t n = (*shape)[0], c = (*shape)[1];
+  xp = context.call("reshape", {xp, ir::Argument::ints({n, c, padded_plane})});
+  ir::Node* picked = context.call("index_select", {xp, int64_t(2), context.constant_node(Tensor::from_vector({outputs * taps}, positions, DType::i64))});
+  picked = context.call("reshape", {picked, ir::Argument::ints({n, c, outputs, taps})});
+  std::vector<int64_t> out_shape = {n, c};
+  out_shape.insert(out_shape.end(), out.begin(), out.end());
+  context.emit(0, "reshape", {context.call("amax", {picked, ir::Argument::ints({3})}), ir::Argument::ints(out_shape)});
+  ir::Node* first = context.call("argmax", {picked, int64_t(3), true});  // [n, c, outputs, 1]
+  ir::Node* table = context.call("expand", {context.constant_node(Tensor::from_vector({1, 1, outputs, taps}, originals, DType::i64)),
+                                            ir::Argument::ints({n, c, outputs, taps})});
+  ir::Node* flat = context.call("squeeze", {context.call("gather", {table, int64_t(3), first}), ir::Argument::ints({3})});
+  std::vector<int64_t> offsets;
+  for (int64_t i = 0; i < n * c; ++i) offsets.push_back(i * plane);
+  ir::Node* global = context.call("add", {flat, context.constant_node(Tensor::from_vector({n, c, 1}, offsets, DType::i64))});
+  context.emit(1, "reshape", {global, ir::Argument::ints(out_shape)});
+}
+
 void convert_max_pool(OnnxNodeContext& context) {
-  context.require_outputs_at_most(1, "Indices");
-  if (context.int_attribute("storage_order", 0) != 0) context.fail("storage_order=1 is not supported");
   ir::Node* x = context.tensor(0);
   WindowAttributes window = window_attributes(context, x->value().shape, nullptr);
+  if (context.output_used(1)) return convert_max_pool_with_indices(context, x, window);
   std::vector<int64_t> padding = window.padding.begin;
   if (!pool_padding_fits(window)) {
     double lowest = is_floating(x->value().dtype) ? -std::numeric_limits<double>::infinity()

@@ -1,7 +1,7 @@
 // ONNX ops on images and feature maps: DepthToSpace and SpaceToDepth (reshape, permute,
 // reshape), CenterCropPad (slice and pad), LRN (a sum of shifted squares across channels),
-// MeanVarianceNormalization (its ONNX function body), GridSample and RoiAlign (Kiln's
-// grid_sample and roi_align), AffineGrid (a constant base grid times theta), MaxUnpool (a
+// MeanVarianceNormalization (its ONNX function body), GridSample, RoiAlign and DeformConv
+// (Kiln's grid_sample, roi_align and deform_conv2d), AffineGrid (a constant base grid times theta), MaxUnpool (a
 // scatter into zeros) and Col2Im (a scatter-add by a constant index map). Sizes given as
 // inputs (CenterCropPad's shape, AffineGrid's size, ...) must be known at import time.
 #include <algorithm>
@@ -264,9 +264,23 @@ void convert_col2im(OnnxNodeContext& context) {
   context.set_output(0, y);
 }
 
+// DeformConv (2-d): Kiln's deform_conv2d; the output size is the offset's, the end pads only
+// decide it (they are checked by ONNX's shape inference).
+void convert_deform_conv(OnnxNodeContext& context) {
+  if (context.rank(0) != 4) context.fail("only 2-d DeformConv (an input [N, C, H, W]) is supported");
+  std::vector<int64_t> pads = context.ints_attribute("pads", {0, 0, 0, 0});
+  std::vector<int64_t> strides = context.ints_attribute("strides", {1, 1}), dilations = context.ints_attribute("dilations", {1, 1});
+  if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2) context.fail("pads, strides and dilations must fit 2 spatial dims");
+  context.emit(0, "deform_conv2d",
+               {context.tensor(0), context.tensor(1), context.tensor(2), optional_tensor(context, 4), optional_tensor(context, 3),
+                ir::Argument::ints(strides), ir::Argument::ints({pads[0], pads[1]}), ir::Argument::ints(dilations),
+                context.int_attribute("group", 1), context.int_attribute("offset_group", 1)});
+}
+
 }  // namespace
 
 void register_onnx_spatial_ops(OnnxOpTable& table) {
+  table.add("DeformConv", convert_deform_conv);
   table.add("DepthToSpace", convert_depth_to_space);
   table.add("SpaceToDepth", convert_space_to_depth);
   table.add("CenterCropPad", convert_center_crop_pad);

@@ -1,5 +1,6 @@
 // Reference kernels of the elementwise binary ops (add, sub, mul, div with rounding modes,
-// pow, maximum/minimum, fmod/remainder), the comparisons, the logical ops, where and cast.
+// pow, maximum/minimum, fmod/remainder), the comparisons, the logical and bitwise ops, where
+// and cast.
 // Operands are converted to the promoted dtype first (PyTorch's result_type), then the
 // operation runs exactly in int64 (wrapping through unsigned arithmetic) for integer and bool
 // dtypes, or in double for floating ones, and the result is rounded to the output dtype once.
@@ -47,6 +48,33 @@ Tensor int_binary(const Broadcast2& in, DType out, Fn fn) {
 
 int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
+// The shifts on int64 values of a narrower type (sign- or zero-extended): shifting left by 64
+// or more gives 0, right by 64 or more the sign (0 or -1); the result wraps to the type.
+int64_t shift_left(int64_t a, int64_t b) { return b < 0 || b >= 64 ? 0 : int64_t(uint64_t(a) << b); }
+int64_t shift_right(int64_t a, int64_t b) { return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b; }
+
+enum class Bitwise { and_, or_, xor_, left_shift, right_shift };
+
+// The bitwise ops on integers and bools in the promoted dtype, exactly in int64.
+ReferenceKernel bitwise_kernel(Bitwise kind) {
+  return single([kind](const KernelCall& call) {
+    DType dtype = promoted(call, 0, 1);
+    bool shift = kind == Bitwise::left_shift || kind == Bitwise::right_shift;
+    if (is_floating(dtype) || (shift && dtype == DType::boolean))
+      call.fail("\"", call.op().name(), "_cpu\" not implemented for '", dtype_name(dtype), "'");
+    return int_binary(broadcast_operands(call, 0, 1, dtype), dtype, [kind](int64_t a, int64_t b) {
+      switch (kind) {
+        case Bitwise::and_: return a & b;
+        case Bitwise::or_: return a | b;
+        case Bitwise::xor_: return a ^ b;
+        case Bitwise::left_shift: return shift_left(a, b);
+        case Bitwise::right_shift: return shift_right(a, b);
+      }
+      return int64_t(0);
+    });
+  });
+}
 
 [[noreturn]] void zero_division(const KernelCall& call, std::string_view what) {
   call.fail("ZeroDivisionError: integer ", what, " by zero");
@@ -256,6 +284,11 @@ void register_binary_kernels(KernelTable& table) {
   table["logical_and"] = logical_kernel(Logical::and_);
   table["logical_or"] = logical_kernel(Logical::or_);
   table["logical_xor"] = logical_kernel(Logical::xor_);
+  table["bitwise_and"] = bitwise_kernel(Bitwise::and_);
+  table["bitwise_or"] = bitwise_kernel(Bitwise::or_);
+  table["bitwise_xor"] = bitwise_kernel(Bitwise::xor_);
+  table["bitwise_left_shift"] = bitwise_kernel(Bitwise::left_shift);
+  table["bitwise_right_shift"] = bitwise_kernel(Bitwise::right_shift);
   table["where"] = single(where);
   table["cast"] = single([](const KernelCall& call) {
     const Tensor& self = call.tensor(0);

@@ -7,7 +7,9 @@
 //    taps per dim, each tap read with the padding rule (zeros reads 0 outside);
 //  - roi_align: per box and output bin, sampling_ratio^2 points (or ceil(bin size) per dim when
 //    0) bilinearly interpolated and averaged (avg) or the largest weighted corner (max, as
-//    ONNX defines it); aligned shifts box coordinates by half a pixel.
+//    ONNX defines it); aligned shifts box coordinates by half a pixel;
+//  - deform_conv2d: a convolution whose taps are sampled bilinearly (zeros outside) at their
+//    position plus a learned offset, weighted by the mask (as torchvision and ONNX's DeformConv).
 #include <cmath>
 #include <limits>
 
@@ -251,9 +253,66 @@ Tensor roi_align(const KernelCall& call) {
   return from_doubles(out_shape, input.dtype(), out);
 }
 
+// ---------------------------------------------------------------- deform_conv2d
+
+// Each output position sums, over input channels of its group and kernel taps, the weight times
+// the input sampled bilinearly (zeros outside) at the tap's position plus its offset, times the
+// mask; plus the bias.
+Tensor deform_conv2d(const KernelCall& call) {
+  const Tensor& input = call.tensor(0);
+  const Tensor& weight = call.tensor(1);
+  const Tensor& offset = call.tensor(2);
+  std::vector<double> x = to_doubles(input), w = to_doubles(weight), off = to_doubles(offset);
+  std::vector<double> mask = call.is_tensor(3) ? to_doubles(call.tensor(3)) : std::vector<double>();
+  std::vector<double> bias = call.is_tensor(4) ? to_doubles(call.tensor(4)) : std::vector<double>();
+  std::vector<int64_t> stride = call.ints(5), padding = call.ints(6), dilation = call.ints(7);
+  int64_t groups = call.int_arg(8), offset_groups = call.int_arg(9);
+  int64_t n = input.size(0), channels = input.size(1), height = input.size(2), width = input.size(3);
+  int64_t out_channels = weight.size(0), per_group = weight.size(1), kh = weight.size(2), kw = weight.size(3);
+  int64_t oh = offset.size(2), ow = offset.size(3), taps = kh * kw;
+  int64_t channels_per_offset_group = channels / offset_groups, out_per_group = out_channels / groups;
+  if (channels % offset_groups != 0) call.fail("deform_conv2d: ", channels, " channels are not divisible by offset_groups ", offset_groups);
+  auto sample = [&](const double* plane, double y, double xx) {
+    int64_t y0 = int64_t(std::floor(y)), x0 = int64_t(std::floor(xx));
+    double dy = y - double(y0), dx = xx - double(x0), total = 0;
+    for (int64_t a = 0; a < 2; ++a)
+      for (int64_t b = 0; b < 2; ++b) {
+        int64_t yy = y0 + a, xi = x0 + b;
+        if (yy < 0 || yy >= height || xi < 0 || xi >= width) continue;
+        total += (a ? dy : 1 - dy) * (b ? dx : 1 - dx) * plane[yy * width + xi];
+      }
+    return total;
+  };
+  std::vector<double> out(size_t(n * out_channels * oh * ow), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < out_channels; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double total = bias.empty() ? 0.0 : bias[size_t(o)];
+          int64_t group = o / out_per_group;
+          for (int64_t c = group * per_group; c < (group + 1) * per_group; ++c) {
+            int64_t g = c / channels_per_offset_group;
+            const double* plane = &x[size_t((b * channels + c) * height * width)];
+            for (int64_t t = 0; t < taps; ++t) {
+              int64_t ki = t / kw, kj = t % kw;
+              size_t at = size_t(((b * offset_groups + g) * taps + t) * 2);
+              double dy = off[(at * size_t(oh) + size_t(i)) * size_t(ow) + size_t(j)];
+              double dx = off[((at + 1) * size_t(oh) + size_t(i)) * size_t(ow) + size_t(j)];
+              double y = double(i * stride[0] - padding[0] + ki * dilation[0]) + dy;
+              double xx = double(j * stride[1] - padding[1] + kj * dilation[1]) + dx;
+              double m = mask.empty() ? 1.0 : mask[size_t((((b * offset_groups + g) * taps + t) * oh + i) * ow + j)];
+              total += w[size_t(((o * per_group + (c - group * per_group)) * kh + ki) * kw + kj)] * sample(plane, y, xx) * m;
+            }
+          }
+          out[size_t(((b * out_channels + o) * oh + i) * ow + j)] = total;
+        }
+  return from_doubles({n, out_channels, oh, ow}, input.dtype(), out);
+}
+
 }  // namespace
 
 void register_sampling_kernels(KernelTable& table) {
+  table.emplace("deform_conv2d", single(deform_conv2d));
   table.emplace("grid_sample", single(grid_sample));
   table.emplace("roi_align", single(roi_align));
 }

@@ -1,6 +1,6 @@
 // Reference kernels of the elementwise unary ops: neg, abs, the float functions (exp, log,
 // ..., erf, erfinv; integer inputs compute in f32), relu, floor/ceil/round (identity on integers,
-// round half to even), sign, logical_not, isnan and clamp.
+// round half to even), sign, logical_not, bitwise_not, isnan and clamp.
 #include <cmath>
 #include <limits>
 
@@ -120,6 +120,12 @@ void register_unary_kernels(KernelTable& table) {
     std::vector<double> values = to_doubles(self);
     for (double& value : values) value = value != 0.0 ? 0.0 : 1.0;  // NaN is truthy
     return from_doubles(self.sizes(), DType::boolean, values);
+  });
+  table["bitwise_not"] = single([](const KernelCall& call) {
+    const Tensor& self = call.tensor(0);
+    if (is_floating(self.dtype())) call.fail("bitwise_not is only supported for integer and boolean tensors");
+    if (self.dtype() == DType::boolean) return map_int(self, [](int64_t x) { return int64_t(x == 0); });
+    return map_int(self, [](int64_t x) { return ~x; });
   });
   table["isnan"] = single([](const KernelCall& call) {
     const Tensor& self = call.tensor(0);

@@ -1,5 +1,6 @@
 // Shape/dtype rules of the elementwise ops: unary (neg ... isnan, clamp), binary with
-// broadcasting and PyTorch type promotion (add ... logical_xor), where, and cast.
+// broadcasting and PyTorch type promotion (add ... logical_xor, the bitwise ops), where, and
+// cast.
 // Results are contiguous tensors of the broadcast shape.
 #include <array>
 
@@ -108,6 +109,22 @@ NodeMeta where_rule(const OpCall& call) {
   return single(TensorMeta::contiguous(promote_arguments(call, {1, 2}), shape, condition.device));
 }
 
+// The bitwise ops take integers and bools (the shifts integers only), as PyTorch does.
+ShapeRule bitwise(bool shift) {
+  return [shift](const OpCall& call) {
+    DType dtype = promote_arguments(call, {0, 1});
+    if (is_floating(dtype) || (shift && dtype == DType::boolean))
+      call.fail("\"", call.op().name(), "_cpu\" not implemented for '", dtype_name(dtype), "'");
+    return binary_meta(call, dtype);
+  };
+}
+
+NodeMeta bitwise_not_rule(const OpCall& call) {
+  const TensorMeta& self = call.tensor(0);
+  if (is_floating(self.dtype)) call.fail("bitwise_not is only supported for integer and boolean tensors, not ", dtype_name(self.dtype));
+  return single(TensorMeta::contiguous(self.dtype, self.shape, self.device));
+}
+
 NodeMeta cast_rule(const OpCall& call) {
   const TensorMeta& self = call.tensor(0);
   return single(TensorMeta::contiguous(call.dtype_arg(1), self.shape, self.device));
@@ -131,6 +148,9 @@ void attach_elementwise_shape_rules(ShapeRuleTable& rules) {
     rules[name] = binary(ResultKind::same);
   for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
     rules[name] = binary(ResultKind::boolean);
+  for (const char* name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) rules[name] = bitwise(false);
+  for (const char* name : {"bitwise_left_shift", "bitwise_right_shift"}) rules[name] = bitwise(true);
+  rules["bitwise_not"] = bitwise_not_rule;
   rules["where"] = where_rule;
   rules["cast"] = cast_rule;
 }

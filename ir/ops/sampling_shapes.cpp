@@ -1,7 +1,8 @@
 // Shape/dtype rules of the sampling ops: grid_sample (input [N, C, D1..Dr] sampled at a grid
 // [N, O1..Or, r] of normalized coordinates, as torch.nn.functional.grid_sample and ONNX's
 // GridSample) and roi_align (input [N, C, H, W], boxes [R, 4] and their batch indices [R],
-// as torchvision.ops.roi_align and ONNX's RoiAlign).
+// as torchvision.ops.roi_align and ONNX's RoiAlign), and deform_conv2d (torchvision's, ONNX's
+// DeformConv in 2-d).
 #include "ir/ops/shape_helpers.h"
 #include "ir/ops/shape_rules.h"
 
@@ -59,9 +60,39 @@ NodeMeta roi_align_rule(const OpCall& call) {
                                        input.device));
 }
 
+// deform_conv2d: input [N, C, H, W], weight [OC, C / groups, KH, KW], offset [N, 2 * offset_groups
+// * KH * KW, OH, OW] (the output's size), mask [N, offset_groups * KH * KW, OH, OW].
+NodeMeta deform_conv2d_rule(const OpCall& call) {
+  const TensorMeta& input = call.tensor(0);
+  const TensorMeta& weight = call.tensor(1);
+  const TensorMeta& offset = call.tensor(2);
+  if (!is_floating(input.dtype) || weight.dtype != input.dtype || offset.dtype != input.dtype)
+    call.fail("deform_conv2d expects floating input, weight and offset of one dtype");
+  if (input.rank() != 4 || weight.rank() != 4 || offset.rank() != 4)
+    call.fail("deform_conv2d expects 4-d input, weight and offset, but got ", input.type_string(), ", ",
+              weight.type_string(), " and ", offset.type_string());
+  int64_t groups = call.int_arg(8), offset_groups = call.int_arg(9);
+  if (groups < 1 || offset_groups < 1) call.fail("groups and offset_groups must be positive");
+  std::optional<Sizes> w = weight.static_shape();
+  if (!w) call.fail("deform_conv2d needs a weight of static shape");
+  if (!known_equal(input.shape[1], SymInt((*w)[1] * groups)) || (*w)[0] % groups != 0)
+    call.fail("deform_conv2d: input channels ", input.shape[1], " do not match weight ", weight.type_string(), " and groups ", groups);
+  if (!known_equal(offset.shape[0], input.shape[0]) || !known_equal(offset.shape[1], SymInt(2 * offset_groups * (*w)[2] * (*w)[3])))
+    call.fail("deform_conv2d: offset must be [N, 2 * offset_groups * KH * KW, OH, OW], but it is ", offset.type_string());
+  if (!call.is_none(3)) {
+    const TensorMeta& mask = call.tensor(3);
+    if (mask.rank() != 4 || !known_equal(mask.shape[1], SymInt(offset_groups * (*w)[2] * (*w)[3])))
+      call.fail("deform_conv2d: mask must be [N, offset_groups * KH * KW, OH, OW], but it is ", mask.type_string());
+  }
+  for (size_t index : {5, 6, 7})
+    if (call.ints(index).size() != 2) call.fail("deform_conv2d: stride, padding and dilation need two values each");
+  return single(TensorMeta::contiguous(input.dtype, {input.shape[0], SymInt((*w)[0]), offset.shape[2], offset.shape[3]}, input.device));
+}
+
 }  // namespace
 
 void attach_sampling_shape_rules(ShapeRuleTable& rules) {
+  rules["deform_conv2d"] = deform_conv2d_rule;
   rules["grid_sample"] = grid_sample_rule;
   rules["roi_align"] = roi_align_rule;
 }

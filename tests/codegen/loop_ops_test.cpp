@@ -80,7 +80,8 @@ TEST(LoopOpTable, GraphOpsLowerOntoTheirRows) {
     ASSERT_NE(ir::OpRegistry::global().find(std::string(info.name)), nullptr)
         << info.name << ": the table lowers a graph op of this name, and the registry has none";
     bool logical = info.lowering == GraphLowering::truth_unary || info.lowering == GraphLowering::truth_binary;
-    DType dtype = logical ? DType::boolean : DType::f32;
+    bool integral = info.name.starts_with("bitwise_");  // integer (and bool) ops
+    DType dtype = logical ? DType::boolean : integral ? DType::i32 : DType::f32;
     ir::Graph graph;
     std::vector<ir::Argument> args;
     for (int i = 0; i < info.arity; ++i)

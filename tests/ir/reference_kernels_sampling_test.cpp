@@ -3,6 +3,8 @@
 // sampling a linear ramp bilinearly gives the sample position back exactly.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/ir/reference_test_support.h"
 
 namespace kiln::ir {
@@ -79,6 +81,38 @@ TEST(ReferenceSampling, RoiAlignAveragesBilinearSamples) {
                               r2.input(Tensor::from_vector<int64_t>({1}, {1}, DType::i64))});
       },
       {"batch index 1 of box 0 is out of range"});
+}
+
+// ---------------------------------------------------------------- deform_conv2d
+
+TEST(ReferenceSampling, DeformConvWithoutOffsetsIsAConvolution) {
+  // Zero offsets and a mask of ones sample every tap at its own pixel: the convolution's result
+  // (Kiln's convolution kernel, computed independently). An offset of exactly one row reads the
+  // next row: the convolution of the input shifted up by one (the last row reads zeros).
+  std::vector<double> pixels, weights;
+  for (int i = 0; i < 40; ++i) pixels.push_back(std::sin(0.3 * i));
+  for (int i = 0; i < 2 * 2 * 2 * 3; ++i) weights.push_back(std::cos(0.7 * i));
+  Tensor image = tensor({1, 2, 4, 5}, pixels);
+  Tensor kernel = tensor({2, 2, 2, 3}, weights);
+  Tensor zero_offsets = Tensor::zeros({1, 2 * 2 * 3, 3, 3}, DType::f32);
+  OpRunner deformed, plain;
+  Tensor a = deformed.run1("deform_conv2d", {deformed.input(image), deformed.input(kernel), deformed.input(zero_offsets)});
+  Tensor b = plain.run1("convolution", {plain.input(image), plain.input(kernel), Argument(), Argument::ints({1, 1}),
+                                        Argument::ints({0, 0}), Argument::ints({1, 1}), false, Argument::ints({0, 0}), 1});
+  expect_tensor(a, DType::f32, {1, 2, 3, 3}, testing::values_of(b), 1e-5);
+  std::vector<double> down(12 * 9, 0.0);
+  for (int t = 0; t < 6; ++t)
+    for (int p = 0; p < 9; ++p) down[size_t((t * 2) * 9 + p)] = 1.0;  // dy = 1 for every tap
+  std::vector<double> shifted(pixels.size(), 0.0);
+  for (int c = 0; c < 2; ++c)
+    for (int y = 0; y + 1 < 4; ++y)
+      for (int x = 0; x < 5; ++x) shifted[size_t((c * 4 + y) * 5 + x)] = pixels[size_t((c * 4 + y + 1) * 5 + x)];
+  OpRunner moved, reference;
+  Tensor c = moved.run1("deform_conv2d", {moved.input(image), moved.input(kernel), moved.input(tensor({1, 12, 3, 3}, down))});
+  Tensor d = reference.run1("convolution", {reference.input(tensor({1, 2, 4, 5}, shifted)), reference.input(kernel), Argument(),
+                                            Argument::ints({1, 1}), Argument::ints({0, 0}), Argument::ints({1, 1}), false,
+                                            Argument::ints({0, 0}), 1});
+  expect_tensor(c, DType::f32, {1, 2, 3, 3}, testing::values_of(d), 1e-5);
 }
 
 // ---------------------------------------------------------------- topk, det

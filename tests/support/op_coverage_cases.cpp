@@ -92,6 +92,16 @@ OpCoverageCase integer_ops() {
       graph.create_call("neg", {a}),
       graph.create_call("abs", {a}),
       graph.create_call("sign", {a}),
+      graph.create_call("bitwise_and", {a, b}),
+      graph.create_call("bitwise_or", {a, 6}),
+      graph.create_call("bitwise_xor", {m, graph.create_call("gt", {a, 0})}),
+      graph.create_call("bitwise_not", {a}),
+      graph.create_call("bitwise_not", {m}),
+      graph.create_call("bitwise_left_shift", {a, graph.create_call("abs", {b})}),
+      graph.create_call("bitwise_right_shift", {a, graph.create_call("abs", {b})}),
+      // u8 shifts past the width: 0 to the left, 0 to the right; i8 right: the sign.
+      graph.create_call("bitwise_left_shift", {graph.create_call("cast", {a, DType::u8}), 9}),
+      graph.create_call("bitwise_right_shift", {graph.create_call("cast", {a, DType::i8}), 3}),
   });
   c.input_sets = {{{"a", random_tensor({3, 17}, DType::i64, 4)},
                    {"b", random_tensor({17}, DType::i64, 5)},
@@ -253,7 +263,7 @@ OpCoverageCase convolution_and_pooling() {
 }
 
 // Ops the backends run as fallbacks (their reference kernels): topk's two outputs, det, the
-// sampling ops.
+// sampling ops and deform_conv2d.
 OpCoverageCase selection_and_sampling_fallbacks() {
   OpCoverageCase c{"selection_and_sampling_fallbacks", Graph(), {}, 1e-4, 1e-5};
   Graph& graph = c.graph;
@@ -262,6 +272,9 @@ OpCoverageCase selection_and_sampling_fallbacks() {
   Node* grid = input(graph, "grid", {2, 4, 3, 2});
   Node* boxes = input(graph, "boxes", {3, 4});
   Node* box_images = input(graph, "box_images", {3}, DType::i64);
+  Node* kernel = input(graph, "kernel", {4, 3, 2, 2});
+  Node* offsets = input(graph, "offsets", {2, 8, 6, 5});
+  Node* mask = input(graph, "mask", {2, 4, 6, 5});
   Node* top = graph.create_call("topk", {x, 3, 1});
   graph.create_output({
       graph.create_call("getitem", {top, 0}),
@@ -270,6 +283,7 @@ OpCoverageCase selection_and_sampling_fallbacks() {
       graph.create_call("grid_sample", {image, grid}),
       graph.create_call("grid_sample", {image, grid}, {{"mode", "bicubic"}, {"padding_mode", "reflection"}}),
       graph.create_call("roi_align", {image, boxes, box_images, 2, 3, 2, 0.5}),
+      graph.create_call("deform_conv2d", {image, kernel, offsets, mask}, {{"padding", ints({1, 0})}}),
   });
   Tensor box_values = Tensor::from_doubles({3, 4}, std::vector<double>{0, 0, 8, 6, 2, 1, 10, 9, 1, 3, 5, 7}, DType::f32);
   Tensor box_image_values = Tensor::from_doubles({3}, std::vector<double>{1, 0, 1}, DType::i64);
@@ -277,7 +291,10 @@ OpCoverageCase selection_and_sampling_fallbacks() {
                    {"image", random_tensor({2, 3, 5, 6}, DType::f32, 41)},
                    {"grid", random_tensor({2, 4, 3, 2}, DType::f32, 42)},
                    {"boxes", box_values},
-                   {"box_images", box_image_values}}};
+                   {"box_images", box_image_values},
+                   {"kernel", random_tensor({4, 3, 2, 2}, DType::f32, 43)},
+                   {"offsets", random_tensor({2, 8, 6, 5}, DType::f32, 44)},
+                   {"mask", random_tensor({2, 4, 6, 5}, DType::f32, 45, 0.0, 1.0)}}};
   return c;
 }
 
