@@ -17,7 +17,7 @@ void expect_close_to(const std::string& case_name, double (*exact)(double)) {
   ir::Graph graph = import_onnx((folder / "model.onnx").string());
   std::map<std::string, Tensor> inputs = case_inputs(graph, folder);
   const Tensor& x = inputs.begin()->second;
-  compiler::CpuModel model = compiler::CpuModel::compile(graph, onnx_test_compile_options());
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
   for (const Tensor& y : {ir::interpret(graph, inputs)[0], model.run(inputs)[0]}) {
     ASSERT_EQ(y.numel(), x.numel());
     for (int64_t i = 0; i < x.numel(); ++i) {
