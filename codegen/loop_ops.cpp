@@ -8,50 +8,13 @@
 
 #include "ir/kernels/erfinv.h"
 #include "runtime/error.h"
+#include "runtime/scalar_arithmetic.h"
 
 namespace kiln::codegen {
 namespace {
 
 // ---------------------------------------------------------------- scalar semantics
-
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b); }
-
-// PyTorch's div_floor_floating: the floor of the exact quotient, IEEE results for b == 0.
-double floor_divide(double a, double b) {
-  if (b == 0) return a / b;
-  double mod = std::fmod(a, b);
-  double div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
-  if (div == 0) return std::copysign(0.0, a / b);
-  double floored = std::floor(div);
-  if (div - floored > 0.5) floored += 1.0;
-  return floored;
-}
-
-// Python's %: the sign of the divisor.
-double python_fmod(double a, double b) {
-  double mod = std::fmod(a, b);
-  if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
-  return mod;
-}
-
-int64_t wrapping(uint64_t value) { return int64_t(value); }
-int64_t wrapping_negate(int64_t x) { return wrapping(0 - uint64_t(x)); }
-
-int64_t int_pow(int64_t base, int64_t exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exponent % 2 != 0) ? -1 : 1;
-    return 0;
-  }
-  uint64_t result = 1, factor = uint64_t(base);
-  for (uint64_t e = uint64_t(exponent); e; e >>= 1) {
-    if (e & 1) result *= factor;
-    factor *= factor;
-  }
-  return int64_t(result);
-}
+// (runtime/scalar_arithmetic.h; what remains here reports errors in the loop program's words)
 
 [[noreturn]] void zero_division(const char* what) {
   fail("ZeroDivisionError: integer ", what, " by zero in the loop program");
@@ -60,18 +23,13 @@ int64_t int_pow(int64_t base, int64_t exponent) {
 // Integer division rounding toward zero (trunc) or down (floor); INT64_MIN / -1 wraps.
 int64_t int_divide(int64_t x, int64_t y, bool floor) {
   if (y == 0) zero_division("division");
-  if (y == -1) return wrapping_negate(x);
-  int64_t q = x / y;
-  if (floor && x % y != 0 && ((x < 0) != (y < 0))) --q;
-  return q;
+  return floor ? int_floor_divide(x, y) : int_truncate_divide(x, y);
 }
 
 // C's remainder (the sign of the dividend), or Python's (the sign of the divisor).
 int64_t int_remainder(int64_t x, int64_t y, bool python, const char* what) {
   if (y == 0) zero_division(what);
-  int64_t r = y == -1 ? 0 : x % y;
-  if (python && r != 0 && ((r < 0) != (y < 0))) r += y;
-  return r;
+  return python ? int_floor_mod(x, y) : int_c_remainder(x, y);
 }
 
 bool truth(double x) { return x != 0.0; }  // NaN is true
@@ -145,11 +103,11 @@ std::vector<LoopOpInfo> make_table() {
           "kop_isnan"),
       // ---- binary
       row(Op::add, "add", 2, R::argument, C::cheap, G::custom, [](double a, double b) { return a + b; },
-          [](int64_t a, int64_t b) { return wrapping(uint64_t(a) + uint64_t(b)); }, "kop_add", "+"),
+          [](int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }, "kop_add", "+"),
       row(Op::sub, "sub", 2, R::argument, C::cheap, G::custom, [](double a, double b) { return a - b; },
-          [](int64_t a, int64_t b) { return wrapping(uint64_t(a) - uint64_t(b)); }, "kop_sub", "-"),
+          [](int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }, "kop_sub", "-"),
       row(Op::mul, "mul", 2, R::argument, C::cheap, G::promoted_binary, [](double a, double b) { return a * b; },
-          [](int64_t a, int64_t b) { return wrapping(uint64_t(a) * uint64_t(b)); }, "kop_mul", "*"),
+          [](int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }, "kop_mul", "*"),
       row(Op::div, "div", 2, R::argument, C::cheap, G::custom, [](double a, double b) { return a / b; }, nullptr,
           "kop_div", "/"),
       row(Op::div_trunc, "div_trunc", 2, R::argument, C::cheap, G::none,

@@ -425,7 +425,7 @@ void Lowerer::lower_fallback(const ir::Node& node, const ir::OpCall& call) {
     std::string name = node.meta.is_tuple ? node.name() + "_" + std::to_string(i) : node.name();
     int buffer = new_buffer(name, meta.dtype, meta.shape);
     loop_node.outputs.push_back(buffer);
-    extern_call.outputs.push_back(StridedView{buffer, SymInt(0), meta.shape, ir::contiguous_strides(meta.shape)});
+    extern_call.outputs.push_back(StridedView{buffer, SymInt(0), meta.shape, contiguous_strides(meta.shape)});
     results.push_back(whole(buffer));
   }
   if (!node.meta.is_tuple && !results.empty()) loop_node.ranges = node.value().shape;

@@ -125,7 +125,7 @@ void lower_matmul(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call
   out_shape.push_back(left.shape[left.shape.size() - 2]);
   out_shape.push_back(right.shape.back());
   int buffer = lowerer.new_buffer(node.name(), meta.dtype, meta.shape);
-  add_gemm(lowerer, node.name(), left, right, StridedView{buffer, SymInt(0), out_shape, ir::contiguous_strides(out_shape)});
+  add_gemm(lowerer, node.name(), left, right, StridedView{buffer, SymInt(0), out_shape, contiguous_strides(out_shape)});
   lowerer.define(node, lowerer.whole(buffer));
 }
 
@@ -167,7 +167,7 @@ void lower_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall&
   SymShape b_shape = {batch, SymInt(groups), columns, out_volume};
   if (pointwise_kernel) {
     Accessor dense_input = lowerer.contiguous(input, node.name() + "_input");
-    b = StridedView{lowerer.resolve(dense_input), SymInt(0), b_shape, ir::contiguous_strides(b_shape)};
+    b = StridedView{lowerer.resolve(dense_input), SymInt(0), b_shape, contiguous_strides(b_shape)};
   } else {
     // im2col over [N, groups, C/groups, kernel..., out...].
     SymShape ranges = {batch, SymInt(groups), channels_per_group};
@@ -194,14 +194,14 @@ void lower_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall&
     im2col.outputs = {column_buffer};
     im2col.body = body;
     lowerer.add_node(std::move(im2col));
-    b = StridedView{column_buffer, SymInt(0), b_shape, ir::contiguous_strides(b_shape)};
+    b = StridedView{column_buffer, SymInt(0), b_shape, contiguous_strides(b_shape)};
   }
 
   SymShape out_shape = {batch, SymInt(groups), out_per_group, out_volume};
   bool has_bias = !call.is_none(2);
   int product = lowerer.new_buffer(has_bias ? node.name() + "_gemm" : node.name(), meta.dtype, meta.shape);
   add_gemm(lowerer, has_bias ? node.name() + "_gemm" : node.name(), a, b,
-           StridedView{product, SymInt(0), out_shape, ir::contiguous_strides(out_shape)});
+           StridedView{product, SymInt(0), out_shape, contiguous_strides(out_shape)});
   if (!has_bias) {
     lowerer.define(node, lowerer.whole(product));
     return;

@@ -31,16 +31,11 @@ Accessor remapped(const Accessor& input, const ir::Node& node, const std::vector
   return result;
 }
 
-int64_t wrap(int64_t dim, int64_t rank) {
-  int64_t bound = std::max<int64_t>(rank, 1);
-  return dim < 0 ? dim + bound : dim;
-}
-
 void permute(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   const Accessor& input = lowerer.tensor(call, 0);
   std::vector<int64_t> dims = call.ints(1);
   std::vector<SymInt> index(input.shape.size());
-  for (size_t i = 0; i < input.shape.size(); ++i) index[size_t(wrap(dims[i], int64_t(input.shape.size())))] = loop_var(i);
+  for (size_t i = 0; i < input.shape.size(); ++i) index[size_t(wrap_dim(dims[i], int64_t(input.shape.size())))] = loop_var(i);
   lowerer.define(node, remapped(input, node, index));
 }
 
@@ -48,7 +43,7 @@ void transpose(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   const Accessor& input = lowerer.tensor(call, 0);
   int64_t rank = int64_t(input.shape.size());
   std::vector<SymInt> index = vars_of(input.shape);
-  if (rank > 0) std::swap(index[size_t(wrap(call.int_arg(1), rank))], index[size_t(wrap(call.int_arg(2), rank))]);
+  if (rank > 0) std::swap(index[size_t(wrap_dim(call.int_arg(1), rank))], index[size_t(wrap_dim(call.int_arg(2), rank))]);
   lowerer.define(node, remapped(input, node, index));
 }
 
@@ -68,7 +63,7 @@ void squeeze(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   std::vector<bool> candidate(input.shape.size(), call.is_none(1));
   if (!call.is_none(1))
     for (int64_t dim : call.ints(1))
-      if (rank > 0) candidate[size_t(wrap(dim, rank))] = true;
+      if (rank > 0) candidate[size_t(wrap_dim(dim, rank))] = true;
   std::vector<SymInt> index;
   size_t kept = 0;
   for (size_t d = 0; d < input.shape.size(); ++d) {
@@ -105,7 +100,7 @@ SymInt clamped_start(const ir::OpCall& call, const SymInt& size) {
 
 void slice(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   const Accessor& input = lowerer.tensor(call, 0);
-  size_t dim = size_t(wrap(call.int_arg(1), int64_t(input.shape.size())));
+  size_t dim = size_t(wrap_dim(call.int_arg(1), int64_t(input.shape.size())));
   std::vector<SymInt> index = vars_of(input.shape);
   index[dim] = clamped_start(call, input.shape[dim]) + call.sym(4) * loop_var(dim);
   lowerer.define(node, remapped(input, node, index));
@@ -113,7 +108,7 @@ void slice(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
 
 void select(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   const Accessor& input = lowerer.tensor(call, 0);
-  size_t dim = size_t(wrap(call.int_arg(1), int64_t(input.shape.size())));
+  size_t dim = size_t(wrap_dim(call.int_arg(1), int64_t(input.shape.size())));
   SymInt position = call.sym(2);
   if (std::optional<int64_t> constant = position.maybe_constant(); constant && *constant < 0)
     position = input.shape[dim] + position;
@@ -129,49 +124,6 @@ SymInt product(const SymShape& shape, size_t begin, size_t end) {
   SymInt result = 1;
   for (size_t d = begin; d < end; ++d) result = result * shape[d];
   return result;
-}
-
-bool maybe_less(const SymInt& a, const SymInt& b) {
-  if (a.is_constant() && b.is_constant()) return a.constant() < b.constant();
-  return !(a == b);
-}
-
-// PyTorch's computeStride on symbolic sizes and strides (as in the view shape rule): the
-// strides of `new_shape` viewing the layout (old_shape, old_strides), or nullopt.
-std::optional<SymShape> view_strides(const SymShape& old_shape, const SymShape& old_strides, const SymShape& new_shape) {
-  if (old_shape.empty()) return SymShape(new_shape.size(), SymInt(1));
-  SymInt total = product(old_shape, 0, old_shape.size());
-  if (total == SymInt(0)) return ir::contiguous_strides(new_shape);
-  auto span = [](const SymInt& size) { return max(size, SymInt(1)); };
-  SymShape new_strides(new_shape.size());
-  int64_t view_d = int64_t(new_shape.size()) - 1;
-  SymInt chunk_base_stride = old_strides.back();
-  SymInt tensor_numel(1), tensor_span(1), view_numel(1), view_span(1);
-  for (int64_t tensor_d = int64_t(old_shape.size()) - 1; tensor_d >= 0; --tensor_d) {
-    tensor_numel = tensor_numel * old_shape[size_t(tensor_d)];
-    tensor_span = tensor_span * span(old_shape[size_t(tensor_d)]);
-    bool chunk_ends = tensor_d == 0;
-    if (!chunk_ends) {
-      const SymInt& outer_size = old_shape[size_t(tensor_d - 1)];
-      const SymInt& outer_stride = old_strides[size_t(tensor_d - 1)];
-      chunk_ends = !(outer_size == SymInt(1)) && !(outer_stride == tensor_span * chunk_base_stride) &&
-                   !(outer_stride == tensor_numel * chunk_base_stride);
-    }
-    if (!chunk_ends) continue;
-    while (view_d >= 0 && (maybe_less(view_numel, tensor_numel) || new_shape[size_t(view_d)] == SymInt(1))) {
-      new_strides[size_t(view_d)] = view_span * chunk_base_stride;
-      view_numel = view_numel * new_shape[size_t(view_d)];
-      view_span = view_span * span(new_shape[size_t(view_d)]);
-      --view_d;
-    }
-    if (!(view_numel == tensor_numel)) return std::nullopt;
-    if (tensor_d > 0) {
-      chunk_base_stride = old_strides[size_t(tensor_d - 1)];
-      tensor_numel = tensor_span = view_numel = view_span = SymInt(1);
-    }
-  }
-  if (view_d != -1) return std::nullopt;
-  return new_strides;
 }
 
 // Groups of consecutive dims [old_begin, old_end) and [new_begin, new_end) whose sizes

@@ -157,16 +157,6 @@ std::string Argument::to_string() const {
 
 // ---------------------------------------------------------------- metas
 
-SymShape contiguous_strides(const SymShape& shape) {
-  SymShape strides(shape.size());
-  SymInt running(1);
-  for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = running;
-    running = running * max(shape[i], SymInt(1));
-  }
-  return strides;
-}
-
 std::string shape_string(const SymShape& shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -179,7 +169,7 @@ std::string shape_string(const SymShape& shape) {
 TensorMeta TensorMeta::contiguous(DType dtype, SymShape shape, Device device) {
   TensorMeta meta;
   meta.dtype = dtype;
-  meta.strides = ir::contiguous_strides(shape);
+  meta.strides = contiguous_strides(shape);
   meta.shape = std::move(shape);
   meta.device = device;
   return meta;
@@ -203,7 +193,7 @@ Sizes TensorMeta::evaluate_shape(const std::map<std::string, int64_t>& bindings)
 }
 
 bool TensorMeta::is_contiguous() const {
-  SymShape expected = ir::contiguous_strides(shape);
+  SymShape expected = contiguous_strides(shape);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == SymInt(1)) continue;
     if (!(strides[i] == expected[i])) return false;
@@ -521,7 +511,7 @@ Node* Graph::create_node(OpKind op, std::string target, std::vector<Argument> ar
 
 Node* Graph::create_placeholder(const std::string& name, TensorMeta meta) {
   NodeMeta node_meta;
-  if (meta.strides.size() != meta.shape.size()) meta.strides = ir::contiguous_strides(meta.shape);
+  if (meta.strides.size() != meta.shape.size()) meta.strides = contiguous_strides(meta.shape);
   node_meta.values.push_back(std::move(meta));
   std::string chosen = unique_name(name);
   return create_node(OpKind::placeholder, name, {}, {}, chosen, std::move(node_meta));

@@ -117,7 +117,6 @@ struct TensorMeta {
   friend bool operator==(const TensorMeta&, const TensorMeta&) = default;
 };
 
-SymShape contiguous_strides(const SymShape& shape);
 std::string shape_string(const SymShape& shape);  // "[s0, 784]"
 
 // The values a node produces: one tensor, or a tuple of tensors (read with getitem).

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/strides.h"
 
 namespace kiln::ir {
 
@@ -146,3 +147,18 @@ struct SymIntHash {
 SymInt parse_sym_int(std::string_view text);
 
 }  // namespace kiln::ir
+
+// Symbolic sizes in the stride algorithms of runtime/strides.h (contiguous_strides,
+// view_strides): the predicates answer "provably", an expression equals only itself.
+template <>
+struct kiln::SizeArithmetic<kiln::ir::SymInt> {
+  using SymInt = kiln::ir::SymInt;
+  static bool is_zero(const SymInt& size) { return size.maybe_constant() == std::optional<int64_t>(0); }
+  static bool is_one(const SymInt& size) { return size.maybe_constant() == std::optional<int64_t>(1); }
+  static bool equal(const SymInt& a, const SymInt& b) { return a == b; }
+  static bool maybe_less(const SymInt& a, const SymInt& b) {
+    if (a.is_constant() && b.is_constant()) return a.constant() < b.constant();
+    return !(a == b);
+  }
+  static SymInt stride_factor(const SymInt& size) { return max(size, SymInt(1)); }
+};

@@ -326,7 +326,7 @@ SymInt floordiv_by_constant(const SymInt& a, int64_t k) {
   }
   int64_t constant = SymAccess::constant_term(a);
   SymInt q = SymAccess::make(std::move(q_terms), python_floordiv(constant, k));
-  int64_t r_constant = python_mod(constant, k);
+  int64_t r_constant = int_floor_mod(constant, k);
   if (r_terms.empty()) return q;  // r is a constant in [0, k)
   if (uint64_t g = gcd_u64(content(r_terms, r_constant), static_cast<uint64_t>(k)); g > 1) {
     int64_t divisor = static_cast<int64_t>(g);
@@ -370,12 +370,12 @@ SymInt mod_by_constant(const SymInt& a, int64_t k) {
   // Coefficients only matter modulo k.
   std::vector<Term> r_terms;
   for (const Term& term : terms_of(a)) {
-    int64_t coefficient = python_mod(term.coefficient, k);
+    int64_t coefficient = int_floor_mod(term.coefficient, k);
     if (coefficient == 0) continue;
     r_terms.push_back(term);
     r_terms.back().coefficient = coefficient;
   }
-  int64_t r_constant = python_mod(SymAccess::constant_term(a), k);
+  int64_t r_constant = int_floor_mod(SymAccess::constant_term(a), k);
   if (r_terms.empty()) return r_constant;
   if (uint64_t g = gcd_u64(content(r_terms, r_constant), static_cast<uint64_t>(k)); g > 1) {
     // (g*x) % (g*m) == g*(x % m).
@@ -508,7 +508,6 @@ using detail::mod_general;
 using detail::multiply_factors;
 using detail::normalize_terms;
 using detail::python_floordiv;
-using detail::python_mod;
 using detail::scale;
 
 SymInt SymInt::symbol(std::string name) {
@@ -621,7 +620,7 @@ SymInt floordiv(const SymInt& a, const SymInt& b) {
 SymInt mod(const SymInt& a, const SymInt& b) {
   if (auto k = b.maybe_constant()) {
     if (*k == 0) throw SymbolicError("division by zero: mod(" + a.to_string() + ", 0)");
-    if (auto ka = a.maybe_constant()) return python_mod(*ka, *k);
+    if (auto ka = a.maybe_constant()) return int_floor_mod(*ka, *k);
     if (*k < 0) return -mod(-a, checked_neg(*k));  // a % (-k) == -((-a) % k)
     return mod_by_constant(a, *k);
   }

@@ -24,7 +24,6 @@ using detail::checked_pow;
 using detail::from_atom;
 using detail::power;
 using detail::python_floordiv;
-using detail::python_mod;
 using detail::terms_of;
 
 int64_t evaluate_sym(const SymInt& value, const std::map<std::string, int64_t>& bindings);
@@ -50,7 +49,7 @@ int64_t evaluate_atom(const Atom& atom, const std::map<std::string, int64_t>& bi
       if (rhs == 0)
         throw SymbolicError("division by zero evaluating " + detail::atom_text(atom) +
                             ": " + atom.rhs.to_string() + " is 0");
-      return is_mod ? python_mod(lhs, rhs) : python_floordiv(lhs, rhs);
+      return is_mod ? int_floor_mod(lhs, rhs) : python_floordiv(lhs, rhs);
     }
     case AtomKind::kMax:
       return std::max(lhs, rhs);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/symbolic.h"
+#include "runtime/scalar_arithmetic.h"
 
 namespace kiln::ir::detail {
 
@@ -85,20 +86,10 @@ inline int64_t checked_neg(int64_t a) {
   return -a;
 }
 
-// Python's a // b; b != 0.
+// Python's a // b (runtime/scalar_arithmetic.h), throwing where it would overflow; b != 0.
 inline int64_t python_floordiv(int64_t a, int64_t b) {
   if (a == INT64_MIN && b == -1) throw_overflow();
-  int64_t quotient = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --quotient;
-  return quotient;
-}
-
-// Python's a % b; b != 0.
-inline int64_t python_mod(int64_t a, int64_t b) {
-  if (b == -1) return 0;
-  int64_t remainder = a % b;
-  if (remainder != 0 && ((remainder < 0) != (b < 0))) remainder += b;
-  return remainder;
+  return int_floor_divide(a, b);
 }
 
 // base**exponent by squaring, exponent >= 0; throws on overflow.

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "runtime/error.h"
-#include "runtime/integer_division.h"
+#include "runtime/scalar_arithmetic.h"
 
 namespace kiln {
 
@@ -63,9 +63,9 @@ class Evaluator {
       case Op::kFloorDivide:
       case Op::kModulo:
         if (b == 0) fail("division by zero evaluating size expression '", text_, "'");
-        if (node.op == Op::kModulo) return floor_mod(a, b);
+        if (node.op == Op::kModulo) return int_floor_mod(a, b);
         if (a == std::numeric_limits<int64_t>::min() && b == -1) overflow();
-        return floor_divide(a, b);
+        return int_floor_divide(a, b);
       case Op::kMax: return a > b ? a : b;
       case Op::kMin: return a < b ? a : b;
       default: break;

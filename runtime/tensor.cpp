@@ -26,16 +26,6 @@ std::shared_ptr<Storage> Storage::allocate_cpu(size_t nbytes) {
   return std::make_shared<Storage>(data, nbytes, Device::cpu(), [](void* p) { cpu_free(p); });
 }
 
-Sizes contiguous_strides(const Sizes& sizes) {
-  Sizes strides(sizes.size());
-  int64_t running = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = running;
-    running *= std::max<int64_t>(sizes[i], 1);
-  }
-  return strides;
-}
-
 int64_t numel_of(const Sizes& sizes) {
   int64_t count = 1;
   for (int64_t size : sizes) count *= size;
@@ -52,11 +42,9 @@ std::string sizes_to_string(const Sizes& sizes) {
 }
 
 int64_t wrap_dim(int64_t dim, int64_t rank) {
+  if (std::optional<int64_t> wrapped = wrapped_dim(dim, rank)) return *wrapped;
   int64_t extent = std::max<int64_t>(rank, 1);
-  if (dim < -extent || dim >= extent)
-    fail("dimension out of range (expected to be in range of [", -extent, ", ", extent - 1,
-         "], but got ", dim, ")");
-  return dim < 0 ? dim + extent : dim;
+  fail("dimension out of range (expected to be in range of [", -extent, ", ", extent - 1, "], but got ", dim, ")");
 }
 
 namespace {
@@ -286,35 +274,6 @@ Sizes infer_view_sizes(Sizes sizes, int64_t numel) {
   return sizes;
 }
 
-// Strides for viewing (old_sizes, old_strides) as new_sizes without copying, if possible
-// (the algorithm of PyTorch's computeStride: match chunks of contiguous dimensions).
-std::optional<Sizes> view_strides(const Sizes& old_sizes, const Sizes& old_strides, const Sizes& new_sizes) {
-  if (old_sizes.empty()) return Sizes(new_sizes.size(), 1);
-  if (numel_of(old_sizes) == 0) return contiguous_strides(new_sizes);
-  Sizes new_strides(new_sizes.size());
-  int64_t view_d = int64_t(new_sizes.size()) - 1;
-  int64_t chunk_base_stride = old_strides.back();
-  int64_t tensor_numel = 1, view_numel = 1;
-  for (int64_t tensor_d = int64_t(old_sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
-    tensor_numel *= old_sizes[size_t(tensor_d)];
-    if (tensor_d == 0 || (old_sizes[size_t(tensor_d) - 1] != 1 &&
-                          old_strides[size_t(tensor_d) - 1] != tensor_numel * chunk_base_stride)) {
-      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[size_t(view_d)] == 1)) {
-        new_strides[size_t(view_d)] = view_numel * chunk_base_stride;
-        view_numel *= new_sizes[size_t(view_d)];
-        --view_d;
-      }
-      if (view_numel != tensor_numel) return std::nullopt;
-      if (tensor_d > 0) {
-        chunk_base_stride = old_strides[size_t(tensor_d) - 1];
-        tensor_numel = 1;
-        view_numel = 1;
-      }
-    }
-  }
-  if (view_d != -1) return std::nullopt;
-  return new_strides;
-}
 }  // namespace
 
 Tensor Tensor::view(Sizes sizes) const {

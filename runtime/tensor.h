@@ -13,6 +13,7 @@
 
 #include "runtime/device.h"
 #include "runtime/dtype.h"
+#include "runtime/strides.h"
 
 namespace kiln {
 
@@ -41,7 +42,6 @@ class Storage {
   std::function<void(void*)> deleter_;
 };
 
-Sizes contiguous_strides(const Sizes& sizes);
 int64_t numel_of(const Sizes& sizes);
 std::string sizes_to_string(const Sizes& sizes);  // "[2, 3]"
 // Wraps a possibly negative dimension into [0, rank); throws kiln::Error otherwise.

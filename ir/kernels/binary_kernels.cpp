@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ir/kernels/kernel_support.h"
+#include "runtime/scalar_arithmetic.h"
 
 namespace kiln::ir::kernels {
 namespace {
@@ -80,59 +81,6 @@ ReferenceKernel bitwise_kernel(Bitwise kind) {
   call.fail("ZeroDivisionError: integer ", what, " by zero");
 }
 
-// C division truncating toward zero; INT64_MIN / -1 wraps to INT64_MIN.
-int64_t trunc_div(int64_t a, int64_t b) {
-  if (b == -1) return int64_t(0 - uint64_t(a));
-  return a / b;
-}
-int64_t floor_div(int64_t a, int64_t b) {
-  if (b == -1) return int64_t(0 - uint64_t(a));
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t c_mod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
-int64_t python_mod(int64_t a, int64_t b) {
-  int64_t r = c_mod(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-
-// PyTorch's div_floor_floating: floor of the exact quotient, IEEE results for b == 0.
-double floor_divide(double a, double b) {
-  if (b == 0) return a / b;
-  double mod = std::fmod(a, b);
-  double div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
-  if (div == 0) return std::copysign(0.0, a / b);
-  double floored = std::floor(div);
-  if (div - floored > 0.5) floored += 1.0;
-  return floored;
-}
-double python_fmod(double a, double b) {
-  double mod = std::fmod(a, b);
-  if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
-  return mod;
-}
-
-// Integer power by squaring with wrap; negative exponents as PyTorch's powi.
-int64_t int_pow(int64_t base, int64_t exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exponent % 2 != 0) ? -1 : 1;
-    return 0;
-  }
-  uint64_t result = 1, factor = uint64_t(base);
-  for (uint64_t e = uint64_t(exponent); e; e >>= 1) {
-    if (e & 1) result *= factor;
-    factor *= factor;
-  }
-  return int64_t(result);
-}
-
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b); }
-
 // add / sub: self + sign * alpha * other.
 Tensor add_sub(const KernelCall& call, bool subtract) {
   DType dtype = promoted(call, 0, 1);
@@ -168,7 +116,7 @@ Tensor div(const KernelCall& call) {
   }
   return int_binary(in, dtype, [&](int64_t a, int64_t b) {
     if (b == 0) zero_division(call, "division");
-    return mode == "trunc" ? trunc_div(a, b) : floor_div(a, b);
+    return mode == "trunc" ? int_truncate_divide(a, b) : int_floor_divide(a, b);
   });
 }
 
@@ -195,7 +143,7 @@ Tensor modulo(const KernelCall& call, bool python_sign) {
     return float_binary(in, dtype, python_sign ? python_fmod : +[](double a, double b) { return std::fmod(a, b); });
   return int_binary(in, dtype, [&](int64_t a, int64_t b) {
     if (b == 0) zero_division(call, python_sign ? "remainder" : "fmod");
-    return python_sign ? python_mod(a, b) : c_mod(a, b);
+    return python_sign ? int_floor_mod(a, b) : int_c_remainder(a, b);
   });
 }
 

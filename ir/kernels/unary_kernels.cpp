@@ -6,6 +6,7 @@
 
 #include "ir/kernels/erfinv.h"
 #include "ir/kernels/kernel_support.h"
+#include "runtime/scalar_arithmetic.h"
 
 namespace kiln::ir::kernels {
 namespace {
@@ -45,8 +46,6 @@ ReferenceKernel same_dtype_kernel(FloatFn float_fn, IntFn int_fn) {
   });
 }
 
-int64_t wrapping_negate(int64_t value) { return int64_t(0 - uint64_t(value)); }
-
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 double reciprocal(double x) { return 1.0 / x; }
@@ -55,10 +54,6 @@ double relu(double x) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); }
 double sign(double x) { return double(0.0 < x) - double(x < 0.0); }
 // Round half to even (the default floating-point rounding mode).
 double round_half_even(double x) { return std::nearbyint(x); }
-
-// NaN-propagating max/min in double.
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::min(a, b); }
 
 Tensor clamp(const KernelCall& call) {
   const Tensor& self = call.tensor(0);

@@ -20,13 +20,10 @@ Device first_device(const OpCall& call) {
 }
 
 int64_t wrap_dim(const OpCall& call, int64_t dim, int64_t rank, bool scalar_ok) {
-  if (rank == 0) {
-    if (!scalar_ok) call.fail("dimension specified as ", dim, " but tensor has no dimensions");
-    rank = 1;
-  }
-  if (dim < -rank || dim >= rank)
-    call.fail("Dimension out of range (expected to be in range of [", -rank, ", ", rank - 1, "], but got ", dim, ")");
-  return dim < 0 ? dim + rank : dim;
+  if (rank == 0 && !scalar_ok) call.fail("dimension specified as ", dim, " but tensor has no dimensions");
+  if (std::optional<int64_t> wrapped = wrapped_dim(dim, rank)) return *wrapped;
+  int64_t extent = std::max<int64_t>(rank, 1);
+  call.fail("Dimension out of range (expected to be in range of [", -extent, ", ", extent - 1, "], but got ", dim, ")");
 }
 
 std::vector<int64_t> wrap_dims(const OpCall& call, const std::vector<int64_t>& dims, int64_t rank) {

@@ -95,57 +95,6 @@ SymShape infer_size(const OpCall& call, SymShape shape, const TensorMeta& self) 
   return shape;
 }
 
-// a < b where decidable; for symbolic values, "different" (the caller then keeps consuming
-// dims until the element counts match exactly, which can only under-approximate viewability).
-bool maybe_less(const SymInt& a, const SymInt& b) {
-  if (a.is_constant() && b.is_constant()) return a.constant() < b.constant();
-  return !(a == b);
-}
-
-// A stride factor the way contiguous_strides() writes it: max(size, 1).
-SymInt span(const SymInt& size) { return max(size, SymInt(1)); }
-
-// PyTorch's computeStride: the strides of `new_shape` viewing memory laid out by
-// (old_shape, old_strides), or nullopt when some new dim would span two non-contiguous chunks.
-std::optional<SymShape> view_strides(const SymShape& old_shape, const SymShape& old_strides,
-                                     const SymShape& new_shape) {
-  if (old_shape.empty()) return SymShape(new_shape.size(), SymInt(1));
-  SymInt numel = product(old_shape);
-  if (is_zero(numel)) {
-    if (old_shape == new_shape) return old_strides;
-    return contiguous_strides(new_shape);
-  }
-  SymShape new_strides(new_shape.size());
-  int64_t view_d = int64_t(new_shape.size()) - 1;
-  SymInt chunk_base_stride = old_strides.back();
-  SymInt tensor_numel(1), tensor_span(1), view_numel(1), view_span(1);
-  for (int64_t tensor_d = int64_t(old_shape.size()) - 1; tensor_d >= 0; --tensor_d) {
-    tensor_numel = tensor_numel * old_shape[size_t(tensor_d)];
-    tensor_span = tensor_span * span(old_shape[size_t(tensor_d)]);
-    bool chunk_ends = tensor_d == 0;
-    if (!chunk_ends) {
-      const SymInt& outer_size = old_shape[size_t(tensor_d - 1)];
-      const SymInt& outer_stride = old_strides[size_t(tensor_d - 1)];
-      chunk_ends = !is_one(outer_size) && !(outer_stride == tensor_span * chunk_base_stride) &&
-                   !(outer_stride == tensor_numel * chunk_base_stride);
-    }
-    if (!chunk_ends) continue;
-    while (view_d >= 0 && (maybe_less(view_numel, tensor_numel) || is_one(new_shape[size_t(view_d)]))) {
-      new_strides[size_t(view_d)] = view_span * chunk_base_stride;
-      view_numel = view_numel * new_shape[size_t(view_d)];
-      view_span = view_span * span(new_shape[size_t(view_d)]);
-      --view_d;
-    }
-    if (!(view_numel == tensor_numel)) return std::nullopt;
-    if (tensor_d > 0) {
-      chunk_base_stride = old_strides[size_t(tensor_d - 1)];
-      tensor_numel = tensor_span = view_numel = view_span = SymInt(1);
-    }
-  }
-  if (view_d != -1) return std::nullopt;
-  return new_strides;
-}
-
 ShapeRule reshape_like(bool must_view) {
   return [must_view](const OpCall& call) {
     const TensorMeta& self = call.tensor(0);

@@ -68,14 +68,6 @@ Argument zero_scalar(DType dtype) {
   return Argument(int64_t(0));
 }
 
-int64_t wrap_dim(int64_t dim, int64_t rank) {
-  int64_t extent = std::max<int64_t>(rank, 1);
-  int64_t wrapped = dim < 0 ? dim + extent : dim;
-  KILN_CHECK(wrapped >= 0 && wrapped < extent, "dim ", dim, " out of range for rank ", rank,
-             " (the shape rule should have rejected it)");
-  return wrapped;
-}
-
 Node* tensor_arg(const ir::OpCall& call, size_t index) {
   return call.is_none(index) ? nullptr : call.arg(index).node();
 }

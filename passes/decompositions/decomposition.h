@@ -98,8 +98,6 @@ const ir::SymShape& shape_of(const ir::Node* node);
 DType compute_dtype(DType dtype);
 // A Python number 0 of the kind that keeps `dtype` under type promotion (False, 0 or 0.0).
 ir::Argument zero_scalar(DType dtype);
-// `dim` wrapped into [0, rank) (the shape rules have validated it).
-int64_t wrap_dim(int64_t dim, int64_t rank);
 // The tensor argument `index` of a call, or nullptr for None.
 ir::Node* tensor_arg(const ir::OpCall& call, size_t index);
 // A 1-d per-channel tensor [C] reshaped to broadcast along dim 1 of a rank-`rank` tensor:

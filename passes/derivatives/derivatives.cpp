@@ -94,14 +94,6 @@ DType dtype_of(const Node* node) { return node->value().dtype; }
 int64_t rank_of(const Node* node) { return node->value().rank(); }
 const SymShape& shape_of(const Node* node) { return node->value().shape; }
 
-int64_t wrap_dim(int64_t dim, int64_t rank) {
-  int64_t extent = std::max<int64_t>(rank, 1);
-  int64_t wrapped = dim < 0 ? dim + extent : dim;
-  KILN_CHECK(wrapped >= 0 && wrapped < extent, "dim ", dim, " out of range for rank ", rank,
-             " (the shape rule should have rejected it)");
-  return wrapped;
-}
-
 int64_t constant_size(const VjpEmitter& emit, const SymInt& size, std::string_view what) {
   std::optional<int64_t> constant = size.maybe_constant();
   if (!constant) emit.fail("the derivative needs a static ", what, ", got ", size);

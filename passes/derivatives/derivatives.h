@@ -104,7 +104,6 @@ const ir::TensorMeta& meta_of(const ir::Node* node);
 DType dtype_of(const ir::Node* node);
 int64_t rank_of(const ir::Node* node);
 const ir::SymShape& shape_of(const ir::Node* node);
-int64_t wrap_dim(int64_t dim, int64_t rank);
 // The constant value of `size`, or a kiln::Error naming `what` through the emitter.
 int64_t constant_size(const VjpEmitter& emit, const ir::SymInt& size, std::string_view what);
 
