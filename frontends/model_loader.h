@@ -1,5 +1,5 @@
-// Loading any model file Kiln reads, by extension: .onnx through the ONNX importer
-// (frontends/onnx/onnx_importer.h), .kiln and .json through the IR's own loader
+// Loading any model file Kiln reads, by extension: .pt2 through the torch.export importer
+// (frontends/pt2/pt2_importer.h), .onnx through the ONNX importer (frontends/onnx/onnx_importer.h), .kiln and .json through the IR's own loader
 // (ir/model_file.h, with the same-stem .safetensors weights). Every command that takes a
 // model calls this.
 #pragma once
@@ -10,7 +10,7 @@
 
 namespace kiln::frontends {
 
-// Throws kiln::Error for a missing file, an unsupported extension (listing .onnx, .kiln and
+// Throws kiln::Error for a missing file, an unsupported extension (listing .pt2, .onnx, .kiln and
 // .json), and anything the format's loader rejects.
 ir::Graph load_model(const std::string& path);
 

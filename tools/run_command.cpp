@@ -1,13 +1,14 @@
-// `kiln run MODEL [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim SYMBOL=N]...
+// `kiln run MODEL [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim SYMBOL=N]... [--sample-inputs]
 //  [--out DIR] [--target interp|eager|cpu|cuda] [--check]`: runs a model on any target of the
 // registry (compiler/target_registry.h): the reference interpreter (interp, the default), eager
 // mode (the interpreter's kernels as instructions of the VM), compiled C++ (cpu) or compiled
 // CUDA on the GPU (cuda); prints a summary of each output (name, dtype, shape, first values);
-// --out writes each output to DIR/NAME.npy. --check also runs the interpreter and compares: it
-// prints the max abs and rel error of each output and exits 1 when any element is off by more
-// than atol + rtol * |expected| (ints and bools: exactly). --backend is the deprecated old name
-// of --target. An ONNX model's shape-deciding inputs given with --input (Reshape's shape, ...)
-// are taken as the values to specialize the model on (tools/model_inputs.h: load_model_for_run).
+// --out writes each output to DIR/NAME.npy. --sample-inputs runs a .pt2 archive on the sample
+// inputs it carries. --check also runs the interpreter and compares: it prints the max abs and
+// rel error of each output and exits 1 when any element is off by more than atol + rtol *
+// |expected| (ints and bools: exactly). --backend is the deprecated old name of --target. An
+// ONNX model's shape-deciding inputs given with --input (Reshape's shape, ...) are taken as the
+// values to specialize the model on (tools/model_inputs.h: load_model_for_run).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -35,6 +36,7 @@ struct RunOptions {
   std::vector<std::string> inputs;
   std::optional<uint64_t> random_seed;
   std::vector<std::string> dims;
+  bool sample_inputs = false;
   std::string out_dir;
   int64_t show = 6;
   std::string target = "interp";
@@ -95,7 +97,10 @@ int run_run(const RunOptions& options) {
   std::map<std::string, std::string> files = parse_input_flags(options.inputs);
   ir::Graph graph = load_model_for_run(options.model, files);  // specialized on shape-deciding ONNX inputs
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
-  std::map<std::string, Tensor> inputs = prepare_inputs(graph, files, dims, options.random_seed);
+  if (options.sample_inputs && (!options.inputs.empty() || options.random_seed || !dims.empty()))
+    fail("--sample-inputs gives every input; it cannot be combined with --input, --random-inputs or --dim");
+  std::map<std::string, Tensor> inputs = options.sample_inputs ? model_sample_inputs(options.model)
+                                                               : prepare_inputs(graph, files, dims, options.random_seed);
 
   std::vector<Tensor> outputs = run_model(graph, inputs, options);
   std::vector<std::string> names = graph.output_names();
@@ -134,6 +139,8 @@ void add_run_command(CLI::App& app) {
   run->add_option("--random-inputs", options->random_seed,
                   "Fill every input not given with --input with random values from this seed");
   run->add_option("--dim", options->dims, "Size of a symbolic dimension for random inputs, SYMBOL=N (repeatable)");
+  run->add_flag("--sample-inputs", options->sample_inputs,
+                "Run on the sample inputs a .pt2 archive carries (the example inputs given to torch.export)");
   run->add_option("--out,-o", options->out_dir, "Write each output to DIR/NAME.npy");
   run->add_option("--show", options->show, "How many leading values of each output to print")
       ->check(CLI::NonNegativeNumber)

@@ -1,0 +1,35 @@
+// Helpers the ATen converters share: registering an op with its in-place form, wrapping dims,
+// and small graph idioms (a constant scalar, a cast when needed, a size as a tensor).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontends/pt2/aten_op_table.h"
+
+namespace kiln::frontends {
+
+// Registers "aten.<name>.<overload>" and, with `inplace`, "aten.<name>_.<overload>": the same
+// converter with the context set to write into self (AtenNodeContext::result).
+void add_op(AtenOpTable& table, const std::string& name, const std::string& overload, AtenConverter converter,
+            bool inplace = false);
+// add_op with the in-place form.
+void add_op_and_inplace(AtenOpTable& table, const std::string& name, const std::string& overload, AtenConverter converter);
+
+// A dim wrapped into [0, rank) (rank 0 accepts 0 and -1), failing with the node named.
+int64_t wrap_dim(const AtenNodeContext& context, int64_t dim, int64_t rank);
+std::vector<int64_t> wrap_dims(const AtenNodeContext& context, const std::vector<int64_t>& dims, int64_t rank);
+
+// `node` cast to `dtype` (itself when it already has it).
+ir::Node* cast_to(AtenNodeContext& context, ir::Node* node, DType dtype);
+
+// The rank and shape of a tensor node.
+int64_t rank_of(const ir::Node* node);
+const ir::SymShape& shape_of(const ir::Node* node);
+DType dtype_of(const ir::Node* node);
+
+// A 0-d constant of `dtype` holding `value`, as a graph node.
+ir::Node* scalar_constant(AtenNodeContext& context, double value, DType dtype);
+
+}  // namespace kiln::frontends

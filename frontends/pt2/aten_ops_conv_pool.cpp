@@ -1,0 +1,285 @@
+// ATen convolutions, pooling and upsampling: conv1d/2d/3d (including padding="same"),
+// convolution, conv_transpose*, max / avg / adaptive pools onto Kiln's ops (unbatched inputs
+// get a batch dim of 1 around the op), and the upsample ops (nearest, nearest-exact, linear /
+// bilinear / trilinear, bicubic) as index selections along each resized dim with indices
+// and weights computed at import time (PyTorch's source-index rules; resized dims must be
+// static).
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "frontends/pt2/aten_op_helpers.h"
+
+namespace kiln::frontends {
+
+namespace {
+
+using ir::SymInt;
+
+// Expands a conv/pool parameter to one value per spatial dim.
+std::vector<int64_t> per_dim(AtenNodeContext& c, std::vector<int64_t> values, size_t spatial, const char* what) {
+  if (values.size() == 1 && spatial > 1) values.assign(spatial, values[0]);
+  if (values.size() != spatial) c.fail(what, " has ", values.size(), " values for ", spatial, " spatial dims");
+  return values;
+}
+
+// Runs `body` on x with a batch dim added when x is unbatched (rank spatial + 1), removing it
+// from the result.
+ir::Node* batched(AtenNodeContext& c, ir::Node* x, size_t spatial, const std::function<ir::Node*(ir::Node*)>& body) {
+  if (rank_of(x) != int64_t(spatial) + 1) return body(x);
+  return c.call("squeeze", {body(c.call("unsqueeze", {x, int64_t(0)})), ir::Argument::ints({0})});
+}
+
+AtenConverter conv(size_t spatial) {
+  return [spatial](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("input");
+    ir::Node* weight = c.tensor("weight");
+    ir::Node* bias = c.optional_tensor("bias");
+    std::vector<int64_t> stride = per_dim(c, c.ints("stride", std::vector<int64_t>{1}), spatial, "stride");
+    std::vector<int64_t> dilation = per_dim(c, c.ints("dilation", std::vector<int64_t>{1}), spatial, "dilation");
+    int64_t groups = c.int_arg("groups", 1);
+    std::vector<int64_t> padding;
+    const ExportArgument* pad = c.find("padding");
+    if (pad && pad->kind == "as_string") {
+      std::string mode = pad->value.get<std::string>();
+      if (mode == "valid") {
+        padding.assign(spatial, 0);
+      } else if (mode == "same") {
+        // total = dilation * (kernel - 1), the extra element (if odd) on the right, as PyTorch does.
+        std::vector<SymInt> extra;
+        padding.assign(spatial, 0);
+        bool asymmetric = false;
+        for (size_t d = 0; d < spatial; ++d) {
+          std::optional<int64_t> kernel = shape_of(weight)[2 + d].maybe_constant();
+          if (!kernel) c.fail("padding='same' needs a static kernel size");
+          int64_t total = dilation[d] * (*kernel - 1);
+          padding[d] = total / 2;
+          asymmetric |= total % 2 != 0;
+        }
+        if (asymmetric) {
+          std::vector<SymInt> pads;  // F.pad order: last dim first, (left, right) each
+          for (size_t d = spatial; d-- > 0;) {
+            int64_t total = dilation[d] * (shape_of(weight)[2 + d].constant() - 1);
+            pads.insert(pads.end(), {SymInt(total / 2), SymInt(total - total / 2)});
+            padding[d] = 0;
+          }
+          x = c.call("pad", {x, ir::Argument::sym_ints(pads), std::string("constant"), 0.0});
+        }
+      } else {
+        c.fail("padding='", mode, "' is not supported (expected 'same' or 'valid')");
+      }
+    } else {
+      padding = per_dim(c, c.ints("padding", std::vector<int64_t>{0}), spatial, "padding");
+    }
+    ir::Node* y = batched(c, x, spatial, [&](ir::Node* input) {
+      return c.call("convolution", {input, weight, bias ? ir::Argument(bias) : ir::Argument(), ir::Argument::ints(stride),
+                                    ir::Argument::ints(padding), ir::Argument::ints(dilation), false, ir::Argument::ints({0}), groups});
+    });
+    c.set_output(0, y);
+  };
+}
+
+AtenConverter conv_transpose(size_t spatial) {
+  return [spatial](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("input");
+    ir::Node* weight = c.tensor("weight");
+    ir::Node* bias = c.optional_tensor("bias");
+    std::vector<int64_t> stride = per_dim(c, c.ints("stride", std::vector<int64_t>{1}), spatial, "stride");
+    std::vector<int64_t> padding = per_dim(c, c.ints("padding", std::vector<int64_t>{0}), spatial, "padding");
+    std::vector<int64_t> output_padding = per_dim(c, c.ints("output_padding", std::vector<int64_t>{0}), spatial, "output_padding");
+    std::vector<int64_t> dilation = per_dim(c, c.ints("dilation", std::vector<int64_t>{1}), spatial, "dilation");
+    int64_t groups = c.int_arg("groups", 1);
+    c.set_output(0, batched(c, x, spatial, [&](ir::Node* input) {
+      return c.call("convolution", {input, weight, bias ? ir::Argument(bias) : ir::Argument(), ir::Argument::ints(stride),
+                                    ir::Argument::ints(padding), ir::Argument::ints(dilation), true,
+                                    ir::Argument::ints(output_padding), groups});
+    }));
+  };
+}
+
+void convert_convolution(AtenNodeContext& c) {
+  ir::Node* weight = c.tensor("weight");
+  ir::Node* bias = c.optional_tensor("bias");
+  c.emit(0, "convolution", {c.tensor("input"), weight, bias ? ir::Argument(bias) : ir::Argument(),
+                            ir::Argument::ints(c.ints("stride")), ir::Argument::ints(c.ints("padding")),
+                            ir::Argument::ints(c.ints("dilation")), c.bool_arg("transposed"),
+                            ir::Argument::ints(c.ints("output_padding")), c.int_arg("groups")});
+}
+
+AtenConverter max_pool(size_t spatial, bool with_indices) {
+  return [spatial, with_indices](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("self");
+    std::vector<int64_t> kernel = c.ints("kernel_size");
+    std::vector<int64_t> stride = c.ints("stride", std::vector<int64_t>{});
+    std::vector<int64_t> padding = c.ints("padding", std::vector<int64_t>{0});
+    std::vector<int64_t> dilation = c.ints("dilation", std::vector<int64_t>{1});
+    bool ceil_mode = c.bool_arg("ceil_mode", false);
+    if (with_indices && c.output_used(1))
+      c.fail("the indices output of max pooling is not supported (only the pooled values)");
+    (void)spatial;
+    c.emit(0, "max_pool", {x, ir::Argument::ints(kernel), ir::Argument::ints(stride), ir::Argument::ints(padding),
+                           ir::Argument::ints(dilation), ceil_mode});
+  };
+}
+
+void convert_avg_pool(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  std::optional<int64_t> divisor = c.optional_int("divisor_override");
+  c.emit(0, "avg_pool", {x, ir::Argument::ints(c.ints("kernel_size")), ir::Argument::ints(c.ints("stride", std::vector<int64_t>{})),
+                         ir::Argument::ints(c.ints("padding", std::vector<int64_t>{0})), c.bool_arg("ceil_mode", false),
+                         c.bool_arg("count_include_pad", true), divisor ? ir::Argument(*divisor) : ir::Argument()});
+}
+
+void convert_adaptive_avg_pool(AtenNodeContext& c) {
+  c.emit(0, "adaptive_avg_pool", {c.tensor("self"), ir::Argument::ints(c.ints("output_size"))});
+}
+
+void convert_adaptive_max_pool(AtenNodeContext& c) {
+  if (c.output_used(1)) c.fail("the indices output of adaptive max pooling is not supported (only the pooled values)");
+  c.emit(0, "adaptive_max_pool", {c.tensor("self"), ir::Argument::ints(c.ints("output_size"))});
+}
+
+// ---- upsampling
+
+enum class Interpolation { nearest, nearest_exact, linear, cubic };
+
+// The output size of each resized dim: output_size, or floor(input * scale).
+std::vector<int64_t> output_sizes(AtenNodeContext& c, const std::vector<int64_t>& input, std::vector<double>& scales) {
+  std::optional<std::vector<int64_t>> given = c.optional_ints("output_size");
+  std::vector<double> factors;
+  if (const ExportArgument* arg = c.find("scale_factors"); arg && arg->kind == "as_floats")
+    for (const auto& v : arg->value) factors.push_back(v.get<double>());
+  for (const char* name : {"scales_d", "scales_h", "scales_w", "scales"})
+    if (std::optional<double> s = c.optional_float(name)) factors.push_back(*s);
+  std::vector<int64_t> sizes(input.size());
+  scales.assign(input.size(), 0.0);  // 0: derive from the sizes
+  if (!factors.empty() && factors.size() != input.size())
+    c.fail("expected ", input.size(), " scale factors, got ", factors.size());
+  for (size_t d = 0; d < input.size(); ++d) {
+    if (!factors.empty()) scales[d] = factors[d];
+    if (given && !given->empty()) sizes[d] = (*given)[d];
+    else if (!factors.empty()) sizes[d] = int64_t(std::floor(double(input[d]) * factors[d]));
+    else c.fail("neither output_size nor scale_factors is given");
+  }
+  return sizes;
+}
+
+// in / out, or 1 / scale when a scale was given (PyTorch's area_pixel_compute_scale).
+double pixel_scale(bool align_corners, int64_t in, int64_t out, double scale) {
+  if (align_corners) return out > 1 ? double(in - 1) / double(out - 1) : 0.0;
+  return scale > 0 ? 1.0 / scale : double(in) / double(out);
+}
+
+// Resizes dim `dim` of x from `in` to `out`.
+ir::Node* resize_dim(AtenNodeContext& c, ir::Node* x, int64_t dim, int64_t in, int64_t out, double scale, Interpolation mode,
+                     bool align_corners) {
+  auto indices = [&](const std::vector<int64_t>& v) { return c.constant(Tensor::from_vector({int64_t(v.size())}, v, DType::i64), "resize_index"); };
+  auto weights = [&](const std::vector<double>& w) {
+    std::vector<SymInt> shape(size_t(rank_of(x)), SymInt(1));
+    shape[size_t(dim)] = SymInt(int64_t(w.size()));
+    ir::Node* t = c.constant(Tensor::from_vector({int64_t(w.size())}, w, is_floating(dtype_of(x)) ? dtype_of(x) : DType::f32), "resize_weight");
+    return c.call("reshape", {t, ir::Argument::sym_ints(shape)});
+  };
+  if (mode == Interpolation::nearest || mode == Interpolation::nearest_exact) {
+    double s = pixel_scale(false, in, out, scale);
+    std::vector<int64_t> picks;
+    for (int64_t i = 0; i < out; ++i) {
+      double src = mode == Interpolation::nearest ? std::floor(double(i) * s) : std::floor((double(i) + 0.5) * s);
+      picks.push_back(std::min<int64_t>(int64_t(src), in - 1));
+    }
+    return c.call("index_select", {x, dim, indices(picks)});
+  }
+  double s = pixel_scale(align_corners, in, out, scale);
+  if (mode == Interpolation::linear) {
+    std::vector<int64_t> low, high;
+    std::vector<double> low_weight, high_weight;
+    for (int64_t i = 0; i < out; ++i) {
+      double src = align_corners ? double(i) * s : std::max(0.0, (double(i) + 0.5) * s - 0.5);
+      int64_t i0 = std::min<int64_t>(int64_t(src), in - 1);
+      int64_t i1 = std::min<int64_t>(i0 + 1, in - 1);
+      double lambda = std::clamp(src - double(i0), 0.0, 1.0);
+      low.push_back(i0);
+      high.push_back(i1);
+      low_weight.push_back(1.0 - lambda);
+      high_weight.push_back(lambda);
+    }
+    ir::Node* a = c.call("mul", {c.call("index_select", {x, dim, indices(low)}), weights(low_weight)});
+    ir::Node* b = c.call("mul", {c.call("index_select", {x, dim, indices(high)}), weights(high_weight)});
+    return c.call("add", {a, b});
+  }
+  // cubic: Keys' kernel with A = -0.75, taps clamped to the edges.
+  constexpr double A = -0.75;
+  auto near = [](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };
+  auto far = [](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };
+  std::array<std::vector<int64_t>, 4> taps;
+  std::array<std::vector<double>, 4> tap_weights;
+  for (int64_t i = 0; i < out; ++i) {
+    double src = align_corners ? double(i) * s : (double(i) + 0.5) * s - 0.5;
+    double base = std::floor(src);
+    double t = src - base;
+    std::array<double, 4> w = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+    for (int k = 0; k < 4; ++k) {
+      taps[size_t(k)].push_back(std::clamp<int64_t>(int64_t(base) - 1 + k, 0, in - 1));
+      tap_weights[size_t(k)].push_back(w[size_t(k)]);
+    }
+  }
+  ir::Node* sum = nullptr;
+  for (size_t k = 0; k < 4; ++k) {
+    ir::Node* term = c.call("mul", {c.call("index_select", {x, dim, indices(taps[k])}), weights(tap_weights[k])});
+    sum = sum ? c.call("add", {sum, term}) : term;
+  }
+  return sum;
+}
+
+AtenConverter upsample(Interpolation mode) {
+  return [mode](AtenNodeContext& c) {
+    ir::Node* x = c.tensor(c.find("input") ? "input" : "self");
+    int64_t rank = rank_of(x);
+    if (rank < 3) c.fail("upsampling expects a batched input (N, C, ...), got rank ", rank);
+    std::vector<int64_t> input;
+    for (int64_t d = 2; d < rank; ++d) {
+      std::optional<int64_t> size = shape_of(x)[size_t(d)].maybe_constant();
+      if (!size) c.fail("upsampling a dim of symbolic size is not supported (the resized dims must be static)");
+      input.push_back(*size);
+    }
+    std::vector<double> scales;
+    std::vector<int64_t> sizes = output_sizes(c, input, scales);
+    bool align_corners = c.bool_arg("align_corners", false);
+    ir::Node* y = x;
+    for (size_t d = 0; d < input.size(); ++d)
+      y = resize_dim(c, y, int64_t(d) + 2, input[d], sizes[d], scales[d], mode, align_corners);
+    c.set_output(0, y == x ? c.call("clone", {x}) : y);
+  };
+}
+
+}  // namespace
+
+void register_aten_conv_pool_ops(AtenOpTable& table) {
+  for (size_t spatial : {1, 2, 3}) {
+    std::string suffix = std::to_string(spatial) + "d";
+    add_op(table, "conv" + suffix, "default", conv(spatial));
+    add_op(table, "conv" + suffix, "padding", conv(spatial));
+    add_op(table, "conv_transpose" + suffix, "input", conv_transpose(spatial));
+    add_op(table, "max_pool" + suffix, "default", max_pool(spatial, false));
+    add_op(table, "max_pool" + suffix + "_with_indices", "default", max_pool(spatial, true));
+    add_op(table, "avg_pool" + suffix, "default", convert_avg_pool);
+    add_op(table, "adaptive_avg_pool" + suffix, "default", convert_adaptive_avg_pool);
+    add_op(table, "adaptive_max_pool" + suffix, "default", convert_adaptive_max_pool);
+  }
+  add_op(table, "_adaptive_avg_pool2d", "default", convert_adaptive_avg_pool);
+  add_op(table, "_adaptive_avg_pool3d", "default", convert_adaptive_avg_pool);
+  add_op(table, "convolution", "default", convert_convolution);
+  add_op(table, "_convolution", "default", convert_convolution);
+  for (const char* overload : {"vec", "default"}) {
+    for (const char* rank : {"1d", "2d", "3d"}) {
+      add_op(table, std::string("upsample_nearest") + rank, overload, upsample(Interpolation::nearest));
+      add_op(table, std::string("_upsample_nearest_exact") + rank, overload, upsample(Interpolation::nearest_exact));
+    }
+    add_op(table, "upsample_linear1d", overload, upsample(Interpolation::linear));
+    add_op(table, "upsample_bilinear2d", overload, upsample(Interpolation::linear));
+    add_op(table, "upsample_trilinear3d", overload, upsample(Interpolation::linear));
+    add_op(table, "upsample_bicubic2d", overload, upsample(Interpolation::cubic));
+  }
+}
+
+}  // namespace kiln::frontends

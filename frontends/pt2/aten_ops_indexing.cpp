@@ -1,0 +1,298 @@
+// ATen indexing ops: advanced indexing (index.Tensor, through a linear index into the
+// indexed dims and index_select), index_put, index_select, gather, scatter and its
+// reductions, the *_scatter ops (select / slice / diagonal / as_strided, written as a copy_
+// into a view of a clone), embedding, take, masked_scatter, index_add / index_copy /
+// index_fill.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "frontends/pt2/aten_op_helpers.h"
+
+namespace kiln::frontends {
+
+namespace {
+
+using ir::SymInt;
+
+// An index tensor as i64 with negative positions wrapped by `size`.
+ir::Node* wrapped_index(AtenNodeContext& c, ir::Node* index, const SymInt& size) {
+  ir::Node* i = cast_to(c, index, DType::i64);
+  ir::Argument bound = size.is_constant() ? ir::Argument(size.constant()) : ir::Argument(c.sym_int_tensor(size));
+  return c.call("where", {c.call("lt", {i, int64_t(0)}), c.call("add", {i, bound}), i});
+}
+
+// x[indices]: PyTorch's advanced indexing with integer index tensors (None keeps a dim).
+void convert_index(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  std::vector<ir::Node*> indices = c.optional_tensors("indices");
+  int64_t rank = rank_of(x);
+  if (int64_t(indices.size()) > rank) c.fail("too many indices for tensor of dimension ", rank);
+  std::vector<int64_t> indexed, kept;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool has = size_t(d) < indices.size() && indices[size_t(d)];
+    if (has && (dtype_of(indices[size_t(d)]) == DType::boolean || dtype_of(indices[size_t(d)]) == DType::u8))
+      c.fail("indexing with a boolean mask gives a result whose size depends on the mask's values; Kiln compiles "
+             "static shapes (use torch.where, or masked_fill, in the model)");
+    (has ? indexed : kept).push_back(d);
+  }
+  if (indexed.empty()) return void(c.set_output(0, c.call("clone", {x})));
+  const ir::SymShape& shape = shape_of(x);
+  // The linear position into the indexed dims, broadcast over every index's shape.
+  ir::Node* linear = nullptr;
+  SymInt stride = 1;
+  for (auto it = indexed.rbegin(); it != indexed.rend(); ++it) {
+    ir::Node* position = wrapped_index(c, indices[size_t(*it)], shape[size_t(*it)]);
+    if (!stride.is_constant() || stride.constant() != 1)
+      position = c.call("mul", {position, stride.is_constant() ? ir::Argument(stride.constant()) : ir::Argument(c.sym_int_tensor(stride))});
+    linear = linear ? c.call("add", {position, linear}) : position;
+    stride = stride * shape[size_t(*it)];
+  }
+  ir::SymShape broadcast = shape_of(linear);
+  SymInt count = 1;
+  for (const SymInt& size : broadcast) count = count * size;
+  // x with the indexed dims first, merged into one.
+  std::vector<int64_t> order = indexed;
+  order.insert(order.end(), kept.begin(), kept.end());
+  ir::Node* front = c.call("permute", {x, ir::Argument::ints(order)});
+  std::vector<SymInt> merged = {stride};
+  for (int64_t d : kept) merged.push_back(shape[size_t(d)]);
+  front = c.call("reshape", {front, ir::Argument::sym_ints(merged)});
+  ir::Node* flat = c.call("reshape", {linear, ir::Argument::sym_ints({count})});
+  ir::Node* gathered = c.call("index_select", {front, int64_t(0), flat});
+  std::vector<SymInt> result = broadcast;
+  for (int64_t d : kept) result.push_back(shape[size_t(d)]);
+  ir::Node* y = c.call("reshape", {gathered, ir::Argument::sym_ints(result)});
+  // Adjacent indexed dims keep their place; separated ones go first (PyTorch's rule).
+  bool adjacent = indexed.back() - indexed.front() + 1 == int64_t(indexed.size());
+  int64_t place = indexed.front();
+  if (adjacent && place > 0) {
+    int64_t b = int64_t(broadcast.size());
+    std::vector<int64_t> back;
+    for (int64_t k = 0; k < place; ++k) back.push_back(b + k);
+    for (int64_t k = 0; k < b; ++k) back.push_back(k);
+    for (int64_t k = place; k < int64_t(kept.size()); ++k) back.push_back(b + k);
+    y = c.call("permute", {y, ir::Argument::ints(back)});
+  }
+  c.set_output(0, y);
+}
+
+void convert_index_put(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  std::vector<ir::Node*> indices = c.optional_tensors("indices");
+  std::vector<ir::Argument> index_args;
+  for (ir::Node* index : indices) index_args.emplace_back(index ? ir::Argument(index) : ir::Argument());
+  ir::Node* values = cast_to(c, c.tensor("values"), dtype_of(self));
+  c.result("index_put", {self, ir::Argument(index_args), values, c.bool_arg("accumulate", false)});
+}
+
+void convert_index_select(AtenNodeContext& c) {
+  c.emit(0, "index_select", {c.tensor("self"), c.int_arg("dim"), c.tensor("index")});
+}
+
+void convert_gather(AtenNodeContext& c) { c.emit(0, "gather", {c.tensor("self"), c.int_arg("dim"), c.tensor("index")}); }
+
+std::string kiln_reduce(AtenNodeContext& c, const std::string& reduce) {
+  if (reduce == "add" || reduce == "sum") return "sum";
+  if (reduce == "multiply" || reduce == "prod") return "prod";
+  if (reduce == "amax" || reduce == "amin") return reduce;
+  c.fail("reduce '", reduce, "' is not supported");
+}
+
+// scatter.src / .value / .reduce / .value_reduce, scatter_add
+AtenConverter scatter(std::optional<std::string> fixed_reduce) {
+  return [fixed_reduce](AtenNodeContext& c) {
+    ir::Node* self = c.tensor("self");
+    ir::Argument src = c.find("src") ? c.tensor_or_scalar("src") : c.scalar("value");
+    if (src.is_node()) src = cast_to(c, src.node(), dtype_of(self));
+    ir::Kwargs kwargs;
+    std::optional<std::string> reduce = fixed_reduce ? fixed_reduce : c.optional_string("reduce");
+    if (reduce) kwargs.emplace_back("reduce", kiln_reduce(c, *reduce));
+    c.result("scatter", {self, c.int_arg("dim"), c.tensor("index"), src}, std::move(kwargs));
+  };
+}
+
+// scatter_reduce.two(self, dim, index, src, reduce, include_self): the reductions Kiln's
+// scatter has; mean as a sum divided by a count; include_self=False by first overwriting the
+// scattered-to positions with the reduction's identity.
+void convert_scatter_reduce(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  int64_t dim = c.int_arg("dim");
+  ir::Node* index = c.tensor("index");
+  ir::Node* src = cast_to(c, c.tensor("src"), dtype_of(self));
+  std::string reduce = c.string_arg("reduce");
+  bool include_self = c.bool_arg("include_self", true);
+  bool mean = reduce == "mean";
+  std::string kiln = mean ? "sum" : kiln_reduce(c, reduce);
+  ir::Node* base = self;
+  if (!include_self) {
+    double identity = kiln == "sum" ? 0.0 : kiln == "prod" ? 1.0 : kiln == "amax" ? -std::numeric_limits<double>::infinity()
+                                                                                  : std::numeric_limits<double>::infinity();
+    if (!is_floating(dtype_of(self)) && std::isinf(identity))
+      identity = kiln == "amax" ? double(std::numeric_limits<int64_t>::min()) : double(std::numeric_limits<int64_t>::max());
+    base = c.call("scatter", {self, dim, index, identity});
+  }
+  ir::Node* reduced = c.call("scatter", {base, dim, index, src}, {{"reduce", kiln}});
+  if (!mean) return void(c.result_node(reduced));
+  ir::Node* ones = c.call("full_like", {src, int64_t(1)});
+  ir::Node* counts = c.call("scatter", {c.call("full_like", {self, include_self ? 1 : 0}), dim, index, ones}, {{"reduce", std::string("sum")}});
+  counts = c.call("maximum", {counts, int64_t(1)});
+  ir::Node* divided = is_floating(dtype_of(self)) ? c.call("div", {reduced, counts})
+                                                  : c.call("div", {reduced, counts}, {{"rounding_mode", std::string("floor")}});
+  c.result_node(cast_to(c, divided, dtype_of(self)));
+}
+
+// The *_scatter ops: a clone of self with a view of it overwritten by src.
+AtenConverter view_scatter(std::function<ir::Node*(AtenNodeContext&, ir::Node*)> view) {
+  return [view](AtenNodeContext& c) {
+    ir::Node* out = c.call("clone", {c.tensor("self")});
+    ir::Node* target = view(c, out);
+    c.call("copy_", {target, c.tensor("src")});
+    c.set_output(0, out);
+  };
+}
+
+ir::Node* select_view(AtenNodeContext& c, ir::Node* x) { return c.call("select", {x, c.int_arg("dim"), c.sym_int("index")}); }
+
+ir::Node* slice_view(AtenNodeContext& c, ir::Node* x) {
+  std::optional<SymInt> start = c.optional_sym_int("start"), end = c.optional_sym_int("end");
+  return c.call("slice", {x, c.int_arg("dim", 0), start ? ir::Argument(*start) : ir::Argument(),
+                          end ? ir::Argument(*end) : ir::Argument(), c.sym_int("step", SymInt(1))});
+}
+
+ir::Node* diagonal_view(AtenNodeContext& c, ir::Node* x) {
+  int64_t rank = rank_of(x);
+  int64_t offset = c.int_arg("offset", 0);
+  int64_t dim1 = wrap_dim(c, c.int_arg("dim1", 0), rank), dim2 = wrap_dim(c, c.int_arg("dim2", 1), rank);
+  const ir::SymShape& shape = shape_of(x);
+  ir::SymShape strides = ir::contiguous_strides(shape);
+  std::optional<int64_t> n1 = shape[size_t(dim1)].maybe_constant(), n2 = shape[size_t(dim2)].maybe_constant();
+  if (!n1 || !n2) c.fail("diagonal of symbolic dims is not supported");
+  int64_t length = offset >= 0 ? std::max<int64_t>(0, std::min(*n1, *n2 - offset)) : std::max<int64_t>(0, std::min(*n1 + offset, *n2));
+  SymInt start = 0;
+  if (length > 0) start = offset >= 0 ? SymInt(offset) * strides[size_t(dim2)] : SymInt(-offset) * strides[size_t(dim1)];
+  std::vector<SymInt> sizes, new_strides;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == dim1 || d == dim2) continue;
+    sizes.push_back(shape[size_t(d)]);
+    new_strides.push_back(strides[size_t(d)]);
+  }
+  sizes.emplace_back(length);
+  new_strides.push_back(strides[size_t(dim1)] + strides[size_t(dim2)]);
+  return c.call("as_strided", {x, ir::Argument::sym_ints(sizes), ir::Argument::sym_ints(new_strides), start});
+}
+
+ir::Node* as_strided_view(AtenNodeContext& c, ir::Node* x) {
+  std::optional<SymInt> offset = c.optional_sym_int("storage_offset");
+  return c.call("as_strided", {x, ir::Argument::sym_ints(c.sym_ints("size")), ir::Argument::sym_ints(c.sym_ints("stride")),
+                               offset ? ir::Argument(*offset) : ir::Argument()});
+}
+
+void convert_embedding(AtenNodeContext& c) {
+  c.emit(0, "embedding", {c.tensor("weight"), c.tensor("indices"), c.int_arg("padding_idx", -1)});
+}
+
+void convert_take(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  ir::Node* index = c.tensor("index");
+  SymInt total = 1;
+  for (const SymInt& size : shape_of(x)) total = total * size;
+  SymInt count = 1;
+  for (const SymInt& size : shape_of(index)) count = count * size;
+  ir::Node* flat = c.call("reshape", {x, ir::Argument::sym_ints({total})});
+  ir::Node* positions = c.call("reshape", {wrapped_index(c, index, total), ir::Argument::sym_ints({count})});
+  c.emit(0, "reshape", {c.call("index_select", {flat, int64_t(0), positions}), ir::Argument::sym_ints(shape_of(index))});
+}
+
+// masked_scatter(self, mask, source): the k-th true position of the (broadcast) mask takes
+// source's k-th element, in row-major order (a cumulative sum of the mask numbers them).
+void convert_masked_scatter(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  ir::Node* mask = c.tensor("mask");
+  ir::Node* source = c.tensor("source");
+  const ir::SymShape& shape = shape_of(self);
+  SymInt total = 1;
+  for (const SymInt& size : shape) total = total * size;
+  ir::Node* full_mask = c.call("expand", {mask, ir::Argument::sym_ints(shape)});
+  ir::Node* flat_mask = c.call("reshape", {full_mask, ir::Argument::sym_ints({total})});
+  ir::Node* number = c.call("sub", {c.call("cumsum", {c.call("cast", {flat_mask, DType::i64}), int64_t(0)}), int64_t(1)});
+  number = c.call("clamp", {number, int64_t(0), ir::Argument()});
+  SymInt source_total = 1;
+  for (const SymInt& size : shape_of(source)) source_total = source_total * size;
+  if (source_total.is_constant() && source_total.constant() == 0) return void(c.result_node(c.call("clone", {self})));
+  ir::Node* flat_source = c.call("reshape", {cast_to(c, source, dtype_of(self)), ir::Argument::sym_ints({source_total})});
+  number = c.call("minimum", {number, source_total.is_constant() ? ir::Argument(source_total.constant() - 1)
+                                                                 : ir::Argument(c.sym_int_tensor(source_total - SymInt(1)))});
+  ir::Node* taken = c.call("index_select", {flat_source, int64_t(0), number});
+  ir::Node* flat_self = c.call("reshape", {self, ir::Argument::sym_ints({total})});
+  ir::Node* merged = c.call("where", {flat_mask, taken, flat_self});
+  c.result_node(c.call("reshape", {merged, ir::Argument::sym_ints(shape)}));
+}
+
+// An index along `dim` expanded to `shape` (the 1-d index placed at dim, size 1 elsewhere).
+ir::Node* index_along(AtenNodeContext& c, ir::Node* index, int64_t dim, ir::SymShape shape) {
+  std::vector<SymInt> view(shape.size(), SymInt(1));
+  SymInt count = 1;
+  for (const SymInt& size : shape_of(index)) count = count * size;
+  view[size_t(dim)] = count;
+  shape[size_t(dim)] = count;
+  ir::Node* i = c.call("reshape", {cast_to(c, index, DType::i64), ir::Argument::sym_ints(view)});
+  return c.call("expand", {i, ir::Argument::sym_ints(shape)});
+}
+
+void convert_index_add(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  int64_t dim = wrap_dim(c, c.int_arg("dim"), rank_of(self));
+  ir::Node* source = cast_to(c, c.tensor("source"), dtype_of(self));
+  if (c.given("alpha")) source = cast_to(c, c.call("mul", {source, c.scalar("alpha")}), dtype_of(self));
+  if (rank_of(self) == 0) return void(c.result("add", {self, source}));
+  ir::Node* index = index_along(c, c.tensor("index"), dim, shape_of(source));
+  c.result("scatter", {self, dim, index, source}, {{"reduce", std::string("sum")}});
+}
+
+void convert_index_copy(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  int64_t dim = wrap_dim(c, c.int_arg("dim"), rank_of(self));
+  ir::Node* source = cast_to(c, c.tensor("source"), dtype_of(self));
+  if (rank_of(self) == 0) return void(c.result_node(c.call("clone", {source})));
+  c.result("scatter", {self, dim, index_along(c, c.tensor("index"), dim, shape_of(source)), source});
+}
+
+void convert_index_fill(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  int64_t dim = wrap_dim(c, c.int_arg("dim"), rank_of(self));
+  ir::Argument value = c.scalar("value");
+  if (value.is_node()) c.fail("index_fill with a symbolic value is not supported");
+  if (rank_of(self) == 0) return void(c.result_node(c.call("full_like", {self, value})));
+  ir::Node* index = wrapped_index(c, c.tensor("index"), shape_of(self)[size_t(dim)]);
+  c.result("scatter", {self, dim, index_along(c, index, dim, shape_of(self)), value});
+}
+
+}  // namespace
+
+void register_aten_indexing_ops(AtenOpTable& table) {
+  add_op(table, "index", "Tensor", convert_index);
+  add_op_and_inplace(table, "index_put", "default", convert_index_put);
+  add_op(table, "_unsafe_index", "Tensor", convert_index);
+  add_op(table, "_unsafe_index_put", "default", convert_index_put);
+  add_op(table, "index_select", "default", convert_index_select);
+  add_op(table, "gather", "default", convert_gather);
+  add_op_and_inplace(table, "scatter", "src", scatter(std::nullopt));
+  add_op_and_inplace(table, "scatter", "value", scatter(std::nullopt));
+  add_op_and_inplace(table, "scatter", "reduce", scatter(std::nullopt));
+  add_op_and_inplace(table, "scatter", "value_reduce", scatter(std::nullopt));
+  add_op_and_inplace(table, "scatter_add", "default", scatter(std::string("sum")));
+  add_op_and_inplace(table, "scatter_reduce", "two", convert_scatter_reduce);
+  add_op(table, "select_scatter", "default", view_scatter(select_view));
+  add_op(table, "slice_scatter", "default", view_scatter(slice_view));
+  add_op(table, "diagonal_scatter", "default", view_scatter(diagonal_view));
+  add_op(table, "as_strided_scatter", "default", view_scatter(as_strided_view));
+  add_op(table, "embedding", "default", convert_embedding);
+  add_op(table, "take", "default", convert_take);
+  add_op_and_inplace(table, "masked_scatter", "default", convert_masked_scatter);
+  add_op_and_inplace(table, "index_add", "default", convert_index_add);
+  add_op_and_inplace(table, "index_copy", "default", convert_index_copy);
+  add_op_and_inplace(table, "index_fill", "int_Scalar", convert_index_fill);
+}
+
+}  // namespace kiln::frontends

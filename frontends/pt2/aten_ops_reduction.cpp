@@ -1,0 +1,220 @@
+// ATen reductions: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, var, std
+// and var_mean/std_mean (Welford in Kiln), any/all, logsumexp, vector norms, cumsum,
+// count_nonzero and aminmax. An empty dim list reduces every dim, as in PyTorch.
+#include <cmath>
+#include <limits>
+
+#include "frontends/pt2/aten_op_helpers.h"
+
+namespace kiln::frontends {
+
+namespace {
+
+// The dims to reduce as a Kiln int[]? argument: None (all) for an absent, None or empty list.
+ir::Argument reduced_dims(AtenNodeContext& c, const char* name = "dim") {
+  std::optional<std::vector<int64_t>> dims = c.optional_ints(name);
+  if (!dims || dims->empty()) return ir::Argument();
+  return ir::Argument::ints(*dims);
+}
+
+ir::Argument dtype_or_none(AtenNodeContext& c) {
+  std::optional<DType> dtype = c.dtype_arg("dtype");
+  return dtype ? ir::Argument(*dtype) : ir::Argument();
+}
+
+// sum / mean / prod with optional dims, keepdim and dtype.
+AtenConverter sum_like(std::string op) {
+  return [op](AtenNodeContext& c) {
+    ir::Kwargs kwargs;
+    if (std::optional<DType> dtype = c.dtype_arg("dtype")) kwargs.emplace_back("dtype", *dtype);
+    c.result(op, {c.tensor("self"), reduced_dims(c), c.bool_arg("keepdim", false)}, std::move(kwargs));
+  };
+}
+
+void convert_prod_dim(AtenNodeContext& c) {
+  ir::Kwargs kwargs;
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) kwargs.emplace_back("dtype", *dtype);
+  c.result("prod", {c.tensor("self"), ir::Argument::ints({c.int_arg("dim")}), c.bool_arg("keepdim", false)}, std::move(kwargs));
+}
+
+AtenConverter extreme(std::string op) {
+  return [op](AtenNodeContext& c) {
+    std::vector<int64_t> dims = c.ints("dim", std::vector<int64_t>{});
+    c.result(op, {c.tensor("self"), ir::Argument::ints(dims), c.bool_arg("keepdim", false)});
+  };
+}
+
+// max.default / min.default: over every element.
+AtenConverter extreme_all(std::string op) {
+  return [op](AtenNodeContext& c) { c.result(op, {c.tensor("self"), ir::Argument::ints({}), false}); };
+}
+
+// max.dim / min.dim -> (values, indices)
+AtenConverter extreme_with_index(bool is_max) {
+  return [is_max](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("self");
+    int64_t dim = c.int_arg("dim");
+    bool keepdim = c.bool_arg("keepdim", false);
+    c.emit(0, is_max ? "amax" : "amin", {x, ir::Argument::ints({dim}), keepdim});
+    if (c.output_used(1)) c.emit(1, is_max ? "argmax" : "argmin", {x, dim, keepdim});
+  };
+}
+
+AtenConverter arg_extreme(std::string op) {
+  return [op](AtenNodeContext& c) {
+    std::optional<int64_t> dim = c.optional_int("dim");
+    c.result(op, {c.tensor("self"), dim ? ir::Argument(*dim) : ir::Argument(), c.bool_arg("keepdim", false)});
+  };
+}
+
+// The correction of var/std: correction (var.correction), or unbiased (var.dim, var.default).
+double correction_of(AtenNodeContext& c) {
+  if (c.find("unbiased")) return c.bool_arg("unbiased", true) ? 1.0 : 0.0;
+  return c.float_arg("correction", 1.0);
+}
+
+AtenConverter variance(bool root) {
+  return [root](AtenNodeContext& c) {
+    ir::Node* v = c.call("var", {c.tensor("self"), reduced_dims(c)},
+                         {{"correction", correction_of(c)}, {"keepdim", c.bool_arg("keepdim", false)}});
+    c.result_node(root ? c.call("sqrt", {v}) : v);
+  };
+}
+
+AtenConverter variance_mean(bool root) {
+  return [root](AtenNodeContext& c) {
+    ir::Node* both = c.call("var_mean", {c.tensor("self"), reduced_dims(c)},
+                            {{"correction", correction_of(c)}, {"keepdim", c.bool_arg("keepdim", false)}});
+    ir::Node* v = c.call("getitem", {both, int64_t(0)});
+    c.set_output(0, root ? c.call("sqrt", {v}) : v);
+    c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+  };
+}
+
+// any / all: amax / amin of (x != 0) as bools.
+AtenConverter any_all(bool is_any) {
+  return [is_any](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("self");
+    ir::Node* truth = dtype_of(x) == DType::boolean ? x : c.call("ne", {x, int64_t(0)});
+    std::vector<int64_t> dims;
+    if (std::optional<int64_t> dim = c.find("dim") && c.find("dim")->kind == "as_int" ? c.optional_int("dim") : std::nullopt)
+      dims = {*dim};
+    else if (std::optional<std::vector<int64_t>> list = c.optional_ints("dim"))
+      dims = *list;
+    if (rank_of(x) == 0) return void(c.result_node(c.call("clone", {truth})));
+    c.result_node(c.call(is_any ? "amax" : "amin", {truth, ir::Argument::ints(dims), c.bool_arg("keepdim", false)}));
+  };
+}
+
+void convert_logsumexp(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (!is_floating(dtype_of(x))) x = c.call("cast", {x, DType::f32});
+  std::vector<int64_t> dims = c.ints("dim", std::vector<int64_t>{});
+  bool keepdim = c.bool_arg("keepdim", false);
+  if (rank_of(x) == 0) return void(c.result_node(c.call("clone", {x})));
+  ir::Argument reduce = ir::Argument::ints(dims.empty() ? std::vector<int64_t>{} : dims);
+  ir::Node* high = c.call("amax", {x, reduce, true});
+  ir::Node* shift = c.call("where", {c.call("eq", {c.call("abs", {high}), std::numeric_limits<double>::infinity()}), 0.0, high});
+  ir::Node* total = c.call("sum", {c.call("exp", {c.call("sub", {x, shift})}), dims.empty() ? ir::Argument() : reduce, keepdim});
+  ir::Node* kept_shift = keepdim ? shift : c.call("squeeze", {shift, dims.empty() ? ir::Argument() : reduce});
+  c.result_node(c.call("add", {c.call("log", {total}), kept_shift}));
+}
+
+// A p-norm over dims: sum |x|^p ^ (1/p), with p = 0 (count of non-zeros), 1, 2, +-inf special.
+ir::Node* vector_norm(AtenNodeContext& c, ir::Node* x, double p, ir::Argument dims, bool keepdim) {
+  if (!is_floating(dtype_of(x))) x = c.call("cast", {x, DType::f32});
+  ir::Node* a = c.call("abs", {x});
+  bool all = dims.is_none();
+  ir::Argument extreme_dims = all ? ir::Argument::ints({}) : dims;
+  if (std::isinf(p)) return c.call(p > 0 ? "amax" : "amin", {a, extreme_dims, keepdim});
+  if (p == 0) return c.call("sum", {c.call("cast", {c.call("ne", {x, 0.0}), dtype_of(x)}), dims, keepdim});
+  if (p == 1) return c.call("sum", {a, dims, keepdim});
+  if (p == 2) return c.call("sqrt", {c.call("sum", {c.call("mul", {x, x}), dims, keepdim})});
+  return c.call("pow", {c.call("sum", {c.call("pow", {a, p}), dims, keepdim}), 1.0 / p});
+}
+
+void convert_linalg_vector_norm(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) x = cast_to(c, x, *dtype);
+  c.result_node(vector_norm(c, x, c.float_arg("ord", 2.0), reduced_dims(c), c.bool_arg("keepdim", false)));
+}
+
+void convert_norm(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) x = cast_to(c, x, *dtype);
+  c.result_node(vector_norm(c, x, c.float_arg("p", 2.0), reduced_dims(c), c.bool_arg("keepdim", false)));
+}
+
+void convert_cumsum(AtenNodeContext& c) {
+  ir::Kwargs kwargs;
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) kwargs.emplace_back("dtype", *dtype);
+  c.result("cumsum", {c.tensor("self"), c.int_arg("dim")}, std::move(kwargs));
+}
+
+void convert_count_nonzero(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  ir::Node* nonzero = c.call("ne", {x, int64_t(0)});
+  ir::Argument dims = reduced_dims(c);
+  if (dims.is_none() && c.find("dim") && c.find("dim")->kind == "as_int") dims = ir::Argument::ints({c.int_arg("dim")});
+  c.result_node(c.call("sum", {nonzero, dims, false}));
+}
+
+void convert_aminmax(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  std::optional<int64_t> dim = c.optional_int("dim");
+  ir::Argument dims = dim ? ir::Argument::ints({*dim}) : ir::Argument::ints({});
+  bool keepdim = c.bool_arg("keepdim", false);
+  c.emit(0, "amin", {x, dims, keepdim});
+  c.emit(1, "amax", {x, dims, keepdim});
+}
+
+void convert_nansum(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (is_floating(dtype_of(x))) x = c.call("where", {c.call("isnan", {x}), 0.0, x});
+  ir::Kwargs kwargs;
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) kwargs.emplace_back("dtype", *dtype);
+  c.result_node(c.call("sum", {x, reduced_dims(c), c.bool_arg("keepdim", false)}, std::move(kwargs)));
+}
+
+}  // namespace
+
+void register_aten_reduction_ops(AtenOpTable& table) {
+  add_op(table, "sum", "default", sum_like("sum"));
+  add_op(table, "sum", "dim_IntList", sum_like("sum"));
+  add_op(table, "mean", "default", sum_like("mean"));
+  add_op(table, "mean", "dim", sum_like("mean"));
+  add_op(table, "prod", "default", sum_like("prod"));
+  add_op(table, "prod", "dim_int", convert_prod_dim);
+  add_op(table, "nansum", "default", convert_nansum);
+  add_op(table, "amax", "default", extreme("amax"));
+  add_op(table, "amin", "default", extreme("amin"));
+  add_op(table, "max", "default", extreme_all("amax"));
+  add_op(table, "min", "default", extreme_all("amin"));
+  add_op(table, "max", "dim", extreme_with_index(true));
+  add_op(table, "min", "dim", extreme_with_index(false));
+  add_op(table, "argmax", "default", arg_extreme("argmax"));
+  add_op(table, "argmin", "default", arg_extreme("argmin"));
+  add_op(table, "aminmax", "default", convert_aminmax);
+  for (const char* overload : {"correction", "dim", "default"}) {
+    add_op(table, "var", overload, variance(false));
+    add_op(table, "std", overload, variance(true));
+  }
+  for (const char* overload : {"correction", "dim", "default"}) {
+    add_op(table, "var_mean", overload, variance_mean(false));
+    add_op(table, "std_mean", overload, variance_mean(true));
+  }
+  for (const char* overload : {"default", "dim", "dims"}) {
+    add_op(table, "any", overload, any_all(true));
+    add_op(table, "all", overload, any_all(false));
+  }
+  add_op(table, "logsumexp", "default", convert_logsumexp);
+  add_op(table, "linalg_vector_norm", "default", convert_linalg_vector_norm);
+  add_op(table, "norm", "ScalarOpt_dim", convert_norm);
+  add_op(table, "norm", "Scalar", convert_norm);
+  add_op(table, "norm", "ScalarOpt_dim_dtype", convert_norm);
+  add_op_and_inplace(table, "cumsum", "default", convert_cumsum);
+  add_op(table, "count_nonzero", "dim_IntList", convert_count_nonzero);
+  add_op(table, "count_nonzero", "default", convert_count_nonzero);
+}
+
+}  // namespace kiln::frontends
