@@ -370,6 +370,14 @@ std::map<std::string, Tensor> read_pt2_sample_inputs(const std::string& path) {
   return inputs;
 }
 
+std::map<std::string, int> pt2_program_targets(const std::string& path) {
+  Pt2Archive archive(path);
+  ExportProgram program = parse_export_program(archive.zip().read(archive.model_json_entry()), "'" + path + "': " + archive.model_json_entry());
+  std::map<std::string, int> targets;
+  for (const ExportNode& node : program.nodes) ++targets[short_target(node.target)];
+  return targets;
+}
+
 std::vector<std::string> supported_aten_targets() { return AtenOpTable::global().targets(); }
 
 }  // namespace kiln::frontends

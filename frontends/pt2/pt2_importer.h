@@ -37,6 +37,10 @@ ir::Graph import_pt2(const std::string& path);
 // not match the program's inputs.
 std::map<std::string, Tensor> read_pt2_sample_inputs(const std::string& path);
 
+// The targets a .pt2 program calls ("aten.add.Tensor", "_operator.mul"), with how many nodes
+// call each. Throws kiln::Error for an archive or schema the importer cannot read.
+std::map<std::string, int> pt2_program_targets(const std::string& path);
+
 // The ATen targets the importer converts ("aten.add.Tensor", "_operator.mul", ...), sorted.
 std::vector<std::string> supported_aten_targets();
 

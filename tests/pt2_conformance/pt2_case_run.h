@@ -1,0 +1,37 @@
+// Running OpInfo cases: each is classified first (a program that calls a target outside
+// Kiln's ATen table is unsupported and not run), then imported, run on the archive's own
+// sample inputs by the reference interpreter and by the CPU backend, and each output compared
+// with eager PyTorch's (expected_<i>.npy) at the case's tolerances (OpInfo's). A case passes
+// when both match. The cases of one OpInfo entry are compiled together as one merged graph
+// (graph_merge.h); a case whose merged result fails is compiled and run again alone, and that
+// result is the one reported.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/cpu_backend.h"
+#include "runtime/tensor.h"
+#include "tests/pt2_conformance/pt2_test_data.h"
+
+namespace kiln::pt2_conformance {
+
+enum class CaseStatus { passed, failed, unsupported };
+std::string status_name(CaseStatus status);
+CaseStatus status_from_name(const std::string& name);
+
+struct CaseOutcome {
+  CaseStatus status = CaseStatus::failed;
+  std::string detail;  // failed: the stage and the difference; unsupported: the missing targets
+};
+
+CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const compiler::CpuCompileOptions& options);
+// The cases of one OpInfo entry, in order.
+std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const compiler::CpuCompileOptions& options);
+
+// Empty when `actual` matches `expected` (same dtype and shape; floats within atol + rtol *
+// |expected|, NaN equal to NaN, infinities to themselves; integers and bools exactly), else
+// the first difference in words.
+std::string difference(const Tensor& expected, const Tensor& actual, double atol, double rtol);
+
+}  // namespace kiln::pt2_conformance
