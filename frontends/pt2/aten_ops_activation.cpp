@@ -129,9 +129,13 @@ AtenConverter softmax(std::string op, bool with_dtype) {
   return [op, with_dtype](AtenNodeContext& c) {
     ir::Node* x = c.tensor("self");
     int64_t dim = c.int_arg("dim");
-    std::optional<DType> dtype = with_dtype ? c.dtype_arg("dtype") : std::nullopt;
-    if (!with_dtype && c.bool_arg("half_to_float", false)) dtype = DType::f32;
-    c.result(op, {x, dim, dtype ? ir::Argument(*dtype) : ir::Argument()});
+    std::vector<ir::Argument> args = {x, dim, ir::Argument()};
+    if (with_dtype) {
+      if (std::optional<DType> dtype = c.dtype_arg("dtype")) args[2] = *dtype;
+    } else if (c.bool_arg("half_to_float", false)) {
+      args[2] = DType::f32;
+    }
+    c.result(op, std::move(args));
   };
 }
 

@@ -80,10 +80,16 @@ void convert_index(AtenNodeContext& c) {
 void convert_index_put(AtenNodeContext& c) {
   ir::Node* self = c.tensor("self");
   std::vector<ir::Node*> indices = c.optional_tensors("indices");
-  std::vector<ir::Argument> index_args;
-  for (ir::Node* index : indices) index_args.emplace_back(index ? ir::Argument(index) : ir::Argument());
+  std::vector<ir::Argument> index_args(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (indices[i]) index_args[i] = indices[i];
   ir::Node* values = cast_to(c, c.tensor("values"), dtype_of(self));
-  c.result("index_put", {self, ir::Argument(index_args), values, c.bool_arg("accumulate", false)});
+  std::vector<ir::Argument> args(4);
+  args[0] = self;
+  args[1] = ir::Argument(std::move(index_args));
+  args[2] = values;
+  args[3] = c.bool_arg("accumulate", false);
+  c.result("index_put", std::move(args));
 }
 
 void convert_index_select(AtenNodeContext& c) {

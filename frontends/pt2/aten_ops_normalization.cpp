@@ -35,11 +35,18 @@ std::pair<ir::Node*, ir::Node*> updated_statistics(AtenNodeContext& c, ir::Node*
   const ir::SymShape& shape = shape_of(x);
   for (size_t d = 0; d < shape.size(); ++d)
     if (d != 1) count = count * shape[d];
-  ir::Argument n = count.is_constant() ? ir::Argument(double(count.constant())) : ir::Argument(c.call("cast", {c.sym_int_tensor(count), DType::f32}));
-  ir::Node* unbiased = c.call("div", {c.call("mul", {variance, n}), c.call("sub", {n, 1.0})});
+  ir::Node* unbiased;
+  if (count.is_constant()) {
+    double n = double(count.constant());
+    unbiased = c.call("mul", {variance, n / (n - 1.0)});
+  } else {
+    ir::Node* n = c.call("cast", {c.sym_int_tensor(count), DType::f32});
+    unbiased = c.call("div", {c.call("mul", {variance, n}), c.call("sub", {n, 1.0})});
+  }
   auto blend = [&](ir::Node* running, ir::Node* batch) {
-    ir::Node* value = c.call("add", {c.call("mul", {running, 1.0 - momentum}), c.call("mul", {batch, momentum})});
-    return cast_to(c, value, dtype_of(running));
+    ir::Node* kept = c.call("mul", {running, 1.0 - momentum});
+    ir::Node* added = c.call("mul", {batch, momentum});
+    return cast_to(c, c.call("add", {kept, added}), dtype_of(running));
   };
   return {blend(running_mean, mean), blend(running_var, unbiased)};
 }

@@ -17,10 +17,6 @@ ir::Argument reduced_dims(AtenNodeContext& c, const char* name = "dim") {
   return ir::Argument::ints(*dims);
 }
 
-ir::Argument dtype_or_none(AtenNodeContext& c) {
-  std::optional<DType> dtype = c.dtype_arg("dtype");
-  return dtype ? ir::Argument(*dtype) : ir::Argument();
-}
 
 // sum / mean / prod with optional dims, keepdim and dtype.
 AtenConverter sum_like(std::string op) {

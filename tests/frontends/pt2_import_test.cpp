@@ -1,0 +1,143 @@
+// The .pt2 importer on the committed programs of tests/data/pt2/ (scripts/make_pt2_test_programs.py):
+// each imports, runs on the archive's own sample inputs through the interpreter and the CPU
+// backend, and matches eager PyTorch; buffer and input mutations (in-place BatchNorm statistics in
+// the training IR, buffer-mutation outputs in the Core ATen IR, writes through views) reach the
+// tensors they mutate; dynamic dims stay symbols with their ranges; nodes keep the user's source.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "compiler/cpu_backend.h"
+#include "frontends/model_loader.h"
+#include "frontends/pt2/pt2_importer.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "passes/functionalize.h"
+#include "tests/frontends/pt2_test_support.h"
+
+namespace kiln::frontends {
+namespace {
+
+using testing::pt2_difference;
+using testing::pt2_expected;
+using testing::pt2_expected_count;
+using testing::pt2_program;
+
+std::map<std::string, Tensor> clones(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> copies;
+  for (const auto& [name, tensor] : inputs) copies[name] = tensor.clone();
+  return copies;
+}
+
+void expect_outputs(const std::string& name, const std::vector<Tensor>& outputs, const std::string& runner) {
+  ASSERT_EQ(outputs.size(), pt2_expected_count(name)) << name << " (" << runner << ")";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    EXPECT_EQ(pt2_difference(pt2_expected(name, "expected_" + std::to_string(i)), outputs[i]), "")
+        << name << " output " << i << " (" << runner << ")";
+}
+
+class Pt2Programs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Pt2Programs, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
+  const std::string name = GetParam();
+  ir::Graph graph = load_model(pt2_program(name));
+  std::map<std::string, Tensor> inputs = read_pt2_sample_inputs(pt2_program(name));
+  expect_outputs(name, ir::Interpreter().run(graph, clones(inputs)), "interpreter");
+  ir::Graph fresh = import_pt2(pt2_program(name));  // the interpreter updated the first one's buffers
+  expect_outputs(name, compiler::CpuModel::compile(fresh).run(clones(inputs), 1), "cpu");
+}
+
+INSTANTIATE_TEST_SUITE_P(Committed, Pt2Programs,
+                         ::testing::Values("cnn_train", "cnn_train_core", "inplace_views", "dynamic_mlp", "attention", "mlp_loss"));
+
+// BatchNorm in training mode: running_mean, running_var and num_batches_tracked are updated,
+// from the in-place ops of the training IR and from the buffer-mutation outputs of Core ATen.
+TEST(Pt2Import, BatchNormTrainingUpdatesItsBuffers) {
+  for (const std::string name : {"cnn_train", "cnn_train_core"}) {
+    ir::Graph graph = import_pt2(pt2_program(name));
+    ir::Interpreter().run(graph, read_pt2_sample_inputs(pt2_program(name)));
+    for (const std::string buffer : {"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}) {
+      std::string file = "after_" + buffer;
+      std::replace(file.begin(), file.end(), '.', '_');
+      ASSERT_NE(graph.parameter(buffer), nullptr) << name << " " << buffer;
+      EXPECT_EQ(pt2_difference(pt2_expected(name, file), *graph.parameter(buffer)), "") << name << " " << buffer;
+    }
+    // Functionalized, both programs give the buffers' new values as copy-back outputs.
+    ir::Graph functional = import_pt2(pt2_program(name));
+    passes::functionalize(functional);
+    std::set<std::string> written;
+    for (const passes::CopyBack& copy : passes::copy_back_outputs(functional)) written.insert(copy.input->target());
+    EXPECT_EQ(written, (std::set<std::string>{"bn.num_batches_tracked", "bn.running_mean", "bn.running_var"})) << name;
+  }
+}
+
+TEST(Pt2Import, WritesThroughViewsReachTheMutatedUserInput) {
+  std::map<std::string, Tensor> inputs = read_pt2_sample_inputs(pt2_program("inplace_views"));
+  ir::Graph graph = import_pt2(pt2_program("inplace_views"));
+  ir::Interpreter().run(graph, inputs);  // mutates inputs["y"], as PyTorch does
+  EXPECT_EQ(pt2_difference(pt2_expected("inplace_views", "after_y"), inputs.at("y")), "");
+}
+
+TEST(Pt2Import, SignatureGivesPlaceholdersAndParameterReads) {
+  ir::Graph graph = import_pt2(pt2_program("cnn_train"));
+  std::vector<ir::Node*> placeholders = graph.placeholders();
+  ASSERT_EQ(placeholders.size(), 1u);
+  EXPECT_EQ(placeholders[0]->target(), "x");
+  ir::Node* weight = graph.find("p_conv_weight");
+  ASSERT_NE(weight, nullptr);
+  EXPECT_EQ(weight->op(), ir::OpKind::get_attr);
+  EXPECT_EQ(weight->target(), "conv.weight");
+  ASSERT_NE(graph.parameter("lifted_tensor_0"), nullptr);  // a lifted constant
+  ASSERT_NE(graph.parameter("offset"), nullptr);           // a registered buffer
+}
+
+TEST(Pt2Import, DynamicDimsBecomeSymbolsAndDerivedSizesFollow) {
+  ir::Graph graph = import_pt2(pt2_program("dynamic_mlp"));
+  const ir::TensorMeta& x = graph.placeholders().at(0)->value();
+  ASSERT_TRUE(x.shape[0].is_symbol()) << x.type_string();
+  std::string symbol = x.shape[0].to_string();
+  EXPECT_EQ(graph.outputs().at(0)->value().shape.at(0).to_string(), symbol);
+  // A batch the export never saw: the interpreter and the CPU backend agree.
+  Tensor input = Tensor::empty({7, 4, 8}, DType::f32);
+  for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] = float((i * 37) % 11) / 11.0f - 0.5f;
+  std::vector<Tensor> expected = ir::Interpreter().run(graph, {{"x", input}});
+  std::vector<Tensor> actual = compiler::CpuModel::compile(graph).run({{"x", input}}, 1);
+  ASSERT_EQ(expected.size(), actual.size());
+  EXPECT_EQ(expected[0].sizes(), (Sizes{7, 3}));
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(pt2_difference(expected[i], actual[i]), "") << i;
+  EXPECT_DOUBLE_EQ(expected[1].item(), 7.0);  // sum(full((2 * b,), 0.5))
+}
+
+TEST(Pt2Import, NodesKeepTheUsersSourceLineAndModulePath) {
+  ir::Graph graph = import_pt2(pt2_program("cnn_train"));
+  bool found_conv = false, found_bn = false;
+  for (ir::Node* node : graph.nodes()) {
+    if (node->op() != ir::OpKind::call_function) continue;
+    const ir::SourceInfo& source = node->source;
+    EXPECT_FALSE(source.file.empty()) << describe(*node);
+    if (node->target() == "convolution") {
+      found_conv = true;
+      EXPECT_NE(source.file.find("make_pt2_test_programs.py"), std::string::npos) << source.to_string();
+      EXPECT_GT(source.line, 0);
+      EXPECT_EQ(source.module_path, "conv");
+    }
+    if (node->target() == "batch_norm") {
+      found_bn = true;
+      EXPECT_EQ(source.module_path, "bn");
+    }
+  }
+  EXPECT_TRUE(found_conv && found_bn);
+}
+
+TEST(Pt2Import, TheTableListsEachTargetOnce) {
+  std::vector<std::string> targets = supported_aten_targets();
+  EXPECT_TRUE(std::is_sorted(targets.begin(), targets.end()));
+  EXPECT_EQ(std::adjacent_find(targets.begin(), targets.end()), targets.end());
+  for (const char* target : {"aten.conv2d.default", "aten.add_.Tensor", "aten.batch_norm.default", "aten.view.default",
+                             "aten._native_batch_norm_legit_functional.default", "aten.sym_size.int", "_operator.mul"})
+    EXPECT_TRUE(std::binary_search(targets.begin(), targets.end(), target)) << target;
+}
+
+}  // namespace
+}  // namespace kiln::frontends
