@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Whole models from .pt2 files through Kiln, against PyTorch eager, torch.compile and ONNX Runtime.
+
+The models are the .pt2 programs of the test data (scripts/make-pt2-test-data; .cache/pt2-tests/
+models/: torchvision classifiers, an nn.TransformerEncoder and a small causal GPT, random
+weights, batch 1). For each model, with the same thread count on every side:
+  kiln      `kiln bench static.pt2 --input ... --json` (CPU backend; its compile time from an
+            empty cache too), and a check that `kiln run --backend cpu` matches eager within 1e-4
+            of the output's magnitude;
+  eager     the torch.nn.Module (rebuilt as scripts/make_pt2_models.py builds it: the same seed,
+            the same weights), under torch.no_grad();
+  compile   torch.compile of that module (Inductor, CPU, default mode), its first call's time as
+            the compile time;
+  ort       the same module through the ONNX exporter (TorchScript, opset 17) in ONNX Runtime (CPU
+            provider, all graph optimizations, one inter-op thread).
+Each side reports the median of --iters calls after --warmup calls. A side that fails is
+reported with its error and the run goes on. It prints a table and writes the results as JSON
+(bench/results/compare_pt2-DATE.json by default).
+
+  python3 bench/compare_pt2.py [--kiln build/tools/kiln] [--threads 2] [--iters 20] [--models a,b]
+
+It re-executes itself under the reference Python of scripts/python-env.
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+
+
+
+def reexecute_under_reference_python():
+    """Replaces this process with the same script under scripts/python-env's Python, once."""
+    python = subprocess.run([os.path.join(REPO, "scripts", "python-env")], check=True, capture_output=True, text=True,
+                            cwd=REPO).stdout.strip().splitlines()[-1]
+    env_dir = os.path.abspath(os.path.dirname(os.path.dirname(python)))
+    if os.path.abspath(sys.prefix) != env_dir:
+        if os.environ.get("KILN_BENCH_PYENV") == env_dir:
+            sys.exit(f"compare_pt2: re-executed under {python}, but sys.prefix is {sys.prefix}")
+        os.environ["KILN_BENCH_PYENV"] = env_dir
+        os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
+    os.environ["KILN_BENCH_PYENV"] = env_dir  # compare_torch's own re-execution check, on import
+
+
+if __name__ == "__main__":
+    reexecute_under_reference_python()
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import make_pt2_models  # noqa: E402
+from compare_torch import CHECK_TOLERANCE, OtherLoad, kiln_env, summarize  # noqa: E402
+
+
+def models_folder():
+    folder = os.path.join(os.environ.get("KILN_PT2_TEST_DATA", os.path.join(REPO, ".cache", "pt2-tests")), "models")
+    if not os.path.exists(os.path.join(folder, "complete")):
+        sys.exit(f"compare_pt2: no model data in {folder}: run scripts/make-pt2-test-data first")
+    return folder
+
+
+def time_calls(fn, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return summarize(times)
+
+
+def run_kiln(args, argv, cache_dir):
+    result = subprocess.run([args.kiln] + argv, capture_output=True, text=True, env=kiln_env(cache_dir, args.threads))
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}")
+    return result.stdout
+
+
+def measure_kiln(args, folder, input_name, expected, work):
+    program = os.path.join(folder, "static.pt2")
+    flags = ["--input", f"{input_name}={os.path.join(folder, 'input_1.npy')}"]
+    cache_dir = os.path.join(work, "cache")
+    out_dir = os.path.join(work, "out")
+    start = time.perf_counter()
+    run_kiln(args, ["compile", program], cache_dir)
+    compile_s = time.perf_counter() - start
+    run_kiln(args, ["run", program, "--backend", "cpu", "--threads", str(args.threads), "--out", out_dir] + flags, cache_dir)
+    outputs = [f for f in os.listdir(out_dir) if f.endswith(".npy")]
+    got = np.load(os.path.join(out_dir, outputs[0])).astype(np.float64)
+    magnitude = float(np.max(np.abs(expected)))
+    error = float(np.max(np.abs(got - expected))) / magnitude if got.shape == expected.shape else float("inf")
+    data = json.loads(run_kiln(args, ["bench", program, "--backend", "cpu", "--json", "--iters", str(args.iters), "--warmup",
+                                      str(args.warmup), "--threads", str(args.threads)] + flags, cache_dir).strip().splitlines()[-1])
+    return {"median_ms": data["median_ms"], "p10_ms": data["p10_ms"], "p90_ms": data["p90_ms"], "compile_s": compile_s,
+            "err_over_magnitude": error, "ok": error <= CHECK_TOLERANCE}
+
+
+def measure_ort(args, module, x, work):
+    import onnxruntime as ort
+
+    path = os.path.join(work, "model.onnx")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (x,), path, input_names=["x"], output_names=["y"], opset_version=17, dynamo=False)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    feed = {"x": x.numpy()}
+    return time_calls(lambda: session.run(None, feed), args.iters, args.warmup)
+
+
+def measure(name, args, folder):
+    meta = json.load(open(os.path.join(folder, "meta.json")))
+    row = {"model": name, "parameters": meta.get("parameters")}
+    if meta.get("status") != "exported":
+        row["error"] = "torch.export refused it: " + meta.get("reason", "")
+        return row
+    module, family = make_pt2_models.build(name, torch)
+    module.eval()
+    x = torch.from_numpy(np.load(os.path.join(folder, "input_1.npy")))
+    expected = np.load(os.path.join(folder, "expected_1.npy")).astype(np.float64)
+    input_name = "tokens" if name == "transformer_encoder" else "idx" if name == "gpt" else "x"
+    with tempfile.TemporaryDirectory(prefix=f"compare_pt2_{name}_") as work, OtherLoad() as load:
+        for side, fn in (("kiln", lambda: measure_kiln(args, folder, input_name, expected, work)),
+                         ("eager", lambda: time_calls(lambda: module(x), args.iters, args.warmup)),
+                         ("compile", lambda: measure_compile(args, module, x)),
+                         ("ort", lambda: measure_ort(args, module, x, work))):
+            if side not in args.sides:
+                continue
+            try:
+                with torch.no_grad():
+                    row[side] = fn()
+            except Exception as error:  # a side that fails is reported, the run goes on
+                row[side] = {"error": (str(error).strip().splitlines() or [type(error).__name__])[0][:300]}
+            print(f"  {name} {side}: {row[side]}", flush=True)
+    row["other_load_cores"] = load.cores
+    return row
+
+
+def measure_compile(args, module, x):
+    torch._dynamo.reset()
+    compiled = torch.compile(module)
+    start = time.perf_counter()
+    compiled(x)
+    first_call_s = time.perf_counter() - start
+    timing = time_calls(lambda: compiled(x), args.iters, args.warmup)
+    timing["compile_s"] = first_call_s
+    return timing
+
+
+def print_table(results):
+    env = results["environment"]
+    print(f"\n.pt2 models, batch 1, {env['threads']} threads, median of {env['iters']} calls (ms); kiln / best of the others")
+    header = f"{'model':<22} {'kiln':>9} {'eager':>9} {'compile':>9} {'ort':>9} {'kiln/eager':>10} {'kiln/comp':>9} {'kiln/ort':>9}  check"
+    print(header)
+    print("-" * len(header))
+    for row in results["models"]:
+        def ms(side):
+            value = row.get(side, {})
+            return f"{value['median_ms']:.2f}" if "median_ms" in value else "fail" if "error" in value else "-"
+
+        def ratio(side):
+            a, b = row.get("kiln", {}), row.get(side, {})
+            return f"{a['median_ms'] / b['median_ms']:.2f}" if "median_ms" in a and "median_ms" in b else "-"
+
+        kiln = row.get("kiln", {})
+        check = "ok" if kiln.get("ok") else f"WRONG {kiln.get('err_over_magnitude', 0):.1e}" if "ok" in kiln else kiln.get("error", row.get("error", ""))[:60]
+        print(f"{row['model']:<22} {ms('kiln'):>9} {ms('eager'):>9} {ms('compile'):>9} {ms('ort'):>9} {ratio('eager'):>10} "
+              f"{ratio('compile'):>9} {ratio('ort'):>9}  {check}")
+    print("ratios below 1: Kiln is faster.")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kiln", default=os.path.join(REPO, "build", "tools", "kiln"))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--models", help="comma-separated subset of the generated models")
+    parser.add_argument("--sides", default="kiln,eager,compile,ort")
+    parser.add_argument("--json-out")
+    args = parser.parse_args()
+    args.sides = set(args.sides.split(","))
+    torch.set_num_threads(args.threads)
+    folder = models_folder()
+    names = sorted(n for n in os.listdir(folder) if os.path.exists(os.path.join(folder, n, "meta.json")))
+    if args.models:
+        names = [n for n in names if n in args.models.split(",")]
+    results = {"environment": {"threads": args.threads, "iters": args.iters, "warmup": args.warmup,
+                               "torch": torch.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                               "load_before": os.getloadavg()[0]},
+               "models": []}
+    for name in names:
+        results["models"].append(measure(name, args, os.path.join(folder, name)))
+    results["environment"]["load_after"] = os.getloadavg()[0]
+    out = args.json_out or os.path.join(REPO, "bench", "results", f"compare_pt2-{datetime.date.today()}.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(results, f, indent=1)
+    print_table(results)
+    print(f"results: {out}")
+
+
+if __name__ == "__main__":
+    main()
