@@ -14,6 +14,10 @@ with `$(scripts/python-env) scripts/make_pt2_test_programs.py`):
                        Python operators on sizes (sym_size, mul, floordiv)
   attention.pt2        scaled_dot_product_attention with a causal mask, layer_norm, gelu (tanh)
   mlp_loss.pt2         a model whose output is a scalar loss (cross_entropy): kiln compile --train
+  core_backward.pt2    the backward ops of the Core ATen opset called directly (torch.ops.aten):
+                       embedding_dense_backward, max_pool2d_with_indices_backward,
+                       avg_pool2d_backward, _adaptive_avg_pool2d_backward,
+                       native_layer_norm_backward, native_group_norm_backward, col2im
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order) and, where buffers or
 inputs are mutated, <name>/after_<fqn or input>.npy.
 """
@@ -98,6 +102,38 @@ class MlpLoss(nn.Module):
         return F.cross_entropy(self.fc2(torch.relu(self.fc1(x))), labels)
 
 
+class CoreBackward(nn.Module):
+    """Each backward op of Core ATen on small inputs; the forward results it needs are inputs."""
+
+    def forward(self, grad_rows, tokens, image, grad_max, max_indices, grad_avg, grad_adaptive, ln_x, ln_grad, gn_x, gn_grad, columns):
+        aten = torch.ops.aten
+        w = torch.linspace(0.5, 1.5, 5)
+        ln_mean = ln_x.mean(-1, keepdim=True)
+        ln_rstd = torch.rsqrt(ln_x.var(-1, unbiased=False, keepdim=True) + 1e-5)
+        gn_groups = gn_x.view(2, 2, -1)
+        gn_mean, gn_rstd = gn_groups.mean(-1), torch.rsqrt(gn_groups.var(-1, unbiased=False) + 1e-5)
+        gn_w = torch.linspace(0.5, 1.5, 4)
+        return (
+            aten.embedding_dense_backward(grad_rows, tokens, 10, 2, True),
+            aten.max_pool2d_with_indices_backward(grad_max, image, [3, 3], [2, 2], [1, 1], [1, 1], True, max_indices),
+            aten.avg_pool2d_backward(grad_avg, image, [3, 3], [2, 2], [1, 1], True, False, None),
+            aten._adaptive_avg_pool2d_backward(grad_adaptive, image),
+            *aten.native_layer_norm_backward(ln_grad, ln_x, [5], ln_mean, ln_rstd, w, w, [True, True, True]),
+            *aten.native_group_norm_backward(gn_grad, gn_x, gn_mean, gn_rstd, gn_w, 2, 4, 6, 2, [True, True, True]),
+            aten.col2im(columns, [5, 6], [2, 3], [1, 1], [1, 0], [2, 1]),
+        )
+
+
+def core_backward_inputs():
+    image = torch.randn(2, 3, 7, 7)
+    pooled, indices = F.max_pool2d(image, 3, 2, 1, ceil_mode=True, return_indices=True)
+    averaged = F.avg_pool2d(image, 3, 2, 1, ceil_mode=True, count_include_pad=False)
+    blocks = ((5 + 2 - 1 - 1) // 2 + 1) * ((6 + 0 - 2 - 1) // 1 + 1)
+    return (torch.randn(3, 4, 8), torch.randint(0, 10, (3, 4)), image, torch.randn(pooled.shape), indices,
+            torch.randn(averaged.shape), torch.randn(2, 3, 3, 2), torch.randn(4, 5), torch.randn(4, 5),
+            torch.randn(2, 4, 2, 3), torch.randn(2, 4, 2, 3), torch.randn(2, 3 * 2 * 3, blocks))
+
+
 def save_program(name, program):
     """Saved right after export: an ExportedProgram's state_dict shares the module's buffers,
     which running the module eagerly then updates."""
@@ -156,6 +192,10 @@ def main():
     save_program("mlp_loss", torch.export.export(model, (x, labels)))
     with torch.no_grad():
         save_results("mlp_loss", [model(x, labels)])
+    inputs = core_backward_inputs()
+    save_program("core_backward", torch.export.export(CoreBackward(), inputs))
+    with torch.no_grad():
+        save_results("core_backward", CoreBackward()(*inputs))
     print("wrote", sorted(f for f in os.listdir(OUT) if f.endswith(".pt2")))
 
 

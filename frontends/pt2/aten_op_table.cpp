@@ -8,6 +8,8 @@ const AtenOpTable& AtenOpTable::global() {
     AtenOpTable built;
     register_aten_elementwise_ops(built);
     register_aten_math_ops(built);
+    register_aten_composite_ops(built);
+    register_aten_backward_ops(built);
     register_aten_activation_ops(built);
     register_aten_reduction_ops(built);
     register_aten_view_ops(built);

@@ -40,6 +40,8 @@ class AtenOpTable {
 // The op families, one file each.
 void register_aten_elementwise_ops(AtenOpTable& table);    // aten_ops_elementwise.cpp
 void register_aten_math_ops(AtenOpTable& table);           // aten_ops_math.cpp
+void register_aten_composite_ops(AtenOpTable& table);      // aten_ops_composite.cpp
+void register_aten_backward_ops(AtenOpTable& table);       // aten_ops_backward.cpp
 void register_aten_activation_ops(AtenOpTable& table);     // aten_ops_activation.cpp
 void register_aten_reduction_ops(AtenOpTable& table);      // aten_ops_reduction.cpp
 void register_aten_view_ops(AtenOpTable& table);           // aten_ops_view.cpp

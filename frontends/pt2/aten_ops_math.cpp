@@ -54,7 +54,7 @@ void convert_acos(AtenNodeContext& c) {
   c.result_node(c.call("mul", {atan_of(c, ratio), 2.0}));
 }
 
-void convert_atan2(AtenNodeContext& c) {
+ir::Node* atan2_of(AtenNodeContext& c) {
   ir::Node* y = floating(c, "self");
   ir::Node* x = floating(c, "other");
   ir::Node* base = atan_of(c, c.call("div", {y, x}));
@@ -65,8 +65,10 @@ void convert_atan2(AtenNodeContext& c) {
   // x == 0: +-pi/2 by the sign of y (0 when y is 0 too).
   ir::Node* on_axis = c.call("mul", {c.call("sign", {y}), kPi / 2});
   ir::Node* x_zero = c.call("logical_and", {c.call("eq", {x, 0.0}), c.call("logical_not", {c.call("isnan", {y})})});
-  c.result_node(c.call("where", {x_zero, on_axis, result}));
+  return c.call("where", {x_zero, on_axis, result});
 }
+
+void convert_atan2(AtenNodeContext& c) { c.result_node(atan2_of(c)); }
 
 void convert_tan(AtenNodeContext& c) {
   ir::Node* x = floating(c);

@@ -49,7 +49,8 @@ TEST_P(Pt2Programs, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2Programs,
-                         ::testing::Values("cnn_train", "cnn_train_core", "inplace_views", "dynamic_mlp", "attention", "mlp_loss"));
+                         ::testing::Values("cnn_train", "cnn_train_core", "inplace_views", "dynamic_mlp", "attention", "mlp_loss",
+                                           "core_backward"));
 
 // BatchNorm in training mode: running_mean, running_var and num_batches_tracked are updated,
 // from the in-place ops of the training IR and from the buffer-mutation outputs of Core ATen.
