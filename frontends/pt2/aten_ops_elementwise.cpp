@@ -90,7 +90,7 @@ AtenConverter bitwise(std::string op) {
 
 void register_aten_elementwise_ops(AtenOpTable& table) {
   for (const char* op : {"abs", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
-                         "tanh", "sigmoid", "erf", "relu", "floor", "ceil", "sign"})
+                         "tanh", "sigmoid", "erf", "erfinv", "relu", "floor", "ceil", "sign"})
     add_op_and_inplace(table, op, "default", unary(op));
   add_op_and_inplace(table, "round", "default", unary("round"));
   add_op_and_inplace(table, "logical_not", "default", unary("logical_not"));
