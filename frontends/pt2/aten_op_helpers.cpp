@@ -38,6 +38,16 @@ int64_t rank_of(const ir::Node* node) { return node->value().rank(); }
 const ir::SymShape& shape_of(const ir::Node* node) { return node->value().shape; }
 DType dtype_of(const ir::Node* node) { return node->value().dtype; }
 
+ir::SymShape broadcast_shapes(const ir::SymShape& a, const ir::SymShape& b) {
+  ir::SymShape shape = a.size() >= b.size() ? a : b;
+  const ir::SymShape& other = a.size() >= b.size() ? b : a;
+  for (size_t i = 0; i < other.size(); ++i) {
+    ir::SymInt& target = shape[shape.size() - other.size() + i];
+    if (target.is_constant() && target.constant() == 1) target = other[i];
+  }
+  return shape;
+}
+
 ir::Node* scalar_constant(AtenNodeContext& context, double value, DType dtype) {
   return context.call("full", {ir::Argument::ints({}), value}, {{"dtype", dtype}});
 }

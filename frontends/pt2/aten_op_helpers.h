@@ -29,6 +29,9 @@ int64_t rank_of(const ir::Node* node);
 const ir::SymShape& shape_of(const ir::Node* node);
 DType dtype_of(const ir::Node* node);
 
+// The broadcast of two shapes (a size-1 dim takes the other's size).
+ir::SymShape broadcast_shapes(const ir::SymShape& a, const ir::SymShape& b);
+
 // A 0-d constant of `dtype` holding `value`, as a graph node.
 ir::Node* scalar_constant(AtenNodeContext& context, double value, DType dtype);
 

@@ -32,14 +32,7 @@ void convert_broadcast_to(AtenNodeContext& c) {
 
 ir::SymShape broadcast_shape(const std::vector<ir::Node*>& tensors) {
   ir::SymShape shape;
-  for (ir::Node* t : tensors) {
-    const ir::SymShape& s = shape_of(t);
-    if (s.size() > shape.size()) shape.insert(shape.begin(), s.size() - shape.size(), SymInt(1));
-    for (size_t i = 0; i < s.size(); ++i) {
-      SymInt& target = shape[shape.size() - s.size() + i];
-      if (target.is_constant() && target.constant() == 1) target = s[i];
-    }
-  }
+  for (ir::Node* t : tensors) shape = broadcast_shapes(shape, shape_of(t));
   return shape;
 }
 
@@ -251,6 +244,7 @@ void convert_diff(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   int64_t dim = wrap_dim(c, c.int_arg("dim", -1), rank_of(x));
   int64_t n = c.int_arg("n", 1);
+  if (n == 0) return void(c.set_output(0, c.call("clone", {x})));  // prepend and append unused
   std::vector<ir::Argument> parts;
   if (ir::Node* prepend = c.optional_tensor("prepend")) parts.emplace_back(prepend);
   parts.emplace_back(x);

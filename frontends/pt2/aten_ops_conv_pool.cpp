@@ -1,12 +1,13 @@
 // ATen convolutions, pooling and upsampling: conv1d/2d/3d (including padding="same"),
 // convolution, conv_transpose*, max / avg / adaptive pools onto Kiln's ops (unbatched inputs
-// get a batch dim of 1 around the op), and the upsample ops (nearest, nearest-exact, linear /
+// get a batch dim of 1 around the op; max pooling's indices are computed beside it), and the upsample ops (nearest, nearest-exact, linear /
 // bilinear / trilinear, bicubic) as index selections along each resized dim with indices
 // and weights computed at import time (PyTorch's source-index rules; resized dims must be
 // static).
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "frontends/pt2/aten_op_helpers.h"
 
@@ -106,6 +107,84 @@ void convert_convolution(AtenNodeContext& c) {
                             ir::Argument::ints(c.ints("output_padding")), c.int_arg("groups")});
 }
 
+// The indices of max pooling (flat positions in each input plane, as PyTorch returns them):
+// the windows of the input padded with -inf (an as_strided view of it), the first maximum of
+// each (argmax), and a table from (output position, window element) to the input position.
+// Spatial sizes must be static.
+ir::Node* max_pool_indices(AtenNodeContext& c, ir::Node* x, const ir::SymShape& out_shape, size_t spatial,
+                           std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> padding,
+                           std::vector<int64_t> dilation) {
+  kernel = per_dim(c, kernel, spatial, "kernel_size");
+  stride = stride.empty() ? kernel : per_dim(c, stride, spatial, "stride");
+  padding = per_dim(c, padding, spatial, "padding");
+  dilation = per_dim(c, dilation, spatial, "dilation");
+  const ir::SymShape& in = shape_of(x);
+  size_t batch_dims = in.size() - spatial;
+  std::vector<int64_t> sizes, outs;
+  for (size_t d = 0; d < spatial; ++d) {
+    std::optional<int64_t> size = in[batch_dims + d].maybe_constant(), out = out_shape[batch_dims + d].maybe_constant();
+    if (!size || !out) c.fail("the indices of max pooling need static spatial sizes");
+    sizes.push_back(*size);
+    outs.push_back(*out);
+  }
+  // Pad (F.pad order: last dim first) so that every window lies inside.
+  std::vector<SymInt> pads;
+  std::vector<int64_t> padded;
+  for (size_t d = spatial; d-- > 0;) {
+    int64_t extent = (outs[d] - 1) * stride[d] + (kernel[d] - 1) * dilation[d] + 1;
+    int64_t right = std::max<int64_t>(0, extent - sizes[d] - padding[d]);
+    pads.insert(pads.end(), {SymInt(padding[d]), SymInt(right)});
+  }
+  for (size_t d = 0; d < spatial; ++d) padded.push_back(sizes[d] + pads[2 * (spatial - 1 - d)].constant() + pads[2 * (spatial - 1 - d) + 1].constant());
+  double lowest = is_floating(dtype_of(x)) ? -std::numeric_limits<double>::infinity() : double(std::numeric_limits<int64_t>::min());
+  ir::Node* filled = c.call("pad", {x, ir::Argument::sym_ints(pads), std::string("constant"), lowest});
+  SymInt planes = 1;
+  for (size_t d = 0; d < batch_dims; ++d) planes = planes * in[d];
+  std::vector<SymInt> flat = {planes};
+  for (int64_t size : padded) flat.emplace_back(size);
+  filled = c.call("reshape", {filled, ir::Argument::sym_ints(flat)});
+  // windows[b, o..., k...] = filled[b, o * stride + k * dilation]
+  std::vector<int64_t> inner(spatial, 1);
+  for (size_t d = spatial - 1; d-- > 0;) inner[d] = inner[d + 1] * padded[d + 1];
+  int64_t plane = inner[0] * padded[0];
+  std::vector<SymInt> window_sizes = {planes}, window_strides = {SymInt(plane)};
+  int64_t outputs = 1, elements = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    window_sizes.emplace_back(outs[d]);
+    window_strides.emplace_back(inner[d] * stride[d]);
+    outputs *= outs[d];
+  }
+  for (size_t d = 0; d < spatial; ++d) {
+    window_sizes.emplace_back(kernel[d]);
+    window_strides.emplace_back(inner[d] * dilation[d]);
+    elements *= kernel[d];
+  }
+  ir::Node* windows = c.call("as_strided", {filled, ir::Argument::sym_ints(window_sizes), ir::Argument::sym_ints(window_strides), SymInt(0)});
+  windows = c.call("reshape", {windows, ir::Argument::sym_ints({planes, SymInt(outputs), SymInt(elements)})});
+  ir::Node* local = c.call("argmax", {windows, int64_t(-1), false});  // [planes, outputs]
+  // table[o * elements + w] = the input position of window element w of output o.
+  std::vector<int64_t> table(static_cast<size_t>(outputs * elements));
+  std::vector<int64_t> unpadded_inner(spatial, 1);
+  for (size_t d = spatial - 1; d-- > 0;) unpadded_inner[d] = unpadded_inner[d + 1] * sizes[d + 1];
+  for (int64_t o = 0; o < outputs; ++o)
+    for (int64_t w = 0; w < elements; ++w) {
+      int64_t position = 0, o_rest = o, w_rest = w;
+      for (size_t d = spatial; d-- > 0;) {
+        int64_t od = o_rest % outs[d], wd = w_rest % kernel[d];
+        o_rest /= outs[d], w_rest /= kernel[d];
+        position += (od * stride[d] - padding[d] + wd * dilation[d]) * unpadded_inner[d];
+      }
+      table[size_t(o * elements + w)] = position;
+    }
+  ir::Node* lookup = c.constant(Tensor::from_vector({outputs * elements}, table, DType::i64), "max_pool_positions");
+  std::vector<int64_t> bases(static_cast<size_t>(outputs));
+  for (int64_t o = 0; o < outputs; ++o) bases[size_t(o)] = o * elements;
+  ir::Node* base = c.constant(Tensor::from_vector({outputs}, bases, DType::i64), "max_pool_window_starts");
+  ir::Node* flat_index = c.call("reshape", {c.call("add", {local, base}), ir::Argument::sym_ints({planes * SymInt(outputs)})});
+  ir::Node* picked = c.call("index_select", {lookup, int64_t(0), flat_index});
+  return c.call("reshape", {picked, ir::Argument::sym_ints(out_shape)});
+}
+
 AtenConverter max_pool(size_t spatial, bool with_indices) {
   return [spatial, with_indices](AtenNodeContext& c) {
     ir::Node* x = c.tensor("self");
@@ -114,11 +193,10 @@ AtenConverter max_pool(size_t spatial, bool with_indices) {
     std::vector<int64_t> padding = c.ints("padding", std::vector<int64_t>{0});
     std::vector<int64_t> dilation = c.ints("dilation", std::vector<int64_t>{1});
     bool ceil_mode = c.bool_arg("ceil_mode", false);
+    ir::Node* values = c.emit(0, "max_pool", {x, ir::Argument::ints(kernel), ir::Argument::ints(stride), ir::Argument::ints(padding),
+                                              ir::Argument::ints(dilation), ceil_mode});
     if (with_indices && c.output_used(1))
-      c.fail("the indices output of max pooling is not supported (only the pooled values)");
-    (void)spatial;
-    c.emit(0, "max_pool", {x, ir::Argument::ints(kernel), ir::Argument::ints(stride), ir::Argument::ints(padding),
-                           ir::Argument::ints(dilation), ceil_mode});
+      c.set_output(1, max_pool_indices(c, x, shape_of(values), spatial, kernel, stride, padding, dilation));
   };
 }
 

@@ -96,7 +96,15 @@ void convert_index_select(AtenNodeContext& c) {
   c.emit(0, "index_select", {c.tensor("self"), c.int_arg("dim"), c.tensor("index")});
 }
 
-void convert_gather(AtenNodeContext& c) { c.emit(0, "gather", {c.tensor("self"), c.int_arg("dim"), c.tensor("index")}); }
+void convert_gather(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  ir::Node* index = c.tensor("index");
+  // An empty index gives an empty result whatever its rank (PyTorch checks nothing then).
+  for (const SymInt& size : shape_of(index))
+    if (size.is_constant() && size.constant() == 0)
+      return void(c.emit(0, "full", {ir::Argument::sym_ints(shape_of(index)), 0}, {{"dtype", dtype_of(self)}}));
+  c.emit(0, "gather", {self, c.int_arg("dim"), cast_to(c, index, DType::i64)});
+}
 
 std::string kiln_reduce(AtenNodeContext& c, const std::string& reduce) {
   if (reduce == "add" || reduce == "sum") return "sum";
@@ -114,7 +122,7 @@ AtenConverter scatter(std::optional<std::string> fixed_reduce) {
     ir::Kwargs kwargs;
     std::optional<std::string> reduce = fixed_reduce ? fixed_reduce : c.optional_string("reduce");
     if (reduce) kwargs.emplace_back("reduce", kiln_reduce(c, *reduce));
-    c.result("scatter", {self, c.int_arg("dim"), c.tensor("index"), src}, std::move(kwargs));
+    c.result("scatter", {self, c.int_arg("dim"), cast_to(c, c.tensor("index"), DType::i64), src}, std::move(kwargs));
   };
 }
 
@@ -216,7 +224,10 @@ void convert_masked_scatter(AtenNodeContext& c) {
   ir::Node* self = c.tensor("self");
   ir::Node* mask = c.tensor("mask");
   ir::Node* source = c.tensor("source");
-  const ir::SymShape& shape = shape_of(self);
+  // The functional op broadcasts self and mask together.
+  ir::SymShape shape = broadcast_shapes(shape_of(self), shape_of(mask));
+  if (c.inplace() && !(shape == shape_of(self))) c.fail("masked_scatter_: the mask broadcasts beyond self's shape");
+  if (!(shape == shape_of(self))) self = c.call("expand", {self, ir::Argument::sym_ints(shape)});
   SymInt total = 1;
   for (const SymInt& size : shape) total = total * size;
   ir::Node* full_mask = c.call("expand", {mask, ir::Argument::sym_ints(shape)});

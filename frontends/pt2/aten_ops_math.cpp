@@ -195,7 +195,11 @@ void convert_nan_to_num(AtenNodeContext& c) {
 
 void convert_logit(AtenNodeContext& c) {
   ir::Node* x = floating(c);
-  if (std::optional<double> eps = c.optional_float("eps")) x = c.call("clamp", {x, *eps, 1.0 - *eps});
+  // x < eps gives eps, then x > 1 - eps gives 1 - eps (PyTorch's order when eps > 0.5 too).
+  if (std::optional<double> eps = c.optional_float("eps")) {
+    ir::Node* high = c.call("where", {c.call("gt", {x, 1.0 - *eps}), 1.0 - *eps, x});
+    x = c.call("where", {c.call("lt", {x, *eps}), *eps, high});
+  }
   c.result_node(c.call("log", {c.call("div", {x, c.call("sub", {1.0, x})})}));
 }
 

@@ -191,8 +191,9 @@ void convert_masked_fill(AtenNodeContext& c) {
   ir::Argument value = c.tensor_or_scalar("value");
   if (value.is_node()) value = cast_to(c, value.node(), dtype_of(self));
   ir::Node* filled = c.call("where", {mask, value, self});
-  if (!(shape_of(filled) == shape_of(self)))
-    c.fail("masked_fill: the mask of shape ", ir::shape_string(shape_of(mask)), " broadcasts beyond self's shape");
+  if (c.inplace() && !(shape_of(filled) == shape_of(self)))
+    c.fail("masked_fill_: the mask of shape ", ir::shape_string(shape_of(mask)), " broadcasts beyond self's shape ",
+           ir::shape_string(shape_of(self)));
   c.result_node(cast_to(c, filled, dtype_of(self)));
 }
 
