@@ -183,6 +183,11 @@ class Importer {
       fail(where, " is stored as ", dtype_name(value.dtype()), sizes_to_string(value.sizes()), ", but the graph reads it as ",
            dtype_name(dtype), ir::shape_string(shape));
     if (!state_.graph.parameter(spec.target)) state_.graph.set_parameter(spec.target, value);
+    // The graph signature: parameters are the default kind; buffers (persistent or not) and
+    // lifted constants are marked.
+    if (spec.kind == InputKind::buffer) state_.graph.signature().set_attribute_kind(spec.target, ir::InputKind::buffer);
+    if (spec.kind == InputKind::tensor_constant)
+      state_.graph.signature().set_attribute_kind(spec.target, ir::InputKind::constant_tensor);
     ir::Node* node = state_.graph.create_get_attr(spec.target, state_.graph.unique_name(spec.name));
     node->source.file = state_.source_file;
     state_.values[spec.name] = Pt2Value::of_node(node);
@@ -300,13 +305,17 @@ class Importer {
     if (program_.output_specs.size() != program_.outputs.size())
       fail(label_, ": the graph has ", program_.outputs.size(), " outputs but its signature describes ", program_.output_specs.size());
     std::vector<ir::Argument> results;
+    std::vector<size_t> losses;                            // positions of loss outputs
     std::vector<std::pair<ir::Node*, ir::Node*>> writes;  // (mutated input, new value)
     for (size_t i = 0; i < program_.output_specs.size(); ++i) {
       const ExportOutputSpec& spec = program_.output_specs[i];
       std::string where = label_ + ": output " + std::to_string(i) + " (" + output_kind_name(spec.kind) + ")";
       switch (spec.kind) {
-        case OutputKind::user_output:
-        case OutputKind::loss_output: results.emplace_back(output_node_of(program_.outputs[i], where)); break;
+        case OutputKind::user_output: results.emplace_back(output_node_of(program_.outputs[i], where)); break;
+        case OutputKind::loss_output:
+          losses.push_back(results.size());
+          results.emplace_back(output_node_of(program_.outputs[i], where));
+          break;
         case OutputKind::buffer_mutation:
         case OutputKind::parameter_mutation:
         case OutputKind::user_input_mutation: writes.emplace_back(mutated_input(spec, where), output_node_of(program_.outputs[i], where)); break;
@@ -319,6 +328,7 @@ class Importer {
     }
     if (results.empty()) fail(label_, " returns no tensors");
     state_.graph.create_output(results);
+    for (size_t position : losses) state_.graph.signature().set_output(position, {ir::OutputKind::loss_output, ""});
   }
 
   // The placeholder or get_attr a mutation output writes into.

@@ -8,15 +8,17 @@
 //     symbolic dims as Kiln symbols of the same names (pt2_symbols.h); parameters, buffers and
 //     lifted tensor constants become graph parameters read by get_attr nodes named as in the
 //     program (p_fc_weight reads "fc.weight"), their values from the archive's weight and
-//     constant files (pt2_weights.h);
+//     constant files (pt2_weights.h), and their kinds (PARAMETER, BUFFER, CONSTANT_TENSOR)
+//     the graph signature's (ir/graph_signature.h);
 //  4. nodes are converted in order by their converters; in-place ops and views arrive as
 //     Kiln's in-place ops and views, for passes/functionalize. Each converted tensor's dtype,
 //     rank and sizes are checked against the metadata torch.export recorded (a mismatch is an
 //     importer bug: kiln::InternalError naming the node);
-//  5. outputs: the user outputs in order (a symbolic int becomes a 0-d i64 tensor); buffer,
-//     parameter and user-input mutations of a functional program are written back with copy_
-//     into what they mutate, so that functionalization turns every mutation, in either IR,
-//     into the same copy-back outputs after the user outputs.
+//  5. outputs: the user outputs in order (a symbolic int becomes a 0-d i64 tensor; a loss
+//     output is marked LOSS_OUTPUT in the graph signature); buffer, parameter and user-input
+//     mutations of a functional program are written back with copy_ into what they mutate, so
+//     that functionalization turns every mutation, in either IR, into the same mutation
+//     outputs (BUFFER_MUTATION, ...) after the user outputs.
 // Each node keeps the user's source line (stack_trace) and module path (nn_module_stack).
 #pragma once
 

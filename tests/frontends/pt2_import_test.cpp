@@ -64,11 +64,14 @@ TEST(Pt2Import, BatchNormTrainingUpdatesItsBuffers) {
       ASSERT_NE(graph.parameter(buffer), nullptr) << name << " " << buffer;
       EXPECT_EQ(pt2_difference(pt2_expected(name, file), *graph.parameter(buffer)), "") << name << " " << buffer;
     }
-    // Functionalized, both programs give the buffers' new values as copy-back outputs.
+    // Functionalized, both programs give the buffers' new values as BUFFER_MUTATION outputs.
     ir::Graph functional = import_pt2(pt2_program(name));
     passes::functionalize(functional);
     std::set<std::string> written;
-    for (const passes::CopyBack& copy : passes::copy_back_outputs(functional)) written.insert(copy.input->target());
+    for (const auto& [position, spec] : functional.signature().mutations()) {
+      EXPECT_EQ(spec.kind, ir::OutputKind::buffer_mutation) << name << " output " << position;
+      written.insert(spec.target);
+    }
     EXPECT_EQ(written, (std::set<std::string>{"bn.num_batches_tracked", "bn.running_mean", "bn.running_var"})) << name;
   }
 }
@@ -91,6 +94,11 @@ TEST(Pt2Import, SignatureGivesPlaceholdersAndParameterReads) {
   EXPECT_EQ(weight->target(), "conv.weight");
   ASSERT_NE(graph.parameter("lifted_tensor_0"), nullptr);  // a lifted constant
   ASSERT_NE(graph.parameter("offset"), nullptr);           // a registered buffer
+  const ir::GraphSignature& signature = graph.signature();
+  EXPECT_EQ(signature.attribute_kind("conv.weight"), ir::InputKind::parameter);
+  EXPECT_EQ(signature.attribute_kind("offset"), ir::InputKind::buffer);
+  EXPECT_EQ(signature.attribute_kind("bn.running_var"), ir::InputKind::buffer);
+  EXPECT_EQ(signature.attribute_kind("lifted_tensor_0"), ir::InputKind::constant_tensor);
 }
 
 TEST(Pt2Import, DynamicDimsBecomeSymbolsAndDerivedSizesFollow) {
