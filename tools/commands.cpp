@@ -20,7 +20,7 @@ std::map<CLI::App*, std::function<int()>>& actions() {
 }  // namespace
 
 void add_model_argument(CLI::App& command, std::string& model) {
-  command.add_option("MODEL", model, "Model file: .kiln (IR text), .json (IR JSON) or .onnx (ONNX)")->required();
+  command.add_option("MODEL", model, "Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON)")->required();
 }
 
 CLI::Option* add_target_option(CLI::App& command, std::string& target, const std::string& what) {

@@ -50,7 +50,7 @@ TEST_F(Cli, EveryModelCommandSaysWhichFilesItReads) {
   for (const char* command : {"dump", "run", "opt", "compile", "bench"}) {
     CliResult help = kiln(std::string(command) + " --help");
     EXPECT_EQ(help.status, 0) << command;
-    EXPECT_THAT(help.out, HasSubstr("Model file: .kiln (IR text), .json (IR JSON) or .onnx (ONNX)")) << command;
+    EXPECT_THAT(help.out, HasSubstr("Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON)")) << command;
   }
 }
 
