@@ -103,10 +103,19 @@ std::vector<std::pair<size_t, OutputSpec>> GraphSignature::mutations() const {
   return result;
 }
 
-bool GraphSignature::is_default() const { return attribute_kinds_.empty() && trimmed(outputs_).empty(); }
+std::string SymbolRange::to_string() const {
+  return "[" + std::to_string(min) + ", " + (max ? std::to_string(*max) : std::string("int_oo")) + "]";
+}
+
+void GraphSignature::set_symbol_range(const std::string& symbol, SymbolRange range) { symbol_ranges_[symbol] = range; }
+
+bool GraphSignature::is_default() const {
+  return attribute_kinds_.empty() && trimmed(outputs_).empty() && symbol_ranges_.empty();
+}
 
 bool operator==(const GraphSignature& a, const GraphSignature& b) {
-  return a.attribute_kinds_ == b.attribute_kinds_ && trimmed(a.outputs_) == trimmed(b.outputs_);
+  return a.attribute_kinds_ == b.attribute_kinds_ && trimmed(a.outputs_) == trimmed(b.outputs_) &&
+         a.symbol_ranges_ == b.symbol_ranges_;
 }
 
 }  // namespace kiln::ir

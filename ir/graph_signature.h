@@ -17,6 +17,10 @@
 // Mutation outputs are what functionalization (passes/functionalize.h) adds; a runner copies
 // them back and returns the other outputs. They are found by position, never by node name.
 //
+// Symbol ranges. A size symbol of the placeholders' shapes may carry the range of values the
+// graph is valid for (torch.export's range constraints, Dim("b", min=1, max=1024)): whoever
+// binds the symbols checks them (the interpreter's bind_symbols, the compiled code's guards).
+//
 // The data here knows nothing of nodes: attribute kinds are keyed by get_attr target and
 // output specs by position. ir/signature_specs.h lists them against a graph (one spec per
 // placeholder, get_attr target and returned value, as the text and JSON forms write them)
@@ -67,6 +71,16 @@ struct OutputSpec {
   friend bool operator==(const OutputSpec&, const OutputSpec&) = default;
 };
 
+// The values a size symbol may take: [min, max], max absent when unbounded.
+struct SymbolRange {
+  int64_t min = 0;
+  std::optional<int64_t> max;
+
+  bool contains(int64_t value) const { return value >= min && (!max || value <= *max); }
+  std::string to_string() const;  // "[1, 1024]", "[2, int_oo]" (torch.export's spelling of unbounded)
+  friend bool operator==(const SymbolRange&, const SymbolRange&) = default;
+};
+
 class GraphSignature {
  public:
   // The kind of get_attr target `target`: PARAMETER unless set otherwise.
@@ -86,13 +100,18 @@ class GraphSignature {
   // The mutation outputs (the copy-backs): position and spec, in output order.
   std::vector<std::pair<size_t, OutputSpec>> mutations() const;
 
-  // Every output is a user output and every attribute a parameter.
+  // The range of size symbol `symbol`, when the graph has one.
+  void set_symbol_range(const std::string& symbol, SymbolRange range);
+  const std::map<std::string, SymbolRange, std::less<>>& symbol_ranges() const { return symbol_ranges_; }
+
+  // Every output is a user output, every attribute a parameter, and no symbol has a range.
   bool is_default() const;
   friend bool operator==(const GraphSignature& a, const GraphSignature& b);
 
  private:
   std::map<std::string, InputKind, std::less<>> attribute_kinds_;
   std::vector<OutputSpec> outputs_;
+  std::map<std::string, SymbolRange, std::less<>> symbol_ranges_;
 };
 
 }  // namespace kiln::ir

@@ -90,6 +90,13 @@ std::map<std::string, int64_t> bind_symbols(const Graph& graph, const std::map<s
         fail(header, "dim ", d, " is ", tensor.sizes()[d], ", expected ", expected.to_string(), " = ", value);
     }
   }
+  // Third pass: each symbol within the range the graph is valid for (its signature's).
+  for (const auto& [symbol, range] : graph.signature().symbol_ranges()) {
+    auto bound = sources.find(symbol);
+    if (bound == sources.end() || range.contains(bound->second.value)) continue;
+    fail("input '", bound->second.input, "': dim ", bound->second.dim, " is ", bound->second.value, ", outside the range ",
+         range.to_string(), " of ", symbol, " that the graph is valid for");
+  }
   return bindings;
 }
 

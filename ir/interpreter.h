@@ -2,7 +2,8 @@
 // (ir/reference_kernels.h). It is the oracle every backend is checked against, so it does
 // the obvious thing at every step:
 //  - binds the symbolic dims of the placeholders from the input tensors (bind_symbols) and
-//    checks every input's dtype, rank and sizes against its placeholder;
+//    checks every input's dtype, rank and sizes against its placeholder, and each symbol
+//    against its range in the graph signature;
 //  - reads get_attr nodes from graph.parameters();
 //  - runs call_function nodes in order; each kernel derives its result's dtype and shape
 //    from the actual inputs, and the interpreter checks them against the node's meta

@@ -101,7 +101,14 @@ json signature_to_json(const Graph& graph) {
     if (!returned.spec.target.empty()) item["target"] = returned.spec.target;
     outputs.push_back(std::move(item));
   }
-  return {{"inputs", inputs}, {"outputs", outputs}};
+  json result = {{"inputs", inputs}, {"outputs", outputs}};
+  if (!graph.signature().symbol_ranges().empty()) {
+    json ranges = json::object();
+    for (const auto& [symbol, range] : graph.signature().symbol_ranges())
+      ranges[symbol] = {{"min", range.min}, {"max", range.max ? json(*range.max) : json(nullptr)}};
+    result["symbol_ranges"] = std::move(ranges);
+  }
+  return result;
 }
 
 // ---- reading ----
@@ -372,6 +379,20 @@ class Reader {
     return array;
   }
 
+  void read_ranges(const json& value, const std::string& path) {
+    if (!value.is_object()) error(path, "expected an object {\"SYMBOL\": {\"min\": N, \"max\": N or null}}, found ", kind_of(value));
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      std::string item = member_path(path, it.key());
+      const json& min = field(*it, "min", item);
+      const json& max = field(*it, "max", item);
+      if (!min.is_number_integer()) error(member_path(item, "min"), "expected an integer, found ", kind_of(min));
+      if (!max.is_null() && !max.is_number_integer()) error(member_path(item, "max"), "expected an integer or null, found ", kind_of(max));
+      SymbolRange range{min.get<int64_t>(), max.is_null() ? std::nullopt : std::optional<int64_t>(max.get<int64_t>())};
+      if (range.max && *range.max < range.min) error(item, "the range is empty: ", range.to_string());
+      graph_.signature().set_symbol_range(it.key(), range);
+    }
+  }
+
   void read_signature(const json& value, const std::string& path) {
     if (!value.is_object()) error(path, "expected an object {\"inputs\": [...], \"outputs\": [...]}, found ", kind_of(value));
     SignatureBuilder builder(graph_);
@@ -386,6 +407,7 @@ class Reader {
       std::string problem = builder.add_input(written.name, *kind, written.target);
       if (!problem.empty()) error(item_path, problem);
     }
+    if (value.contains("symbol_ranges")) read_ranges(value["symbol_ranges"], member_path(path, "symbol_ranges"));
     const json& outputs = spec_array(value, "outputs", path);
     for (size_t i = 0; i < outputs.size(); ++i) {
       std::string item_path = index_path(member_path(path, "outputs"), i);

@@ -3,6 +3,7 @@
 //
 //   file     := 'graph' '(' ')' ':' node* 'return' '(' [value {',' value} [',']] ')' [signature]
 //   signature := 'Graph' 'signature' ':' spec*      (inputs first; "# inputs" are comments)
+//   ranges    := 'Range' 'constraints' ':' '{' [symbol ':' 'VR' '[' int ',' (int | 'int_oo') ']' {',' ...}] '}' 
 //   spec     := ['%'] NAME ':' KIND ['target' '=' TARGET]
 //   node     := '%' NAME [':' [type] ['[' 'num_users' '=' INT ']']] '=' KIND '[' 'target' '=' TARGET ']' [call]
 //   call     := '(' 'args' '=' '(' [arg {',' arg} [',']] ')' ',' 'kwargs' '=' '{' [NAME ':' arg {',' ...}] '}' ')'
@@ -78,6 +79,7 @@ class Parser {
       }
     }
     if (next_word() == "Graph") parse_signature();
+    if (next_word() == "Range") parse_ranges();
     skip_trivia();
     if (position_ < text_.size()) error_here("expected end of file after the return line, found ", describe_next());
     for (const WrittenUsers& written : written_users_) {
@@ -564,7 +566,7 @@ class Parser {
     SignatureBuilder builder(graph_);
     while (true) {
       Location start = token_start();
-      if (at_end()) break;
+      if (at_end() || next_word() == "Range") break;
       bool percent = try_consume("%");
       std::string name = read_name(percent ? "a node name after '%'" : "a spec ('name: KIND'), or end of file");
       expect(":");
@@ -590,6 +592,42 @@ class Parser {
     }
     std::string problem = builder.finish();
     if (!problem.empty()) error_at(block, "graph signature: ", problem);
+  }
+
+  // "Range constraints: {s0: VR[1, 1024], s1: VR[2, int_oo]}" (ir/printer.h)
+  void parse_ranges() {
+    expect_word("Range");
+    expect_word("constraints");
+    expect(":");
+    expect("{");
+    if (try_consume("}")) return;
+    do {
+      Location start = token_start();
+      std::string symbol = read_name("a symbol");
+      expect(":");
+      expect_word("VR");
+      expect("[");
+      int64_t min = read_bound("the lowest value");
+      expect(",");
+      std::optional<int64_t> max;
+      if (next_word() == "int_oo") expect_word("int_oo");
+      else max = read_bound("the highest value or int_oo");
+      expect("]");
+      if (max && *max < min) error_at(start, "the range of ", symbol, " is empty: VR[", min, ", ", *max, "]");
+      if (graph_.signature().symbol_ranges().count(symbol)) error_at(start, "the range of ", symbol, " is given twice");
+      graph_.signature().set_symbol_range(symbol, SymbolRange{min, max});
+    } while (try_consume(","));
+    expect("}");
+  }
+
+  int64_t read_bound(std::string_view what) {
+    Location start = token_start();
+    bool negative = try_consume("-");
+    std::string word = read_name(what);
+    int64_t value = 0;
+    auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), value);
+    if (error != std::errc() || end != word.data() + word.size()) error_at(start, "expected ", what, ", found '", word, "'");
+    return negative ? -value : value;
   }
 
   static constexpr int kMaxListDepth = 64;  // bounds the recursion on hostile input

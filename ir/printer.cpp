@@ -86,6 +86,17 @@ std::string format_signature(const Graph& graph) {
   return text;
 }
 
+// "Range constraints: {s77: VR[1, 1024]}", as torch.export prints its range constraints.
+std::string format_ranges(const Graph& graph) {
+  std::string text = "Range constraints: {";
+  bool first = true;
+  for (const auto& [symbol, range] : graph.signature().symbol_ranges()) {
+    text += (first ? "" : ", ") + symbol + ": VR" + range.to_string();
+    first = false;
+  }
+  return text + "}\n";
+}
+
 }  // namespace
 
 std::string quote_string(const std::string& text) {
@@ -159,6 +170,7 @@ std::string print_graph(const Graph& graph, const PrintOptions& options) {
     text += line + "\n";
   }
   if (!signature_is_default(graph)) text += "\n" + format_signature(graph);
+  if (!graph.signature().symbol_ranges().empty()) text += "\n" + format_ranges(graph);
   return text;
 }
 
