@@ -124,6 +124,12 @@ class Machine {
         fail("loop evaluator: input '", buffer.source, "' has rank ", tensor.dim(), ", expected ", buffer.shape.size());
       bindings_[source.symbol] = tensor.sizes()[size_t(source.dim)];
     }
+    for (const LoopProgram::SymbolRange& range : program_.symbol_ranges) {
+      int64_t value = bindings_.at(range.symbol);
+      if (value < range.min || (range.max && value > *range.max))
+        fail("loop evaluator: ", range.symbol, " is ", value, ", outside its range [", range.min, ", ",
+             range.max ? std::to_string(*range.max) : std::string("int_oo"), "]");
+    }
   }
 
   Sizes evaluate_shape(const SymShape& shape) const {

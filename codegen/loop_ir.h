@@ -199,6 +199,13 @@ struct LoopProgram {
     int dim = -1;
   };
   std::vector<SymbolSource> symbol_sources;
+  // The range each symbol must lie in (the graph signature's), checked with the guards.
+  struct SymbolRange {
+    std::string symbol;
+    int64_t min = 0;
+    std::optional<int64_t> max;  // none: unbounded
+  };
+  std::vector<SymbolRange> symbol_ranges;
 
   int add_buffer(Buffer buffer);  // sets id, returns it
   int add_node(LoopNode node);    // sets id, returns it

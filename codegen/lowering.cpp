@@ -184,6 +184,9 @@ void Lowerer::bind_symbols() {
            ") is not bound by any input: no input has a dim whose size is exactly ", symbol);
     }
   }
+  for (const auto& [symbol, range] : graph_.signature().symbol_ranges())
+    if (std::find(symbols.begin(), symbols.end(), symbol) != symbols.end())
+      program_.symbol_ranges.push_back({symbol, range.min, range.max});
 }
 
 void Lowerer::lower_node(const ir::Node& node) {

@@ -95,6 +95,19 @@ void CppSourcePrinter::emit_bind() {
                                    std::to_string(source.dim);
   }
   declare_symbols();
+  // Each symbol within its range (the graph signature's: torch.export's range constraints).
+  for (const LoopProgram::SymbolRange& range : p_.symbol_ranges) {
+    std::string value = symbol_variable(range.symbol);
+    std::string text = "[" + std::to_string(range.min) + ", " + (range.max ? std::to_string(*range.max) : std::string("int_oo")) + "]";
+    std::string condition = value + " < " + std::to_string(range.min) + (range.max ? " || " + value + " > " + std::to_string(*range.max) : "");
+    w_.open("if (" + condition + ")");
+    w_.line("const char* parts[] = {\"guard failed: " + symbol_origin[range.symbol] + " is \", nullptr, \", outside the range " + text +
+            " of " + range.symbol + " that the model was compiled for\"};");
+    w_.line("const int64_t ints[] = {0, " + value + ", 0};");
+    w_.line("kiln_message(error, capacity, parts, ints, 3);");
+    w_.line("return 1;");
+    w_.close();
+  }
   for (size_t i = 0; i < n; ++i) {
     const Buffer& b = p_.buffer(p_.inputs[i]);
     std::string in = "in[" + std::to_string(i) + "]";

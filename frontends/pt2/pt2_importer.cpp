@@ -90,6 +90,7 @@ class Importer {
     weights_ = read_payloads(archive_, archive_.weights_config_entry(), archive_.weights_folder(), "weight");
     constants_ = read_payloads(archive_, archive_.constants_config_entry(), archive_.constants_folder(), "constant");
     add_inputs();
+    add_symbol_ranges();
     for (const ExportNode& node : program_.nodes) convert(node);
     add_outputs();
     ir::verify(state_.graph);
@@ -155,6 +156,19 @@ class Importer {
     }
     // Constant user inputs (ints, floats, None) were specialized by torch.export: nothing to read.
     if (arg.kind == "as_int" && !spec.name.empty()) state_.values[spec.name] = Pt2Value::of_sym_int(arg.value.get<int64_t>());
+  }
+
+  // The range constraints of the symbols that size the inputs, as the graph signature's
+  // symbol ranges (checked where the symbols are bound: the interpreter, the compiled guards).
+  void add_symbol_ranges() {
+    std::set<std::string> bound;
+    for (ir::Node* placeholder : state_.graph.placeholders())
+      for (const ir::SymInt& size : placeholder->value().shape)
+        if (size.is_symbol()) bound.insert(size.to_string());
+    for (const auto& [symbol, range] : program_.range_constraints) {
+      if (!bound.count(symbol)) continue;
+      state_.graph.signature().set_symbol_range(symbol, ir::SymbolRange{range.min.value_or(0), range.max});
+    }
   }
 
   void add_constant_input(const ExportInputSpec& spec) {

@@ -5,7 +5,9 @@
 //  2. every node's target is looked up in the ATen table (aten_op_table.h) first, and all
 //     unsupported ones are reported at once (target, count, node names) before any conversion;
 //  3. the graph signature: user inputs become placeholders named as in the program, with
-//     symbolic dims as Kiln symbols of the same names (pt2_symbols.h); parameters, buffers and
+//     symbolic dims as Kiln symbols of the same names (pt2_symbols.h) and their range
+//     constraints (Dim("b", min=1, max=1024)) as the signature's symbol ranges, which the
+//     interpreter and the compiled guards check; parameters, buffers and
 //     lifted tensor constants become graph parameters read by get_attr nodes named as in the
 //     program (p_fc_weight reads "fc.weight"), their values from the archive's weight and
 //     constant files (pt2_weights.h), and their kinds (PARAMETER, BUFFER, CONSTANT_TENSOR)

@@ -239,8 +239,4 @@ ir::SymInt parse_sympy_size(const std::string& text, const std::string& where) {
   }
 }
 
-std::string SymbolRange::to_string() const {
-  return "[" + std::to_string(min) + ", " + (max ? std::to_string(*max) : std::string("inf")) + "]";
-}
-
 }  // namespace kiln::frontends

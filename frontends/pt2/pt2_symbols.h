@@ -20,11 +20,4 @@ namespace kiln::frontends {
 // `where` prefixes messages ("'m.pt2': tensor 'x' dim 0").
 ir::SymInt parse_sympy_size(const std::string& text, const std::string& where);
 
-// The range a symbol may take, from the program's range_constraints.
-struct SymbolRange {
-  int64_t min = 0;
-  std::optional<int64_t> max;  // none: unbounded
-  std::string to_string() const;  // "[1, 1024]", "[2, inf]"
-};
-
 }  // namespace kiln::frontends

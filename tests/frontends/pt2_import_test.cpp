@@ -14,6 +14,7 @@
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "passes/functionalize.h"
+#include "runtime/compiled_artifact.h"
 #include "tests/frontends/pt2_test_support.h"
 
 namespace kiln::frontends {
@@ -116,6 +117,33 @@ TEST(Pt2Import, DynamicDimsBecomeSymbolsAndDerivedSizesFollow) {
   EXPECT_EQ(expected[0].sizes(), (Sizes{7, 3}));
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(pt2_difference(expected[i], actual[i]), "") << i;
   EXPECT_DOUBLE_EQ(expected[1].item(), 7.0);  // sum(full((2 * b,), 0.5))
+}
+
+// Dim("batch", min=2, max=64): the range is the graph signature's, and both the interpreter
+// and the compiled guards refuse a batch outside it.
+TEST(Pt2Import, SymbolRangesAreCheckedByTheInterpreterAndTheCompiledGuards) {
+  ir::Graph graph = import_pt2(pt2_program("dynamic_mlp"));
+  std::string symbol = graph.placeholders().at(0)->value().shape[0].to_string();
+  ASSERT_EQ(graph.signature().symbol_ranges().count(symbol), 1u);
+  EXPECT_EQ(graph.signature().symbol_ranges().at(symbol), (ir::SymbolRange{2, 64}));
+  compiler::CpuModel model = compiler::CpuModel::compile(graph);
+  for (int64_t batch : {1, 65}) {
+    std::map<std::string, Tensor> inputs = {{"x", Tensor::zeros({batch, 4, 8}, DType::f32)}};
+    std::string outside = "is " + std::to_string(batch) + ", outside the range [2, 64] of " + symbol;
+    try {
+      ir::Interpreter().run(graph, inputs);
+      ADD_FAILURE() << "the interpreter ran batch " << batch;
+    } catch (const kiln::Error& error) {
+      EXPECT_NE(std::string(error.what()).find(outside), std::string::npos) << error.what();
+    }
+    try {
+      model.run(inputs, 1);
+      ADD_FAILURE() << "the compiled model ran batch " << batch;
+    } catch (const GuardError& error) {
+      EXPECT_NE(std::string(error.what()).find("guard failed: input 'x' dim 0 " + outside), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_EQ(model.run({{"x", Tensor::zeros({64, 4, 8}, DType::f32)}}, 1).at(0).sizes(), (Sizes{64, 3}));
 }
 
 TEST(Pt2Import, NodesKeepTheUsersSourceLineAndModulePath) {
