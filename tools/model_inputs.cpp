@@ -2,14 +2,12 @@
 #include "tools/model_inputs.h"
 
 #include <charconv>
-#include <filesystem>
 #include <random>
 #include <sstream>
 
 #include <filesystem>
 
 #include "frontends/onnx/onnx_specialization.h"
-#include "frontends/pt2/pt2_importer.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
 
@@ -121,14 +119,6 @@ std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,
     inputs.emplace(node->target(), random_tensor(meta, meta.evaluate_shape(dims), generator));
   }
   return inputs;
-}
-
-std::map<std::string, Tensor> model_sample_inputs(const std::string& model_path) {
-  std::string extension = std::filesystem::path(model_path).extension().string();
-  if (extension != ".pt2")
-    fail("--sample-inputs reads the sample inputs that a .pt2 archive (torch.export.save) carries; '", model_path,
-         "' is not a .pt2 file (use --input NAME=FILE.npy or --random-inputs SEED)");
-  return frontends::read_pt2_sample_inputs(model_path);
 }
 
 std::string summarize_tensor(const std::string& name, const Tensor& tensor, int64_t max_values) {

@@ -1,6 +1,6 @@
 // Turning the user's input flags into the tensors a model's placeholders expect:
-// --input NAME=FILE.npy, --random-inputs SEED, --dim SYMBOL=N, --sample-inputs; and a
-// one-line summary of a tensor for printing results.
+// --input NAME=FILE.npy, --random-inputs SEED, --dim SYMBOL=N; and a one-line summary of a
+// tensor for printing results.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +32,6 @@ std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,
                                              const std::map<std::string, std::string>& files,
                                              const std::map<std::string, int64_t>& dims,
                                              std::optional<uint64_t> seed);
-
-// The sample inputs a model file carries (a .pt2 archive's data/sample_inputs), by input
-// name. Errors: a model file of another kind, an archive without sample inputs.
-std::map<std::string, Tensor> model_sample_inputs(const std::string& model_path);
 
 // "probs: f32[3, 10] = [0.1, 0.2, ...]"
 std::string summarize_tensor(const std::string& name, const Tensor& tensor, int64_t max_values);

@@ -67,7 +67,7 @@ TEST(SymbolRanges, BadRangesNameTheLine) {
     return error_of([&] { parse_graph(std::string(kGraph) + ranges, "ranges.kiln"); });
   };
   EXPECT_EQ(error("Range constraints: {s0: VR[8, 4]}\n"), "ranges.kiln:6:21: the range of s0 is empty: VR[8, 4]");
-  EXPECT_EQ(error("Range constraints: {s0: VR[1, 4], s0: VR[1, 5]}\n"), "ranges.kiln:6:37: the range of s0 is given twice");
+  EXPECT_EQ(error("Range constraints: {s0: VR[1, 4], s0: VR[1, 5]}\n"), "ranges.kiln:6:35: the range of s0 is given twice");
   EXPECT_EQ(error("Range constraints: {s0: [1, 4]}\n"), "ranges.kiln:6:25: expected 'VR', found '['");
   EXPECT_EQ(error("Range constraints: {s0: VR[1, many]}\n"), "ranges.kiln:6:31: expected the highest value or int_oo, found 'many'");
 }
