@@ -5,7 +5,7 @@ The models are the .pt2 programs of the test data (scripts/make-pt2-test-data; .
 models/: torchvision classifiers, an nn.TransformerEncoder and a small causal GPT, random
 weights, batch 1). For each model, with the same thread count on every side:
   kiln      `kiln bench static.pt2 --input ... --json` (CPU backend; its compile time from an
-            empty cache too), and a check that `kiln run --backend cpu` matches eager within 1e-4
+            empty cache too), and a check that `kiln run --target cpu` matches eager within 1e-4
             of the output's magnitude;
   eager     the torch.nn.Module (rebuilt as scripts/make_pt2_models.py builds it: the same seed,
             the same weights), under torch.no_grad();
@@ -93,12 +93,12 @@ def measure_kiln(args, folder, input_name, expected, work):
     start = time.perf_counter()
     run_kiln(args, ["compile", program], cache_dir)
     compile_s = time.perf_counter() - start
-    run_kiln(args, ["run", program, "--backend", "cpu", "--threads", str(args.threads), "--out", out_dir] + flags, cache_dir)
+    run_kiln(args, ["run", program, "--target", "cpu", "--threads", str(args.threads), "--out", out_dir] + flags, cache_dir)
     outputs = [f for f in os.listdir(out_dir) if f.endswith(".npy")]
     got = np.load(os.path.join(out_dir, outputs[0])).astype(np.float64)
     magnitude = float(np.max(np.abs(expected)))
     error = float(np.max(np.abs(got - expected))) / magnitude if got.shape == expected.shape else float("inf")
-    data = json.loads(run_kiln(args, ["bench", program, "--backend", "cpu", "--json", "--iters", str(args.iters), "--warmup",
+    data = json.loads(run_kiln(args, ["bench", program, "--target", "cpu", "--json", "--iters", str(args.iters), "--warmup",
                                       str(args.warmup), "--threads", str(args.threads)] + flags, cache_dir).strip().splitlines()[-1])
     return {"median_ms": data["median_ms"], "p10_ms": data["p10_ms"], "p90_ms": data["p90_ms"], "compile_s": compile_s,
             "err_over_magnitude": error, "ok": error <= CHECK_TOLERANCE}

@@ -99,7 +99,7 @@ int run_run(const RunOptions& options) {
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
   if (options.sample_inputs && (!options.inputs.empty() || options.random_seed || !dims.empty()))
     fail("--sample-inputs gives every input; it cannot be combined with --input, --random-inputs or --dim");
-  std::map<std::string, Tensor> inputs = options.sample_inputs ? model_sample_inputs(options.model)
+  std::map<std::string, Tensor> inputs = options.sample_inputs ? compiler::model_sample_inputs(options.model)
                                                                : prepare_inputs(graph, files, dims, options.random_seed);
 
   std::vector<Tensor> outputs = run_model(graph, inputs, options);

@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <set>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "frontends/model_loader.h"
 #include "frontends/pt2/pt2_importer.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "passes/functionalize.h"
-#include "runtime/compiled_artifact.h"
+#include "runtime/artifact.h"
 #include "tests/frontends/pt2_test_support.h"
 
 namespace kiln::frontends {
@@ -46,7 +46,7 @@ TEST_P(Pt2Programs, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
   std::map<std::string, Tensor> inputs = read_pt2_sample_inputs(pt2_program(name));
   expect_outputs(name, ir::Interpreter().run(graph, clones(inputs)), "interpreter");
   ir::Graph fresh = import_pt2(pt2_program(name));  // the interpreter updated the first one's buffers
-  expect_outputs(name, compiler::CpuModel::compile(fresh).run(clones(inputs), 1), "cpu");
+  expect_outputs(name, compiler::compile(fresh).run(clones(inputs), 1), "cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2Programs,
@@ -112,7 +112,7 @@ TEST(Pt2Import, DynamicDimsBecomeSymbolsAndDerivedSizesFollow) {
   Tensor input = Tensor::empty({7, 4, 8}, DType::f32);
   for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] = float((i * 37) % 11) / 11.0f - 0.5f;
   std::vector<Tensor> expected = ir::Interpreter().run(graph, {{"x", input}});
-  std::vector<Tensor> actual = compiler::CpuModel::compile(graph).run({{"x", input}}, 1);
+  std::vector<Tensor> actual = compiler::compile(graph).run({{"x", input}}, 1);
   ASSERT_EQ(expected.size(), actual.size());
   EXPECT_EQ(expected[0].sizes(), (Sizes{7, 3}));
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(pt2_difference(expected[i], actual[i]), "") << i;
@@ -126,7 +126,7 @@ TEST(Pt2Import, SymbolRangesAreCheckedByTheInterpreterAndTheCompiledGuards) {
   std::string symbol = graph.placeholders().at(0)->value().shape[0].to_string();
   ASSERT_EQ(graph.signature().symbol_ranges().count(symbol), 1u);
   EXPECT_EQ(graph.signature().symbol_ranges().at(symbol), (ir::SymbolRange{2, 64}));
-  compiler::CpuModel model = compiler::CpuModel::compile(graph);
+  compiler::CompiledModel model = compiler::compile(graph);
   for (int64_t batch : {1, 65}) {
     std::map<std::string, Tensor> inputs = {{"x", Tensor::zeros({batch, 4, 8}, DType::f32)}};
     std::string outside = "is " + std::to_string(batch) + ", outside the range [2, 64] of " + symbol;

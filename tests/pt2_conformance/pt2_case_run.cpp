@@ -115,9 +115,9 @@ std::optional<CaseOutcome> prepare(const OpInfoCase& test_case, PreparedCase& pr
   return std::nullopt;
 }
 
-CaseOutcome run_alone(const OpInfoCase& test_case, const PreparedCase& prepared, const compiler::CpuCompileOptions& options) {
+CaseOutcome run_alone(const OpInfoCase& test_case, const PreparedCase& prepared, const compiler::CompileOptions& options) {
   try {
-    compiler::CpuModel model = compiler::CpuModel::compile(prepared.graph, options);
+    compiler::CompiledModel model = compiler::compile(prepared.graph, options);
     std::string problem = compare_outputs(test_case, model.run(prepared.inputs, 1));
     if (!problem.empty()) return {CaseStatus::failed, "cpu: " + problem};
   } catch (const std::exception& error) {
@@ -128,13 +128,13 @@ CaseOutcome run_alone(const OpInfoCase& test_case, const PreparedCase& prepared,
 
 }  // namespace
 
-CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const compiler::CpuCompileOptions& options) {
+CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const compiler::CompileOptions& options) {
   PreparedCase prepared;
   if (std::optional<CaseOutcome> settled = prepare(test_case, prepared)) return *settled;
   return run_alone(test_case, prepared, options);
 }
 
-std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const compiler::CpuCompileOptions& options) {
+std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const compiler::CompileOptions& options) {
   std::vector<CaseOutcome> outcomes(cases.size());
   std::vector<PreparedCase> prepared(cases.size());
   std::vector<size_t> pending;
@@ -162,7 +162,7 @@ std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& 
   std::vector<Tensor> results;
   try {
     merged.create_output(merged_outputs);
-    compiler::CpuModel model = compiler::CpuModel::compile(merged, options);
+    compiler::CompiledModel model = compiler::compile(merged, options);
     results = model.run(merged_inputs, 1);
   } catch (const std::exception&) {
     results.clear();  // attribute the failure case by case

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "runtime/tensor.h"
 #include "tests/pt2_conformance/pt2_test_data.h"
 
@@ -25,9 +25,9 @@ struct CaseOutcome {
   std::string detail;  // failed: the stage and the difference; unsupported: the missing targets
 };
 
-CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const compiler::CpuCompileOptions& options);
+CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const compiler::CompileOptions& options);
 // The cases of one OpInfo entry, in order.
-std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const compiler::CpuCompileOptions& options);
+std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const compiler::CompileOptions& options);
 
 // Empty when `actual` matches `expected` (same dtype and shape; floats within atol + rtol *
 // |expected|, NaN equal to NaN, infinities to themselves; integers and bools exactly), else

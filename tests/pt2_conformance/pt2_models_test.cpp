@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/cpu_backend.h"
+#include "compiler/compile_driver.h"
 #include "frontends/pt2/pt2_importer.h"
 #include "runtime/atomic_file.h"
 #include "runtime/npy.h"
@@ -66,7 +66,7 @@ TEST_P(Model, MatchesEager) {
     record("refused\ttorch.export refused it: " + meta.value("reason", ""));
     GTEST_SKIP() << "torch.export refused " << name << ": " << meta.value("reason", "");
   }
-  compiler::CpuCompileOptions options;
+  compiler::CompileOptions options;
   options.cache_dir = outcomes_folder() / "compile-cache";
   std::string failure;
   std::ostringstream timing;
@@ -74,7 +74,7 @@ TEST_P(Model, MatchesEager) {
     try {
       auto start = std::chrono::steady_clock::now();
       ir::Graph graph = frontends::import_pt2((folder / (program + ".pt2")).string());
-      compiler::CpuModel model = compiler::CpuModel::compile(graph, options);
+      compiler::CompiledModel model = compiler::compile(graph, options);
       timing << program << " import+compile " << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s; ";
       std::string input_name = graph.placeholders().at(0)->target();
       for (int batch : batches) {

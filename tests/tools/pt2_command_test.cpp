@@ -26,12 +26,12 @@ TEST_F(Pt2Command, DumpShowsThePyTorchFileLineAndModulePath) {
 
 TEST_F(Pt2Command, RunOnTheArchivesSampleInputs) {
   for (const std::string backend : {"interp", "cpu"}) {
-    CliResult result = kiln("run " + kPt2 + "attention.pt2 --sample-inputs --backend " + backend + " --out " + (dir_ / backend).string());
+    CliResult result = kiln("run " + kPt2 + "attention.pt2 --sample-inputs --target " + backend + " --out " + (dir_ / backend).string());
     ASSERT_EQ(result.status, 0) << result.err;
     EXPECT_THAT(result.out, HasSubstr("gelu: f32[2, 6, 16] = ["));
     EXPECT_TRUE(std::filesystem::exists(dir_ / backend / "gelu.npy"));
   }
-  CliResult checked = kiln("run " + kPt2 + "cnn_train.pt2 --sample-inputs --backend cpu --check");
+  CliResult checked = kiln("run " + kPt2 + "cnn_train.pt2 --sample-inputs --target cpu --check");
   ASSERT_EQ(checked.status, 0) << checked.out << checked.err;
   EXPECT_THAT(checked.out, HasSubstr(": ok"));
   EXPECT_THAT(checked.out, Not(HasSubstr("FAIL")));
@@ -43,7 +43,7 @@ TEST_F(Pt2Command, RandomInputsWithASymbolicBatch) {
   ASSERT_EQ(dump.status, 0);
   std::string symbol = dump.out.substr(dump.out.find("%x : f32[") + 9);
   symbol = symbol.substr(0, symbol.find(','));
-  CliResult result = kiln("run " + kPt2 + "dynamic_mlp.pt2 --random-inputs 1 --dim " + symbol + "=7 --backend cpu --check");
+  CliResult result = kiln("run " + kPt2 + "dynamic_mlp.pt2 --random-inputs 1 --dim " + symbol + "=7 --target cpu --check");
   ASSERT_EQ(result.status, 0) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("f32[7, 3]"));
 }
