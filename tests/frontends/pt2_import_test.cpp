@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "compiler/compile_driver.h"
@@ -15,6 +16,7 @@
 #include "ir/printer.h"
 #include "passes/functionalize.h"
 #include "runtime/artifact.h"
+#include "runtime/cpu/cpu_artifact.h"
 #include "tests/frontends/pt2_test_support.h"
 
 namespace kiln::frontends {
@@ -119,31 +121,45 @@ TEST(Pt2Import, DynamicDimsBecomeSymbolsAndDerivedSizesFollow) {
   EXPECT_DOUBLE_EQ(expected[1].item(), 7.0);  // sum(full((2 * b,), 0.5))
 }
 
-// Dim("batch", min=2, max=64): the range is the graph signature's, and both the interpreter
-// and the compiled guards refuse a batch outside it.
+// The message of the kiln::Error `body` throws ("(no error)" when it throws none).
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+// Dim("batch", min=2, max=64): the range is the graph signature's, and the interpreter, the
+// compiled model (its host-side check) and the cpu artifact loaded by the runtime alone (its
+// generated kiln_bind guard) all refuse a batch outside it.
 TEST(Pt2Import, SymbolRangesAreCheckedByTheInterpreterAndTheCompiledGuards) {
   ir::Graph graph = import_pt2(pt2_program("dynamic_mlp"));
   std::string symbol = graph.placeholders().at(0)->value().shape[0].to_string();
   ASSERT_EQ(graph.signature().symbol_ranges().count(symbol), 1u);
   EXPECT_EQ(graph.signature().symbol_ranges().at(symbol), (ir::SymbolRange{2, 64}));
   compiler::CompiledModel model = compiler::compile(graph);
+  CpuArtifact artifact = CpuArtifact::load(model.result().artifact_dir);
+  std::vector<Tensor> parameters;
+  for (const ArtifactParameter& parameter : artifact.parameters()) parameters.push_back(graph.parameters().at(parameter.name));
   for (int64_t batch : {1, 65}) {
     std::map<std::string, Tensor> inputs = {{"x", Tensor::zeros({batch, 4, 8}, DType::f32)}};
     std::string outside = "is " + std::to_string(batch) + ", outside the range [2, 64] of " + symbol;
+    EXPECT_EQ(error_of([&] { ir::Interpreter().run(graph, inputs); }),
+              "input 'x': dim 0 " + outside + " that the graph is valid for");
+    EXPECT_EQ(error_of([&] { model.run(inputs, 1); }), "input 'x': dim 0 " + outside + " that the graph is valid for");
     try {
-      ir::Interpreter().run(graph, inputs);
-      ADD_FAILURE() << "the interpreter ran batch " << batch;
-    } catch (const kiln::Error& error) {
-      EXPECT_NE(std::string(error.what()).find(outside), std::string::npos) << error.what();
-    }
-    try {
-      model.run(inputs, 1);
-      ADD_FAILURE() << "the compiled model ran batch " << batch;
+      artifact.run({inputs.at("x")}, parameters, {}, 1);
+      ADD_FAILURE() << "the cpu artifact ran batch " << batch;
     } catch (const GuardError& error) {
-      EXPECT_NE(std::string(error.what()).find("guard failed: input 'x' dim 0 " + outside), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find("guard failed: input 'x' dim 0 " + outside + " that the model was compiled for"),
+                std::string::npos)
+          << error.what();
     }
   }
   EXPECT_EQ(model.run({{"x", Tensor::zeros({64, 4, 8}, DType::f32)}}, 1).at(0).sizes(), (Sizes{64, 3}));
+  EXPECT_EQ(artifact.run({Tensor::zeros({2, 4, 8}, DType::f32)}, parameters, {}, 1).at(0).sizes(), (Sizes{2, 3}));
 }
 
 TEST(Pt2Import, NodesKeepTheUsersSourceLineAndModulePath) {
