@@ -158,7 +158,7 @@ TEST_F(OnnxBadInput, DataDependentShape) {
 TEST_F(OnnxBadInput, UnknownExtension) {
   std::string path = write("model.onnx2", "x");
   EXPECT_EQ(error_of([&] { load_model(path); }),
-            "'" + path + "' has the extension '.onnx2'; supported model files: .onnx (ONNX), .kiln (text IR), .json (JSON IR)");
+            "'" + path + "' has the extension '.onnx2'; supported model files: .pt2 (torch.export), .onnx (ONNX), .kiln (text IR), .json (JSON IR)");
 }
 
 TEST_F(OnnxBadInput, WrongInputShapeAtRunTime) {
