@@ -179,7 +179,7 @@ ir::Node* diagonal_view(AtenNodeContext& c, ir::Node* x) {
   int64_t offset = c.int_arg("offset", 0);
   int64_t dim1 = wrap_dim(c, c.int_arg("dim1", 0), rank), dim2 = wrap_dim(c, c.int_arg("dim2", 1), rank);
   const ir::SymShape& shape = shape_of(x);
-  ir::SymShape strides = ir::contiguous_strides(shape);
+  ir::SymShape strides = contiguous_strides(shape);
   std::optional<int64_t> n1 = shape[size_t(dim1)].maybe_constant(), n2 = shape[size_t(dim2)].maybe_constant();
   if (!n1 || !n2) c.fail("diagonal of symbolic dims is not supported");
   int64_t length = offset >= 0 ? std::max<int64_t>(0, std::min(*n1, *n2 - offset)) : std::max<int64_t>(0, std::min(*n1 + offset, *n2));

@@ -206,7 +206,7 @@ void convert_diagonal(AtenNodeContext& c) {
   int64_t dim1 = wrap_dim(c, c.int_arg("dim1", 0), rank), dim2 = wrap_dim(c, c.int_arg("dim2", 1), rank);
   if (dim1 == dim2) c.fail("diagonal dimensions cannot be identical ", dim1, ", ", dim2);
   const ir::SymShape& shape = shape_of(x);
-  ir::SymShape strides = ir::contiguous_strides(shape);
+  ir::SymShape strides = contiguous_strides(shape);
   std::optional<int64_t> n1 = shape[size_t(dim1)].maybe_constant(), n2 = shape[size_t(dim2)].maybe_constant();
   if (!n1 || !n2) c.fail("diagonal of symbolic dims is not supported");
   int64_t length = offset >= 0 ? std::max<int64_t>(0, std::min(*n1, *n2 - offset)) : std::max<int64_t>(0, std::min(*n1 + offset, *n2));
@@ -231,7 +231,7 @@ void convert_unfold(AtenNodeContext& c) {
   int64_t size = c.int_arg("size"), step = c.int_arg("step");
   if (step <= 0) c.fail("step is ", step, " but must be > 0");
   const ir::SymShape& shape = shape_of(x);
-  ir::SymShape strides = ir::contiguous_strides(shape);
+  ir::SymShape strides = contiguous_strides(shape);
   std::vector<SymInt> sizes = shape, new_strides = strides;
   if (rank == 0) {
     sizes = {SymInt(1)};
