@@ -6,6 +6,7 @@
 
 #include "codegen/schedule.h"
 #include "codegen/schedule_stages.h"
+#include "runtime/log.h"
 
 namespace kiln::codegen {
 
@@ -20,10 +21,7 @@ void SchedulingState::note(const std::string& message) {
 
 namespace {
 
-bool fusion_log_enabled() {
-  const char* log = std::getenv("KILN_LOG");
-  return log != nullptr && std::string(log).find("fusion") != std::string::npos;
-}
+bool fusion_log_enabled() { return log_enabled("fusion"); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include "compiler/target_registry.h"
 #include "runtime/compile_cache.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace kiln::compiler {
 
@@ -77,12 +78,14 @@ CacheEntry build_artifact(const CodeTarget& target, const GeneratedCode& code, c
     timer.done(std::string(target.build_stage()));
   };
   if (!options.use_cache) {
+    log("cache", "off: built " + key + " (" + options.target + ") without the compile cache");
     fs::path directory = cache.make_staging_directory();
     build(directory);
     return {directory, false};
   }
   CacheEntry entry = cache.get_or_build(key, build);
   timer.done(entry.hit ? "cache hit" : "cache store");
+  log("cache", std::string(entry.hit ? "hit " : "miss (built and stored) ") + key + " (" + options.target + ")");
   return entry;
 }
 

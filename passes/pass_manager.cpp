@@ -14,6 +14,7 @@
 #include "passes/decompose.h"
 #include "passes/functionalize.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace kiln::passes {
 
@@ -90,10 +91,7 @@ bool RunOptions::default_verify_each() {
 }
 
 namespace {
-bool logging_passes() {
-  const char* log = std::getenv("KILN_LOG");
-  return log != nullptr && std::string_view(log).find("passes") != std::string_view::npos;
-}
+bool logging_passes() { return log_enabled("passes"); }
 }  // namespace
 
 std::vector<PassRecord> run_passes(ir::Graph& graph, const std::vector<std::string_view>& passes,

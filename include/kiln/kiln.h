@@ -28,6 +28,7 @@
 #include "kiln/nn/normalization.h"
 #include "kiln/random.h"
 #include "kiln/trace.h"
+#include "kiln/compile.h"
 #include "kiln/training.h"
 #include "kiln/var.h"
 #include "runtime/error.h"

@@ -1,0 +1,292 @@
+// kiln::compile(fn) (include/kiln/compile.h): the variants of a compiled function, the trace of
+// a new variant (automatic dynamic shapes, duck sizing, 0/1 specialization), recompiles and the
+// fallback past the recompile limit, and what KILN_LOG says about them.
+#include "kiln/compile.h"
+
+#include <atomic>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <sstream>
+
+#include "compiler/compile_driver.h"
+#include "compiler/function/guards.h"
+#include "ir/interpreter.h"
+#include "kiln/nn/module.h"
+#include "kiln/trace.h"
+#include "runtime/error.h"
+#include "runtime/log.h"
+
+namespace kiln {
+
+namespace {
+
+using compiler::Guard;
+
+struct Variant {
+  std::vector<Guard> guards;
+  compiler::CompiledModel model;
+  size_t op_count = 0;
+};
+
+struct DimRange {
+  int64_t min = 2;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+
+std::vector<std::string> default_input_names(size_t count) {
+  if (count == 1) return {"x"};
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i) names.push_back("x" + std::to_string(i));
+  return names;
+}
+
+size_t op_count(const ir::Graph& graph) {
+  size_t count = 0;
+  for (const ir::Node* node : graph.nodes())
+    if (node->op() == ir::OpKind::call_function) ++count;
+  return count;
+}
+
+}  // namespace
+
+struct CompiledFunction::State {
+  ScalarFunction fn;
+  nn::Module* module = nullptr;
+  FunctionCompileOptions options;
+  size_t input_count = 0;  // set by the first call
+  size_t scalar_count = 0;
+  std::vector<std::string> names;
+
+  mutable std::shared_mutex mutex;              // variants and what recompiles read and write
+  std::vector<std::unique_ptr<Variant>> variants;
+  std::vector<Sizes> first_sizes;               // each input's sizes at the first trace
+  std::map<std::pair<size_t, int64_t>, DimRange> dynamic_dims;  // (input, dim) made or marked dynamic
+  std::atomic<size_t> calls{0};
+  size_t traces = 0;
+  std::atomic<size_t> fallback_calls{0};
+  bool warned_limit = false;
+
+  std::vector<Tensor> run(Variant& variant, const std::vector<Tensor>& inputs) const {
+    std::map<std::string, Tensor> named;
+    for (size_t i = 0; i < inputs.size(); ++i) named.emplace(names[i], inputs[i]);
+    return variant.model.run(named);
+  }
+
+  // The first variant whose guards pass, or nullptr; `failure` gets the last variant's failing
+  // guard, described, when none passes.
+  Variant* find_variant(const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
+                        std::string* failure) const {
+    for (const auto& variant : variants)
+      if (compiler::first_failing_guard(variant->guards, inputs, scalars) < 0) return variant.get();
+    if (failure != nullptr && !variants.empty()) {
+      const Variant& last = *variants.back();
+      const Guard& guard = last.guards[size_t(compiler::first_failing_guard(last.guards, inputs, scalars))];
+      *failure = compiler::describe_guard(guard, names) + " failed: " + compiler::describe_actual(guard, inputs, scalars);
+    }
+    return nullptr;
+  }
+
+  // Automatic dynamic: dims whose size differs from the first trace's become dynamic.
+  void update_dynamic_dims(const std::vector<Tensor>& inputs) {
+    if (options.dynamic != DynamicShapes::automatic || first_sizes.empty()) return;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (first_sizes[i].size() != inputs[i].sizes().size()) continue;
+      for (size_t d = 0; d < first_sizes[i].size(); ++d) {
+        if (first_sizes[i][d] == inputs[i].sizes()[d] || dynamic_dims.count({i, int64_t(d)})) continue;
+        dynamic_dims[{i, int64_t(d)}] = DimRange{};
+        log("dynamic", options.name + ": " + names[i] + ".size(" + std::to_string(d) + ") changed from " +
+                           std::to_string(first_sizes[i][d]) + " to " + std::to_string(inputs[i].sizes()[d]) +
+                           ": made dynamic");
+      }
+    }
+  }
+
+  // The placeholder types of a trace for these inputs: dynamic dims (by policy) become symbols,
+  // one per distinct size (duck sizing); sizes 0 and 1 and sizes outside a marked range stay static.
+  std::vector<ir::TensorMeta> input_types(const std::vector<Tensor>& inputs, bool dynamic,
+                                          std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
+    std::vector<ir::TensorMeta> types;
+    std::map<std::pair<int64_t, std::pair<int64_t, int64_t>>, std::string> symbols;  // (size, range) -> name
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ir::TensorMeta type = example_type(inputs[i]);
+      type.device = inputs[i].device();
+      for (size_t d = 0; dynamic && d < type.shape.size(); ++d) {
+        int64_t size = inputs[i].sizes()[d];
+        DimRange range;
+        auto marked = dynamic_dims.find({i, int64_t(d)});
+        if (marked != dynamic_dims.end()) range = marked->second;
+        else if (options.dynamic != DynamicShapes::always) continue;
+        std::string where = names[i] + ".size(" + std::to_string(d) + ")";
+        if (size < 2 || size < range.min || size > range.max) {
+          log("dynamic", options.name + ": " + where + " is " + std::to_string(size) + ": specialized (" +
+                             (size < 2 ? "sizes 0 and 1 are never symbolic" : "outside its marked range") + ")");
+          continue;
+        }
+        auto [it, fresh] = symbols.emplace(std::make_pair(size, std::make_pair(range.min, range.max)),
+                                           "s" + std::to_string(symbols.size()));
+        if (fresh) ranges[it->second] = {range.min, range.max};
+        type.shape[d] = ir::SymInt::symbol(it->second);
+      }
+      type.strides = ir::contiguous_strides(type.shape);
+      types.push_back(std::move(type));
+    }
+    return types;
+  }
+
+  ir::Graph trace_graph(const std::vector<ir::TensorMeta>& types, const std::vector<double>& scalars) const {
+    TraceOptions trace_options{.input_names = names};
+    if (module != nullptr) module->assign_paths();
+    return trace([&](const std::vector<Var>& vars) { return fn(vars, scalars); }, types, trace_options);
+  }
+
+  // Traces and compiles a variant for these inputs (the caller holds the lock exclusively).
+  Variant& add_variant(const std::vector<Tensor>& inputs, const std::vector<double>& scalars) {
+    update_dynamic_dims(inputs);
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    std::vector<ir::TensorMeta> types = input_types(inputs, options.dynamic != DynamicShapes::never, ranges);
+    bool symbolic = false;
+    for (const ir::TensorMeta& type : types) symbolic = symbolic || !type.is_static();
+    ir::Graph graph;
+    try {
+      graph = trace_graph(types, scalars);
+    } catch (const Error& error) {
+      if (!symbolic) throw;
+      // fn needs a static size somewhere (Var::size() of a symbolic dim, a reshape to constants):
+      // this variant is static.
+      log("dynamic", options.name + ": tracing with symbolic sizes failed (" + error.what() +
+                         "); this variant is static");
+      ranges.clear();
+      types = input_types(inputs, false, ranges);
+      graph = trace_graph(types, scalars);
+    }
+    if (first_sizes.empty())
+      for (const Tensor& input : inputs) first_sizes.push_back(input.sizes());
+    ++traces;
+    compiler::CompileOptions compile_options;
+    compile_options.target = options.target;
+    compile_options.use_cache = options.use_cache;
+    compile_options.cache_dir = options.cache_dir;
+    size_t ops = op_count(graph);
+    auto variant = std::make_unique<Variant>(
+        Variant{compiler::make_guards(types, ranges, scalars, module), compiler::compile(graph, compile_options), ops});
+    if (log_enabled("guards")) {
+      std::string text = options.name + ": variant " + std::to_string(variants.size()) + " (" + std::to_string(ops) +
+                         " ops) guards:";
+      for (const Guard& guard : variant->guards) text += "\n  " + compiler::describe_guard(guard, names);
+      log("guards", text);
+    }
+    variants.push_back(std::move(variant));
+    return *variants.back();
+  }
+
+  // Past the recompile limit: the interpreter on a static trace of this call, or an error.
+  std::vector<Tensor> fall_back(const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
+                                const std::string& failure) {
+    std::string what = options.name + " reached its recompile limit (" + std::to_string(options.recompile_limit) +
+                       " variants); the guard that kept failing: " + failure;
+    if (options.fallback == RecompileFallback::error) fail("kiln::compile: ", what);
+    if (!warned_limit) {
+      warned_limit = true;
+      std::cerr << "kiln: warning: " << what
+                << "; calls that no variant accepts now run in the interpreter (raise "
+                   "FunctionCompileOptions::recompile_limit, or mark the changing dim dynamic)\n";
+    }
+    ++fallback_calls;
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    ir::Graph graph = trace_graph(input_types(inputs, false, ranges), scalars);
+    std::map<std::string, Tensor> named;
+    for (size_t i = 0; i < inputs.size(); ++i) named.emplace(names[i], inputs[i]);
+    return ir::interpret(graph, named);
+  }
+};
+
+std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inputs,
+                                                 const std::vector<double>& scalars) const {
+  State& state = *state_;
+  ++state.calls;
+  {
+    std::shared_lock lock(state.mutex);
+    if (!state.variants.empty()) {
+      if (inputs.size() != state.input_count)
+        fail("kiln::compile: ", state.options.name, " takes ", state.input_count, " inputs; got ", inputs.size());
+      if (scalars.size() != state.scalar_count)
+        fail("kiln::compile: ", state.options.name, " takes ", state.scalar_count, " scalars; got ", scalars.size());
+      if (Variant* variant = state.find_variant(inputs, scalars, nullptr)) return state.run(*variant, inputs);
+    }
+  }
+  std::unique_lock lock(state.mutex);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined()) fail("kiln::compile: ", state.options.name, ": input ", i, " is an undefined tensor");
+  if (state.variants.empty()) {
+    state.input_count = inputs.size();
+    state.scalar_count = scalars.size();
+    if (!state.options.input_names.empty() && state.options.input_names.size() != inputs.size())
+      fail("kiln::compile: ", state.options.name, " has ", state.options.input_names.size(), " input names for ",
+           inputs.size(), " inputs");
+    state.names = state.options.input_names.empty() ? default_input_names(inputs.size()) : state.options.input_names;
+    return state.run(state.add_variant(inputs, scalars), inputs);
+  }
+  std::string failure;
+  if (Variant* variant = state.find_variant(inputs, scalars, &failure)) return state.run(*variant, inputs);
+  if (int(state.variants.size()) >= state.options.recompile_limit) {
+    return state.fall_back(inputs, scalars, failure);
+  }
+  log("recompiles", state.options.name + ": recompiling (variant " + std::to_string(state.variants.size()) +
+                        "): " + failure);
+  return state.run(state.add_variant(inputs, scalars), inputs);
+}
+
+void CompiledFunction::mark_dynamic(size_t input, int64_t dim, int64_t min, int64_t max) {
+  if (min > max) fail("kiln::mark_dynamic: the range [", min, ", ", max, "] is empty");
+  if (dim < 0) fail("kiln::mark_dynamic: dim ", dim, " is negative");
+  std::unique_lock lock(state_->mutex);
+  state_->dynamic_dims[{input, dim}] = DimRange{min, max};
+}
+
+CompiledFunctionStats CompiledFunction::stats() const {
+  std::shared_lock lock(state_->mutex);
+  return {state_->calls.load(), state_->traces, state_->variants.size(), state_->fallback_calls.load()};
+}
+
+std::string CompiledFunction::guards_report() const {
+  std::shared_lock lock(state_->mutex);
+  std::ostringstream out;
+  for (size_t v = 0; v < state_->variants.size(); ++v) {
+    const Variant& variant = *state_->variants[v];
+    out << "variant " << v << " (" << variant.op_count << " ops):\n";
+    for (const Guard& guard : variant.guards) out << "  " << compiler::describe_guard(guard, state_->names) << "\n";
+  }
+  return out.str();
+}
+
+CompiledFunction compile(ScalarFunction fn, FunctionCompileOptions options) {
+  if (!fn) fail("kiln::compile: the function is empty");
+  if (options.recompile_limit < 1) fail("kiln::compile: recompile_limit is ", options.recompile_limit, "; it must be >= 1");
+  CompiledFunction compiled;
+  compiled.state_ = std::make_shared<CompiledFunction::State>();
+  compiled.state_->fn = std::move(fn);
+  compiled.state_->options = std::move(options);
+  return compiled;
+}
+
+CompiledFunction compile(TensorFunction fn, FunctionCompileOptions options) {
+  if (!fn) fail("kiln::compile: the function is empty");
+  return compile(ScalarFunction([fn = std::move(fn)](const std::vector<Var>& inputs, const std::vector<double>&) {
+                   return fn(inputs);
+                 }),
+                 std::move(options));
+}
+
+CompiledFunction compile(nn::Module& module, FunctionCompileOptions options) {
+  if (options.name == "function") options.name = module.type_name();
+  CompiledFunction compiled = compile(
+      ScalarFunction([&module](const std::vector<Var>& inputs, const std::vector<double>&) { return module(inputs); }),
+      std::move(options));
+  compiled.state_->module = &module;
+  return compiled;
+}
+
+}  // namespace kiln
