@@ -13,6 +13,7 @@
 
 #include "compiler/compile_driver.h"
 #include "compiler/function/guards.h"
+#include "compiler/function/segment_cache.h"
 #include "ir/interpreter.h"
 #include "kiln/nn/module.h"
 #include "kiln/trace.h"
@@ -68,11 +69,12 @@ struct CompiledFunction::State {
   size_t traces = 0;
   std::atomic<size_t> fallback_calls{0};
   bool warned_limit = false;
+  std::atomic<bool> has_breaks{false};  // fn has graph breaks: traced on every call
+  std::atomic<size_t> last_breaks{0};   // graph breaks in the latest trace
+  compiler::SegmentCache segments;      // the graphs of a function with breaks
 
   std::vector<Tensor> run(Variant& variant, const std::vector<Tensor>& inputs) const {
-    std::map<std::string, Tensor> named;
-    for (size_t i = 0; i < inputs.size(); ++i) named.emplace(names[i], inputs[i]);
-    return variant.model.run(named);
+    return variant.model.run(named(inputs));
   }
 
   // The first variant whose guards pass, or nullptr; `failure` gets the last variant's failing
@@ -136,42 +138,85 @@ struct CompiledFunction::State {
     return types;
   }
 
-  ir::Graph trace_graph(const std::vector<ir::TensorMeta>& types, const std::vector<double>& scalars) const {
-    TraceOptions trace_options{.input_names = names};
-    if (module != nullptr) module->assign_paths();
-    return trace([&](const std::vector<Var>& vars) { return fn(vars, scalars); }, types, trace_options);
+  compiler::CompileOptions compile_options() const {
+    compiler::CompileOptions result;
+    result.target = options.target;
+    result.use_cache = options.use_cache;
+    result.cache_dir = options.cache_dir;
+    return result;
   }
 
-  // Traces and compiles a variant for these inputs (the caller holds the lock exclusively).
-  Variant& add_variant(const std::vector<Tensor>& inputs, const std::vector<double>& scalars) {
-    update_dynamic_dims(inputs);
-    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-    std::vector<ir::TensorMeta> types = input_types(inputs, options.dynamic != DynamicShapes::never, ranges);
+  std::map<std::string, Tensor> named(const std::vector<Tensor>& inputs) const {
+    std::map<std::string, Tensor> result;
+    for (size_t i = 0; i < inputs.size(); ++i) result.emplace(names[i], inputs[i]);
+    return result;
+  }
+
+  // The value provider of a trace on these inputs: each needed value ends a graph there (a
+  // graph break), which is compiled (once per structure), run, and its value handed to fn.
+  // With options.fullgraph a break is an error naming its line.
+  ValueProvider break_graphs(const std::vector<Tensor>& inputs, std::vector<std::string>& breaks) {
+    return [this, &inputs, &breaks](const ir::Graph& graph, const ir::Node& value, const std::string& where) {
+      if (options.fullgraph)
+        fail("kiln::compile: ", options.name, ": graph break at ", where,
+             ": the code needs the value of a traced tensor (options.fullgraph is set; use kiln::cond for a "
+             "data-dependent branch)");
+      ir::Graph segment = graph.clone();
+      segment.create_output({segment.find(value.name())});
+      compiler::SegmentCache::Lookup lookup = segments.get(segment, compile_options());
+      double result = lookup.model->run(named(inputs)).at(0).item();
+      breaks.push_back(where);
+      log("graph_breaks", options.name + ": graph break at " + where + ": a graph of " +
+                              std::to_string(op_count(segment)) + " ops ran and gave " + compiler::number_text(result) +
+                              (lookup.compiled ? " (compiled now)" : ""));
+      return result;
+    };
+  }
+
+  // Traces fn for these inputs (the dynamic dims as symbols where fn allows it); `types` and
+  // `ranges` get the placeholders' types and the symbols' ranges.
+  ir::Graph trace_for(const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
+                      std::vector<ir::TensorMeta>& types, std::map<std::string, std::pair<int64_t, int64_t>>& ranges,
+                      std::vector<std::string>& breaks) {
+    types = input_types(inputs, options.dynamic != DynamicShapes::never, ranges);
     bool symbolic = false;
     for (const ir::TensorMeta& type : types) symbolic = symbolic || !type.is_static();
-    ir::Graph graph;
+    TraceOptions trace_options{.input_names = names, .on_value = break_graphs(inputs, breaks)};
+    auto traced = [&](const std::vector<Var>& vars) { return fn(vars, scalars); };
+    if (module != nullptr) module->assign_paths();
     try {
-      graph = trace_graph(types, scalars);
+      return trace(traced, types, trace_options);
     } catch (const Error& error) {
-      if (!symbolic) throw;
+      if (!symbolic || options.fullgraph) throw;
       // fn needs a static size somewhere (Var::size() of a symbolic dim, a reshape to constants):
-      // this variant is static.
-      log("dynamic", options.name + ": tracing with symbolic sizes failed (" + error.what() +
-                         "); this variant is static");
-      ranges.clear();
-      types = input_types(inputs, false, ranges);
-      graph = trace_graph(types, scalars);
+      // this trace is static.
+      log("dynamic", options.name + ": tracing with symbolic sizes failed (" + error.what() + "); this trace is static");
     }
+    ranges.clear();
+    breaks.clear();
+    types = input_types(inputs, false, ranges);
+    return trace(traced, types, trace_options);
+  }
+
+  // The first call, or a recompile (the caller holds the lock exclusively): traces fn and keeps
+  // a variant; a trace with graph breaks keeps none (such a function is traced on every call).
+  std::vector<Tensor> add_variant(const std::vector<Tensor>& inputs, const std::vector<double>& scalars) {
+    update_dynamic_dims(inputs);
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    std::vector<ir::TensorMeta> types;
+    std::vector<std::string> breaks;
+    ir::Graph graph = trace_for(inputs, scalars, types, ranges, breaks);
     if (first_sizes.empty())
       for (const Tensor& input : inputs) first_sizes.push_back(input.sizes());
     ++traces;
-    compiler::CompileOptions compile_options;
-    compile_options.target = options.target;
-    compile_options.use_cache = options.use_cache;
-    compile_options.cache_dir = options.cache_dir;
+    if (!breaks.empty()) {
+      has_breaks = true;
+      last_breaks = breaks.size();
+      return run_final(graph, inputs);
+    }
     size_t ops = op_count(graph);
     auto variant = std::make_unique<Variant>(
-        Variant{compiler::make_guards(types, ranges, scalars, module), compiler::compile(graph, compile_options), ops});
+        Variant{compiler::make_guards(types, ranges, scalars, module), compiler::compile(graph, compile_options()), ops});
     if (log_enabled("guards")) {
       std::string text = options.name + ": variant " + std::to_string(variants.size()) + " (" + std::to_string(ops) +
                          " ops) guards:";
@@ -179,7 +224,31 @@ struct CompiledFunction::State {
       log("guards", text);
     }
     variants.push_back(std::move(variant));
-    return *variants.back();
+    return run(*variants.back(), inputs);
+  }
+
+  // The graph after a function's last break: compiled once per structure, run.
+  std::vector<Tensor> run_final(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+    compiler::SegmentCache::Lookup lookup = segments.get(graph, compile_options());
+    if (lookup.compiled && segments.size() > 1)
+      log("recompiles", options.name + ": a new graph after the breaks (another path or another shape), compiled");
+    return lookup.model->run(named(inputs));
+  }
+
+  // A call of a function with graph breaks: trace it again (its control flow runs natively;
+  // each graph is compiled once per structure).
+  std::vector<Tensor> lazy_call(const std::vector<Tensor>& inputs, const std::vector<double>& scalars) {
+    {
+      std::unique_lock lock(mutex);
+      update_dynamic_dims(inputs);
+      ++traces;
+    }
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    std::vector<ir::TensorMeta> types;
+    std::vector<std::string> breaks;
+    ir::Graph graph = trace_for(inputs, scalars, types, ranges, breaks);
+    last_breaks = breaks.size();
+    return run_final(graph, inputs);
   }
 
   // Past the recompile limit: the interpreter on a static trace of this call, or an error.
@@ -196,10 +265,11 @@ struct CompiledFunction::State {
     }
     ++fallback_calls;
     std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-    ir::Graph graph = trace_graph(input_types(inputs, false, ranges), scalars);
-    std::map<std::string, Tensor> named;
-    for (size_t i = 0; i < inputs.size(); ++i) named.emplace(names[i], inputs[i]);
-    return ir::interpret(graph, named);
+    TraceOptions trace_options{.input_names = names, .on_value = {}};
+    if (module != nullptr) module->assign_paths();
+    ir::Graph graph = trace([&](const std::vector<Var>& vars) { return fn(vars, scalars); },
+                            input_types(inputs, false, ranges), trace_options);
+    return ir::interpret(graph, named(inputs));
   }
 };
 
@@ -207,6 +277,12 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
                                                  const std::vector<double>& scalars) const {
   State& state = *state_;
   ++state.calls;
+  if (state.has_breaks) {
+    if (inputs.size() != state.input_count || scalars.size() != state.scalar_count)
+      fail("kiln::compile: ", state.options.name, " takes ", state.input_count, " inputs and ", state.scalar_count,
+           " scalars; got ", inputs.size(), " and ", scalars.size());
+    return state.lazy_call(inputs, scalars);
+  }
   {
     std::shared_lock lock(state.mutex);
     if (!state.variants.empty()) {
@@ -227,7 +303,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
       fail("kiln::compile: ", state.options.name, " has ", state.options.input_names.size(), " input names for ",
            inputs.size(), " inputs");
     state.names = state.options.input_names.empty() ? default_input_names(inputs.size()) : state.options.input_names;
-    return state.run(state.add_variant(inputs, scalars), inputs);
+    return state.add_variant(inputs, scalars);
   }
   std::string failure;
   if (Variant* variant = state.find_variant(inputs, scalars, &failure)) return state.run(*variant, inputs);
@@ -236,7 +312,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   }
   log("recompiles", state.options.name + ": recompiling (variant " + std::to_string(state.variants.size()) +
                         "): " + failure);
-  return state.run(state.add_variant(inputs, scalars), inputs);
+  return state.add_variant(inputs, scalars);
 }
 
 void CompiledFunction::mark_dynamic(size_t input, int64_t dim, int64_t min, int64_t max) {
@@ -248,7 +324,8 @@ void CompiledFunction::mark_dynamic(size_t input, int64_t dim, int64_t min, int6
 
 CompiledFunctionStats CompiledFunction::stats() const {
   std::shared_lock lock(state_->mutex);
-  return {state_->calls.load(), state_->traces, state_->variants.size(), state_->fallback_calls.load()};
+  return {state_->calls.load(), state_->traces,           state_->variants.size(), state_->fallback_calls.load(),
+          state_->last_breaks.load(), state_->segments.size()};
 }
 
 std::string CompiledFunction::guards_report() const {

@@ -17,12 +17,6 @@ std::string device_text(int64_t type, int64_t index) {
   return device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index);
 }
 
-std::string number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
 Guard make(Guard::Kind kind, uint32_t input, int32_t dim = 0, int64_t value = 0, int64_t other = 0) {
   Guard guard;
   guard.kind = kind;
@@ -129,7 +123,7 @@ std::string describe_guard(const Guard& guard, const std::vector<std::string>& n
     case Guard::Kind::size_equal:
       return size(guard.input, guard.dim) + " == " + size(size_t(guard.other), guard.other_dim) + " (" + guard.symbol +
              ")";
-    case Guard::Kind::scalar: return "scalar " + std::to_string(guard.input) + " == " + number(guard.scalar);
+    case Guard::Kind::scalar: return "scalar " + std::to_string(guard.input) + " == " + number_text(guard.scalar);
     case Guard::Kind::training: return std::string("training == ") + (guard.value != 0 ? "true" : "false");
   }
   return "?";
@@ -150,10 +144,16 @@ std::string describe_actual(const Guard& guard, const std::vector<Tensor>& input
       return "they are " + std::to_string(input->size(guard.dim)) + " and " +
              std::to_string(inputs.at(size_t(guard.other)).size(guard.other_dim));
     case Guard::Kind::scalar:
-      return guard.input < scalars.size() ? "it is " + number(scalars[guard.input]) : "it is missing";
+      return guard.input < scalars.size() ? "it is " + number_text(scalars[guard.input]) : "it is missing";
     case Guard::Kind::training: return std::string("it is ") + (guard.module->is_training() ? "true" : "false");
   }
   return "?";
+}
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
 }
 
 }  // namespace kiln::compiler

@@ -61,4 +61,7 @@ std::string describe_guard(const Guard& guard, const std::vector<std::string>& n
 // What the inputs have where `guard` failed: "it is 16", "it is f64".
 std::string describe_actual(const Guard& guard, const std::vector<Tensor>& inputs, const std::vector<double>& scalars);
 
+// A number as C++ streams print it ("0.5", "3").
+std::string number_text(double value);
+
 }  // namespace kiln::compiler

@@ -34,6 +34,7 @@ ir::Graph trace(const TracedFunction& function, const std::vector<ir::TensorMeta
   ir::Graph graph;
   {
     frontends::Tracer tracer(graph);
+    tracer.set_value_provider(&options.on_value);
     std::vector<std::string> names = input_names(input_types.size(), options);
     std::vector<Var> inputs;
     for (size_t i = 0; i < input_types.size(); ++i) inputs.emplace_back(tracer.placeholder(names[i], input_types[i]));

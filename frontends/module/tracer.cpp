@@ -113,6 +113,18 @@ ir::SourceInfo Tracer::source_info(const std::source_location& loc) const {
   return info;
 }
 
+double Tracer::value_of(ir::Node* node, const char* what, const std::source_location& loc) {
+  if (value_provider_ == nullptr || !*value_provider_) {
+    fail(where(loc), ": ", what, " needs the value of a traced tensor, which kiln::trace does not compute (",
+         "kiln::compile(fn) breaks the graph there and runs it; kiln::cond keeps both branches in one graph)");
+  }
+  const ir::TensorMeta& meta = node->value();
+  std::optional<Sizes> shape = meta.static_shape();
+  if (!shape || numel_of(*shape) != 1)
+    fail(where(loc), ": ", what, " of a tensor of type ", meta.type_string(), "; it needs exactly one element");
+  return (*value_provider_)(graph_, *node, where(loc));
+}
+
 std::string Tracer::where(const std::source_location& loc) const {
   ir::SourceInfo info = source_info(loc);
   std::string text = info.file + ":" + std::to_string(info.line);

@@ -9,6 +9,7 @@
 // called from user code, so a Linear's node points at the user's `fc1(x)`, not at linear.cpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <source_location>
 #include <string>
@@ -48,6 +49,13 @@ class Tracer {
   void exit_module();
   const std::string& module_path() const;
 
+  // The value of a one-element `node` for the traced code (Var::item), from the trace's value
+  // provider; without one, a kiln::Error naming `what` and where() of `loc`.
+  double value_of(ir::Node* node, const char* what, const std::source_location& loc);
+  void set_value_provider(const std::function<double(const ir::Graph&, const ir::Node&, const std::string&)>* provider) {
+    value_provider_ = provider;
+  }
+
   // The source info of a node recorded now at `loc`.
   ir::SourceInfo source_info(const std::source_location& loc) const;
   // "model.cpp:12 (module 'fc1')", for messages.
@@ -65,6 +73,7 @@ class Tracer {
   Tracer* previous_;
   std::vector<ModuleCall> module_calls_;
   std::map<std::string, ir::Node*> attributes_;
+  const std::function<double(const ir::Graph&, const ir::Node&, const std::string&)>* value_provider_ = nullptr;
 };
 
 // The id of the thread's active trace; 0 when none runs. Every trace gets a new id.

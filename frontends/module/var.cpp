@@ -51,6 +51,17 @@ int64_t Var::size(int64_t dim) const {
   return size.constant();
 }
 
+// ---- values while tracing ----
+double Var::item(SourceLocation loc) const {
+  require_defined(*this, "item()'s Var", loc);
+  return Tracer::active(loc).value_of(node(), "Var::item()", loc);
+}
+
+bool Var::to_bool(SourceLocation loc) const {
+  require_defined(*this, "a Var used as a bool", loc);
+  return Tracer::active(loc).value_of(node(), "a kiln::Var used as a bool", loc) != 0;
+}
+
 // ---- pointwise ----
 Var Var::add(const Operand& other, double alpha, SourceLocation loc) const {
   Kwargs kwargs;
@@ -275,6 +286,27 @@ Var full(const ir::SymShape& size, double value, DType dtype, SourceLocation loc
 }
 Var arange(int64_t end, DType dtype, SourceLocation loc) {
   return record("arange", {int64_t(0), end}, {{"dtype", dtype}}, loc);
+}
+
+std::vector<Var> cond(const Var& pred, const std::function<std::vector<Var>()>& true_fn,
+                      const std::function<std::vector<Var>()>& false_fn, SourceLocation loc) {
+  require_defined(pred, "cond's predicate", loc);
+  Tracer& tracer = Tracer::active(loc);
+  if (pred.dtype() != DType::boolean || pred.meta().numel() != ir::SymInt(1))
+    fail(tracer.where(loc), ": kiln::cond's predicate is ", pred.type_string(), "; it must be one bool element");
+  std::vector<Var> on_true = true_fn(), on_false = false_fn();
+  if (on_true.size() != on_false.size())
+    fail(tracer.where(loc), ": kiln::cond's branches return ", on_true.size(), " and ", on_false.size(), " values");
+  std::vector<Var> outputs;
+  for (size_t i = 0; i < on_true.size(); ++i) {
+    require_defined(on_true[i], "a value of cond's true branch", loc);
+    require_defined(on_false[i], "a value of cond's false branch", loc);
+    if (on_true[i].meta().dtype != on_false[i].meta().dtype || on_true[i].meta().shape != on_false[i].meta().shape)
+      fail(tracer.where(loc), ": kiln::cond's branches disagree on value ", i, ": ", on_true[i].type_string(), " and ",
+           on_false[i].type_string());
+    outputs.push_back(where(pred.reshape(ir::SymShape{}, loc), on_true[i], on_false[i], loc));
+  }
+  return outputs;
 }
 
 }  // namespace kiln

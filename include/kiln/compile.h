@@ -63,6 +63,8 @@ struct FunctionCompileOptions {
   int recompile_limit = 8;                         // variants at most, the first included
   DynamicShapes dynamic = DynamicShapes::automatic;
   RecompileFallback fallback = RecompileFallback::interpreter;
+  // A graph break (Var::item(), a Var used as a bool) is an error naming its line.
+  bool fullgraph = false;
   std::vector<std::string> input_names{};  // default "x" for one input, else "x0", "x1", ...
 };
 
@@ -72,9 +74,11 @@ using TensorFunction = std::function<std::vector<Var>(const std::vector<Var>& in
 
 struct CompiledFunctionStats {
   size_t calls = 0;
-  size_t traces = 0;          // traces that made a variant (the first compile and each recompile)
+  size_t traces = 0;          // traces of fn (variants; with graph breaks, every call)
   size_t variants = 0;
   size_t fallback_calls = 0;  // calls run by the fallback past the recompile limit
+  size_t graph_breaks = 0;    // in the latest trace of a function with graph breaks
+  size_t break_graphs = 0;    // graphs compiled for a function with graph breaks (segments and finals)
 };
 
 class CompiledFunction {

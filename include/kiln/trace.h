@@ -15,6 +15,8 @@
 // in-place ops; passes::functionalize turns them into values, and mutated buffers into
 // extra outputs (BUFFER_MUTATION in the graph signature, named "<name>_mutated") that the
 // backends copy back into the buffers.
+// Code that needs a traced value (Var::item(), `if (var)`) is an error unless
+// TraceOptions::on_value supplies it (kiln::compile(fn) does: a graph break).
 // The graph passes ir::verify.
 #pragma once
 
@@ -29,9 +31,16 @@
 
 namespace kiln {
 
+// Supplies the value of a traced Var while tracing (Var::item(), a Var used as a bool): `graph`
+// is the graph recorded so far, `value` the node whose value is wanted, `where` the user's source
+// location ("model.cpp:12"). kiln::compile(fn) sets one to break the graph there.
+using ValueProvider = std::function<double(const ir::Graph& graph, const ir::Node& value, const std::string& where)>;
+
 struct TraceOptions {
   // Placeholder names, one per input; default "x" for one input, else "x0", "x1", ...
-  std::vector<std::string> input_names;
+  std::vector<std::string> input_names{};
+  // Unset: code that needs a traced value is an error naming its line.
+  ValueProvider on_value{};
 };
 
 using TracedFunction = std::function<std::vector<Var>(const std::vector<Var>& inputs)>;

@@ -24,6 +24,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -57,6 +58,13 @@ class Var {
   std::vector<int64_t> sizes() const;
   int64_t size(int64_t dim) const;
   std::string type_string() const { return meta().type_string(); }  // "f32[2, 3]"
+
+  // ---- values while tracing (a graph break under kiln::compile; an error under kiln::trace) ----
+  // The value of a one-element Var, as torch.Tensor.item().
+  double item(SourceLocation loc = SourceLocation::current()) const;
+  // item() != 0; `if (var)` does the same, without the caller's line (to_bool names it).
+  bool to_bool(SourceLocation loc = SourceLocation::current()) const;
+  explicit operator bool() const { return to_bool(); }
 
   // ---- pointwise ----
   Var add(const Operand& other, double alpha = 1, SourceLocation loc = SourceLocation::current()) const;
@@ -204,5 +212,11 @@ Var matmul(const Var& a, const Var& b, SourceLocation loc = SourceLocation::curr
 // A new f32 (or dtype) Var of `size` filled with `value`; constants of the graph.
 Var full(const ir::SymShape& size, double value, DType dtype = DType::f32, SourceLocation loc = SourceLocation::current());
 Var arange(int64_t end, DType dtype = DType::i64, SourceLocation loc = SourceLocation::current());
+
+// torch.cond without a graph break: traces both branches (functions of no arguments returning
+// Vars of the same dtypes and shapes) and selects each output with where(pred, ...), so the
+// graph holds both and computes both. `pred` is a one-element bool Var.
+std::vector<Var> cond(const Var& pred, const std::function<std::vector<Var>()>& true_fn,
+                      const std::function<std::vector<Var>()>& false_fn, SourceLocation loc = SourceLocation::current());
 
 }  // namespace kiln
