@@ -3,6 +3,7 @@
 // fallback past the recompile limit, and what KILN_LOG says about them.
 #include "kiln/compile.h"
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <map>
@@ -15,6 +16,7 @@
 #include "compiler/function/guards.h"
 #include "compiler/function/segment_cache.h"
 #include "ir/interpreter.h"
+#include "ir/printer.h"
 #include "kiln/nn/module.h"
 #include "kiln/trace.h"
 #include "runtime/error.h"
@@ -72,6 +74,12 @@ struct CompiledFunction::State {
   std::atomic<bool> has_breaks{false};  // fn has graph breaks: traced on every call
   std::atomic<size_t> last_breaks{0};   // graph breaks in the latest trace
   compiler::SegmentCache segments;      // the graphs of a function with breaks
+  // kiln::explain only: the specializations of a trace, and the graphs up to each break, which
+  // run in the interpreter instead of being compiled.
+  bool explaining = false;
+  mutable std::vector<std::string> specializations;
+  std::vector<Explanation::Graph> explained_graphs;
+  bool symbolic_trace_failed = false;
 
   std::vector<Tensor> run(Variant& variant, const std::vector<Tensor>& inputs) const {
     return variant.model.run(named(inputs));
@@ -123,13 +131,15 @@ struct CompiledFunction::State {
         else if (options.dynamic != DynamicShapes::always) continue;
         std::string where = names[i] + ".size(" + std::to_string(d) + ")";
         if (size < 2 || size < range.min || size > range.max) {
-          log("dynamic", options.name + ": " + where + " is " + std::to_string(size) + ": specialized (" +
-                             (size < 2 ? "sizes 0 and 1 are never symbolic" : "outside its marked range") + ")");
+          std::string note = where + " is " + std::to_string(size) + ": specialized (" +
+                             (size < 2 ? "sizes 0 and 1 are never symbolic" : "outside its marked range") + ")";
+          log("dynamic", options.name + ": " + note);
+          if (explaining) specializations.push_back(note);
           continue;
         }
         auto [it, fresh] = symbols.emplace(std::make_pair(size, std::make_pair(range.min, range.max)),
                                            "s" + std::to_string(symbols.size()));
-        if (fresh) ranges[it->second] = {range.min, range.max};
+        if (fresh) ranges[it->second] = {std::max<int64_t>(2, range.min), range.max};  // 0 and 1: static variants
         type.shape[d] = ir::SymInt::symbol(it->second);
       }
       type.strides = ir::contiguous_strides(type.shape);
@@ -163,9 +173,13 @@ struct CompiledFunction::State {
              "data-dependent branch)");
       ir::Graph segment = graph.clone();
       segment.create_output({segment.find(value.name())});
+      breaks.push_back(where);
+      if (explaining) {
+        explained_graphs.push_back({op_count(segment), "graph break at " + where, ir::print_graph(segment)});
+        return ir::interpret(segment, named(inputs)).at(0).item();
+      }
       compiler::SegmentCache::Lookup lookup = segments.get(segment, compile_options());
       double result = lookup.model->run(named(inputs)).at(0).item();
-      breaks.push_back(where);
       log("graph_breaks", options.name + ": graph break at " + where + ": a graph of " +
                               std::to_string(op_count(segment)) + " ops ran and gave " + compiler::number_text(result) +
                               (lookup.compiled ? " (compiled now)" : ""));
@@ -190,10 +204,14 @@ struct CompiledFunction::State {
       if (!symbolic || options.fullgraph) throw;
       // fn needs a static size somewhere (Var::size() of a symbolic dim, a reshape to constants):
       // this trace is static.
-      log("dynamic", options.name + ": tracing with symbolic sizes failed (" + error.what() + "); this trace is static");
+      std::string note = std::string("every dim static: tracing with symbolic sizes failed: ") + error.what();
+      log("dynamic", options.name + ": " + note);
+      if (explaining) specializations.push_back(note);
+      symbolic_trace_failed = true;
     }
     ranges.clear();
     breaks.clear();
+    explained_graphs.clear();
     types = input_types(inputs, false, ranges);
     return trace(traced, types, trace_options);
   }
@@ -345,6 +363,7 @@ CompiledFunction compile(ScalarFunction fn, FunctionCompileOptions options) {
   CompiledFunction compiled;
   compiled.state_ = std::make_shared<CompiledFunction::State>();
   compiled.state_->fn = std::move(fn);
+  for (const DynamicDim& dim : options.dynamic_dims) compiled.mark_dynamic(dim.input, dim.dim, dim.min, dim.max);
   compiled.state_->options = std::move(options);
   return compiled;
 }
@@ -364,6 +383,95 @@ CompiledFunction compile(nn::Module& module, FunctionCompileOptions options) {
       std::move(options));
   compiled.state_->module = &module;
   return compiled;
+}
+
+namespace {
+
+// How many variants a declared dynamic dim's range needs: one symbolic variant for its sizes >= 2,
+// plus one static variant for each of 0 and 1 in the range; every size its own when fn needs the
+// size static.
+std::string range_variants(const DynamicDim& dim, const std::vector<std::string>& names, bool static_trace) {
+  std::string where = (dim.input < names.size() ? names[dim.input] : "input " + std::to_string(dim.input)) +
+                      ".size(" + std::to_string(dim.dim) + ") in [" + std::to_string(dim.min) + ", " +
+                      (dim.max == std::numeric_limits<int64_t>::max() ? std::string("inf") : std::to_string(dim.max)) +
+                      "]";
+  if (static_trace) {
+    if (dim.max == std::numeric_limits<int64_t>::max()) return where + ": a static variant per size (fn needs it static)";
+    return where + ": " + std::to_string(dim.max - dim.min + 1) + " static variants (fn needs the size static)";
+  }
+  size_t count = (dim.max >= 2 ? 1 : 0) + (dim.min <= 0 && dim.max >= 0 ? 1 : 0) + (dim.min <= 1 && dim.max >= 1 ? 1 : 0);
+  std::string text = where + ": " + std::to_string(count) + (count == 1 ? " variant" : " variants");
+  if (count > 1) text += " (sizes 0 and 1 are specialized)";
+  return text;
+}
+
+}  // namespace
+
+Explanation explain(ScalarFunction fn, const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
+                    FunctionCompileOptions options) {
+  CompiledFunction compiled = compile(std::move(fn), std::move(options));
+  CompiledFunction::State& state = *compiled.state_;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined()) fail("kiln::explain: input ", i, " is an undefined tensor");
+  if (!state.options.input_names.empty() && state.options.input_names.size() != inputs.size())
+    fail("kiln::explain: ", state.options.input_names.size(), " input names for ", inputs.size(), " inputs");
+  state.names = state.options.input_names.empty() ? default_input_names(inputs.size()) : state.options.input_names;
+  state.explaining = true;
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+  std::vector<ir::TensorMeta> types;
+  Explanation explanation;
+  ir::Graph graph = state.trace_for(inputs, scalars, types, ranges, explanation.breaks);
+  explanation.graphs = std::move(state.explained_graphs);
+  explanation.graphs.push_back({op_count(graph), "the function's return", ir::print_graph(graph)});
+  explanation.specializations = std::move(state.specializations);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (int64_t d = 0; d < types[i].rank(); ++d) {
+      if (!types[i].shape[size_t(d)].is_constant() || state.dynamic_dims.count({i, d})) continue;
+      if (state.options.dynamic == DynamicShapes::automatic)
+        explanation.specializations.push_back(state.names[i] + ".size(" + std::to_string(d) + ") == " +
+                                              std::to_string(inputs[i].size(d)) +
+                                              ": static until a call changes it (options.dynamic = automatic)");
+    }
+  }
+  for (size_t s = 0; s < scalars.size(); ++s)
+    explanation.specializations.push_back("scalar " + std::to_string(s) + " == " + compiler::number_text(scalars[s]) +
+                                          ": guarded by value (a new value recompiles)");
+  if (explanation.breaks.empty())
+    for (const Guard& guard : compiler::make_guards(types, ranges, scalars, state.module))
+      explanation.guards.push_back(compiler::describe_guard(guard, state.names));
+  for (const DynamicDim& dim : state.options.dynamic_dims) {
+    bool symbolic = dim.input < types.size() && dim.dim < types[dim.input].rank() &&
+                    !types[dim.input].shape[size_t(dim.dim)].is_constant();
+    explanation.range_variants.push_back(range_variants(dim, state.names, !symbolic && state.symbolic_trace_failed));
+  }
+  return explanation;
+}
+
+Explanation explain(TensorFunction fn, const std::vector<Tensor>& inputs, FunctionCompileOptions options) {
+  if (!fn) fail("kiln::explain: the function is empty");
+  return explain(ScalarFunction([fn = std::move(fn)](const std::vector<Var>& in, const std::vector<double>&) { return fn(in); }),
+                 inputs, {}, std::move(options));
+}
+
+std::string Explanation::to_string() const {
+  std::ostringstream out;
+  out << graphs.size() << (graphs.size() == 1 ? " graph" : " graphs") << ", " << breaks.size()
+      << (breaks.size() == 1 ? " graph break" : " graph breaks") << "\n";
+  for (size_t g = 0; g < graphs.size(); ++g)
+    out << "  graph " << g << ": " << graphs[g].op_count << " ops, ended by " << graphs[g].ended_by << "\n";
+  if (!guards.empty()) {
+    out << "guards:\n";
+    for (const std::string& guard : guards) out << "  " << guard << "\n";
+  }
+  if (!specializations.empty()) {
+    out << "specializations:\n";
+    for (const std::string& note : specializations) out << "  " << note << "\n";
+  }
+  if (!range_variants.empty()) {
+    out << "declared dynamic dims:\n";
+    for (const std::string& note : range_variants) out << "  " << note << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace kiln

@@ -39,15 +39,19 @@ const ir::TensorMeta& Var::meta() const {
   return node()->value();
 }
 
-std::vector<int64_t> Var::sizes() const {
+std::vector<int64_t> Var::sizes(SourceLocation loc) const {
   std::optional<Sizes> shape = meta().static_shape();
-  if (!shape) fail("kiln::Var ", describe(*node()), " has symbolic sizes ", meta().type_string(), "; use sym_sizes()");
+  if (!shape)
+    fail(Tracer::active(loc).where(loc), ": kiln::Var ", describe(*node()), " has symbolic sizes ", meta().type_string(),
+         "; use sym_sizes()");
   return *shape;
 }
 
-int64_t Var::size(int64_t dim) const {
+int64_t Var::size(int64_t dim, SourceLocation loc) const {
   const ir::SymInt& size = meta().shape.at(size_t(wrap_dim(dim, this->dim())));
-  if (!size.is_constant()) fail("dim ", dim, " of ", describe(*node()), " is symbolic (", size.to_string(), ")");
+  if (!size.is_constant())
+    fail(Tracer::active(loc).where(loc), ": dim ", dim, " of ", describe(*node()), " is symbolic (", size.to_string(),
+         ")");
   return size.constant();
 }
 

@@ -53,6 +53,14 @@ class Module;
 }
 
 enum class DynamicShapes { automatic, always, never };
+
+// Dim `dim` of input `input` is symbolic from the first compile on, for sizes in [min, max].
+struct DynamicDim {
+  size_t input = 0;
+  int64_t dim = 0;
+  int64_t min = 2;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
 enum class RecompileFallback { interpreter, error };
 
 struct FunctionCompileOptions {
@@ -63,6 +71,7 @@ struct FunctionCompileOptions {
   int recompile_limit = 8;                         // variants at most, the first included
   DynamicShapes dynamic = DynamicShapes::automatic;
   RecompileFallback fallback = RecompileFallback::interpreter;
+  std::vector<DynamicDim> dynamic_dims{};  // as mark_dynamic, up front
   // A graph break (Var::item(), a Var used as a bool) is an error naming its line.
   bool fullgraph = false;
   std::vector<std::string> input_names{};  // default "x" for one input, else "x0", "x1", ...
@@ -71,6 +80,31 @@ struct FunctionCompileOptions {
 // A function of Vars that also takes scalar arguments; each call's scalars are guarded by value.
 using ScalarFunction = std::function<std::vector<Var>(const std::vector<Var>& inputs, const std::vector<double>& scalars)>;
 using TensorFunction = std::function<std::vector<Var>(const std::vector<Var>& inputs)>;
+
+// What kiln::compile would make of fn on these inputs, without compiling: each graph (its op
+// count, what ended it: a graph break with its line, or fn's return), the guards of a variant,
+// every specialization (a dim kept static, with the line that needed its size; a size 0 or 1;
+// a scalar guarded by value), and for each declared dynamic dim how many variants its range
+// needs. fn runs once, natively; the graphs before each break run in the interpreter to give fn
+// the values it asks for.
+struct Explanation {
+  struct Graph {
+    size_t op_count = 0;
+    std::string ended_by;  // "graph break at model.cpp:12", or "the function's return"
+    std::string text;      // the graph, as ir::print_graph prints it
+  };
+  std::vector<Graph> graphs;
+  std::vector<std::string> breaks;           // "model.cpp:12", in order
+  std::vector<std::string> guards;           // of the final graph's variant (none with breaks)
+  std::vector<std::string> specializations;  // one line each, with its reason
+  std::vector<std::string> range_variants;   // per declared dynamic dim: the variants its range needs
+  // The report for people: graphs (without their text), breaks, guards, specializations.
+  std::string to_string() const;
+};
+
+Explanation explain(ScalarFunction fn, const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
+                    FunctionCompileOptions options = {});
+Explanation explain(TensorFunction fn, const std::vector<Tensor>& inputs, FunctionCompileOptions options = {});
 
 struct CompiledFunctionStats {
   size_t calls = 0;
@@ -108,8 +142,11 @@ class CompiledFunction {
  private:
   friend CompiledFunction compile(ScalarFunction, FunctionCompileOptions);
   friend CompiledFunction compile(nn::Module&, FunctionCompileOptions);
+  friend Explanation explain(ScalarFunction, const std::vector<Tensor>&, const std::vector<double>&,
+                             FunctionCompileOptions);
   std::shared_ptr<State> state_;
 };
+
 
 CompiledFunction compile(ScalarFunction fn, FunctionCompileOptions options = {});
 CompiledFunction compile(TensorFunction fn, FunctionCompileOptions options = {});

@@ -55,8 +55,10 @@ class Var {
   int64_t dim() const { return meta().rank(); }
   const ir::SymShape& sym_sizes() const { return meta().shape; }
   // Static sizes; a symbolic dim is an error naming the dim (use sym_sizes for those).
-  std::vector<int64_t> sizes() const;
-  int64_t size(int64_t dim) const;
+  // Under kiln::compile, a symbolic dim read here makes the trace static; the log and
+  // kiln::explain name this call's line.
+  std::vector<int64_t> sizes(SourceLocation loc = SourceLocation::current()) const;
+  int64_t size(int64_t dim, SourceLocation loc = SourceLocation::current()) const;
   std::string type_string() const { return meta().type_string(); }  // "f32[2, 3]"
 
   // ---- values while tracing (a graph break under kiln::compile; an error under kiln::trace) ----
