@@ -73,7 +73,11 @@ struct CompiledFunction::State {
   bool warned_limit = false;
   std::atomic<bool> has_breaks{false};  // fn has graph breaks: traced on every call
   std::atomic<size_t> last_breaks{0};   // graph breaks in the latest trace
-  compiler::SegmentCache segments;      // the graphs of a function with breaks
+  // The graphs of a function with breaks: those ending at a break, and the final ones (one per
+  // path and shape); each holds recompile_limit graphs, past which graphs run in the interpreter.
+  std::unique_ptr<compiler::SegmentCache> break_segments, final_graphs;
+  bool warned_graph_limit = false;
+  std::mutex warning_mutex;
   // kiln::explain only: the specializations of a trace, and the graphs up to each break, which
   // run in the interpreter instead of being compiled.
   bool explaining = false;
@@ -178,11 +182,9 @@ struct CompiledFunction::State {
         explained_graphs.push_back({op_count(segment), "graph break at " + where, ir::print_graph(segment)});
         return ir::interpret(segment, named(inputs)).at(0).item();
       }
-      compiler::SegmentCache::Lookup lookup = segments.get(segment, compile_options());
-      double result = lookup.model->run(named(inputs)).at(0).item();
+      double result = run_cached(*break_segments, segment, inputs).at(0).item();
       log("graph_breaks", options.name + ": graph break at " + where + ": a graph of " +
-                              std::to_string(op_count(segment)) + " ops ran and gave " + compiler::number_text(result) +
-                              (lookup.compiled ? " (compiled now)" : ""));
+                              std::to_string(op_count(segment)) + " ops ran and gave " + compiler::number_text(result));
       return result;
     };
   }
@@ -247,10 +249,29 @@ struct CompiledFunction::State {
 
   // The graph after a function's last break: compiled once per structure, run.
   std::vector<Tensor> run_final(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
-    compiler::SegmentCache::Lookup lookup = segments.get(graph, compile_options());
-    if (lookup.compiled && segments.size() > 1)
-      log("recompiles", options.name + ": a new graph after the breaks (another path or another shape), compiled");
-    return lookup.model->run(named(inputs));
+    return run_cached(*final_graphs, graph, inputs);
+  }
+
+  // Runs a graph of a function with breaks: compiled once per structure; past the cache's
+  // capacity, in the interpreter (with one warning).
+  std::vector<Tensor> run_cached(compiler::SegmentCache& cache, const ir::Graph& graph,
+                                 const std::vector<Tensor>& inputs) {
+    compiler::SegmentCache::Lookup lookup = cache.get(graph, compile_options());
+    if (lookup.compiled && cache.size() > 1)
+      log("recompiles", options.name + ": a new graph " + (&cache == final_graphs.get() ? "after" : "before") +
+                            " a break (another path or another shape), compiled");
+    if (lookup.model != nullptr) return lookup.model->run(named(inputs));
+    ++fallback_calls;
+    {
+      std::lock_guard<std::mutex> lock(warning_mutex);  // not `mutex`: a trace may hold it
+      if (!warned_graph_limit) {
+        warned_graph_limit = true;
+        std::cerr << "kiln: warning: " << options.name << " has graph breaks and reached its recompile limit ("
+                  << options.recompile_limit << " graphs " << (&cache == final_graphs.get() ? "after" : "before")
+                  << " a break); new graphs now run in the interpreter\n";
+      }
+    }
+    return ir::interpret(graph, named(inputs));
   }
 
   // A call of a function with graph breaks: trace it again (its control flow runs natively;
@@ -264,7 +285,11 @@ struct CompiledFunction::State {
     std::map<std::string, std::pair<int64_t, int64_t>> ranges;
     std::vector<ir::TensorMeta> types;
     std::vector<std::string> breaks;
-    ir::Graph graph = trace_for(inputs, scalars, types, ranges, breaks);
+    ir::Graph graph;
+    {
+      std::shared_lock lock(mutex);  // the dynamic dims, read by the trace
+      graph = trace_for(inputs, scalars, types, ranges, breaks);
+    }
     last_breaks = breaks.size();
     return run_final(graph, inputs);
   }
@@ -343,7 +368,7 @@ void CompiledFunction::mark_dynamic(size_t input, int64_t dim, int64_t min, int6
 CompiledFunctionStats CompiledFunction::stats() const {
   std::shared_lock lock(state_->mutex);
   return {state_->calls.load(), state_->traces,           state_->variants.size(), state_->fallback_calls.load(),
-          state_->last_breaks.load(), state_->segments.size()};
+          state_->last_breaks.load(), state_->break_segments->size() + state_->final_graphs->size()};
 }
 
 std::string CompiledFunction::guards_report() const {
@@ -363,6 +388,8 @@ CompiledFunction compile(ScalarFunction fn, FunctionCompileOptions options) {
   CompiledFunction compiled;
   compiled.state_ = std::make_shared<CompiledFunction::State>();
   compiled.state_->fn = std::move(fn);
+  compiled.state_->break_segments = std::make_unique<compiler::SegmentCache>(size_t(options.recompile_limit));
+  compiled.state_->final_graphs = std::make_unique<compiler::SegmentCache>(size_t(options.recompile_limit));
   for (const DynamicDim& dim : options.dynamic_dims) compiled.mark_dynamic(dim.input, dim.dim, dim.min, dim.max);
   compiled.state_->options = std::move(options);
   return compiled;

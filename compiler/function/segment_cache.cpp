@@ -10,6 +10,7 @@ SegmentCache::Lookup SegmentCache::get(const ir::Graph& graph, const CompileOpti
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = models_.find(key);
   if (found != models_.end()) return {found->second.get(), false};
+  if (models_.size() >= capacity_) return {nullptr, false};
   auto model = std::make_unique<CompiledModel>(compile(graph, options));
   CompiledModel* raw = model.get();
   models_.emplace(std::move(key), std::move(model));

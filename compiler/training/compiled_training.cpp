@@ -11,6 +11,7 @@
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace kiln::training {
 
@@ -169,7 +170,12 @@ CompiledTraining CompiledTraining::compile(nn::Module& module, LossFunction loss
 CompiledTraining::StepProgram& CompiledTraining::program_for(const Batch& batch) {
   const std::string key = signature(batch.inputs) + "| " + signature(batch.targets);
   std::unique_ptr<StepProgram>& program = programs_[key];
-  if (!program) program = build_program(batch);
+  if (!program) {
+    if (programs_.size() > 1)
+      log("recompiles", "compile_training: a new batch signature " + key + " (the first was " + first_signature_ +
+                            "): tracing and compiling its forward and backward");
+    program = build_program(batch);
+  }
   if (!program->forward) {
     program->forward = std::make_unique<compiler::CompiledModel>(
         compile_over_arena(program->partition.forward, *arena_, options_.compile));

@@ -23,6 +23,15 @@
 // >= 2 is symbolic from the first call), never (every variant is static). mark_dynamic makes a
 // dim symbolic from the first call, within a range.
 //
+// Graph breaks: code that needs a traced value (Var::item(), a Var used as a bool) ends the graph
+// there: the graph so far is compiled, run, and its value handed to fn, which goes on tracing.
+// Such a function is traced on every call (its C++ control flow runs natively, so another
+// outcome takes another path) and each graph it records is compiled once per structure, up to
+// recompile_limit graphs before a break and as many after; past that they run in the
+// interpreter (one warning). The graph after a break recomputes what came before it.
+// options.fullgraph makes a break an error naming its line; kiln::cond (kiln/var.h) keeps both
+// branches of a data-dependent choice in one graph.
+//
 // What C++ cannot see: a lambda's captured values (and any other state fn reads) are frozen
 // into the graph when it is traced; nothing guards them. Pass a number that may change as a
 // scalar argument instead (the ScalarFunction form): scalars are guarded by value, so a new

@@ -78,6 +78,28 @@ TEST(GraphBreak, AnItemDrivenLoopMatchesADirectComputation) {
   EXPECT_EQ(f.stats().graph_breaks, 2u);  // {-2, 2}: one halving, two checks
 }
 
+TEST(GraphBreak, PastTheRecompileLimitNewGraphsRunInTheInterpreter) {
+  TensorFunction halve = [](const std::vector<Var>& in) {
+    Var y = in[0];
+    while (y.abs().amax({0}).item() > 1) y = y / 2;
+    return std::vector<Var>{y};
+  };
+  CompiledFunction f = compile(halve, test_options({.name = "halve", .recompile_limit = 2}));
+  ::testing::internal::CaptureStderr();
+  for (double peak : {0.5, 1.5, 3.0, 6.0, 1.5}) {
+    std::vector<Tensor> out = f(values({peak, -0.25}));
+    double scale = 1;
+    while (peak * scale > 1) scale /= 2;
+    EXPECT_FLOAT_EQ(float(out[0].flat_double(0)), float(peak * scale)) << peak;
+  }
+  std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warning, HasSubstr("halve has graph breaks and reached its recompile limit (2 graphs"));
+  EXPECT_EQ(warning.find("recompile limit", warning.find("recompile limit") + 1), std::string::npos) << warning;
+  CompiledFunctionStats stats = f.stats();
+  EXPECT_EQ(stats.break_graphs, 4u);  // two of each kind
+  EXPECT_GT(stats.fallback_calls, 0u);
+}
+
 TEST(GraphBreak, AVarUsedAsABoolBreaksToo) {
   TensorFunction fn = [](const std::vector<Var>& in) {
     if (in[0].sum() > 0) return std::vector<Var>{in[0].relu()};
