@@ -122,6 +122,12 @@ struct CompiledFunction::State {
   // one per distinct size (duck sizing); sizes 0 and 1 and sizes outside a marked range stay static.
   std::vector<ir::TensorMeta> input_types(const std::vector<Tensor>& inputs, bool dynamic,
                                           std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
+    for (const auto& [dim, range] : dynamic_dims) {
+      if (dim.first >= inputs.size() || dim.second >= inputs[dim.first].dim())
+        fail("kiln::compile: ", options.name, ": dim ", dim.second, " of input ", dim.first,
+             " was marked dynamic, but the call has ", inputs.size(), " inputs",
+             dim.first < inputs.size() ? " and that input has rank " + std::to_string(inputs[dim.first].dim()) : "");
+    }
     std::vector<ir::TensorMeta> types;
     std::map<std::pair<int64_t, std::pair<int64_t, int64_t>>, std::string> symbols;  // (size, range) -> name
     for (size_t i = 0; i < inputs.size(); ++i) {

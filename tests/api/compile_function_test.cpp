@@ -155,6 +155,10 @@ TEST(CompileFunction, MarkDynamicWithARange) {
   expect_close(f(x, y), reference(two_outputs, {x, y}));  // outside the range: a static variant
   EXPECT_EQ(f.stats().traces, 2u);
   EXPECT_THAT(error_of([&] { f.mark_dynamic(0, 0, 5, 4); }), HasSubstr("empty"));
+  CompiledFunction g = compile(two_outputs, test_options());
+  g.mark_dynamic(1, 2);
+  EXPECT_THAT(error_of([&] { g(ramp({4, 3}), ramp({4, 3})); }),
+              HasSubstr("dim 2 of input 1 was marked dynamic, but the call has 2 inputs and that input has rank 2"));
 }
 
 TEST(CompileFunction, ScalarArgumentsAreGuardedByValue) {
