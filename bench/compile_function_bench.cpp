@@ -31,7 +31,7 @@ void BM_CompiledModelRun(benchmark::State& state) {
 void BM_CompiledModelRunDynamic(benchmark::State& state) {
   ir::TensorMeta type = example_type(input(8));
   type.shape[0] = ir::SymInt::symbol("s0");
-  type.strides = ir::contiguous_strides(type.shape);
+  type.strides = contiguous_strides(type.shape);
   compiler::CompiledModel model = compiler::compile(trace(add_relu, {type, type}));
   std::map<std::string, Tensor> inputs = {{"x0", input(8)}, {"x1", input(8)}};
   for (auto _ : state) benchmark::DoNotOptimize(model.run(inputs));

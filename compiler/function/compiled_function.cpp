@@ -152,7 +152,7 @@ struct CompiledFunction::State {
         if (fresh) ranges[it->second] = {std::max<int64_t>(2, range.min), range.max};  // 0 and 1: static variants
         type.shape[d] = ir::SymInt::symbol(it->second);
       }
-      type.strides = ir::contiguous_strides(type.shape);
+      type.strides = contiguous_strides(type.shape);
       types.push_back(std::move(type));
     }
     return types;
