@@ -33,6 +33,9 @@ DType dtype_of(const ir::Node* node);
 ir::SymShape broadcast_shapes(const ir::SymShape& a, const ir::SymShape& b);
 
 // A 0-d constant of `dtype` holding `value`, as a graph node.
+// The as_strided arguments that view x's diagonal (the node's offset, dim1, dim2) as its last
+// dim: diagonal and diagonal_scatter share them.
+std::vector<ir::Argument> diagonal_as_strided_args(AtenNodeContext& c, ir::Node* x);
 ir::Node* scalar_constant(AtenNodeContext& context, double value, DType dtype);
 
 }  // namespace kiln::frontends

@@ -174,27 +174,7 @@ ir::Node* slice_view(AtenNodeContext& c, ir::Node* x) {
                           end ? ir::Argument(*end) : ir::Argument(), c.sym_int("step", SymInt(1))});
 }
 
-ir::Node* diagonal_view(AtenNodeContext& c, ir::Node* x) {
-  int64_t rank = rank_of(x);
-  int64_t offset = c.int_arg("offset", 0);
-  int64_t dim1 = wrap_dim(c, c.int_arg("dim1", 0), rank), dim2 = wrap_dim(c, c.int_arg("dim2", 1), rank);
-  const ir::SymShape& shape = shape_of(x);
-  ir::SymShape strides = contiguous_strides(shape);
-  std::optional<int64_t> n1 = shape[size_t(dim1)].maybe_constant(), n2 = shape[size_t(dim2)].maybe_constant();
-  if (!n1 || !n2) c.fail("diagonal of symbolic dims is not supported");
-  int64_t length = offset >= 0 ? std::max<int64_t>(0, std::min(*n1, *n2 - offset)) : std::max<int64_t>(0, std::min(*n1 + offset, *n2));
-  SymInt start = 0;
-  if (length > 0) start = offset >= 0 ? SymInt(offset) * strides[size_t(dim2)] : SymInt(-offset) * strides[size_t(dim1)];
-  std::vector<SymInt> sizes, new_strides;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d == dim1 || d == dim2) continue;
-    sizes.push_back(shape[size_t(d)]);
-    new_strides.push_back(strides[size_t(d)]);
-  }
-  sizes.emplace_back(length);
-  new_strides.push_back(strides[size_t(dim1)] + strides[size_t(dim2)]);
-  return c.call("as_strided", {x, ir::Argument::sym_ints(sizes), ir::Argument::sym_ints(new_strides), start});
-}
+ir::Node* diagonal_view(AtenNodeContext& c, ir::Node* x) { return c.call("as_strided", diagonal_as_strided_args(c, x)); }
 
 ir::Node* as_strided_view(AtenNodeContext& c, ir::Node* x) {
   std::optional<SymInt> offset = c.optional_sym_int("storage_offset");
