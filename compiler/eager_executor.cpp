@@ -314,7 +314,11 @@ class RunBuilder {
         } catch (const Error& error) {
           throw InternalError(call.prefix() + "cannot evaluate the meta " + meta.type_string() + ": " + error.what());
         }
-        Block& block = new_block(size_t(numel_of(shape)) * dtype_size(meta.dtype));
+        std::optional<size_t> nbytes = checked_nbytes(shape, meta.dtype);
+        if (!nbytes)
+          fail(call.prefix(), "out of memory: its ", dtype_name(meta.dtype), " result of shape ", sizes_to_string(shape),
+               " would take more than 2^63 elements or 2^64 bytes");
+        Block& block = new_block(*nbytes);
         block.buffer = vm_.new_buffer(block.shadow->nbytes(), stream);
         Tensor layout(block.shadow, shape, contiguous_strides(shape), 0, meta.dtype);
         step->add_result(Slot::of(true, writes.size(), layout));

@@ -526,8 +526,23 @@ Node* Graph::create_get_attr(const std::string& target, const std::string& name)
   return create_node(OpKind::get_attr, target, {}, {}, name.empty() ? unique_name(target) : name, std::move(meta));
 }
 
+namespace {
+
+// A returned value is a node, None, or a list of those (what every executor can return).
+void check_returned_value(const Argument& value) {
+  if (value.is_node() || value.is_none()) return;
+  if (value.is_list()) {
+    for (const Argument& item : value.list()) check_returned_value(item);
+    return;
+  }
+  fail("return value ", value.to_string(), " is not a node: a graph returns nodes, None, or lists of them");
+}
+
+}  // namespace
+
 Node* Graph::create_output(std::vector<Argument> values) {
   if (output_node()) fail("the graph already has an output node");
+  for (const Argument& value : values) check_returned_value(value);
   insert_point_set_ = false;
   Node* output = create_node(OpKind::output, "output", std::move(values), {}, "", {});
   // The output node is always last.

@@ -2,6 +2,7 @@
 // result checks against the nodes' meta, and freeing values after their last use.
 #include "ir/interpreter.h"
 
+#include <new>
 #include <unordered_map>
 
 #include "ir/op_registry.h"
@@ -197,6 +198,15 @@ std::vector<Tensor> run_reference_kernel(const OpCall& call, const std::vector<s
     std::string message = error.what();
     if (message.rfind(call.prefix(), 0) == 0) throw;
     throw Error(call.prefix() + message);
+  } catch (const std::bad_alloc&) {
+    // A kernel's own scratch memory (std::vector): the user's too-large value, as when a
+    // tensor's storage cannot be allocated (runtime/allocator.h).
+    std::string shapes;
+    for (const std::vector<Tensor>& tensors : arguments)
+      for (const Tensor& tensor : tensors)
+        if (tensor.defined())
+          shapes += (shapes.empty() ? "" : ", ") + std::string(dtype_name(tensor.dtype())) + sizes_to_string(tensor.sizes());
+    fail(call.prefix(), "out of memory: the kernel could not allocate its working memory (inputs ", shapes, ")");
   }
   if (check_meta) check_results(call, arguments, results, bindings);
   return results;

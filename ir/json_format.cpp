@@ -11,6 +11,7 @@
 #include "ir/signature_specs.h"
 #include "runtime/error.h"
 #include "runtime/json_brief.h"
+#include "runtime/message_text.h"
 
 namespace kiln::ir {
 
@@ -354,7 +355,11 @@ class Reader {
       check_type(*node, written, member_path(path, "meta"), "infers");
       node->meta = written;
     } else if (op == "output") {
-      node = graph_.create_output(std::move(args));
+      try {
+        node = graph_.create_output(std::move(args));
+      } catch (const Error& failure) {
+        error(member_path(path, "args"), failure.what());
+      }
     } else {
       error(member_path(path, "op"), "expected placeholder, get_attr, call_function or output, found \"", op, "\"");
     }
@@ -456,6 +461,16 @@ nlohmann::json graph_to_json(const Graph& graph) {
 }
 
 Graph graph_from_json(const nlohmann::json& json, const ParseOptions& options) { return Reader(options).read(json); }
+
+Graph parse_graph_json(std::string_view text, const ParseOptions& options) {
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    fail(options.file_name, ": bad JSON: ", excerpt(error.what(), 200));
+  }
+  return graph_from_json(document, options);
+}
 
 Graph graph_from_json(const nlohmann::json& json, const std::string& file_name) {
   ParseOptions options;

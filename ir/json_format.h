@@ -33,6 +33,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 #include "ir/parser.h"
@@ -48,5 +49,8 @@ Graph graph_from_json(const nlohmann::json& json, const ParseOptions& options);
 Graph graph_from_json(const nlohmann::json& json, const std::string& file_name = "<json>");
 Graph graph_from_json(const nlohmann::json& json, const std::string& file_name,
                       const std::map<std::string, Tensor, std::less<>>& parameters);
+// The text of a .json model file: bad JSON is a kiln::Error naming options.file_name and the
+// line and column, quoting a short excerpt.
+Graph parse_graph_json(std::string_view text, const ParseOptions& options);
 
 }  // namespace kiln::ir

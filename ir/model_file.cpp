@@ -47,13 +47,7 @@ Graph load_model(const std::string& path) {
   }
 
   if (format == ModelFormat::text) return parse_graph(text, options);
-  nlohmann::json document;
-  try {
-    document = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& error) {
-    fail(path, ": bad JSON: ", error.what());
-  }
-  return graph_from_json(document, options);
+  return parse_graph_json(text, options);
 }
 
 void save_model(const Graph& graph, const std::string& path, bool overwrite) {

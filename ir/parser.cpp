@@ -23,6 +23,7 @@
 #include "ir/printer.h"
 #include "ir/signature_specs.h"
 #include "runtime/error.h"
+#include "runtime/message_text.h"
 
 namespace kiln::ir {
 
@@ -143,8 +144,8 @@ class Parser {
     skip_trivia();
     if (at_end()) return "end of file";
     std::string_view word = next_word();
-    if (!word.empty()) return "'" + std::string(word) + "'";
-    return "'" + std::string(1, text_[position_]) + "'";
+    if (!word.empty()) return "'" + excerpt(word, 40) + "'";
+    return "'" + printable(std::string_view(&text_[position_], 1)) + "'";
   }
 
   bool try_consume(std::string_view token) {
@@ -166,6 +167,8 @@ class Parser {
   std::string read_name(std::string_view what) {
     std::string_view word = next_word();
     if (word.empty()) error_here("expected ", what, ", found ", describe_next());
+    if (word.size() > kMaxNameLength)
+      error_here("a name longer than ", kMaxNameLength, " characters: '", excerpt(word, 40), "'");
     position_ += word.size();
     return std::string(word);
   }
@@ -233,7 +236,7 @@ class Parser {
     } catch (const SymbolicError& error) {
       Location at = start;
       if (error.column()) at.column += *error.column() - 1;
-      error_at(at, "bad ", what, " '", extent, "': ", error.what());
+      error_at(at, "bad ", what, " '", excerpt(extent), "': ", error.what());
     }
   }
 
@@ -338,14 +341,14 @@ class Parser {
       int64_t value = 0;
       auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
       if (error != std::errc() || end != text.data() + text.size())
-        error_at(start, "integer ", text, " is out of range");
+        error_at(start, "integer ", excerpt(text), " is out of range");
       return Argument(value);
     }
     if ((numeric && digits.find_first_not_of("0123456789.eE+-") == std::string_view::npos) || digits == "inf" ||
         text == "nan") {
       double value = 0;
       auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (error != std::errc() || end != text.data() + text.size()) error_at(start, "bad number '", text, "'");
+      if (error != std::errc() || end != text.data() + text.size()) error_at(start, "bad number '", excerpt(text), "'");
       return Argument(value);
     }
     if (std::optional<DType> dtype = parse_dtype(text); dtype && dtype_name(*dtype) == text) return Argument(*dtype);
@@ -363,7 +366,7 @@ class Parser {
     } catch (const SymbolicError& error) {
       Location at = start;
       if (error.column()) at.column += *error.column() - 1;
-      error_at(at, "expected an argument, found '", text, "' (", error.what(), ")");
+      error_at(at, "expected an argument, found '", excerpt(text), "' (", error.what(), ")");
     }
   }
 
@@ -541,7 +544,12 @@ class Parser {
     Location start = here();
     position_ += std::string_view("return").size();
     std::vector<Argument> values = parse_tuple(/*bare_nodes=*/true);
-    Node* output = graph_.create_output(std::move(values));
+    Node* output = nullptr;
+    try {
+      output = graph_.create_output(std::move(values));
+    } catch (const Error& error) {
+      error_at(start, error.what());
+    }
     output->source.file = options_.file_name;
     output->source.line = int(start.line);
   }
@@ -631,6 +639,7 @@ class Parser {
   }
 
   static constexpr int kMaxListDepth = 64;  // bounds the recursion on hostile input
+  static constexpr size_t kMaxNameLength = 256;
 
   std::string_view text_;
   const ParseOptions& options_;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "ir/symbolic_internal.h"
+#include "runtime/message_text.h"
 
 namespace kiln::ir {
 
@@ -26,6 +27,9 @@ class Parser {
   explicit Parser(std::string_view text) : text_(text) {}
 
   SymInt parse() {
+    // Long chains (a // b // c ...) nest as deeply as parentheses in the value built: bound them too.
+    if (text_.size() > kMaxLength)
+      fail("longer than " + std::to_string(kMaxLength) + " characters (" + std::to_string(text_.size()) + ")", 0);
     SymInt result = parse_sum();
     skip_spaces();
     if (position_ < text_.size()) {
@@ -38,7 +42,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what, size_t position) const {
-    throw SymbolicError("cannot parse symbolic integer \"" + std::string(text_) + "\": " + what +
+    throw SymbolicError("cannot parse symbolic integer \"" + excerpt(text_) + "\": " + what +
                             " at column " + std::to_string(position + 1),
                         position + 1);
   }
@@ -109,6 +113,15 @@ class Parser {
   }
 
   SymInt parse_unary() {
+    // Every nesting (parentheses, max/min, unary signs, exponents) passes here: bound it, so
+    // that hostile input cannot exhaust the stack.
+    if (++depth_ > kMaxDepth) fail("expression nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    SymInt result = parse_unary_unbounded();
+    --depth_;
+    return result;
+  }
+
+  SymInt parse_unary_unbounded() {
     skip_spaces();
     size_t where = position_;
     if (accept("-")) {
@@ -202,9 +215,12 @@ class Parser {
 
   // Bounds the work of expanding (a + b)**k and of printing powers as C++ products.
   static constexpr int64_t kMaxExponent = 64;
+  static constexpr int kMaxDepth = 200;
+  static constexpr size_t kMaxLength = 1024;
 
   std::string_view text_;
   size_t position_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

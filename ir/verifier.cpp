@@ -90,6 +90,16 @@ void check_tuple_uses(const Node& node) {
   }
 }
 
+// Whether a returned value is a node, None, or a list of those.
+bool returns_only_nodes(const Argument& value) {
+  if (value.is_list()) {
+    for (const Argument& item : value.list())
+      if (!returns_only_nodes(item)) return false;
+    return true;
+  }
+  return value.is_node() || value.is_none();
+}
+
 }  // namespace
 
 void verify(const Graph& graph) {
@@ -141,6 +151,8 @@ void verify(const Graph& graph) {
       case OpKind::call_function: check_call(*node); break;
       case OpKind::output:
         if (node->next()) violation(*node, "is not the last node: ", describe(*node->next()), " follows it");
+        for (const Argument& value : node->args())
+          if (!returns_only_nodes(value)) violation(*node, "returns ", value.to_string(), ", which is not a node, None or a list of them");
         break;
     }
     check_tuple_uses(*node);

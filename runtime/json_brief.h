@@ -10,7 +10,7 @@ namespace kiln {
 
 // JSON text of `value`, kept short and shallow: nested containers beyond three levels and
 // items past the fourth print as "..." (so hostile, deeply nested input cannot exhaust the
-// stack through dump()).
+// stack through dump()); strings and keys past 60 characters are cut (runtime/message_text.h).
 std::string json_brief(const nlohmann::json& value, int depth = 0);
 
 }  // namespace kiln

@@ -11,6 +11,7 @@
 
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
+#include "runtime/message_text.h"
 
 namespace kiln {
 
@@ -66,8 +67,8 @@ struct PyValue {
   std::string string;
   bool boolean = false;
   int64_t integer = 0;
-  std::vector<PyValue> items;                            // sequence
-  std::vector<std::pair<std::string, PyValue>> entries;  // dict (string keys only)
+  std::vector<PyValue> items;     // sequence items, or dict values
+  std::vector<std::string> keys;  // dict: keys[i] names items[i] (string keys only)
 };
 
 class HeaderParser {
@@ -82,7 +83,7 @@ class HeaderParser {
   }
 
   [[noreturn]] void malformed(const std::string& why) const {
-    fail(name_, ": malformed .npy header (", why, "): ", text_);
+    fail(name_, ": malformed .npy header (", why, "): ", excerpt(text_, 120));
   }
 
  private:
@@ -101,6 +102,14 @@ class HeaderParser {
   }
 
   PyValue parse_value() {
+    // Nested tuples, lists and dicts recurse: bound them, so that hostile input cannot exhaust the stack.
+    if (++depth_ > kMaxDepth) malformed("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    PyValue value = parse_value_unbounded();
+    --depth_;
+    return value;
+  }
+
+  PyValue parse_value_unbounded() {
     skip_space();
     if (position_ >= text_.size()) malformed("unexpected end");
     size_t start = position_;
@@ -114,7 +123,7 @@ class HeaderParser {
       value.items = parse_sequence(c == '(' ? ')' : ']');
     } else if (c == '{') {
       value.kind = PyValue::Kind::dict;
-      value.entries = parse_dict();
+      parse_dict(value);
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       value.kind = PyValue::Kind::integer;
       value.integer = parse_integer();
@@ -177,24 +186,26 @@ class HeaderParser {
     return items;
   }
 
-  std::vector<std::pair<std::string, PyValue>> parse_dict() {
+  void parse_dict(PyValue& dict) {
     ++position_;
-    std::vector<std::pair<std::string, PyValue>> entries;
     while (!at('}')) {
       PyValue key = parse_value();
-      if (key.kind != PyValue::Kind::string) malformed("dict key " + key.text + " is not a string");
+      if (key.kind != PyValue::Kind::string) malformed("dict key " + excerpt(key.text, 40) + " is not a string");
       expect(':');
-      entries.emplace_back(key.string, parse_value());
+      dict.keys.push_back(key.string);
+      dict.items.push_back(parse_value());
       if (at(',')) ++position_;
       else if (!at('}')) malformed("expected ',' or '}'");
     }
     ++position_;
-    return entries;
   }
+
+  static constexpr int kMaxDepth = 16;
 
   std::string_view text_;
   const std::string& name_;
   size_t position_ = 0;
+  int depth_ = 0;
 };
 
 struct Header {
@@ -209,11 +220,13 @@ Header interpret_header(std::string_view text, const std::string& name) {
   const PyValue* descr = nullptr;
   const PyValue* fortran_order = nullptr;
   const PyValue* shape = nullptr;
-  for (const auto& [key, value] : dict.entries) {
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    const std::string& key = dict.keys[i];
+    const PyValue& value = dict.items[i];
     if (key == "descr") descr = &value;
     else if (key == "fortran_order") fortran_order = &value;
     else if (key == "shape") shape = &value;
-    else parser.malformed("unexpected key '" + key + "'");
+    else parser.malformed("unexpected key '" + excerpt(key, 40) + "'");
   }
   if (!descr) parser.malformed("missing key 'descr'");
   if (!fortran_order) parser.malformed("missing key 'fortran_order'");
@@ -223,7 +236,7 @@ Header interpret_header(std::string_view text, const std::string& name) {
   if (shape->kind != PyValue::Kind::sequence) parser.malformed("'shape' is not a tuple");
   for (const PyValue& dim : shape->items) {
     if (dim.kind != PyValue::Kind::integer || dim.integer < 0)
-      parser.malformed("'shape' entry " + dim.text + " is not a non-negative integer");
+      parser.malformed("'shape' entry " + excerpt(dim.text, 40) + " is not a non-negative integer");
     header.shape.push_back(dim.integer);
   }
 
@@ -232,7 +245,7 @@ Header interpret_header(std::string_view text, const std::string& name) {
     std::string hint;
     if (descr->kind == PyValue::Kind::string && (descr->string == "<V2" || descr->string == "|V2"))
       hint = " (opaque 2-byte records, as ml_dtypes saves bfloat16: save it as float32 instead)";
-    fail(name, ": unsupported .npy dtype ", descr->text, hint,
+    fail(name, ": unsupported .npy dtype ", excerpt(descr->text, 40), hint,
          "; Kiln reads f4, f2, f8, i8, i4, i1, u1 and b1 in either byte order");
   }
   header.descr = *parsed;
@@ -286,6 +299,8 @@ Tensor parse_npy(std::string_view bytes, const std::string& name) {
 
   DType dtype = header.descr.dtype;
   size_t element_size = dtype_size(dtype);
+  if (!checked_numel(header.shape))
+    fail(name, ": .npy shape ", shape_tuple(header.shape), " is too large (its element count overflows int64)");
   uint64_t expected = element_size;
   for (int64_t size : header.shape) {
     if (size != 0 && expected > std::numeric_limits<uint64_t>::max() / uint64_t(size))

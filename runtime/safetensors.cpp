@@ -21,6 +21,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/json_brief.h"
+#include "runtime/message_text.h"
 
 namespace kiln {
 
@@ -83,7 +84,7 @@ std::optional<uint64_t> as_count(const nlohmann::json& value) {
 
 template <typename... Parts>
 [[noreturn]] void tensor_error(const std::string& file, const std::string& name, const Parts&... parts) {
-  fail(file, ": tensor '", name, "': ", parts...);
+  fail(file, ": tensor '", excerpt(name, 80), "': ", parts...);
 }
 
 Entry parse_entry(const std::string& file, const std::string& name, const nlohmann::json& info) {
@@ -137,7 +138,7 @@ Header parse_header(const unsigned char* bytes, size_t size, const std::string& 
   try {
     json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& error) {
-    fail(file, ": bad JSON in the safetensors header: ", error.what());
+    fail(file, ": bad JSON in the safetensors header: ", excerpt(error.what(), 200));
   }
   if (!json.is_object()) fail(file, ": the safetensors header is not a JSON object");
 
@@ -148,7 +149,7 @@ Header parse_header(const unsigned char* bytes, size_t size, const std::string& 
     if (name == kMetadataKey) {
       if (!info.is_object()) fail(file, ": \"__metadata__\" is not an object of strings");
       for (const auto& [key, value] : info.items()) {
-        if (!value.is_string()) fail(file, ": \"__metadata__\" entry '", key, "' is not a string");
+        if (!value.is_string()) fail(file, ": \"__metadata__\" entry '", excerpt(key, 80), "' is not a string");
         header.metadata[key] = value.get<std::string>();
       }
       continue;
@@ -157,6 +158,8 @@ Header parse_header(const unsigned char* bytes, size_t size, const std::string& 
     if (entry.end > data_size)
       tensor_error(file, name, "data_offsets ", offsets_text(entry), " are outside the data (",
            data_size, " bytes)");
+    if (!checked_numel(entry.shape))
+      tensor_error(file, name, "shape ", sizes_to_string(entry.shape), " is too large (its element count overflows int64)");
     uint64_t expected = dtype_size(entry.dtype);
     for (int64_t dim : entry.shape) {
       if (dim != 0 && expected > std::numeric_limits<uint64_t>::max() / uint64_t(dim))
@@ -177,8 +180,8 @@ Header parse_header(const unsigned char* bytes, size_t size, const std::string& 
   std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
   for (size_t i = 1; i < by_offset.size(); ++i)
     if (by_offset[i]->begin < by_offset[i - 1]->end)
-      fail(file, ": tensors '", by_offset[i - 1]->name, "' ", offsets_text(*by_offset[i - 1]), " and '",
-           by_offset[i]->name, "' ", offsets_text(*by_offset[i]), " overlap");
+      fail(file, ": tensors '", excerpt(by_offset[i - 1]->name, 80), "' ", offsets_text(*by_offset[i - 1]), " and '",
+           excerpt(by_offset[i]->name, 80), "' ", offsets_text(*by_offset[i]), " overlap");
   return header;
 }
 

@@ -32,6 +32,28 @@ int64_t numel_of(const Sizes& sizes) {
   return count;
 }
 
+std::optional<int64_t> checked_numel(const Sizes& sizes) {
+  int64_t nonzero = 1;
+  bool any_zero = false;
+  for (int64_t size : sizes) {
+    if (size < 0) return std::nullopt;
+    if (size == 0) {
+      any_zero = true;
+      continue;
+    }
+    if (nonzero > std::numeric_limits<int64_t>::max() / size) return std::nullopt;
+    nonzero *= size;
+  }
+  return any_zero ? 0 : nonzero;
+}
+
+std::optional<size_t> checked_nbytes(const Sizes& sizes, DType dtype) {
+  std::optional<int64_t> count = checked_numel(sizes);
+  size_t width = dtype_size(dtype);
+  if (!count || uint64_t(*count) > std::numeric_limits<size_t>::max() / width) return std::nullopt;
+  return size_t(*count) * width;
+}
+
 std::string sizes_to_string(const Sizes& sizes) {
   std::string text = "[";
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -140,8 +162,11 @@ Tensor Tensor::empty(const Sizes& sizes, DType dtype, Device device) {
   for (int64_t size : sizes)
     if (size < 0) fail("negative size in ", sizes_to_string(sizes));
   if (!device.is_cpu()) fail("cannot allocate a tensor on ", device.to_string(), " from the host runtime");
-  size_t nbytes = size_t(numel_of(sizes)) * dtype_size(dtype);
-  return Tensor(Storage::allocate_cpu(nbytes), sizes, contiguous_strides(sizes), 0, dtype);
+  std::optional<size_t> nbytes = checked_nbytes(sizes, dtype);
+  if (!nbytes)
+    fail("out of memory: a ", dtype_name(dtype), " tensor of shape ", sizes_to_string(sizes),
+         " would take more than 2^63 elements or 2^64 bytes");
+  return Tensor(Storage::allocate_cpu(*nbytes), sizes, contiguous_strides(sizes), 0, dtype);
 }
 
 Tensor Tensor::zeros(const Sizes& sizes, DType dtype) {

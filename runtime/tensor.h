@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +44,12 @@ class Storage {
 };
 
 int64_t numel_of(const Sizes& sizes);
+// The element count when no size is negative and the product of the sizes that are not 0 (so
+// every contiguous stride too) fits int64; std::nullopt otherwise.
+std::optional<int64_t> checked_numel(const Sizes& sizes);
+// The bytes of a contiguous tensor of `sizes` and `dtype` when checked_numel holds and the
+// count fits size_t; std::nullopt otherwise.
+std::optional<size_t> checked_nbytes(const Sizes& sizes, DType dtype);
 std::string sizes_to_string(const Sizes& sizes);  // "[2, 3]"
 // Wraps a possibly negative dimension into [0, rank); throws kiln::Error otherwise.
 // `rank` 0 accepts dim 0 and -1 (as PyTorch does for scalars).

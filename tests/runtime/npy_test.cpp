@@ -2,6 +2,7 @@
 // files numpy writes in other versions and byte orders read back, and each malformed input
 // gives its message. Expected bytes are built by hand from the format description
 // (numpy.lib.format), not by the code under test.
+#include "runtime/message_text.h"
 #include "runtime/npy.h"
 
 #include <gtest/gtest.h>
@@ -289,6 +290,24 @@ TEST(NpyErrors, EveryTruncationIsAnErrorNeverACrash) {
     std::string message = error_of([&] { parse_npy(bytes.substr(0, length), "cut.npy"); });
     EXPECT_EQ(message.rfind("cut.npy: ", 0), 0u) << length << ": " << message;
   }
+}
+
+// Found by fuzzing: a header of nested tuples recursed without bound (a stack overflow), a
+// shape whose zero dim hid an int64 overflow of the others reached Tensor::empty (undefined
+// behaviour in its strides), and the whole raw header was echoed into the message.
+TEST(Npy, HostileHeadersAreRefusedOnOneShortLine) {
+  std::string nested = std::string(60000, '(');
+  std::string message = error_of([&] { parse_npy(npy_bytes(1, nested, ""), "n.npy"); });
+  EXPECT_EQ(message.rfind("n.npy: malformed .npy header (nested deeper than 16 levels): ((((", 0), 0u) << message.substr(0, 200);
+  EXPECT_LT(message.size(), 300u);
+  EXPECT_EQ(error_of([&] {
+              parse_npy(npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", ""),
+                        "n.npy");
+            }),
+            "n.npy: .npy shape (0, 4294967296, 4294967296) is too large (its element count overflows int64)");
+  message = error_of([&] { parse_npy(npy_bytes(1, "{'descr': '\x01\n" + std::string(5000, 'x') + "'}", ""), "n.npy"); });
+  EXPECT_TRUE(is_printable(message)) << message.substr(0, 200);
+  EXPECT_LT(message.size(), 400u);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // files laid out by other writers read back (memory-mapped, with a copy only when misaligned),
 // tensors outlive the map they came from, and each malformed file gives its message.
 // Expected bytes and headers are written out by hand from the format description.
+#include "runtime/message_text.h"
 #include "runtime/safetensors.h"
 
 #include <gtest/gtest.h>
@@ -272,6 +273,22 @@ TEST(SafetensorsErrors, DeeplyNestedHeaderValuesAreReportedBriefly) {
   std::string header = R"({"w":{"dtype":)" + deep + R"(,"shape":[1],"data_offsets":[0,4]}})";
   std::string message = error_of([&] { parse_safetensors(file_bytes(header, raw<float>({1})), "n.safetensors"); });
   EXPECT_EQ(message.rfind("n.safetensors: tensor 'w': unknown dtype [[[[...]]]]", 0), 0u) << message.substr(0, 200);
+}
+
+// Found by fuzzing: a shape whose zero dim hid an int64 overflow of the others (undefined
+// behaviour in the tensor's strides), and names or JSON quoted whole into the message.
+TEST(Safetensors, HostileHeadersAreRefusedOnOneShortLine) {
+  std::string header = R"({"w": {"dtype": "F32", "shape": [0, 4294967296, 4294967296], "data_offsets": [0, 0]}})";
+  EXPECT_EQ(error_of([&] { parse_safetensors(file_bytes(header, ""), "n.safetensors"); }),
+            "n.safetensors: tensor 'w': shape [0, 4294967296, 4294967296] is too large (its element count overflows int64)");
+  std::string name(5000, 'n');
+  header = "{\"" + name + "\": {\"dtype\": \"F99\", \"shape\": [], \"data_offsets\": [0, 0]}}";
+  std::string message = error_of([&] { parse_safetensors(file_bytes(header, ""), "n.safetensors"); });
+  EXPECT_EQ(message, "n.safetensors: tensor '" + std::string(80, 'n') +
+                         "... (5000 bytes)': unknown dtype \"F99\" (Kiln reads F32, F16, BF16, F64, I64, I32, I8, U8 and BOOL)");
+  message = error_of([&] { parse_safetensors(file_bytes("{\"a\": \x01" + std::string(3000, '\x02') + "}", ""), "n.safetensors"); });
+  EXPECT_TRUE(is_printable(message)) << message.substr(0, 200);
+  EXPECT_LT(message.size(), 400u);
 }
 
 }  // namespace

@@ -236,5 +236,25 @@ TEST(Tensor, AsStridedChecksBounds) {
   EXPECT_THROW(t.as_strided({2}, {1}, -1), Error);
 }
 
+// A fuzzed graph asked for a tensor whose byte count overflowed size_t: the message said "could
+// not allocate 17911152081573380100 bytes". The count is now checked before anything is allocated.
+TEST(Tensor, AnOverflowingSizeIsOutOfMemoryNotAWrappedByteCount) {
+  int64_t huge = int64_t(1) << 32;
+  try {
+    Tensor::empty({huge, huge}, DType::f32);
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(),
+                 "out of memory: a f32 tensor of shape [4294967296, 4294967296] would take more than 2^63 elements "
+                 "or 2^64 bytes");
+  }
+  EXPECT_EQ(checked_numel({huge, huge}), std::nullopt);
+  EXPECT_EQ(checked_numel({0, huge, huge}), std::nullopt);  // the strides still overflow
+  EXPECT_EQ(checked_numel({0, 5}), 0);
+  EXPECT_EQ(checked_numel({}), 1);
+  EXPECT_EQ(checked_nbytes({int64_t(1) << 62}, DType::f32), std::nullopt);  // 2^64 bytes
+  EXPECT_EQ(checked_nbytes({int64_t(1) << 61}, DType::f32), size_t(1) << 63);
+}
+
 }  // namespace
 }  // namespace kiln
