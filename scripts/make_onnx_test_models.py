@@ -857,6 +857,31 @@ def make_bad_cases():
             else:
                 onnx.save_model(model, os.path.join(ROOT, "bad", f"external_data_missing{suffix}.onnx"))
                 os.remove(os.path.join(ROOT, "bad", "missing_weights.bin"))
+    # ONNX's own shape inference crashes on LayerNormalization's axis out of range for its input
+    # (axis -4 of a rank-3 input) when the node has its mean and inverse std outputs: Kiln's
+    # converter must refuse the axis before ONNX's inference sees the node.
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y", "mean", "inv_std"], axis=-4,
+                            name="norm")
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+                              initializer=[numpy_helper.from_array(f32(4), "scale"), numpy_helper.from_array(f32(4), "bias")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save_bad("layer_norm_axis_out_of_range.onnx", model)
+    # A node with more outputs than its op has, at an opset ONNX 1.12's checker does not know.
+    node = helper.make_node("Relu", ["x"], ["y", "extra"], name="relu")
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [2])], [value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    save_bad("relu_two_outputs_opset18.onnx", model)
+    # A graph output declared with another shape than the node computes (opset 18: no ONNX
+    # shape inference to catch it first).
+    node = helper.make_node("Flatten", ["x"], ["y"], axis=1, name="flatten")
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [value_info("y", TensorProto.FLOAT, [2, 3, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    save_bad("declared_output_shape_wrong.onnx", model)
 
 
 def write_covered_ops():

@@ -64,28 +64,54 @@ std::map<std::string, const onnx::TypeProto*> known_types(const onnx::GraphProto
   return types;
 }
 
+// ONNX's type of a value, as "f32[2, ?, batch]" (element type and the dims it knows).
+std::string onnx_type_text(const onnx::TypeProto::Tensor& tensor_type) {
+  std::optional<DType> dtype = dtype_from_onnx(tensor_type.elem_type());
+  std::string text = dtype ? std::string(dtype_name(*dtype)) : onnx_type_name(tensor_type.elem_type());
+  if (!tensor_type.has_shape()) return text + "[...]";
+  const auto& dims = tensor_type.shape().dim();
+  text += "[";
+  for (int i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + (dims[i].has_dim_value() ? std::to_string(dims[i].dim_value())
+                               : dims[i].dim_param().empty() ? "?" : dims[i].dim_param());
+  return text + "]";
+}
+
 // A converted value must have ONNX's element type and agree on rank and every static dim.
-void check_against_onnx_type(const OnnxValue& value, const onnx::TypeProto& type, const std::string& where) {
+// `declared`: the type is written in the model file (a graph output or value_info), so a
+// disagreement is the model's (kiln::Error); otherwise ONNX inferred it, and a disagreement
+// is the importer's bug (kiln::InternalError).
+void check_against_onnx_type(const OnnxValue& value, const onnx::TypeProto& type, bool declared, const std::string& where) {
   if (!type.has_tensor_type()) return;
   const auto& tensor_type = type.tensor_type();
   std::optional<DType> expected = dtype_from_onnx(tensor_type.elem_type());
-  DType actual = value.dtype();
-  if (expected && *expected != actual)
-    throw InternalError(where + ": the importer produced " + std::string(dtype_name(actual)) + " for '" + value.name +
-                        "', but ONNX types it " + onnx_type_name(tensor_type.elem_type()));
-  if (!tensor_type.has_shape()) return;
+  bool agrees = !expected || *expected == value.dtype();
   ir::SymShape shape = value.shape();
-  const auto& dims = tensor_type.shape().dim();
-  bool agrees = int64_t(dims.size()) == int64_t(shape.size());
-  for (int i = 0; agrees && i < dims.size(); ++i)
-    if (dims[i].has_dim_value() && shape[size_t(i)].is_constant() && dims[i].dim_value() != shape[size_t(i)].constant())
-      agrees = false;
+  if (agrees && tensor_type.has_shape()) {
+    const auto& dims = tensor_type.shape().dim();
+    agrees = int64_t(dims.size()) == int64_t(shape.size());
+    for (int i = 0; agrees && i < dims.size(); ++i)
+      if (dims[i].has_dim_value() && shape[size_t(i)].is_constant() && dims[i].dim_value() != shape[size_t(i)].constant())
+        agrees = false;
+  }
   if (agrees) return;
-  std::string onnx_shape = "[";
-  for (int i = 0; i < dims.size(); ++i)
-    onnx_shape += (i ? ", " : "") + (dims[i].has_dim_value() ? std::to_string(dims[i].dim_value()) : dims[i].dim_param().empty() ? "?" : dims[i].dim_param());
-  throw InternalError(where + ": the importer produced shape " + ir::shape_string(shape) + " for '" + value.name +
-                      "', but ONNX infers " + onnx_shape + "]");
+  std::string computed = std::string(dtype_name(value.dtype())) + ir::shape_string(shape);
+  if (declared)
+    fail(where, ": output '", value.name, "' is declared ", onnx_type_text(tensor_type),
+         " in the model, but the node computes ", computed, " from its inputs");
+  throw InternalError(where + ": the importer produced " + computed + " for '" + value.name + "', but ONNX infers " +
+                      onnx_type_text(tensor_type));
+}
+
+// The names whose type the model file itself writes (graph outputs and value_info), before
+// ONNX's shape inference adds its own.
+std::set<std::string> declared_type_names(const onnx::GraphProto& graph) {
+  std::set<std::string> names;
+  for (const auto& info : graph.value_info())
+    if (info.type().has_tensor_type()) names.insert(info.name());
+  for (const auto& output : graph.output())
+    if (output.type().has_tensor_type()) names.insert(output.name());
+  return names;
 }
 
 std::string shape_text(const onnx::TypeProto::Tensor& type) {
@@ -148,7 +174,10 @@ class Importer {
     };
   }
 
-  ir::Graph run() {
+  // Steps 4-6 of the header: every node converted by Kiln's converters, which validate their
+  // attributes against the actual ranks (an axis out of range, an output the op does not
+  // have) before ONNX's shape inference, which crashes on some of those, sees the model.
+  void convert_all() {
     const onnx::GraphProto& graph = model_.proto->graph();
     if (graph.sparse_initializer_size() > 0)
       fail("'", model_.path, "' has sparse initializers, which Kiln does not support");
@@ -163,12 +192,29 @@ class Importer {
         add_input(input);
         state_.run_time_inputs.insert(input.name());
       }
-    std::map<std::string, const onnx::TypeProto*> types = known_types(graph);
-    for (int i = 0; i < graph.node_size(); ++i) convert(graph.node(i), types);
-    add_outputs(graph);
+    for (int i = 0; i < graph.node_size(); ++i) convert(graph.node(i));
+  }
+
+  // Step 7: each converted value of the main graph against ONNX's type of it (inferred, or
+  // declared in the file); a subgraph's values are gone from the state by then.
+  void check_types(const std::set<std::string>& declared) {
+    std::map<std::string, const onnx::TypeProto*> types = known_types(model_.proto->graph());
+    for (const auto& [name, where] : converted_) {
+      auto type = types.find(name);
+      auto value = state_.values.find(name);
+      if (type != types.end() && value != state_.values.end())
+        check_against_onnx_type(value->second, *type->second, declared.count(name) > 0, where);
+    }
+  }
+
+  // Step 8.
+  ir::Graph finish() {
+    add_outputs(model_.proto->graph());
     ir::verify(state_.graph);
     return std::move(state_.graph);
   }
+
+  OnnxModel& model() { return model_; }
 
  private:
   void add_input(const onnx::ValueInfoProto& input) {
@@ -221,11 +267,10 @@ class Importer {
       value.name = subgraph.input(i).name();
       state_.values[value.name] = std::move(value);
     }
-    std::map<std::string, const onnx::TypeProto*> types = known_types(subgraph);
     for (const auto& node : subgraph.node()) {
       for (const std::string& output : node.output())
         if (!output.empty()) remember(output);
-      convert(node, types);
+      convert(node);
     }
     std::vector<OnnxValue> outputs;
     for (const auto& output : subgraph.output()) {
@@ -299,7 +344,7 @@ class Importer {
     return true;
   }
 
-  void convert(const onnx::NodeProto& node, const std::map<std::string, const onnx::TypeProto*>& types) {
+  void convert(const onnx::NodeProto& node) {
     OnnxConverter converter = OnnxOpTable::global().find(qualified_op_type(node));
     KILN_CHECK(converter, "unsupported ops are reported before conversion");
     std::vector<std::optional<OnnxValue>> outputs;
@@ -312,12 +357,21 @@ class Importer {
     } else {
       where = OnnxNodeContext(state_, node, state_.graph).where();
     }
+    // A converter sets every output its op has (in Kiln); a node that names more is the model's
+    // error. ONNX's checker refuses such nodes for the opsets it knows, but not newer ones.
+    size_t computed = 0;
+    for (const std::optional<OnnxValue>& output : outputs) computed += output.has_value();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string& name = node.output(int(i));
+      if (!name.empty() && !outputs[i])
+        fail(where, " has ", node.output_size(), " outputs, but Kiln's ", node.op_type(), " computes ", computed,
+             " (output ", i, " '", name, "' is not one of them)");
+    }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string& name = node.output(int(i));
       if (name.empty()) continue;
-      if (!outputs[i]) throw InternalError(where + ": the converter did not set output " + std::to_string(i) + " '" + name + "'");
-      if (auto type = types.find(name); type != types.end()) check_against_onnx_type(*outputs[i], *type->second, where);
       state_.values[name] = std::move(*outputs[i]);
+      converted_.emplace_back(name, where);
     }
   }
 
@@ -361,6 +415,7 @@ class Importer {
   }
 
   OnnxModel model_;
+  std::vector<std::pair<std::string, std::string>> converted_;  // (output name, its node) in order
   OnnxTensorReader reader_;
   OnnxImportState state_;
   OnnxSymbols symbols_;
@@ -372,8 +427,12 @@ ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options)
   OnnxModel model = read_onnx_model(path);
   freeze_inputs(model, options.input_values);
   report_unsupported_ops(model);
-  infer_onnx_shapes(model);
-  return Importer(std::move(model)).run();
+  std::set<std::string> declared = declared_type_names(model.proto->graph());
+  Importer importer(std::move(model));
+  importer.convert_all();
+  infer_onnx_shapes(importer.model());
+  importer.check_types(declared);
+  return importer.finish();
 }
 
 std::vector<std::string> supported_onnx_ops() { return OnnxOpTable::global().op_types(); }

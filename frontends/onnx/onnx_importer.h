@@ -4,13 +4,14 @@
 //     inputs given values in OnnxImportOptions (the freeze) become initializers of those values;
 //  2. every node's op is looked up in the op table first, and all unsupported ones are
 //     reported at once (op type, count, node names) before any conversion;
-//  3. ONNX shape inference where the library knows the opset;
-//  4. initializers (and graph inputs that have one) become constants: raw data is viewed in
+//  3. initializers (and graph inputs that have one) become constants: raw data is viewed in
 //     place and external data memory-mapped (onnx_tensor.h), never copied; a constant becomes
 //     a graph parameter of its (sanitized) name where an op reads it as a tensor;
-//  5. graph inputs become placeholders named after them ([A-Za-z0-9_]: "input.1" is input_1);
+//  4. graph inputs become placeholders named after them ([A-Za-z0-9_]: "input.1" is input_1);
 //     dim_param dims become symbols (onnx_symbols.h);
-//  6. nodes are converted in order by their converters (onnx_op_table.h). A converter that
+//  5. nodes are converted in order by their converters (onnx_op_table.h), which check every
+//     attribute they read against the actual ranks (axes); a node that names an output its
+//     converter does not compute is the model's error (kiln::Error). A converter that
 //     needs a value at import time (Reshape's shape, Slice's starts, ...) which the model
 //     computes from graph inputs fed at run time throws OnnxInputValuesNeeded naming those
 //     inputs: give their values (onnx_specialization.h does, keyed by the values). A node whose
@@ -18,8 +19,13 @@
 //     interpreter (unless its result is larger than its inputs and over 1 MiB), so static
 //     shape arithmetic (Shape -> Gather -> Concat -> Reshape) leaves nothing behind; with
 //     symbolic dims that arithmetic is carried out on symbolic sizes instead (onnx_value.h);
-//  7. each converted value's dtype and static dims are checked against ONNX's inferred or
-//     declared type (a mismatch is an importer bug: kiln::InternalError naming the node);
+//  6. ONNX shape inference where the library knows the opset, after the conversion: some of
+//     ONNX's inference functions crash on attributes out of range (LayerNormalization's axis),
+//     which step 5 has refused by then;
+//  7. each converted value of the main graph is checked against ONNX's type of it: a type the
+//     model file declares (graph outputs, value_info) that disagrees is the model's error
+//     (kiln::Error naming the node, the declared and the computed type); a type ONNX inferred
+//     that disagrees is an importer bug (kiln::InternalError naming the node);
 //  8. the graph outputs, each under its ONNX name (onnx_value_name): the node computing it is
 //     renamed, or, for an output that is a graph input or another output's value (Identity,
 //     Clip without bounds, ...), a copy of it gets the name.

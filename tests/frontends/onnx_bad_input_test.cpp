@@ -2,7 +2,9 @@
 // node, input or tensor at fault): a missing, empty, truncated or garbage file, a model that
 // fails ONNX's checker (or Kiln's own check beyond the opsets the checker knows), an opset
 // out of range (too new; older ones are converted), missing or escaping external data, unsupported ops (all listed at once), an
-// unsupported element type, a shape-deciding input fed at run time, and a wrong input at run time.
+// unsupported element type, a shape-deciding input fed at run time, attributes out of range
+// for ONNX's own shape inference, more outputs than an op has, a declared output type that
+// disagrees with the node, and a wrong input at run time.
 #include <gmock/gmock.h>
 #include <unistd.h>
 
@@ -159,6 +161,28 @@ TEST_F(OnnxBadInput, UnknownExtension) {
   std::string path = write("model.onnx2", "x");
   EXPECT_EQ(error_of([&] { load_model(path); }),
             "'" + path + "' has the extension '.onnx2'; supported model files: .pt2 (torch.export), .onnx (ONNX), .kiln (text IR), .json (JSON IR)");
+}
+
+// Found by fuzzing the importer: ONNX 1.12's shape inference reads out of bounds on
+// LayerNormalization's axis -4 of a rank-3 input; Kiln's converter refuses the axis first.
+TEST_F(OnnxBadInput, AnAxisOutOfRangeIsRefusedBeforeOnnxsShapeInference) {
+  EXPECT_EQ(error_of([] { import_onnx(bad("layer_norm_axis_out_of_range.onnx")); }),
+            "'" + bad("layer_norm_axis_out_of_range.onnx") +
+                "': node 'norm' (LayerNormalization): axis -4 is out of range for a tensor of rank 3 (expected -3 to 2)");
+}
+
+// Was an internal error ("the converter did not set output 1").
+TEST_F(OnnxBadInput, ANodeWithMoreOutputsThanItsOpHas) {
+  EXPECT_EQ(error_of([] { import_onnx(bad("relu_two_outputs_opset18.onnx")); }),
+            "'" + bad("relu_two_outputs_opset18.onnx") + "': node 'relu' (Relu) has 2 outputs, but Kiln's Relu computes 1 (output 1 'extra' is not one of them)");
+}
+
+// Was an internal error ("the importer produced shape [2, 3] for 'y', but ONNX infers [2, 3, 1]").
+TEST_F(OnnxBadInput, AGraphOutputDeclaredWithAnotherShapeThanItsNodeComputes) {
+  EXPECT_EQ(error_of([] { import_onnx(bad("declared_output_shape_wrong.onnx")); }),
+            "'" + bad("declared_output_shape_wrong.onnx") +
+                "': node 'flatten' (Flatten): output 'y' is declared f32[2, 3, 1] in the model, but the node computes "
+                "f32[2, 3] from its inputs");
 }
 
 TEST_F(OnnxBadInput, WrongInputShapeAtRunTime) {
