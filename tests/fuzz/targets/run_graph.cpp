@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "compiler/codegen_stages.h"
+#include "compiler/compile_driver.h"
 #include "compiler/eager_executor.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
