@@ -49,13 +49,11 @@ const std::vector<std::string_view>& log_channels() {
   return channels;
 }
 
-bool log_enabled(std::string_view channel) {
+namespace {
+
+// Whether `value` (a KILN_LOG value) enables `channel`; names that are not channels are warned about.
+bool value_enables(const std::string& value, std::string_view channel) {
   const std::vector<std::string_view>& channels = log_channels();
-  KILN_CHECK(std::find(channels.begin(), channels.end(), channel) != channels.end(), "unknown log channel ",
-             std::string(channel));
-  const char* variable = std::getenv("KILN_LOG");
-  if (variable == nullptr || *variable == '\0') return false;
-  std::string value = variable;
   std::vector<std::string> unknown;
   bool enabled = false;
   for (const std::string& name : split_names(value)) {
@@ -64,6 +62,22 @@ bool log_enabled(std::string_view channel) {
   }
   if (!unknown.empty()) warn_unknown_names(value, unknown);
   return enabled;
+}
+
+}  // namespace
+
+bool log_enabled(std::string_view channel) {
+  const std::vector<std::string_view>& channels = log_channels();
+  KILN_CHECK(std::find(channels.begin(), channels.end(), channel) != channels.end(), "unknown log channel ",
+             std::string(channel));
+  const char* variable = std::getenv("KILN_LOG");
+  if (variable == nullptr || *variable == '\0') return false;
+  return value_enables(variable, channel);
+}
+
+void check_log_environment() {
+  const char* variable = std::getenv("KILN_LOG");
+  if (variable != nullptr && *variable != '\0') value_enables(variable, "");
 }
 
 void log(std::string_view channel, const std::string& message) {

@@ -26,6 +26,10 @@ const std::vector<std::string_view>& log_channels();
 // another name is an internal error).
 bool log_enabled(std::string_view channel);
 
+// Reads KILN_LOG now and warns about names that are not channels (the CLI calls it first, so
+// that every command reports a misspelt channel, including those that log nothing).
+void check_log_environment();
+
 // Writes "kiln[channel]: message" to stderr when the channel is enabled.
 void log(std::string_view channel, const std::string& message);
 

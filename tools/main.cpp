@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/error.h"
+#include "runtime/log.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    kiln::check_log_environment();  // an unknown KILN_LOG channel is reported by every command
     return kiln::tools::run_selected_command(app);
   } catch (const kiln::Error& error) {
     std::cerr << "kiln: error: " << error.what() << "\n";

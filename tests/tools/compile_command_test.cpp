@@ -110,6 +110,13 @@ TEST_F(CompileCli, FusionLogExplainsDecisions) {
   EXPECT_THAT(result.err, HasSubstr("kiln[fusion]: relu is stored: a library call reads it"));
 }
 
+// Was silent: a misspelt channel logged nothing and said nothing, on commands that log nothing too.
+TEST_F(CompileCli, AnUnknownLogChannelIsWarnedAboutByEveryCommand) {
+  CliResult result = kiln("dump " + mlp(), "KILN_LOG=fusoin");
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("unknown log channel 'fusoin' (known: recompiles"));
+}
+
 TEST_F(CompileCli, BadFlagsAreUserErrors) {
   CliResult isa = kiln("compile " + mlp() + " --isa avx9000");
   EXPECT_EQ(isa.status, 1);
