@@ -1,4 +1,4 @@
-// `kiln cache stats [--dir D]` and `kiln cache clear [--dir D]`: what the on-disk compile cache
+// `kiln cache [--dir D] stats [--dir D]` and `kiln cache [--dir D] clear [--dir D]`: what the on-disk compile cache
 // (runtime/compile_cache.h) holds, where, and its size limit; and emptying it.
 #include <cstdio>
 #include <iostream>
@@ -68,6 +68,8 @@ void add_cache_command(CLI::App& app) {
       "The cache lives in --dir, else $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln;\n"
       "its size limit is $KILN_CACHE_MAX_BYTES (e.g. 512M, 2G), 1 GiB by default.");
   const std::string dir_help = "Cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)";
+  // Before or after the subcommand: `kiln cache --dir D stats` as `kiln cache stats --dir D`.
+  cache->add_option("--dir", options->directory, dir_help);
   CLI::App* stats = cache->add_subcommand("stats", "Print the cache's location, entry count, size and size limit.");
   stats->add_option("--dir", options->directory, dir_help);
   CLI::App* clear = cache->add_subcommand("clear", "Remove every cached compiled model.");

@@ -52,6 +52,18 @@ TEST_F(CacheCommand, StatsPrintsLocationEntriesSizeAndLimit) {
   EXPECT_EQ(result.err, "");
 }
 
+// `--help` of `kiln cache` mentions --dir; `kiln cache --dir X stats` was refused.
+TEST_F(CacheCommand, TheDirectoryMayComeBeforeTheSubcommand) {
+  add_entry("00000000000000c1", 100);
+  for (const std::string& command : {"cache --dir " + cache_dir_.string() + " stats",
+                                     "cache --dir " + cache_dir_.string() + " clear"}) {
+    CliResult result = kiln(command);
+    EXPECT_EQ(result.status, 0) << command << ": " << result.err;
+    EXPECT_THAT(result.out, HasSubstr(cache_dir_.string())) << command;
+  }
+  EXPECT_THAT(kiln("cache stats --dir " + cache_dir_.string()).out, HasSubstr("entries:  0\n"));
+}
+
 TEST_F(CacheCommand, StatsReadsTheEnvironment) {
   const uint64_t total = add_entry("00000000000000b1", 3000);
   std::ostringstream size;
