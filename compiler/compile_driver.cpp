@@ -8,6 +8,7 @@
 #include "codegen/lowering.h"
 #include "compiler/backend_common.h"
 #include "compiler/target_registry.h"
+#include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -80,7 +81,13 @@ CacheEntry build_artifact(const CodeTarget& target, const GeneratedCode& code, c
   if (!options.use_cache) {
     log("cache", "off: built " + key + " (" + options.target + ") without the compile cache");
     fs::path directory = cache.make_staging_directory();
-    build(directory);
+    try {
+      build(directory);
+    } catch (...) {
+      std::error_code ignored;
+      fs::remove_all(directory, ignored);
+      throw;
+    }
     return {directory, false};
   }
   CacheEntry entry = cache.get_or_build(key, build);
@@ -88,6 +95,38 @@ CacheEntry build_artifact(const CodeTarget& target, const GeneratedCode& code, c
   log("cache", std::string(entry.hit ? "hit " : "miss (built and stored) ") + key + " (" + options.target + ")");
   return entry;
 }
+
+// An artifact built without the cache, in a staging directory of its own that nothing else
+// will use: the directory is removed with the artifact (--no-cache left a tmp/stage-* folder
+// behind on every call, which `kiln cache stats` did not count and `cache clear` kept).
+class ScratchArtifact : public Artifact {
+ public:
+  ScratchArtifact(std::unique_ptr<Artifact> inner, fs::path directory)
+      : inner_(std::move(inner)), directory_(std::move(directory)) {}
+  ~ScratchArtifact() override {
+    inner_.reset();
+    std::error_code ignored;
+    fs::remove_all(directory_, ignored);
+  }
+  ScratchArtifact(const ScratchArtifact&) = delete;
+  ScratchArtifact& operator=(const ScratchArtifact&) = delete;
+
+  const fs::path& directory() const override { return inner_->directory(); }
+  const std::vector<ArtifactTensor>& inputs() const override { return inner_->inputs(); }
+  const std::vector<ArtifactTensor>& outputs() const override { return inner_->outputs(); }
+  const std::vector<ArtifactParameter>& parameters() const override { return inner_->parameters(); }
+  const std::vector<std::string>& fallbacks() const override { return inner_->fallbacks(); }
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& parameters,
+                          const FallbackHandler& fallback, int num_threads) override {
+    return inner_->run(inputs, parameters, fallback, num_threads);
+  }
+  void parameter_changed(size_t index) override { inner_->parameter_changed(index); }
+  double last_device_milliseconds() const override { return inner_->last_device_milliseconds(); }
+
+ private:
+  std::unique_ptr<Artifact> inner_;
+  fs::path directory_;
+};
 
 // Copies the target's artifact files into `to`, which must be empty unless `overwrite`.
 void copy_artifact(const CodeTarget& target, const fs::path& from, const fs::path& to, bool overwrite) {
@@ -109,7 +148,17 @@ CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
   Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer);
   std::string key = target.cache_key(*g.code, options);
   CacheEntry entry = build_artifact(target, *g.code, key, options, timer);
-  std::unique_ptr<Artifact> artifact = target.load(entry.directory);
+  std::unique_ptr<Artifact> artifact;
+  try {
+    artifact = target.load(entry.directory);
+  } catch (...) {
+    if (!options.use_cache) {
+      std::error_code ignored;
+      fs::remove_all(entry.directory, ignored);
+    }
+    throw;
+  }
+  if (!options.use_cache) artifact = std::make_unique<ScratchArtifact>(std::move(artifact), entry.directory);
   timer.done("load");
 
   CompileResult result{options.target, key, entry.hit, g.code->kernel_count, target.describe(*g.code, *artifact),

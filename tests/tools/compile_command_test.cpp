@@ -117,6 +117,18 @@ TEST_F(CompileCli, AnUnknownLogChannelIsWarnedAboutByEveryCommand) {
   EXPECT_THAT(result.err, HasSubstr("unknown log channel 'fusoin' (known: recompiles"));
 }
 
+// --no-cache left a tmp/stage-* folder in the cache directory on every call, also when the
+// build failed.
+TEST_F(CompileCli, NoCacheLeavesNothingBehind) {
+  CliResult built = kiln("compile " + mlp() + " --no-cache -o " + (dir_ / "out").string());
+  ASSERT_EQ(built.status, 0) << built.err;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "module.so"));
+  CliResult failed = kiln("compile " + mlp() + " --no-cache", "CXX=/nonexistent/c++");
+  EXPECT_EQ(failed.status, 1);
+  fs::path staging = dir_ / "cache" / "tmp";
+  if (fs::exists(staging)) EXPECT_TRUE(fs::is_empty(staging)) << fs::directory_iterator(staging)->path();
+}
+
 TEST_F(CompileCli, BadFlagsAreUserErrors) {
   CliResult isa = kiln("compile " + mlp() + " --isa avx9000");
   EXPECT_EQ(isa.status, 1);
