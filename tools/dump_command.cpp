@@ -1,4 +1,4 @@
-// `kiln dump MODEL [--stage NAME | --all-stages DIR] [--target T] [--format text|json|dot]`:
+// `kiln dump MODEL [--stage NAME | --all-stages DIR [--force]] [--target T] [--format text|json|dot]`:
 // prints a model's graph IR as loaded ("traced") or after any stage of the default pipeline
 // (compiler/graph_stages.h), the code generator's stages (compiler/compile_driver.h: the loop IR
 // "loops", the kernels "scheduled", and each code target's generated code under its own name,
@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -18,7 +19,9 @@
 #include "compiler/model_files.h"
 #include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
+#include "runtime/safetensors.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -34,6 +37,7 @@ struct DumpOptions {
   bool show_source = false;
   bool verbose = false;
   bool freeze = false;
+  bool force = false;  // --all-stages may overwrite the files of a non-empty directory
 };
 
 // "code": the generated code of the target the user chose.
@@ -57,19 +61,52 @@ int dump_training_stage(const ir::Graph& model, const DumpOptions& options) {
   return 0;
 }
 
+// The file of a code stage: .cpp and .cu for generated code, .txt for the loop IR and kernels.
+std::string code_stage_extension(const compiler::CodegenStage& stage) {
+  if (stage.name == "cpp") return ".cpp";
+  if (stage.name == "cuda") return ".cu";
+  return ".txt";
+}
+
+// Every graph stage (each in --format, with its weights and folded constants beside it as
+// N_stage.safetensors, so that each file loads and runs by itself), then every code stage.
+// DIR must be empty unless --force.
 int dump_all_stages(ir::Graph& graph, const DumpOptions& options, const compiler::GraphRunOptions& run_options) {
-  std::filesystem::create_directories(options.all_stages_dir);
+  namespace fs = std::filesystem;
+  const fs::path directory(options.all_stages_dir);
+  if (fs::exists(directory) && !fs::is_directory(directory)) fail("--all-stages ", directory.string(), " is a file");
+  if (fs::exists(directory) && !fs::is_empty(directory) && !options.force)
+    fail("--all-stages directory ", directory.string(), " exists and is not empty (pass --force to overwrite its files)");
+  fs::create_directories(directory);
   int index = 0;
-  const char* extension = compiler::graph_format_extension(compiler::parse_graph_format(options.format));
+  compiler::GraphFormat format = compiler::parse_graph_format(options.format);
+  const char* extension = compiler::graph_format_extension(format);
+  auto write = [&](const std::string& file, const std::string& text) {
+    fs::path path = directory / file;
+    write_file_atomically(path.string(), text, /*overwrite=*/true);
+    std::cout << "wrote " << path.string() << "\n";
+  };
+  ir::Graph original = compiler::load_model(options.model);
   compiler::run_graph_stages(graph, compiler::graph_stages().back().name, run_options,
                              [&](std::string_view stage, const ir::Graph& at_stage) {
-                               std::string file = std::to_string(index++) + "_" + std::string(stage) + extension;
-                               std::filesystem::path path = std::filesystem::path(options.all_stages_dir) / file;
-                               std::ofstream out(path);
-                               if (!out) fail("cannot write ", path.string());
-                               out << render(at_stage, options);
-                               std::cout << "wrote " << path.string() << "\n";
+                               std::string stem = std::to_string(index++) + "_" + std::string(stage);
+                               if (format != compiler::GraphFormat::dot && !at_stage.parameters().empty()) {
+                                 std::map<std::string, Tensor> weights(at_stage.parameters().begin(),
+                                                                       at_stage.parameters().end());
+                                 write_safetensors((directory / (stem + ".safetensors")).string(), weights);
+                               }
+                               write(stem + extension, render(at_stage, options));
                              });
+  compiler::CodegenStageOptions stage_options;
+  stage_options.freeze = options.freeze;
+  for (const compiler::CodegenStage& stage : compiler::codegen_stages()) {
+    std::string file = std::to_string(index++) + "_" + stage.name + code_stage_extension(stage);
+    try {
+      write(file, compiler::dump_codegen_stage(original, stage.name, stage_options));
+    } catch (const Error& error) {
+      std::cout << "not written: " << (directory / file).string() << " (" << error.what() << ")\n";
+    }
+  }
   return 0;
 }
 
@@ -153,8 +190,11 @@ void add_dump_command(CLI::App& app) {
                     ->check(CLI::IsMember(stage_names))
                     ->capture_default_str();
   add_target_option(*dump, options->target, "With --stage code: the target whose generated code to show (default cpu):");
-  dump->add_option("--all-stages", options->all_stages_dir, "Write the graph after every stage into DIR, one file per stage")
-      ->excludes(stage);
+  auto* all_stages = dump->add_option("--all-stages", options->all_stages_dir,
+                                      "Write every stage into DIR, one file each: the graph stages (with their weights "
+                                      "beside them, so each file runs by itself), then loops, scheduled and the code")
+                         ->excludes(stage);
+  dump->add_flag("--force", options->force, "With --all-stages: write into a directory that is not empty")->needs(all_stages);
   dump->add_option("--loss", options->loss,
                    "With --stage joint, forward or backward: the output to differentiate (default: the only scalar output)");
   dump->add_flag("--show-source", options->show_source, "Append each node's origin as a comment");

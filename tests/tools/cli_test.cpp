@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "cli_runner.h"
 #include "runtime/npy.h"
@@ -96,6 +98,37 @@ TEST_F(Cli, DumpAfterPipelineStages) {
   for (const char* file : {"0_traced.kiln", "1_functional.kiln", "2_decomposed.kiln", "3_simplified.kiln"})
     EXPECT_TRUE(fs::exists(dir_ / "stages" / file)) << file;
   EXPECT_THAT(read_file(dir_ / "stages" / "1_functional.kiln"), Not(HasSubstr("target=add_]")));
+}
+
+// --all-stages wrote the four graph stages only, overwrote files without asking, and no stage
+// loaded back without copying the weights by hand (after constant folding: "get_attr target
+// '_folded_causal' is not in the weights file").
+TEST_F(Cli, AllStagesWritesEveryStageAndEachGraphLoadsBack) {
+  const std::string command = "dump " + sample_model("attention") + " --all-stages " + (dir_ / "stages").string();
+  CliResult all = kiln(command);
+  ASSERT_EQ(all.status, 0) << all.err;
+  int graphs = 0;
+  std::vector<std::string> code_files;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir_ / "stages")) {
+    const fs::path& path = entry.path();
+    if (path.extension() == ".kiln") {
+      ++graphs;
+      CliResult again = kiln("dump " + path.string());
+      EXPECT_EQ(again.status, 0) << path << ": " << again.err;
+    } else if (path.extension() != ".safetensors") {
+      code_files.push_back(path.filename().string());
+    }
+  }
+  EXPECT_GE(graphs, 4);
+  for (const char* stage : {"_loops.txt", "_scheduled.txt", "_cpp.cpp"}) {
+    bool found = false;
+    for (const std::string& file : code_files) found |= file.size() > std::string(stage).size() &&
+                                                        file.compare(file.size() - std::string(stage).size(), std::string::npos, stage) == 0;
+    EXPECT_TRUE(found) << stage << " in " << all.out;
+  }
+  expect_user_error(kiln(command), "exists and is not empty (pass --force to overwrite its files)");
+  CliResult forced = kiln(command + " --force");
+  EXPECT_EQ(forced.status, 0) << forced.err;
 }
 
 TEST_F(Cli, OptRunsPassListsAndRejectsUnknownPasses) {
