@@ -126,8 +126,20 @@ def inplace():
     write_case("inplace", {"bias": bias}, {"x": x}, {"add": added, "sum_1": total})
 
 
+def classifier():
+    """A training sample: a 2-16-3 classifier whose output is a scalar loss (cross-entropy)."""
+    torch.manual_seed(5)
+    fc1, fc2 = torch.nn.Linear(2, 16), torch.nn.Linear(16, 3)
+    x = torch.randn(6, 2)
+    labels = torch.tensor([0, 2, 1, 1, 0, 2])
+    with torch.no_grad():
+        loss = F.cross_entropy(F.linear(torch.relu(F.linear(x, fc1.weight, fc1.bias)), fc2.weight, fc2.bias), labels)
+    weights = {"fc1.weight": fc1.weight, "fc1.bias": fc1.bias, "fc2.weight": fc2.weight, "fc2.bias": fc2.bias}
+    write_case("classifier", weights, {"x": x, "labels": labels}, {"loss": loss})
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    for make in (mlp, cnn, attention, inplace):
+    for make in (mlp, cnn, attention, inplace, classifier):
         make()
         print("wrote", make.__name__)

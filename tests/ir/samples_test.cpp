@@ -93,7 +93,7 @@ TEST_P(Sample, InterpreterMatchesPyTorch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Sample, ::testing::Values("mlp", "cnn", "attention", "inplace"));
+INSTANTIATE_TEST_SUITE_P(Models, Sample, ::testing::Values("mlp", "cnn", "attention", "inplace", "classifier"));
 
 }  // namespace
 }  // namespace kiln::ir

@@ -70,5 +70,20 @@ TEST_F(CompileTrain, LossWithoutTrainIsRefused) {
   expect_user_error(kiln("compile " + mlp_with_loss() + " --loss loss"), "--loss applies only with --train");
 }
 
+// The README's training commands, as written there, on the bundled training sample (its output
+// is a scalar cross-entropy loss; the README named a model.kiln that did not exist).
+TEST_F(CompileTrain, TheReadmesTrainingCommandsRunOnTheBundledClassifier) {
+  const std::string model = cli_test::sample_model("classifier");
+  CliResult joint = kiln("dump " + model + " --stage joint --loss loss");
+  ASSERT_EQ(joint.status, 0) << joint.err;
+  EXPECT_THAT(joint.out, HasSubstr("target=cross_entropy"));
+  CliResult backward = kiln("dump " + model + " --stage backward");
+  ASSERT_EQ(backward.status, 0) << backward.err;
+  EXPECT_THAT(backward.out, StartsWith("# partition: saved "));
+  CliResult compiled = kiln("compile " + model + " --train -o " + (dir_ / "out").string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  for (const char* half : {"forward", "backward"}) EXPECT_TRUE(fs::exists(dir_ / "out" / half / "module.so")) << half;
+}
+
 }  // namespace
 }  // namespace kiln
