@@ -158,11 +158,11 @@ CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
     }
     throw;
   }
-  if (!options.use_cache) artifact = std::make_unique<ScratchArtifact>(std::move(artifact), entry.directory);
   timer.done("load");
+  std::string description = target.describe(*g.code, *artifact);  // (reads the target's own artifact type)
+  if (!options.use_cache) artifact = std::make_unique<ScratchArtifact>(std::move(artifact), entry.directory);
 
-  CompileResult result{options.target, key, entry.hit, g.code->kernel_count, target.describe(*g.code, *artifact),
-                       entry.directory};
+  CompileResult result{options.target, key, entry.hit, g.code->kernel_count, description, entry.directory};
   if (options.output_dir) {
     copy_artifact(target, entry.directory, *options.output_dir, options.overwrite);
     result.artifact_dir = *options.output_dir;

@@ -126,7 +126,9 @@ TEST_F(CompileCli, NoCacheLeavesNothingBehind) {
   CliResult failed = kiln("compile " + mlp() + " --no-cache", "CXX=/nonexistent/c++");
   EXPECT_EQ(failed.status, 1);
   fs::path staging = dir_ / "cache" / "tmp";
-  if (fs::exists(staging)) EXPECT_TRUE(fs::is_empty(staging)) << fs::directory_iterator(staging)->path();
+  if (fs::exists(staging)) {
+    EXPECT_TRUE(fs::is_empty(staging)) << fs::directory_iterator(staging)->path();
+  }
 }
 
 TEST_F(CompileCli, BadFlagsAreUserErrors) {
