@@ -246,6 +246,10 @@ void CppSourcePrinter::combine_reduction_lanes(const KernelStep& step, const Red
 }
 
 void CppSourcePrinter::emit_reduction_kernel(const Kernel& kernel) {
+  if (is_column_reduction(kernel)) {
+    emit_column_reduction_kernel(kernel);
+    return;
+  }
   SymInt work = numel(kernel.outer) * numel(kernel.inner);
   const size_t rank = kernel.outer.size();
   auto body = [&] {

@@ -2,7 +2,10 @@
 // parts live in one file each:
 //   cpp_emitter.cpp        the module's outline, kernels, pointwise loops and row steps;
 //   cpp_reductions.cpp     reduction kernels: lanes, the row loops, combining the lanes;
-//   cpp_library_calls.cpp  GEMMs through CBLAS (with fused epilogues) and fallback calls;
+//   cpp_column_reductions.cpp  reduction kernels over blocks of outer points (pools over
+//                          channels-last values);
+//   cpp_library_calls.cpp  GEMMs through CBLAS and convolutions through oneDNN (with fused
+//                          epilogues), and fallback calls;
 //   cpp_entry_points.cpp   the support functions and the ABI's entry points (bind, sizes, run).
 // Internal to codegen/cpp.
 #pragma once
@@ -88,6 +91,13 @@ class CppSourcePrinter : public CPrinter {
   std::string split_reduction_operator(const Kernel& kernel, const KernelStep& step);
   void store_reduction(const KernelStep& step, const std::vector<std::string>& values, DType from);
 
+  // ---- cpp_column_reductions.cpp
+  // Whether the kernel's reduced values lie along its last outer dim (a window or a column of a
+  // channels-last value), so that reducing a block of outer points at once reads vectors.
+  bool is_column_reduction(const Kernel& kernel);
+  void emit_column_reduction_kernel(const Kernel& kernel);
+  Expr hoist_invariant_masks(const Expr& e, const SymInt& var, std::vector<std::pair<std::string, Expr>>& hoisted);
+
   // ---- cpp_library_calls.cpp
   void emit_extern_kernel(const Kernel& kernel);
   std::string view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars);
@@ -96,6 +106,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                         const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t);
   void emit_fallback(const LoopNode& node);
+  void emit_convolution(const Kernel& kernel, const LoopNode& node);
 
   // ---- cpp_entry_points.cpp
   void emit_support();

@@ -1,0 +1,184 @@
+// The C++ backend's column reductions (codegen/cpp/cpp_source_printer.h lists the printer's
+// parts): a reduction kernel whose values lie side by side along the last outer dim, not along
+// the row — a pooling window or a global pool over a channels-last value, a sum over the rows of
+// a matrix — reduces a block of up to kColumnBlock outer points at once: one accumulator per
+// point of the block, the reduction loops outside, and an `omp simd` loop over the block
+// innermost, so every load is a contiguous vector. The row form (cpp_reductions.cpp) would read
+// one strided element per lane and keep a single accumulator for a 3x3 window.
+#include <optional>
+#include <set>
+
+#include "codegen/cpp/cpp_source_printer.h"
+#include "codegen/index_analysis.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr int kColumnBlock = 64;  // outer points per block: 4 AVX-512 registers of f32
+
+// The coefficient of `var` in `index`, or nullopt when the index is not affine in the variables.
+std::optional<SymInt> coefficient(const SymInt& index, const std::vector<SymInt>& vars, size_t which) {
+  std::optional<AffineIndex> form = affine_form(index, vars);
+  if (!form) return std::nullopt;
+  return form->coefficients[which];
+}
+
+bool mentions(const Expr& e, const SymInt& var) {
+  bool found = false;
+  map_indices(e, [&](const SymInt& index) {
+    found = found || depends_on(index, var);
+    return index;
+  });
+  return found;
+}
+
+}  // namespace
+
+// The masks of masked loads (and the conditions of wheres) that do not depend on `var` (a pooling window's bounds: the same
+// for every channel) become values computed once before the loop over `var`, so that the loop
+// holds no condition of its own and vectorizes (GCC keeps a conditional load inside a loop
+// scalar, but unswitches a loop on an invariant bool).
+Expr CppSourcePrinter::hoist_invariant_masks(const Expr& e, const SymInt& var,
+                                             std::vector<std::pair<std::string, Expr>>& hoisted) {
+  if (!e) return e;
+  auto node = std::make_shared<ExprNode>(*e);
+  auto hoist = [&](const Expr& condition) {
+    std::string name = "m" + std::to_string(hoist_counter_++);
+    hoisted.push_back({name, condition});
+    return named_value(name, DType::boolean);
+  };
+  if (node->kind == ExprKind::Load && node->mask && !mentions(node->mask, var)) node->mask = hoist(node->mask);
+  // An inlined masked read: where(mask, value, other).
+  if (node->kind == ExprKind::Where && node->args[0]->kind != ExprKind::Load && !mentions(node->args[0], var)) {
+    node->args[0] = hoist(node->args[0]);
+  }
+  for (Expr& arg : node->args) arg = hoist_invariant_masks(arg, var, hoisted);
+  return node;
+}
+
+bool CppSourcePrinter::is_column_reduction(const Kernel& kernel) {
+  const size_t rank = kernel.outer.size();
+  if (rank == 0 || kernel.inner.empty()) return false;
+  std::vector<SymInt> vars = loop_vars(rank);
+  for (size_t k = 0; k < kernel.inner.size(); ++k) vars.push_back(reduction_var(k));
+  const size_t last_outer = rank - 1, last_inner = vars.size() - 1;
+  bool reductions_done = false, strided_row = false;
+  std::set<int> made;  // buffers this kernel writes
+  for (const KernelStep& step : kernel.steps) {
+    for (int b : step.outputs) made.insert(b);
+  }
+  for (const KernelStep& step : kernel.steps) {
+    if (step.kind == KernelStep::Kind::StoreInner) return false;
+    if (step.kind == KernelStep::Kind::StoreOuter) {
+      reductions_done = true;
+    } else {
+      bool plain = step.reduction == ReductionKind::Sum || step.reduction == ReductionKind::Max ||
+                   step.reduction == ReductionKind::Min;
+      if (reductions_done || !plain || step.stash_buffer >= 0) return false;
+    }
+    // Unit (or no) stride along the last outer dim everywhere; a reduction reads made values never.
+    bool ok = true;
+    visit(step.body, [&](const ExprNode& node) {
+      if (!ok || node.kind != ExprKind::Load || registers_.count(node.buffer)) return;
+      if (step.kind == KernelStep::Kind::Reduce && made.count(node.buffer)) ok = false;
+      if (!node.indirect.empty()) ok = false;
+      std::optional<SymInt> along_outer = coefficient(node.index, vars, last_outer);
+      if (!along_outer || !(*along_outer == SymInt(1) || *along_outer == SymInt(0))) ok = false;
+      if (step.kind == KernelStep::Kind::Reduce) {
+        std::optional<SymInt> along_row = coefficient(node.index, vars, last_inner);
+        if (along_row && !(*along_row == SymInt(1)) && !(*along_row == SymInt(0))) strided_row = true;
+      }
+    });
+    if (step.kind == KernelStep::Kind::Reduce) {
+      visit(step.body, [&](const ExprNode& node) {
+        if (node.kind == ExprKind::Load && registers_.count(node.buffer)) ok = false;
+      });
+    }
+    if (!ok) return false;
+    std::optional<SymInt> store = coefficient(step.store_index, vars, last_outer);
+    if (!store || !(*store == SymInt(1))) return false;
+  }
+  return strided_row;
+}
+
+void CppSourcePrinter::emit_column_reduction_kernel(const Kernel& kernel) {
+  const size_t rank = kernel.outer.size();
+  const std::string B = std::to_string(kColumnBlock);
+  const std::string last = loop_var(rank - 1).to_string(), extent = index_text(kernel.outer[rank - 1]);
+  SymInt work = numel(kernel.outer) * numel(kernel.inner);
+  w_.line("// column reduction: " + B + " points of " + last + " at once");
+  std::string pragma = parallel_pragma(work, " collapse(" + std::to_string(rank) + ")");
+  if (!pragma.empty()) w_.line(pragma);
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    std::string var = loop_var(d).to_string();
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.outer[d]) + "; ++" + var + ")");
+  }
+  w_.open("for (int64_t cb = 0; cb < " + extent + "; cb += " + B + ")");
+  w_.line("const int64_t cn = " + extent + " - cb < " + B + " ? " + extent + " - cb : " + B + ";");
+  int number = 0;
+  std::vector<ReduceStepText> texts;
+  for (const KernelStep& step : kernel.steps) {
+    if (step.kind != KernelStep::Kind::Reduce) break;
+    ReduceStepText r = reduce_step_text(kernel, step, number++);
+    r.lanes = kColumnBlock;
+    r.L = B;
+    w_.line("// reduce: " + p_.nodes[size_t(step.node)].name);
+    declare_reduction_lanes(r);
+    texts.push_back(r);
+  }
+  // The reduction loops, every lane of the block innermost.
+  for (size_t k = 0; k < kernel.inner.size(); ++k) {
+    std::string var = reduction_var(k).to_string();
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.inner[k]) + "; ++" + var + ")");
+  }
+  std::vector<std::pair<std::string, Expr>> hoisted;
+  std::vector<KernelStep> reductions;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    reductions.push_back(kernel.steps[i]);
+    reductions.back().body = hoist_invariant_masks(reductions.back().body, loop_var(rank - 1), hoisted);
+  }
+  auto lanes_loop = [&] {
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t j = 0; j < cn; ++j)");
+    w_.line("const int64_t " + last + " = cb + j;");
+    for (size_t i = 0; i < texts.size(); ++i) emit_reduction_combine(reductions[i], texts[i], "j", "0");
+    w_.close();
+  };
+  if (hoisted.size() == 1) {
+    // One invariant mask (a window's bounds): a loop where it holds and one where it does not,
+    // each with the mask a constant, since GCC keeps a loop with a conditional load scalar.
+    const auto& [name, mask] = hoisted.front();
+    w_.open("if (" + expr(mask) + ")");
+    w_.line("const bool " + name + " = true;");
+    lanes_loop();
+    w_.close();
+    w_.open("else");
+    w_.line("const bool " + name + " = false;");
+    lanes_loop();
+    w_.close();
+  } else {
+    for (const auto& [name, mask] : hoisted) w_.line("const bool " + name + " = " + expr(mask) + ";");
+    lanes_loop();
+  }
+  for (size_t k = 0; k < kernel.inner.size(); ++k) w_.close();
+  // The results and the pointwise steps, per point of the block.
+  w_.line("#pragma omp simd");
+  w_.open("for (int64_t j = 0; j < cn; ++j)");
+  w_.line("const int64_t " + last + " = cb + j;");
+  number = 0;
+  for (const KernelStep& step : kernel.steps) {
+    if (step.kind == KernelStep::Kind::Reduce) {
+      store_reduction(step, {texts[size_t(number)].acc + "[j]"}, texts[size_t(number)].at);
+    } else {
+      emit_point_step(step, number);
+    }
+    ++number;
+  }
+  w_.close();
+  w_.close();
+  for (size_t d = 0; d + 1 < rank; ++d) w_.close();
+}
+
+}  // namespace kiln::codegen
