@@ -100,6 +100,7 @@ class Machine {
         case NodeKind::Reduction: run_reduction(node); break;
         case NodeKind::Extern:
           if (node.extern_call.kind == ExternKind::Gemm) run_gemm(node);
+          else if (node.extern_call.kind == ExternKind::Convolution) run_convolution(node);
           else run_fallback(node);
           break;
       }
@@ -426,6 +427,46 @@ class Machine {
           write(out.buffer, out_base + i * out.strides[rank - 2] + j * out.strides[rank - 1], sum, DType::f64);
         }
     });
+  }
+
+  // ExternKind::Convolution (codegen/loop_ir.h): channels-last input and output, sums in double.
+  void run_convolution(const LoopNode& node) {
+    const ExternCall& call = node.extern_call;
+    KILN_CHECK((call.inputs.size() == 2 || call.inputs.size() == 3) && call.outputs.size() == 1,
+               "loop evaluator: convolution ", node.name, " arity");
+    EvaluatedView in = evaluate_view(call.inputs[0], node.name), weight = evaluate_view(call.inputs[1], node.name);
+    EvaluatedView out = evaluate_view(call.outputs[0], node.name);
+    KILN_CHECK(in.sizes.size() == 4 && weight.sizes.size() == 4 && out.sizes.size() == 4,
+               "loop evaluator: convolution ", node.name, " ranks");
+    const ConvolutionGeometry& g = call.convolution;
+    int64_t batch = in.sizes[0], height = in.sizes[1], width = in.sizes[2];
+    int64_t out_channels = out.sizes[3], group_in = weight.sizes[1], group_out = out_channels / g.groups;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t oh = 0; oh < out.sizes[1]; ++oh)
+        for (int64_t ow = 0; ow < out.sizes[2]; ++ow)
+          for (int64_t o = 0; o < out_channels; ++o) {
+            Value sum;
+            if (call.inputs.size() == 3) {
+              EvaluatedView bias = evaluate_view(call.inputs[2], node.name);
+              sum.f = read(bias.buffer, bias.offset + o * bias.strides[0]).f;
+            }
+            int64_t group = o / group_out;
+            for (int64_t c = 0; c < group_in; ++c)
+              for (int64_t kh = 0; kh < weight.sizes[2]; ++kh)
+                for (int64_t kw = 0; kw < weight.sizes[3]; ++kw) {
+                  int64_t h = oh * g.stride[0] - g.padding[0] + kh * g.dilation[0];
+                  int64_t w = ow * g.stride[1] - g.padding[1] + kw * g.dilation[1];
+                  if (h < 0 || h >= height || w < 0 || w >= width) continue;
+                  int64_t channel = group * group_in + c;
+                  double x = read(in.buffer, in.offset + n * in.strides[0] + h * in.strides[1] + w * in.strides[2] +
+                                                 channel * in.strides[3]).f;
+                  double k = read(weight.buffer, weight.offset + o * weight.strides[0] + c * weight.strides[1] +
+                                                     kh * weight.strides[2] + kw * weight.strides[3]).f;
+                  sum.f += x * k;
+                }
+            write(out.buffer, out.offset + n * out.strides[0] + oh * out.strides[1] + ow * out.strides[2] +
+                                  o * out.strides[3], sum, DType::f64);
+          }
   }
 
   Tensor view_tensor(const StridedView& view, const std::string& node) {

@@ -150,6 +150,16 @@ size_t expr_size(const Expr& expr) {
   return count;
 }
 
+std::string geometry_text(const ConvolutionGeometry& geometry) {
+  auto list = [](const std::vector<int64_t>& values) {
+    std::string text = "[";
+    for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+    return text + "]";
+  };
+  return "stride=" + list(geometry.stride) + " padding=" + list(geometry.padding) + " dilation=" +
+         list(geometry.dilation) + " groups=" + std::to_string(geometry.groups);
+}
+
 int LoopProgram::add_buffer(Buffer buffer) {
   buffer.id = int(buffers.size());
   buffers.push_back(std::move(buffer));

@@ -4,7 +4,8 @@
 // A LoopProgram is a list of Buffers and a topologically ordered list of LoopNodes:
 //   - Pointwise: for every point x of `ranges`, out[store(x)] = body(x).
 //   - Reduction: for every x of `ranges`, out[store(x)] = reduce over r of `reduction_ranges` of body(x, r).
-//   - Extern: a library call (batched GEMM) or a fallback to the reference kernel of one graph node.
+//   - Extern: a library call (batched GEMM, channels-last convolution) or a fallback to the reference
+//     kernel of one graph node.
 // Views produce no node: lowering folds them into the index expressions of the loads that read them.
 //
 // Index expressions are SymInts over three kinds of symbols:
@@ -154,14 +155,32 @@ struct StridedView {
 
 enum class ExternKind {
   Gemm,      // out[b...] = a[b...] @ b[b...]: a [batch..., m, k], b [batch..., k, n], out [batch..., m, n]
+  // A 2-d convolution in channels-last layout (a convolution library's call):
+  // out[n, oh, ow, o] = bias[o] + sum over (c, kh, kw) of
+  //   input[n, oh * stride_h - pad_h + kh * dilation_h, ow * stride_w - pad_w + kw * dilation_w, g * C/groups + c]
+  //   * weight[o, c, kh, kw], with g = o / (O / groups) and zero outside the input.
+  // input [N, H, W, C], weight [O, C/groups, KH, KW], optional bias [O], out [N, OH, OW, O]; all contiguous.
+  Convolution,
   Fallback,  // the reference kernel of graph node `graph_node`, run by the host
 };
 
+// The geometry of a Convolution (per spatial dim: height, then width).
+struct ConvolutionGeometry {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+
+// "stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=1", as the printers show it.
+std::string geometry_text(const ConvolutionGeometry& geometry);
+
 struct ExternCall {
   ExternKind kind = ExternKind::Gemm;
-  std::vector<StridedView> inputs;  // Gemm: {a, b}; Fallback: the node's tensor arguments in order
-  std::vector<StridedView> outputs;  // Gemm: {out} (contiguous); Fallback: the node's results
+  // Gemm: {a, b}; Convolution: {input, weight} or {input, weight, bias}; Fallback: the node's
+  // tensor arguments in order.
+  std::vector<StridedView> inputs;
+  std::vector<StridedView> outputs;  // Gemm, Convolution: {out} (contiguous); Fallback: the node's results
   std::string graph_node;            // Fallback: the graph node to run
+  ConvolutionGeometry convolution;   // Convolution only
 };
 
 struct LoopNode {

@@ -120,7 +120,11 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
   switch (node.kind) {
     case NodeKind::Pointwise: out << "Pointwise"; break;
     case NodeKind::Reduction: out << "Reduction " << reduction_name(node.reduction); break;
-    case NodeKind::Extern: out << "Extern " << (node.extern_call.kind == ExternKind::Gemm ? "Gemm" : "Fallback"); break;
+    case NodeKind::Extern: {
+      ExternKind kind = node.extern_call.kind;
+      out << "Extern " << (kind == ExternKind::Gemm ? "Gemm" : kind == ExternKind::Convolution ? "Convolution" : "Fallback");
+      break;
+    }
   }
   out << "  origins=[" << joined(node.origins) << "]\n";
   if (node.kind != NodeKind::Extern || !node.ranges.empty()) out << "    ranges " << ir::shape_string(node.ranges);
@@ -150,9 +154,12 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
       std::vector<std::string> inputs, outputs;
       for (const StridedView& view : call.inputs) inputs.push_back(view_text(program, view));
       for (const StridedView& view : call.outputs) outputs.push_back(view_text(program, view));
-      out << "    " << joined(outputs) << " = "
-          << (call.kind == ExternKind::Gemm ? "gemm" : "fallback %" + call.graph_node) << "(" << joined(inputs)
-          << ")\n";
+      std::string callee = call.kind == ExternKind::Gemm          ? "gemm"
+                           : call.kind == ExternKind::Convolution ? "convolution_nhwc"
+                                                                  : "fallback %" + call.graph_node;
+      out << "    " << joined(outputs) << " = " << callee << "(" << joined(inputs) << ")";
+      if (call.kind == ExternKind::Convolution) out << "  " << geometry_text(call.convolution);
+      out << "\n";
       break;
     }
   }

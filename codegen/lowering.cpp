@@ -120,6 +120,7 @@ Lowerer::Lowerer(const ir::Graph& graph, const LoweringOptions& options) : graph
   register_copy_lowerings(rules_);
   register_linear_algebra_lowerings(rules_);
   register_pooling_lowerings(rules_);
+  register_convolution_lowerings(rules_);
 }
 
 LoopProgram Lowerer::run() {
@@ -378,6 +379,11 @@ int Lowerer::emit_pointwise(const std::string& name, DType dtype, const SymShape
 
 void Lowerer::define_pointwise(const ir::Node& node, Expr body) {
   const ir::TensorMeta& meta = node.value();
+  if (reads_channels_last(body, meta.shape)) {  // keep the layout of the channels-last inputs
+    int buffer = emit_pointwise(node.name(), meta.dtype, channels_last_shape(meta.shape), to_channels_last_vars(body));
+    define(node, channels_last(buffer, meta.shape));
+    return;
+  }
   define(node, whole(emit_pointwise(node.name(), meta.dtype, meta.shape, std::move(body))));
 }
 

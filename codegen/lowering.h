@@ -22,6 +22,11 @@
 //    node's reference kernel, with StridedViews of their tensor arguments (one per tensor
 //    argument occurrence, in the order ir::tensor_arguments walks them; a tuple passed
 //    whole contributes one view per element) and contiguous outputs.
+//  - with LoweringOptions::library_convolution, f32 2-d convolutions are ExternKind::Convolution
+//    calls that read and write channels-last (NHWC) buffers; 4-d pointwise values and pooling
+//    windows computed from a channels-last value are stored channels-last too, so that the
+//    layout flows from one convolution to the next (their accessors read the NHWC buffers as
+//    the graph's NCHW values).
 // LoopNode::name is the graph node's name (helper nodes of one graph node add a suffix:
 // "mean_sum"), and origins lists the graph nodes it computes, views folded into its loads first.
 //
@@ -41,6 +46,10 @@ namespace kiln::codegen {
 struct LoweringOptions {
   // Ops to lower as Fallback externs even when a native lowering exists (for tests).
   std::set<std::string> force_fallback_ops;
+  // f32 2-d convolutions become ExternKind::Convolution calls in channels-last layout (a
+  // backend with a convolution library: the CPU backend with oneDNN) instead of im2col + GEMM;
+  // see codegen/lowering_convolution.cpp for the layout they bring.
+  bool library_convolution = false;
 };
 
 LoopProgram lower(const ir::Graph& graph, const LoweringOptions& options = {});

@@ -41,6 +41,7 @@ void register_reduction_lowerings(LoweringTable& table);       // lowering_reduc
 void register_copy_lowerings(LoweringTable& table);            // lowering_copies.cpp
 void register_linear_algebra_lowerings(LoweringTable& table);  // lowering_linear_algebra.cpp
 void register_pooling_lowerings(LoweringTable& table);         // lowering_pooling.cpp
+void register_convolution_lowerings(LoweringTable& table);     // lowering_convolution.cpp
 
 // ---- dtype helpers
 
@@ -67,6 +68,11 @@ std::vector<SymInt> broadcast_index(const SymShape& shape, const SymShape& out_s
 // Whether `a` <= `b` is provable from SymInt's canonical simplification.
 bool provably_le(const SymInt& a, const SymInt& b);
 
+// Adds an ExternKind::Gemm node `name` of the graph node being lowered: out = a @ b
+// (lowering_linear_algebra.cpp).
+class Lowerer;
+void add_gemm(Lowerer& lowerer, const std::string& name, StridedView a, StridedView b, StridedView out);
+
 class Lowerer {
  public:
   Lowerer(const ir::Graph& graph, const LoweringOptions& options);
@@ -74,6 +80,7 @@ class Lowerer {
 
   const ir::Graph& graph() const { return graph_; }
   LoopProgram& program() { return program_; }
+  const LoweringOptions& options() const { return options_; }
 
   // ---- values
   const Accessor& value(const ir::Node* node, size_t element = 0) const;
@@ -125,6 +132,25 @@ class Lowerer {
   // The graph node being lowered.
   const ir::Node& current() const { return *current_; }
 
+  // ---- channels-last layout (lowering_layout.cpp)
+  // A 4-d value [N, C, H, W] whose buffer holds it as [N, H, W, C]: the layout library
+  // convolutions read and write. Values computed from such values keep it.
+  // The accessor of logical shape `logical` ([N, C, H, W]) over channels-last buffer `buffer`.
+  Accessor channels_last(int buffer, const SymShape& logical);
+  // Whether `value` reads a whole channels-last buffer at its own points.
+  bool is_channels_last(const Accessor& value) const;
+  // The channels-last buffer of 4-d `value`: its own when it already is one, else a Pointwise
+  // copy over [N, H, W, C] named `name`.
+  int channels_last_buffer(const Accessor& value, const std::string& name);
+  // Whether a 4-d node computing `body` at the points x0..x3 of `shape` reads some channels-last
+  // buffer at those very points (so that storing its result channels-last too reads and writes
+  // both in the same order).
+  bool reads_channels_last(const Expr& body, const SymShape& shape) const;
+  // `expr` over the variables of a channels-last node: x1 (channel) becomes x3, x2 and x3
+  // (height, width) become x1 and x2.
+  static Expr to_channels_last_vars(const Expr& expr);
+  static SymShape channels_last_shape(const SymShape& logical);  // [N, C, H, W] -> [N, H, W, C]
+
  private:
   void bind_symbols();
   void lower_node(const ir::Node& node);
@@ -140,6 +166,7 @@ class Lowerer {
   std::map<std::string, int> parameter_buffers_;
   std::map<std::string, std::string> parameter_names_;  // get_attr target -> the first get_attr node's name
   std::set<std::string> buffer_names_;
+  std::set<int> channels_last_buffers_;
   const ir::Node* current_ = nullptr;
   std::vector<std::string> pending_origins_;
 };

@@ -60,22 +60,31 @@ void add_window_reduction(Lowerer& lowerer, const std::string& name, const SymSh
   lowerer.add_node(std::move(node));
 }
 
-// Reduces the window with Max (into the node's value) or Sum (into "<node>_sum", returned).
-int reduce_window(Lowerer& lowerer, const ir::Node& node, const Accessor& input, const Window& window, bool is_max) {
+// Reduces the window with Max (into the node's value) or Sum (into "<node>_sum", whose accessor
+// is returned). A window over the last two dims of a channels-last input iterates and stores
+// channels-last (codegen/lowering_layout.cpp).
+Accessor reduce_window(Lowerer& lowerer, const ir::Node& node, const Accessor& input, const Window& window,
+                       bool is_max) {
   const ir::TensorMeta& meta = node.value();
   DType accumulation = compute_dtype(meta.dtype);
   Expr value = window.mask ? lowerer.load_masked(input, window.index, window.mask, is_max ? lowest(input.dtype) : 0.0)
                            : lowerer.load(input, window.index);
+  bool channels_last = window.kernel.size() == 2 && lowerer.is_channels_last(input);
+  SymShape ranges = channels_last ? Lowerer::channels_last_shape(meta.shape) : meta.shape;
+  if (channels_last) value = Lowerer::to_channels_last_vars(value);
+  auto accessor = [&](int buffer) {
+    return channels_last ? lowerer.channels_last(buffer, meta.shape) : lowerer.whole(buffer);
+  };
   if (is_max) {
-    int buffer = lowerer.new_buffer(node.name(), meta.dtype, meta.shape);
-    add_window_reduction(lowerer, node.name(), meta.shape, window, ReductionKind::Max, upcast(value), buffer);
-    lowerer.define(node, lowerer.whole(buffer));
-    return buffer;
+    int buffer = lowerer.new_buffer(node.name(), meta.dtype, ranges);
+    add_window_reduction(lowerer, node.name(), ranges, window, ReductionKind::Max, upcast(value), buffer);
+    lowerer.define(node, accessor(buffer));
+    return accessor(buffer);
   }
-  int buffer = lowerer.new_buffer(node.name() + "_sum", accumulation, meta.shape);
-  add_window_reduction(lowerer, node.name() + "_sum", meta.shape, window, ReductionKind::Sum,
+  int buffer = lowerer.new_buffer(node.name() + "_sum", accumulation, ranges);
+  add_window_reduction(lowerer, node.name() + "_sum", ranges, window, ReductionKind::Sum,
                        cast(cast(value, meta.dtype), accumulation), buffer);
-  return buffer;
+  return accessor(buffer);
 }
 
 // The strided window of max_pool / avg_pool.
@@ -111,7 +120,7 @@ void lower_avg_pool(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& ca
   std::vector<int64_t> kernel = call.ints(1);
   size_t spatial = kernel.size();
   Window window = strided_window(input, call, std::vector<int64_t>(spatial, 1), call.bool_arg(4));
-  int sum = reduce_window(lowerer, node, input, window, false);
+  Accessor sum = reduce_window(lowerer, node, input, window, false);
 
   std::vector<int64_t> stride = call.ints(2).empty() ? kernel : expanded(call.ints(2), spatial);
   std::vector<int64_t> padding = expanded(call.ints(3), spatial);
@@ -129,7 +138,7 @@ void lower_avg_pool(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& ca
     inside = inside * max(min(end, size) - max(start, SymInt(0)), SymInt(0));
   }
   DType accumulation = compute_dtype(meta.dtype);
-  Expr total = lowerer.load(lowerer.whole(sum), vars_of(meta.shape));
+  Expr total = lowerer.load(sum, vars_of(meta.shape));
   Expr body;
   if (divisor_override) {
     body = binary(LoopOp::div, total, constant(double(*divisor_override), accumulation));
@@ -180,8 +189,8 @@ void lower_adaptive_pool(Lowerer& lowerer, const ir::Node& node, const ir::OpCal
     reduce_window(lowerer, node, input, window, true);
     return;
   }
-  int sum = reduce_window(lowerer, node, input, window, false);
-  Expr total = lowerer.load(lowerer.whole(sum), vars_of(meta.shape));
+  Accessor sum = reduce_window(lowerer, node, input, window, false);
+  Expr total = lowerer.load(sum, vars_of(meta.shape));
   lowerer.define_pointwise(node, binary(LoopOp::div, total, index_value(count, compute_dtype(meta.dtype))));
 }
 

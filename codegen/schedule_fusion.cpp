@@ -2,7 +2,7 @@
 // the first kernel it fits, preferring kernels that make what it reads (vertical fusion), then
 // any later one (horizontal): a reduction kernel takes reductions over its ranges and pointwise
 // nodes over its row or its outer point (so softmax and layer_norm are one kernel each), a
-// pointwise kernel takes pointwise nodes over its range, and a GEMM takes a pointwise node
+// pointwise kernel takes pointwise nodes over its range, and a GEMM or a convolution takes a pointwise node
 // reading its output at the same point as its epilogue. Every read of a value made in the
 // same kernel must be at the point where it is made. Otherwise the node starts a kernel.
 #include <algorithm>
@@ -252,11 +252,12 @@ class KernelFormer {
     return std::nullopt;
   }
 
-  // A pointwise node that reads a GEMM's output at the same point becomes its epilogue.
+  // A pointwise node that reads a GEMM's (or a convolution's) output at the same point becomes
+  // its epilogue.
   std::optional<std::string> try_join_gemm_kernel(int k, const LoopNode& node) {
     Kernel& kernel = state_.result.kernels[size_t(k)];
     const LoopNode& gemm = state_.program().nodes[size_t(kernel.extern_node)];
-    if (gemm.extern_call.kind != ExternKind::Gemm) return "the library call takes no epilogue";
+    if (gemm.extern_call.kind == ExternKind::Fallback) return "the library call takes no epilogue";
     if (node.kind != NodeKind::Pointwise) return "it is not pointwise";
     const StridedView& out = gemm.extern_call.outputs.at(0);
     if (!same_shape(node.ranges, out.shape)) {

@@ -56,7 +56,8 @@ std::string print_schedule(const ScheduledProgram& scheduled) {
     out << kernel.name << ": " << kind_name(kernel.kind);
     if (kernel.kind == KernelKind::Extern) {
       const LoopNode& node = p.nodes[size_t(kernel.extern_node)];
-      out << " " << (node.extern_call.kind == ExternKind::Gemm ? "gemm" : "fallback " + node.extern_call.graph_node);
+      ExternKind kind = node.extern_call.kind;
+      out << " " << (kind == ExternKind::Gemm ? "gemm" : kind == ExternKind::Convolution ? "convolution" : "fallback " + node.extern_call.graph_node);
     } else {
       out << " outer=" << ir::shape_string(kernel.outer);
       if (kernel.kind == KernelKind::Reduction) out << " row=" << ir::shape_string(kernel.inner);

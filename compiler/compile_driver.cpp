@@ -54,7 +54,10 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
   Generated g;
   g.graph = simplified_graph(graph, options.freeze);
   timer.done("passes");
-  g.loops = codegen::lower(g.graph);
+  // The dump stages before code (loops, scheduled) have no target: they show what the cpu
+  // target compiles.
+  const CodeTarget& lowering_target = target != nullptr ? *target : find_code_target("cpu");
+  g.loops = codegen::lower(g.graph, lowering_target.lowering_options());
   timer.done("lower");
   if (stop == StopAfter::lower) return g;
   codegen::ScheduleOptions schedule_options;
@@ -64,7 +67,7 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
   if (stop == StopAfter::schedule) return g;
   std::optional<std::string> title;
   if (titled) title = "a graph of " + std::to_string(g.graph.size()) + " nodes";
-  g.code = target->emit(g.scheduled, title);
+  g.code = target->emit(g.scheduled, title, options);
   timer.done("codegen");
   return g;
 }

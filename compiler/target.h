@@ -1,6 +1,8 @@
 // CodeTarget: what a target that generates code gives the one driver (compiler/compile_driver.h),
 // which runs passes -> lower -> schedule -> emit -> build (through the compile cache) -> load for
 // every target alike. A target supplies the three steps that differ:
+//   - lower: the lowering options it wants (the cpu target: convolutions as library calls when
+//     Kiln was built with oneDNN);
 //   - emit: its emitter (codegen/cpp, codegen/cuda) prints the scheduled program as its source,
 //     with the prelude its source starts with;
 //   - build: the files of its artifact, from that source (cpu: the system C++ compiler -> a
@@ -20,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/lowering.h"
 #include "codegen/schedule.h"
 #include "compiler/compile_options.h"
 #include "runtime/artifact.h"
@@ -42,10 +45,15 @@ class CodeTarget {
   virtual std::string_view code_stage() const = 0;
   virtual std::string_view code_stage_summary() const = 0;
 
+  // How the driver lowers graphs for this target.
+  virtual codegen::LoweringOptions lowering_options() const { return {}; }
+
   // The emitter. `title` names the graph in the source's first comment (std::nullopt: the
-  // emitter's default, as dumps print it).
+  // emitter's default, as dumps print it); `options` are the compile's (freeze: the parameters
+  // never change, so library calls may keep derived copies of them).
   virtual std::unique_ptr<GeneratedCode> emit(const codegen::ScheduledProgram& scheduled,
-                                              const std::optional<std::string>& title) const = 0;
+                                              const std::optional<std::string>& title,
+                                              const CompileOptions& options) const = 0;
   // The code as `kiln dump --stage <code_stage()>` prints it.
   virtual std::string dump(const GeneratedCode& code) const = 0;
 

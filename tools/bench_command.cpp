@@ -1,4 +1,4 @@
-// `kiln bench MODEL [--target cpu|cuda|interp|eager] [--iters N] [--warmup N] [--threads N]
+// `kiln bench MODEL [--target cpu|cuda|interp|eager] [--iters N] [--warmup N] [--threads N] [--freeze]
 //  [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim S=N]... [--json]`: times a model's
 // runs on a target of the registry (compiler/target_registry.h) after warm-up runs and prints
 // the median latency with its spread (min, p10, p90, max), and for the compiling targets the
@@ -35,6 +35,7 @@ struct BenchOptions {
   uint64_t random_seed = 0;
   std::vector<std::string> dims;
   bool json = false;
+  bool freeze = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -57,6 +58,7 @@ int run_bench(const BenchOptions& options) {
   std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
   compiler::CompileOptions compile_options;
   compile_options.target = options.target;
+  compile_options.freeze = options.freeze;
   auto compile_start = Clock::now();
   std::unique_ptr<compiler::Executable> model = compiler::prepare(graph, compile_options);
   double compile_ms = milliseconds(Clock::now() - compile_start);
@@ -120,6 +122,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   bench->add_option("--dim", options->dims, "Size of a symbolic dimension, SYMBOL=N (repeatable)");
   bench->add_flag("--json", options->json, "Print one JSON object");
+  bench->add_flag("--freeze", options->freeze,
+                  "The parameters are constants: folded, and on cpu convolution weights prepacked once");
   register_action(bench, [options] { return run_bench(*options); });
 }
 

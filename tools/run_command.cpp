@@ -1,5 +1,5 @@
 // `kiln run MODEL [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim SYMBOL=N]... [--sample-inputs]
-//  [--out DIR] [--target interp|eager|cpu|cuda] [--check]`: runs a model on any target of the
+//  [--out DIR] [--target interp|eager|cpu|cuda] [--check] [--freeze]`: runs a model on any target of the
 // registry (compiler/target_registry.h): the reference interpreter (interp, the default), eager
 // mode (the interpreter's kernels as instructions of the VM), compiled C++ (cpu) or compiled
 // CUDA on the GPU (cuda); prints a summary of each output (name, dtype, shape, first values);
@@ -46,6 +46,7 @@ struct RunOptions {
   double atol = 1e-5;
   std::string isa;
   int threads = 0;
+  bool freeze = false;
 };
 
 // Compares one output with the interpreter's; prints the errors; returns whether it is within tolerance.
@@ -86,6 +87,7 @@ std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string
                               const RunOptions& options) {
   compiler::CompileOptions compile_options;
   compile_options.target = options.target;
+  compile_options.freeze = options.freeze;
   if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
   return compiler::prepare(graph, compile_options)->run(inputs, options.threads);
 }
@@ -147,6 +149,8 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   CLI::Option* target = add_target_option(*run, options->target, "Where the model runs:")->capture_default_str();
   options->backend = add_backend_alias(*run, options->target, target);
+  run->add_flag("--freeze", options->freeze,
+                "Compiling targets: the parameters are constants (folded; on cpu convolution weights prepacked once)");
   run->add_flag("--check", options->check, "Also run the interpreter; print the max abs and rel error; exit 1 past the tolerance");
   run->add_option("--rtol", options->rtol, "Relative tolerance of --check")->capture_default_str();
   run->add_option("--atol", options->atol, "Absolute tolerance of --check")->capture_default_str();

@@ -18,6 +18,14 @@ CppModule CppSourcePrinter::run() {
   w_.raw(c_ops_text());
   w_.raw("\n");
   emit_support();
+  bool convolutions = false;
+  for (const LoopNode& node : p_.nodes) {
+    if (node.kind == NodeKind::Extern && node.extern_call.kind == ExternKind::Convolution) convolutions = true;
+  }
+  if (convolutions) {
+    w_.raw(cpp_dnnl_glue());
+    w_.raw("\n");
+  }
   for (const Kernel& kernel : s_.kernels) emit_kernel(kernel);
   emit_bind();
   emit_sizes();

@@ -2,7 +2,8 @@
 // implements the compiled-artifact ABI (runtime/compiled_abi.h): one function per kernel,
 // OpenMP over outer loops sized to the work, `omp simd` inner loops (the ISA is chosen by the
 // compiler flags: AVX-512, AVX2 or scalar), reductions in 16 vector lanes, GEMMs through CBLAS
-// with fused epilogues applied per block of rows, and a wrapper that checks guards, binds
+// with fused epilogues applied per block of rows, channels-last convolutions through oneDNN
+// with fused epilogues, and a wrapper that checks guards, binds
 // symbols, places buffers in the workspace and calls the kernels in order.
 #pragma once
 
@@ -21,12 +22,16 @@ struct CppEmitOptions {
   // Row blocking of GEMM epilogues: rows per block. Each block is one BLAS call, which packs the
   // whole right operand again, so blocks are large: the epilogue reads a block back from L2/L3.
   int64_t gemm_block_rows = 1024;
+  // The parameters never change between calls (the model was compiled with frozen parameters):
+  // library calls may keep derived copies of them (convolution weights prepacked once).
+  bool constant_parameters = false;
 };
 
 struct CppModule {
   std::string source;
   std::vector<std::string> fallbacks;  // graph nodes run by the host's reference kernels, in ABI order
   bool uses_blas = false;
+  bool uses_dnnl = false;  // the module calls oneDNN (codegen/cpp/kiln_dnnl.h): link it
 };
 
 CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& options = {});

@@ -1,7 +1,8 @@
 // The C++ backend's library calls (codegen/cpp/cpp_source_printer.h lists the printer's parts):
 // a GEMM as CBLAS calls (a batch folded into one call where the right operand is shared, small
 // GEMMs of a batch in parallel, a fused epilogue applied per block of rows while it is in
-// cache), and a fallback node as a call of the host's handler with tensor descriptors.
+// cache), a channels-last convolution as a oneDNN call (codegen/cpp/kiln_dnnl.h) followed by
+// its fused epilogue, and a fallback node as a call of the host's handler with tensor descriptors.
 #include <algorithm>
 
 #include "codegen/cpp/cpp_source_printer.h"
@@ -16,7 +17,52 @@ void CppSourcePrinter::emit_extern_kernel(const Kernel& kernel) {
     emit_fallback(node);
     return;
   }
+  if (call.kind == ExternKind::Convolution) {
+    emit_convolution(kernel, node);
+    return;
+  }
   emit_gemm(kernel, node);
+}
+
+void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& node) {
+  const ExternCall& call = node.extern_call;
+  const StridedView& in = call.inputs.at(0);
+  const StridedView& weight = call.inputs.at(1);
+  const StridedView& out = call.outputs.at(0);
+  const ConvolutionGeometry& g = call.convolution;
+  KILN_CHECK(p_.buffer(out.buffer).dtype == DType::f32 && in.shape.size() == 4 && weight.shape.size() == 4 &&
+                 out.shape.size() == 4 && g.stride.size() == 2 && g.padding.size() == 2 && g.dilation.size() == 2,
+             "convolution " + node.name + ": not a 2-d f32 convolution");
+  module_.uses_dnnl = true;
+  bool constant_weights = options_.constant_parameters && p_.buffer(weight.buffer).kind == BufferKind::Parameter;
+  w_.line("// " + geometry_text(g) + (constant_weights ? ", weights prepacked once (frozen parameters)" : ""));
+  w_.line("static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;");
+  auto pointer = [&](const StridedView& v) { return buf(v.buffer) + " + (" + index_text(v.offset) + ")"; };
+  std::string shape = "{" + index_text(in.shape[0]) + ", " + index_text(in.shape[3]) + ", " + index_text(in.shape[1]) +
+                      ", " + index_text(in.shape[2]) + ", " + index_text(out.shape[3]) + ", " +
+                      index_text(weight.shape[2]) + ", " + index_text(weight.shape[3]) + ", " +
+                      index_text(out.shape[1]) + ", " + index_text(out.shape[2]);
+  for (int64_t v : {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups}) {
+    shape += ", " + std::to_string(v);
+  }
+  shape += ", 0, 0}";
+  w_.line("const KilnConvolutionShape shape = " + shape + ";");
+  std::string bias = call.inputs.size() > 2 ? pointer(call.inputs[2]) : "nullptr";
+  w_.line("if (kiln_convolution(&cache, shape, " + pointer(in) + ", " + pointer(weight) + ", " + bias + ", " +
+          pointer(out) + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
+          "\", args->error, args->error_capacity) != 0) return 1;");
+  if (kernel.steps.empty()) return;
+  // The epilogue over the output [N, OH, OW, O], channels innermost.
+  std::string pragma = parallel_pragma(numel(out.shape), " collapse(3)");
+  if (!pragma.empty()) w_.line(pragma);
+  for (size_t d = 0; d < 4; ++d) {
+    std::string var = loop_var(d).to_string();
+    if (d == 3) w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(out.shape[d]) + "; ++" + var + ")");
+  }
+  int number = 0;
+  for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+  for (size_t d = 0; d < 4; ++d) w_.close();
 }
 
 std::string CppSourcePrinter::view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars) {

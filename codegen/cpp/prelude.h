@@ -9,5 +9,8 @@
 namespace kiln::codegen {
 
 std::string_view cpp_prelude();
+// The oneDNN glue pasted after the support functions of a module with convolutions: the text of
+// codegen/cpp/kiln_dnnl.h.
+std::string_view cpp_dnnl_glue();
 
 }  // namespace kiln::codegen

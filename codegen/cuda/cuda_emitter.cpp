@@ -89,6 +89,8 @@ class Emitter : public CPrinter {
         call.kernel = index;
         call.loop_node = kernel.extern_node;
         const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
+        KILN_CHECK(node.extern_call.kind != ExternKind::Convolution,
+                   "the CUDA backend lowers convolutions to GEMMs (LoweringOptions::library_convolution is CPU-only)");
         if (node.extern_call.kind == ExternKind::Fallback) module_.fallbacks.push_back(node.extern_call.graph_node);
         call.epilogue = fused_gemm_epilogue(s_, index);
         module_.steps.push_back(call);

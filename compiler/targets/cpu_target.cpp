@@ -22,6 +22,11 @@
 #ifndef KILN_BLAS_LIBRARY
 #define KILN_BLAS_LIBRARY ""
 #endif
+// oneDNN, which modules with convolutions link (compiler/CMakeLists.txt; "" when not found:
+// convolutions then lower to im2col + GEMM).
+#ifndef KILN_DNNL_LIBRARY
+#define KILN_DNNL_LIBRARY ""
+#endif
 
 namespace kiln::compiler {
 
@@ -79,15 +84,16 @@ std::string read_head(const std::filesystem::path& file, size_t max_lines) {
   return out;
 }
 
-void build_module(const std::filesystem::path& dir, Isa isa, bool uses_blas) {
+void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module) {
   std::vector<std::string> argv = {compiler_command()};
   for (const std::string& flag : compile_flags(isa)) argv.push_back(flag);
   argv.insert(argv.end(), {"module.cpp", "-o", "module.so"});
-  if (uses_blas) {
+  if (module.uses_blas) {
     std::string blas = KILN_BLAS_LIBRARY;
     if (blas.empty()) fail("the model has matrix products, and Kiln was built without a BLAS library (install libopenblas-dev and rebuild)");
     argv.push_back(blas);
   }
+  if (module.uses_dnnl) argv.push_back(KILN_DNNL_LIBRARY);  // lowering makes no convolution call without it
   int status = run_process(argv, dir, dir / "compile.log");
   if (status == 127) {
     fail("the C++ compiler '", compiler_command(), "' was not found: install g++ or set $CXX to a C++ compiler");
@@ -128,10 +134,18 @@ class CpuTarget final : public CodeTarget {
   std::string_view code_stage() const override { return "cpp"; }
   std::string_view code_stage_summary() const override { return "the generated C++ source"; }
 
+  codegen::LoweringOptions lowering_options() const override {
+    codegen::LoweringOptions options;
+    options.library_convolution = !std::string_view(KILN_DNNL_LIBRARY).empty();
+    return options;
+  }
+
   std::unique_ptr<GeneratedCode> emit(const codegen::ScheduledProgram& scheduled,
-                                      const std::optional<std::string>& title) const override {
+                                      const std::optional<std::string>& title,
+                                      const CompileOptions& options) const override {
     codegen::CppEmitOptions emit_options;
     if (title) emit_options.title = *title;
+    emit_options.constant_parameters = options.freeze;
     auto code = std::make_unique<CpuCode>();
     code->module = codegen::emit_cpp(scheduled, emit_options);
     code->source = code->module.source;
@@ -147,7 +161,7 @@ class CpuTarget final : public CodeTarget {
     Isa isa = resolve_isa(options.isa);
     std::string content = "kiln " KILN_VERSION "\nabi " + std::to_string(kKilnAbiVersion) + "\nisa " +
                           std::string(isa_name(isa)) + "\ncxx " + compiler_command() + "\nfuse " +
-                          (options.fuse ? "1" : "0") + "\nblas " KILN_BLAS_LIBRARY "\n";
+                          (options.fuse ? "1" : "0") + "\nblas " KILN_BLAS_LIBRARY "\ndnnl " KILN_DNNL_LIBRARY "\n";
     for (const std::string& flag : compile_flags(isa)) content += flag + " ";
     content += "\n" + code.source;
     Checksum64 a(0), b(0x9E3779B97F4A7C15ULL);
@@ -166,7 +180,7 @@ class CpuTarget final : public CodeTarget {
     manifest.isa = isa;
     manifest.key = key;
     write_artifact_manifest(directory / kArtifactManifestFile, manifest);
-    build_module(directory, isa, code.module.uses_blas);
+    build_module(directory, isa, code.module);
   }
   std::string_view build_stage() const override { return "c++ compile"; }
   std::vector<std::string> artifact_files() const override { return {"module.so", kArtifactManifestFile, "module.cpp"}; }

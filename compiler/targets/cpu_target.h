@@ -1,9 +1,11 @@
 // The cpu target (compiler/target.h): C++ from codegen/cpp (OpenMP, AVX-512/AVX2 or scalar, with
 // codegen/cpp/kiln_prelude.h at its top), built by the system C++ compiler ($CXX, else c++) into
-// module.so beside manifest.json and module.cpp, loaded by runtime/cpu/cpu_artifact.h.
+// module.so beside manifest.json and module.cpp, loaded by runtime/cpu/cpu_artifact.h. When Kiln
+// was built with oneDNN (compiler/CMakeLists.txt), f32 2-d convolutions lower to oneDNN calls on
+// channels-last buffers (codegen/lowering_convolution.cpp) and such modules link it.
 //
 // The cache key hashes the generated source (a function of the final graph and the options),
-// the instruction set, the C++ compiler command and flags, the BLAS library, the ABI and Kiln's
+// the instruction set, the C++ compiler command and flags, the BLAS and oneDNN libraries, the ABI and Kiln's
 // version: a second compile of the same model finds the entry and compiles no C++; a change of
 // the code generator changes the source and so the key. Parameters are not part of the key:
 // they are passed at run time.

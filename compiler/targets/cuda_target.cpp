@@ -183,7 +183,8 @@ class CudaTarget final : public CodeTarget {
   }
 
   std::unique_ptr<GeneratedCode> emit(const codegen::ScheduledProgram& scheduled,
-                                      const std::optional<std::string>& title) const override {
+                                      const std::optional<std::string>& title,
+                                      const CompileOptions& /*options*/) const override {
     cg::CudaEmitOptions emit_options;
     if (title) emit_options.title = *title;
     auto code = std::make_unique<CudaCode>();

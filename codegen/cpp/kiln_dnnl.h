@@ -1,0 +1,238 @@
+// Kiln's oneDNN glue for generated C++: the text the C++ backend pastes after the prelude of a
+// module that has convolutions (embedded by codegen/CMakeLists.txt as
+// kiln::codegen::cpp_dnnl_glue()). The module links oneDNN (Debian's libdnnl, OpenMP build).
+//
+// kiln_convolution runs one channels-last convolution (ExternKind::Convolution, codegen/loop_ir.h)
+// through oneDNN's C API: src [N, H, W, C] and dst [N, OH, OW, O] as nhwc memory, the weights
+// [O, C/groups, KH, KW] reordered into the layout the chosen implementation wants (for
+// AVX-512: brgconv, its depthwise kernel for groups == C). Each convolution of a module keeps a
+// KilnConvolutionCache: the primitives made for the last few geometries (sizes, thread count),
+// made once, and the reordered weights. With `constant_weights` (the model was compiled with
+// frozen parameters) the weights are reordered once per weights pointer and kept ("prepacked");
+// otherwise they are reordered on every call, since the caller may change them in place.
+// Calls of one convolution are serialized by the cache's mutex (the reordered weights and the
+// memory objects are shared); different convolutions run concurrently.
+//
+// Compile latency rules here as in the prelude: oneDNN's C header only, <pthread.h> and
+// <stdlib.h>; every function `static` with a `kiln_` prefix.
+#ifndef KILN_DNNL_H
+#define KILN_DNNL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+extern "C" int omp_get_max_threads(void);
+
+// Everything that decides a primitive. Padding is the same at both ends of a dim.
+typedef struct KilnConvolutionShape {
+  int64_t batch, channels, height, width;
+  int64_t out_channels, kernel_h, kernel_w, out_h, out_w;
+  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+  int64_t has_bias, threads;
+} KilnConvolutionShape;
+
+typedef struct KilnConvolutionEntry {
+  KilnConvolutionShape shape;
+  dnnl_primitive_t convolution;
+  dnnl_primitive_t reorder;  // plain weights -> the convolution's weights layout
+  dnnl_memory_t src, weights, packed, bias, dst, scratchpad;
+  void* packed_data;         // the reordered weights (owned)
+  void* scratchpad_data;     // the primitive's scratchpad (owned)
+  const void* packed_from;   // constant weights: the pointer `packed_data` was reordered from
+  uint64_t last_used;
+  int ready;
+} KilnConvolutionEntry;
+
+enum { kKilnConvolutionEntries = 4 };
+
+typedef struct KilnConvolutionCache {
+  pthread_mutex_t mutex;
+  uint64_t clock;
+  KilnConvolutionEntry entries[kKilnConvolutionEntries];
+} KilnConvolutionCache;
+
+#define KILN_CONVOLUTION_CACHE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, {}}
+
+static dnnl_engine_t kiln_dnnl_engine(void) {
+  static dnnl_engine_t engine = nullptr;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, [] {
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = nullptr;
+  });
+  return engine;
+}
+
+static int kiln_shape_equal(const KilnConvolutionShape* a, const KilnConvolutionShape* b) {
+  return __builtin_memcmp(a, b, sizeof(KilnConvolutionShape)) == 0;
+}
+
+static void* kiln_aligned_bytes(size_t bytes) {
+  void* data = nullptr;
+  if (posix_memalign(&data, 64, bytes == 0 ? 64 : bytes) != 0) return nullptr;
+  return data;
+}
+
+static void kiln_release_entry(KilnConvolutionEntry* e) {
+  if (e->convolution) dnnl_primitive_destroy(e->convolution);
+  if (e->reorder) dnnl_primitive_destroy(e->reorder);
+  dnnl_memory_t* memories[] = {&e->src, &e->weights, &e->packed, &e->bias, &e->dst, &e->scratchpad};
+  for (dnnl_memory_t* m : memories) {
+    if (*m) dnnl_memory_destroy(*m);
+  }
+  free(e->packed_data);
+  free(e->scratchpad_data);
+  __builtin_memset(e, 0, sizeof(*e));
+}
+
+// Writes "<name>: oneDNN <what> failed (status <status>)" to error.
+static int kiln_dnnl_failure(const char* name, const char* what, dnnl_status_t status, char* error,
+                             int64_t capacity) {
+  const char* parts[] = {name, ": oneDNN ", what, " failed (status ", nullptr, ")"};
+  const int64_t ints[] = {0, 0, 0, 0, int64_t(status), 0};
+  kiln_message(error, capacity, parts, ints, 6);
+  return 1;
+}
+
+#define KILN_DNNL_TRY(call, what)                                                          \
+  do {                                                                                     \
+    dnnl_status_t kiln_status = (call);                                                    \
+    if (kiln_status != dnnl_success) return kiln_dnnl_failure(name, what, kiln_status, error, capacity); \
+  } while (0)
+
+// Makes the primitives and memory objects of `e` for `s` (its data handles are set per call).
+static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* s, const char* name, char* error,
+                           int64_t capacity) {
+  dnnl_engine_t engine = kiln_dnnl_engine();
+  if (!engine) return kiln_dnnl_failure(name, "engine creation", dnnl_runtime_error, error, capacity);
+  e->shape = *s;
+  dnnl_memory_desc_t src_md, dst_md, weights_any_md, weights_plain_md, bias_md;
+  dnnl_dims_t src_dims = {s->batch, s->channels, s->height, s->width};
+  dnnl_dims_t dst_dims = {s->batch, s->out_channels, s->out_h, s->out_w};
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), "source descriptor");
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), "destination descriptor");
+  if (s->groups == 1) {
+    dnnl_dims_t w = {s->out_channels, s->channels, s->kernel_h, s->kernel_w};
+    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 4, w, dnnl_f32, dnnl_format_tag_any), "weights descriptor");
+    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_plain_md, 4, w, dnnl_f32, dnnl_oihw), "weights descriptor");
+  } else {
+    dnnl_dims_t w = {s->groups, s->out_channels / s->groups, s->channels / s->groups, s->kernel_h, s->kernel_w};
+    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 5, w, dnnl_f32, dnnl_format_tag_any), "weights descriptor");
+    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_plain_md, 5, w, dnnl_f32, dnnl_goihw), "weights descriptor");
+  }
+  dnnl_dims_t bias_dims = {s->out_channels};
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "bias descriptor");
+  dnnl_dims_t strides = {s->stride_h, s->stride_w};
+  dnnl_dims_t dilates = {s->dilation_h - 1, s->dilation_w - 1};
+  dnnl_dims_t padding = {s->pad_h, s->pad_w};
+  // The far padding oneDNN wants: what makes the last output position fit exactly.
+  dnnl_dims_t padding_r = {
+      (s->out_h - 1) * s->stride_h + (s->kernel_h - 1) * s->dilation_h + 1 - s->height - s->pad_h,
+      (s->out_w - 1) * s->stride_w + (s->kernel_w - 1) * s->dilation_w + 1 - s->width - s->pad_w};
+  dnnl_convolution_desc_t desc;
+  KILN_DNNL_TRY(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct,
+                                                           &src_md, &weights_any_md, s->has_bias ? &bias_md : nullptr,
+                                                           &dst_md, strides, dilates, padding, padding_r),
+                "convolution descriptor");
+  dnnl_primitive_attr_t attr;
+  KILN_DNNL_TRY(dnnl_primitive_attr_create(&attr), "attribute creation");
+  dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_primitive_desc_t pd;
+  dnnl_status_t status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
+  dnnl_primitive_attr_destroy(attr);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution choice", status, error, capacity);
+  const dnnl_memory_desc_t* packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  const dnnl_memory_desc_t* scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  status = dnnl_primitive_create(&e->convolution, pd);
+  if (status == dnnl_success) {
+    e->packed_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(packed_md));
+    e->scratchpad_data = kiln_aligned_bytes(scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0);
+    if (!e->packed_data || !e->scratchpad_data) status = dnnl_out_of_memory;
+  }
+  if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, e->packed_data);
+  if (status == dnnl_success && scratch_md) {
+    status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, e->scratchpad_data);
+  }
+  dnnl_primitive_desc_t reorder_pd = nullptr;
+  if (status == dnnl_success) {
+    status = dnnl_reorder_primitive_desc_create(&reorder_pd, &weights_plain_md, engine, packed_md, engine, nullptr);
+  }
+  dnnl_primitive_desc_destroy(pd);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution setup", status, error, capacity);
+  status = dnnl_primitive_create(&e->reorder, reorder_pd);
+  dnnl_primitive_desc_destroy(reorder_pd);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "weights reorder setup", status, error, capacity);
+  KILN_DNNL_TRY(dnnl_memory_create(&e->src, &src_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  KILN_DNNL_TRY(dnnl_memory_create(&e->dst, &dst_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  KILN_DNNL_TRY(dnnl_memory_create(&e->weights, &weights_plain_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  KILN_DNNL_TRY(dnnl_memory_create(&e->bias, &bias_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  e->ready = 1;
+  return 0;
+}
+
+// The entry for `s`: a ready one, else the least recently used one, remade. Under the mutex.
+static KilnConvolutionEntry* kiln_convolution_entry(KilnConvolutionCache* cache, const KilnConvolutionShape* s,
+                                                    const char* name, char* error, int64_t capacity) {
+  KilnConvolutionEntry* victim = &cache->entries[0];
+  for (int i = 0; i < kKilnConvolutionEntries; ++i) {
+    KilnConvolutionEntry* e = &cache->entries[i];
+    if (e->ready && kiln_shape_equal(&e->shape, s)) {
+      e->last_used = ++cache->clock;
+      return e;
+    }
+    if (!e->ready || (victim->ready && e->last_used < victim->last_used)) victim = e;
+  }
+  kiln_release_entry(victim);
+  if (kiln_make_entry(victim, s, name, error, capacity) != 0) {
+    kiln_release_entry(victim);
+    return nullptr;
+  }
+  victim->last_used = ++cache->clock;
+  return victim;
+}
+
+static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const float* weights, const float* bias,
+                                float* dst, int constant_weights, const char* name, char* error, int64_t capacity) {
+  dnnl_stream_t stream;
+  KILN_DNNL_TRY(dnnl_stream_create(&stream, kiln_dnnl_engine(), dnnl_stream_default_flags), "stream creation");
+  dnnl_status_t status = dnnl_success;
+  if (!constant_weights || e->packed_from != weights) {
+    e->packed_from = nullptr;
+    status = dnnl_memory_set_data_handle(e->weights, (void*)weights);
+    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
+    if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
+    if (status == dnnl_success) status = dnnl_stream_wait(stream);
+    if (status == dnnl_success && constant_weights) e->packed_from = weights;
+  }
+  if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->src, (void*)src);
+  if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, dst);
+  if (status == dnnl_success && bias) status = dnnl_memory_set_data_handle(e->bias, (void*)bias);
+  if (status == dnnl_success) {
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, e->dst}};
+    int count = 3;
+    if (bias) args[count++] = {DNNL_ARG_BIAS, e->bias};
+    if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
+    status = dnnl_primitive_execute(e->convolution, stream, count, args);
+  }
+  if (status == dnnl_success) status = dnnl_stream_wait(stream);
+  dnnl_stream_destroy(stream);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
+  return 0;
+}
+
+// Runs one convolution (see the file's comment); 0, or 1 with a message in `error`.
+static int kiln_convolution(KilnConvolutionCache* cache, KilnConvolutionShape shape, const float* src,
+                            const float* weights, const float* bias, float* dst, int constant_weights,
+                            const char* name, char* error, int64_t capacity) {
+  shape.has_bias = bias != nullptr;
+  shape.threads = omp_get_max_threads();
+  pthread_mutex_lock(&cache->mutex);
+  KilnConvolutionEntry* e = kiln_convolution_entry(cache, &shape, name, error, capacity);
+  int rc = e ? kiln_run_convolution(e, src, weights, bias, dst, constant_weights, name, error, capacity) : 1;
+  pthread_mutex_unlock(&cache->mutex);
+  return rc;
+}
+
+#undef KILN_DNNL_TRY
+
+#endif  // KILN_DNNL_H

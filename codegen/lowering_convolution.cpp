@@ -1,0 +1,165 @@
+// Lowering of convolution (1-3 spatial dims, groups, stride, padding, dilation), two ways:
+//
+// im2col + GEMM (f32 and f64): an im2col Pointwise node over
+// [N, groups, C/groups, kernel..., out...] (masked loads where padding reaches outside the
+// input) writes a buffer [N, groups, C/groups * prod(kernel), prod(out)], then a Gemm with
+// batch dims [N, groups]: weight [groups, O/groups, C/groups * prod(kernel)] (broadcast over N)
+// times the columns, into [N, groups, O/groups, prod(out)], which is the output [N, O, out...]
+// in memory; a bias is added by a Pointwise node. A 1x1, stride-1, unpadded convolution
+// multiplies the (contiguous) input directly.
+//
+// A library call (LoweringOptions::library_convolution; f32, 2 spatial dims): an
+// ExternKind::Convolution node reading the input channels-last [N, H, W, C] (the input's own
+// buffer when it already is channels-last, else a Pointwise copy), the weight [O, C/groups, KH,
+// KW] and the bias contiguous, and writing the output channels-last [N, OH, OW, O]; the node's
+// value is that buffer read as [N, O, OH, OW] (Lowerer::channels_last). The layout then flows
+// on through the pointwise nodes and pools that read it (codegen/lowering_layout.cpp).
+//
+// Transposed convolutions and other dtypes go to the Fallback.
+#include <algorithm>
+
+#include "codegen/lowering_context.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen::lowering {
+namespace {
+
+struct Geometry {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+
+std::vector<int64_t> expanded(const std::vector<int64_t>& values, size_t count) {
+  if (values.size() == 1) return std::vector<int64_t>(count, values[0]);
+  return values;
+}
+
+
+void lower_im2col_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call, const Geometry& g) {
+  const ir::TensorMeta& meta = node.value();
+  const Accessor& input = lowerer.tensor(call, 0);
+  const Accessor& weight = lowerer.tensor(call, 1);
+  size_t spatial = weight.shape.size() - 2;
+  const std::vector<int64_t>&stride = g.stride, &padding = g.padding, &dilation = g.dilation;
+  int64_t groups = g.groups;
+  const SymInt &batch = input.shape[0], &channels_per_group = weight.shape[1];
+  SymInt out_per_group = floordiv(weight.shape[0], SymInt(groups));
+  SymShape kernel(weight.shape.begin() + 2, weight.shape.end());
+  SymShape out_spatial(meta.shape.begin() + 2, meta.shape.end());
+  SymInt kernel_volume = numel(kernel), out_volume = numel(out_spatial);
+  SymInt columns = channels_per_group * kernel_volume;
+
+  // The weight as [groups, O/groups, C/groups * prod(kernel)], the same for every image.
+  Accessor dense_weight = lowerer.contiguous(weight, node.name() + "_weight");
+  StridedView a{lowerer.resolve(dense_weight), SymInt(0), {batch, SymInt(groups), out_per_group, columns},
+                {SymInt(0), out_per_group * columns, columns, SymInt(1)}};
+
+  bool pointwise_kernel = std::all_of(kernel.begin(), kernel.end(), [](const SymInt& k) { return k == SymInt(1); }) &&
+                          std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 1; }) &&
+                          std::all_of(padding.begin(), padding.end(), [](int64_t p) { return p == 0; });
+  StridedView b;
+  SymShape b_shape = {batch, SymInt(groups), columns, out_volume};
+  if (pointwise_kernel) {
+    Accessor dense_input = lowerer.contiguous(input, node.name() + "_input");
+    b = StridedView{lowerer.resolve(dense_input), SymInt(0), b_shape, contiguous_strides(b_shape)};
+  } else {
+    // im2col over [N, groups, C/groups, kernel..., out...].
+    SymShape ranges = {batch, SymInt(groups), channels_per_group};
+    ranges.insert(ranges.end(), kernel.begin(), kernel.end());
+    ranges.insert(ranges.end(), out_spatial.begin(), out_spatial.end());
+    std::vector<SymInt> index = {loop_var(0), loop_var(1) * channels_per_group + loop_var(2)};
+    Expr mask;
+    for (size_t s = 0; s < spatial; ++s) {
+      SymInt position = loop_var(3 + spatial + s) * stride[s] - padding[s] + loop_var(3 + s) * dilation[s];
+      index.push_back(position);
+      if (padding[s] == 0) continue;
+      const SymInt& size = input.shape[2 + s];
+      Expr inside =
+          binary(LoopOp::logical_and, binary(LoopOp::ge, index_value(position, DType::i64), constant(0, DType::i64)),
+                 binary(LoopOp::lt, index_value(position, DType::i64), index_value(size, DType::i64)));
+      mask = mask ? binary(LoopOp::logical_and, mask, inside) : inside;
+    }
+    Expr body = mask ? lowerer.load_masked(input, index, mask, 0) : lowerer.load(input, index);
+    int column_buffer = lowerer.new_buffer(node.name() + "_columns", input.dtype, b_shape);
+    LoopNode im2col;
+    im2col.kind = NodeKind::Pointwise;
+    im2col.name = node.name() + "_columns";
+    im2col.ranges = ranges;
+    im2col.outputs = {column_buffer};
+    im2col.body = body;
+    lowerer.add_node(std::move(im2col));
+    b = StridedView{column_buffer, SymInt(0), b_shape, contiguous_strides(b_shape)};
+  }
+
+  SymShape out_shape = {batch, SymInt(groups), out_per_group, out_volume};
+  bool has_bias = !call.is_none(2);
+  int product = lowerer.new_buffer(has_bias ? node.name() + "_gemm" : node.name(), meta.dtype, meta.shape);
+  add_gemm(lowerer, has_bias ? node.name() + "_gemm" : node.name(), a, b,
+           StridedView{product, SymInt(0), out_shape, contiguous_strides(out_shape)});
+  if (!has_bias) {
+    lowerer.define(node, lowerer.whole(product));
+    return;
+  }
+  Expr sum = binary(LoopOp::add, lowerer.load(lowerer.whole(product), vars_of(meta.shape)),
+                    cast(lowerer.load(lowerer.tensor(call, 2), {loop_var(1)}), meta.dtype));
+  lowerer.define_pointwise(node, sum);
+}
+
+
+void lower_library_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call, const Geometry& g) {
+  const ir::TensorMeta& meta = node.value();
+  const Accessor& input = lowerer.tensor(call, 0);
+  const Accessor& weight = lowerer.tensor(call, 1);
+  int source = lowerer.channels_last_buffer(input, node.name() + "_input");
+  Accessor dense_weight = lowerer.contiguous(weight, node.name() + "_weight");
+  LoopNode conv;
+  conv.kind = NodeKind::Extern;
+  conv.name = node.name();
+  ExternCall& extern_call = conv.extern_call;
+  extern_call.kind = ExternKind::Convolution;
+  extern_call.convolution = ConvolutionGeometry{g.stride, g.padding, g.dilation, g.groups};
+  SymShape source_shape = Lowerer::channels_last_shape(input.shape);
+  extern_call.inputs.push_back(StridedView{source, SymInt(0), source_shape, contiguous_strides(source_shape)});
+  extern_call.inputs.push_back(StridedView{lowerer.resolve(dense_weight), SymInt(0), weight.shape,
+                                           contiguous_strides(weight.shape)});
+  if (!call.is_none(2)) {
+    Accessor bias = lowerer.contiguous(lowerer.tensor(call, 2), node.name() + "_bias");
+    extern_call.inputs.push_back(
+        StridedView{lowerer.resolve(bias), SymInt(0), bias.shape, contiguous_strides(bias.shape)});
+  }
+  SymShape out_shape = Lowerer::channels_last_shape(meta.shape);
+  int buffer = lowerer.new_buffer(node.name(), meta.dtype, out_shape);
+  extern_call.outputs.push_back(StridedView{buffer, SymInt(0), out_shape, contiguous_strides(out_shape)});
+  conv.ranges = out_shape;
+  conv.outputs = {buffer};
+  lowerer.add_node(std::move(conv));
+  lowerer.define(node, lowerer.channels_last(buffer, meta.shape));
+}
+
+void lower_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
+  const ir::TensorMeta& meta = node.value();
+  const Accessor& weight = lowerer.tensor(call, 1);
+  bool transposed = call.bool_arg(6);
+  bool gemm_dtype = meta.dtype == DType::f32 || meta.dtype == DType::f64;
+  if (transposed || !gemm_dtype || weight.shape.size() < 3) {
+    lowerer.lower_fallback(node, call);
+    return;
+  }
+  size_t spatial = weight.shape.size() - 2;
+  Geometry g{expanded(call.ints(3), spatial), expanded(call.ints(4), spatial), expanded(call.ints(5), spatial),
+             call.int_arg(8)};
+  bool library = lowerer.options().library_convolution && meta.dtype == DType::f32 && spatial == 2 &&
+                 lowerer.tensor(call, 1).dtype == DType::f32 && lowerer.tensor(call, 0).dtype == DType::f32 &&
+                 (call.is_none(2) || lowerer.tensor(call, 2).dtype == DType::f32);
+  if (library) {
+    lower_library_convolution(lowerer, node, call, g);
+  } else {
+    lower_im2col_convolution(lowerer, node, call, g);
+  }
+}
+
+}  // namespace
+
+void register_convolution_lowerings(LoweringTable& table) { table["convolution"] = lower_convolution; }
+
+}  // namespace kiln::codegen::lowering
