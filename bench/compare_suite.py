@@ -312,7 +312,8 @@ def kiln(argv, cache_dir, threads):
 
 
 def kiln_bench(args, model_path, input_flags, cache_dir, iters, extra=(), binary=None):
-    out = kiln([binary or args.kiln, "bench", model_path, "--backend", "cpu", "--json", "--iters", str(iters), "--warmup",
+    target_flag = "--backend" if binary and args.baseline_uses_backend else "--target"
+    out = kiln([binary or args.kiln, "bench", model_path, target_flag, "cpu", "--json", "--iters", str(iters), "--warmup",
                 str(args.warmup), "--threads", str(args.threads), *extra] + input_flags, cache_dir, args.threads)
     data = json.loads(out.strip().splitlines()[-1])
     return {k: data[k] for k in ("iters", "median_ms", "min_ms", "p10_ms", "p90_ms", "max_ms", "compile_ms",
@@ -341,7 +342,7 @@ def compare_outputs(got_by_name, want_by_name):
 def check_kiln(args, case, expected, work_dir, cache_dir):
     out_dir = os.path.join(work_dir, f"{case.key}_kiln_out")
     shutil.rmtree(out_dir, ignore_errors=True)
-    kiln([args.kiln, "run", case.onnx_path, "--backend", "cpu", "--freeze", "--threads", str(args.threads), "--out",
+    kiln([args.kiln, "run", case.onnx_path, "--target", "cpu", "--freeze", "--threads", str(args.threads), "--out",
           out_dir] + case.input_flags, cache_dir, args.threads)
     got = {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir) if f.endswith(".npy")}
     return compare_outputs(got, expected)
@@ -637,13 +638,14 @@ def parse_args():
             parser.error(f"unknown {flag} {sorted(unknown)}; known: {list(known)}")
     if args.quick:
         args.iters, args.rounds = min(args.iters, 10), min(args.rounds, 2)
-    args.baseline_flags = ()
+    args.baseline_flags, args.baseline_uses_backend = (), False
     if args.baseline_kiln:
         args.baseline_kiln = os.path.abspath(args.baseline_kiln)
         if not os.access(args.baseline_kiln, os.X_OK):
             parser.error(f"no kiln executable at {args.baseline_kiln}")
         help_text = subprocess.run([args.baseline_kiln, "bench", "--help"], capture_output=True, text=True).stdout
         args.baseline_flags = ("--freeze",) if "--freeze" in help_text else ()  # older builds have no --freeze
+        args.baseline_uses_backend = "--target" not in help_text  # builds before the targets refactor
     return args
 
 
