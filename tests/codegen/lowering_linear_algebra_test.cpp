@@ -1,4 +1,5 @@
-// Tests of the matmul, bmm and convolution lowerings (codegen/lowering_linear_algebra.cpp):
+// Tests of the matmul, bmm (codegen/lowering_linear_algebra.cpp) and im2col convolution
+// (codegen/lowering_convolution.cpp) lowerings:
 // differential checks against the interpreter over 1-d operands, broadcast batch dims,
 // transposed (column-major) operands, operands that need a contiguous copy (non-affine or
 // without a unit stride), f64, integer dtypes through the Fallback, convolutions of rank 1-3

@@ -154,13 +154,15 @@ inline std::string check_lowering(const std::string& text, const Inputs& inputs,
   return check_lowering(parse(text), inputs, options);
 }
 
-// The number of nodes of each kind ("Pointwise", "Reduction", "Gemm", "Fallback").
+// The number of nodes of each kind ("Pointwise", "Reduction", "Gemm", "Convolution", "Fallback").
 inline std::map<std::string, int> node_kinds(const LoopProgram& program) {
   std::map<std::string, int> counts;
   for (const LoopNode& node : program.nodes) {
     if (node.kind == NodeKind::Pointwise) ++counts["Pointwise"];
     else if (node.kind == NodeKind::Reduction) ++counts["Reduction"];
-    else ++counts[node.extern_call.kind == ExternKind::Gemm ? "Gemm" : "Fallback"];
+    else if (node.extern_call.kind == ExternKind::Gemm) ++counts["Gemm"];
+    else if (node.extern_call.kind == ExternKind::Convolution) ++counts["Convolution"];
+    else ++counts["Fallback"];
   }
   return counts;
 }

@@ -1,4 +1,5 @@
-// Pins the generated code of the four bundled samples: the C++ module source and the CUDA
+// Pins the generated code of the four bundled samples (and of the cnn sample as compiled with
+// oneDNN convolutions): the C++ module source and the CUDA
 // module (launch plan and source) are compared byte for byte with golden files under
 // tests/compiler/golden/, so a refactor of lowering, scheduling or the emitters that should not
 // change what Kiln emits is checked to emit exactly the same text. The preludes (checked-in
@@ -59,6 +60,24 @@ TEST_P(GeneratedCode, CudaModuleIsPinned) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Samples, GeneratedCode, ::testing::Values("mlp", "cnn", "attention", "inplace"));
+
+// The cnn sample as the cpu target compiles it with oneDNN (library convolutions, channels-last
+// values, column-reduction pools) and frozen parameters (prepacked weights); the glue text
+// (codegen/cpp/kiln_dnnl.h) is replaced by a marker like the prelude. Pinned whether or not this
+// build has oneDNN: the emitter does not need it.
+TEST(GeneratedCode, CnnWithLibraryConvolutionsIsPinned) {
+  ir::Graph graph = ir::load_model((fs::path(KILN_SOURCE_DIR) / "samples" / "models" / "cnn.kiln").string());
+  codegen::LoweringOptions lowering;
+  lowering.library_convolution = true;
+  codegen::CppEmitOptions emit;
+  emit.constant_parameters = true;
+  codegen::CppModule module =
+      codegen::emit_cpp(codegen::schedule(codegen::lower(simplified_graph(graph, /*freeze=*/true), lowering)), emit);
+  EXPECT_TRUE(module.uses_dnnl);
+  std::string text = without(module.source, codegen::cpp_prelude(), "prelude: codegen/cpp/kiln_prelude.h");
+  text = without(text, codegen::cpp_dnnl_glue(), "oneDNN glue: codegen/cpp/kiln_dnnl.h");
+  test_support::expect_matches_golden(text, fs::path("tests/compiler/golden") / "cnn_library_convolution.cpp");
+}
 
 }  // namespace
 }  // namespace kiln::compiler

@@ -77,9 +77,15 @@ KILN_OP float kop_sigmoid(float a) { return kiln_sigmoid(a); }
 KILN_OP double kop_sigmoid(double a) { return kiln_sigmoid(a); }
 KILN_OP float kop_erf(float a) { return kiln_erf(a); }
 KILN_OP double kop_erf(double a) { return kiln_erf(a); }
+// NaN-propagating selects are written as a plain select, then a NaN override: GCC 12
+// vectorizes that form even nested (a relu read by a max pool), and not `(a > b) | (a != a)`.
 template <class T> KILN_OP T kop_relu(T a) {
-  if constexpr (kiln_is_float<T>::value) return ((a > T(0)) | (a != a)) ? a : T(0);
-  else return a > T(0) ? a : T(0);
+  if constexpr (kiln_is_float<T>::value) {
+    const T positive = a > T(0) ? a : T(0);
+    return a != a ? a : positive;
+  } else {
+    return a > T(0) ? a : T(0);
+  }
 }
 template <class T> KILN_OP T kop_floor(T a) { return a; }
 KILN_OP float kop_floor(float a) { return kiln_floor(a); }
@@ -217,12 +223,20 @@ template <class T> KILN_OP T kop_bitwise_right_shift(T a, T b) {
 // || and &&: no short circuit, so scalar code selects without a data-dependent branch (a
 // 3x3 max pool spent most of its time on mispredicted branches).
 template <class T> KILN_OP T kred_max(T acc, T v) {
-  if constexpr (kiln_is_float<T>::value) return ((v > acc) | (v != v)) ? v : acc;
-  else return v > acc ? v : acc;
+  if constexpr (kiln_is_float<T>::value) {
+    const T larger = v > acc ? v : acc;  // a NaN acc stays: the comparison is false
+    return v != v ? v : larger;
+  } else {
+    return v > acc ? v : acc;
+  }
 }
 template <class T> KILN_OP T kred_min(T acc, T v) {
-  if constexpr (kiln_is_float<T>::value) return ((v < acc) | (v != v)) ? v : acc;
-  else return v < acc ? v : acc;
+  if constexpr (kiln_is_float<T>::value) {
+    const T smaller = v < acc ? v : acc;
+    return v != v ? v : smaller;
+  } else {
+    return v < acc ? v : acc;
+  }
 }
 
 // <reductions: codegen/cuda/kiln_cuda_reductions.h>
