@@ -192,6 +192,19 @@ template <class T> KILN_OP bool kop_logical_or(T a, T b) { return (a != T(0)) | 
 template <class T> KILN_OP bool kop_logical_xor(T a, T b) { return (a != T(0)) != (b != T(0)); }
 template <class T> KILN_OP T kop_bitwise_and(T a, T b) { return T(a & b); }
 template <class T> KILN_OP T kop_bitwise_or(T a, T b) { return T(a | b); }
+template <class T> KILN_OP T kop_bitwise_xor(T a, T b) { return T(a ^ b); }
+template <class T> KILN_OP T kop_bitwise_not(T a) { return T(~a); }
+// Shifts of at least the width give 0 (left) or the sign (right), as the interpreter's.
+template <class T> KILN_OP bool kiln_negative(T v) {
+  if constexpr (T(-1) < T(0)) return v < T(0);
+  else return false;
+}
+template <class T> KILN_OP T kop_bitwise_left_shift(T a, T b) {
+  return (kiln_negative(b) || int64_t(b) >= int64_t(sizeof(T) * 8)) ? T(0) : T((unsigned long long)(a) << int(b));
+}
+template <class T> KILN_OP T kop_bitwise_right_shift(T a, T b) {
+  return (kiln_negative(b) || int64_t(b) >= int64_t(sizeof(T) * 8)) ? T(kiln_negative(a) ? -1 : 0) : T(a >> int(b));
+}
 
 // ---- reduction combines (NaN propagates through max/min). Bools combine with | and &, not
 // || and &&: no short circuit, so scalar code selects without a data-dependent branch (a
