@@ -239,6 +239,8 @@ void CppSourcePrinter::combine_reduction_lanes(const KernelStep& step, const Red
       w_.line(rq + " += " + r.m2 + "[l] + delta * delta * " + rc + " * " + r.cnt + "[l] / total;");
       w_.line(rc + " = total;");
       w_.close();
+      // The mean of no values is NaN, as PyTorch's (var then divides 0 by 0: NaN too).
+      w_.line("if (" + rc + " == 0) " + rm + " = __builtin_nan(\"\");");
       store_reduction(step, {rm, rq}, r.at);
       break;
     }

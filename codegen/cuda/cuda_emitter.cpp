@@ -432,7 +432,9 @@ class Emitter : public CPrinter {
         store_values(step, {"(" + st + ".index < 0 ? int64_t(0) : " + st + ".index)"}, DType::i64, "", "threadIdx.x == 0");
         break;
       case ReductionKind::Welford:
-        store_values(step, {st + ".mean", st + ".m2"}, at, "", "threadIdx.x == 0");
+        // The mean of no values is NaN, as PyTorch's (m2 / count is 0 / 0 there).
+        store_values(step, {"(" + st + ".count == 0 ? " + st + ".m2 / " + st + ".count : " + st + ".mean)", st + ".m2"}, at,
+                     "", "threadIdx.x == 0");
         break;
       default: store_values(step, {st}, at, "", "threadIdx.x == 0"); break;
     }

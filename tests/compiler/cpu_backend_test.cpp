@@ -175,6 +175,22 @@ TEST(CpuBackend, MatmulWithAnEmptyInnerDimIsZeros) {
   expect_matches_interpreter(graph, {{"a", Tensor::zeros({3, 4, 0}, DType::f32)}, {"b", Tensor::zeros({3, 0, 5}, DType::f32)}});
 }
 
+// The mean of no values is NaN in PyTorch (torch.var_mean(torch.empty(3, 0), 1) is (nan, nan));
+// the compiled Welford reduction said 0.
+TEST(CpuBackend, VarMeanOverNoElementsIsNaN) {
+  Graph graph;
+  Node* x = input(graph, "x", {3, 0});
+  Node* both = graph.create_call("var_mean", {x, ints({1})});
+  graph.create_output({graph.create_call("getitem", {both, 0}), graph.create_call("getitem", {both, 1})});
+  std::vector<Tensor> outputs = compile(graph, test_options()).run({{"x", Tensor::zeros({3, 0}, DType::f32)}});
+  ASSERT_EQ(outputs.size(), 2u);
+  for (const Tensor& output : outputs) {
+    ASSERT_EQ(output.numel(), 3);
+    for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(output.data<float>()[i])) << i;
+  }
+  expect_matches_interpreter(graph, {{"x", Tensor::zeros({3, 0}, DType::f32)}});
+}
+
 // ---------------------------------------------------------------- samples
 
 class CpuBackendSamples : public ::testing::TestWithParam<std::string> {};
