@@ -16,7 +16,7 @@ extern "C" __global__ void __launch_bounds__(256) kernel0_layer_norm_var_mean(fl
       kiln_welford_add(st0, e0);
     }
     st0 = kiln_block_reduce<KilnWelfordOp<float>>(st0, kiln_shared);
-    const float v3 = st0.mean;
+    const float v3 = (st0.count == 0 ? st0.m2 / st0.count : st0.mean);
     const float v4 = st0.m2;
     // row: layer_norm
     for (int64_t ri = threadIdx.x; ri < rn; ri += blockDim.x) {
