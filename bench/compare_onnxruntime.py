@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -69,6 +68,7 @@ import torchvision  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import compare_torch  # noqa: E402
+from onnx_engines import export, ort_session  # noqa: E402
 from compare_torch import CHECK_TOLERANCE, OtherLoad, kiln_env, summarize, wait_for_quiet  # noqa: E402
 
 MODELS = ["mlp", "transformer", "resnet18"]
@@ -102,25 +102,6 @@ def make_model(name):
         module = torchvision.models.resnet18(weights=None)
         return "ResNet-18 (random), 1x3x224x224", module, {"image": randn(1, 3, 224, 224)}
     raise ValueError(f"unknown model {name}")
-
-
-def export(module, inputs, path):
-    module.eval()
-    torch.backends.mha.set_fastpath_enabled(False)  # the fused fast path has no ONNX export
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the TorchScript exporter, on purpose (as the tests)
-        torch.onnx.export(module, tuple(torch.from_numpy(a) for a in inputs.values()), path,
-                          input_names=list(inputs), output_names=["y"], opset_version=17, dynamo=False,
-                          do_constant_folding=True)
-
-
-def ort_session(path, threads):
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
 def time_ort(session, inputs, iters, warmup):

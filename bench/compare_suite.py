@@ -44,7 +44,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 PRIORITY_MARK = "KILN_SUITE_PRIORITY"
@@ -90,6 +89,7 @@ import torchvision  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import compare_torch  # noqa: E402
+from onnx_engines import export, ort_session  # noqa: E402
 from compare_torch import OtherLoad, summarize, wait_for_quiet  # noqa: E402
 
 CHECK_TOLERANCE = 1e-4  # max |kiln - reference| / max |reference|, per output
@@ -263,26 +263,8 @@ def randomize_batch_norm(module):
             m.weight.data.copy_(torch.rand(m.num_features, generator=generator) + 0.5)
 
 
-def export(module, inputs, path):
-    torch.backends.mha.set_fastpath_enabled(False)  # the fused fast path has no ONNX export
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the TorchScript exporter, on purpose (as the tests)
-        torch.onnx.export(module, tuple(torch.from_numpy(a) for a in inputs.values()), path,
-                          input_names=list(inputs), output_names=["y"], opset_version=17, dynamo=False,
-                          do_constant_folding=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # The engines
-
-def ort_session(path, threads):
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-
 
 def time_calls(call, iters, warmup):
     """Latency of call() as a caller sees it: fresh outputs per call, dropped before the clock stops."""
