@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,14 @@ struct RunOptions {
   bool freeze = false;
 };
 
-// Compares one output with the interpreter's; prints the errors; returns whether it is within tolerance.
-bool check_output(const std::string& name, const Tensor& got, const Tensor& expected, const RunOptions& options) {
+// Compares one output with the interpreter's and prints the errors on stdout; returns what is
+// wrong ("" within tolerance).
+std::string check_output(const std::string& name, const Tensor& got, const Tensor& expected, const RunOptions& options) {
   if (got.dtype() != expected.dtype() || got.sizes() != expected.sizes()) {
-    std::cout << "check " << name << ": FAIL: got " << dtype_name(got.dtype()) << " of another shape than the interpreter's "
-              << dtype_name(expected.dtype()) << "\n";
-    return false;
+    std::string problem = "'" + name + "' is " + std::string(dtype_name(got.dtype())) + sizes_to_string(got.sizes()) +
+                          ", the interpreter's " + std::string(dtype_name(expected.dtype())) + sizes_to_string(expected.sizes());
+    std::cout << "check " << name << ": FAIL: " << problem << "\n";
+    return problem;
   }
   Tensor a = got.contiguous().to(DType::f64), b = expected.contiguous().to(DType::f64);
   const double* pa = a.data<double>();
@@ -74,13 +77,15 @@ bool check_output(const std::string& name, const Tensor& got, const Tensor& expe
   }
   std::cout << "check " << name << ": max abs err " << max_abs << ", max rel err " << max_rel;
   if (bad) {
-    std::cout << ": FAIL, " << bad << " of " << a.numel() << " elements past "
-              << (exact ? std::string("exact equality") : "atol " + std::to_string(options.atol) + " + rtol " + std::to_string(options.rtol))
-              << "\n";
-    return false;
+    std::ostringstream problem;
+    problem << "'" << name << "' has " << bad << " of " << a.numel() << " elements past "
+            << (exact ? std::string("exact equality") : "atol " + std::to_string(options.atol) + " + rtol " + std::to_string(options.rtol))
+            << " (max abs err " << max_abs << ")";
+    std::cout << ": FAIL, " << problem.str() << "\n";
+    return problem.str();
   }
   std::cout << ": ok\n";
-  return true;
+  return "";
 }
 
 std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
@@ -122,10 +127,16 @@ int run_run(const RunOptions& options) {
     compiler::CompileOptions interpreter;
     interpreter.target = "interp";
     std::vector<Tensor> expected = compiler::prepare(graph, interpreter)->run(inputs);
-    bool ok = true;
-    for (size_t i = 0; i < outputs.size(); ++i) ok = check_output(names[i], outputs[i], expected[i], options) && ok;
-    if (!ok) {
-      std::cout << "check failed: the " << options.target << " target disagrees with the interpreter\n";
+    std::vector<std::string> problems;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string problem = check_output(names[i], outputs[i], expected[i], options);
+      if (!problem.empty()) problems.push_back(problem);
+    }
+    if (!problems.empty()) {
+      std::string joined;
+      for (const std::string& problem : problems) joined += (joined.empty() ? "" : "; ") + problem;
+      std::cerr << "kiln: error: --check: the " << options.target << " target disagrees with the interpreter: " << joined
+                << "\n";
       return 1;
     }
   }

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -64,9 +65,13 @@ TEST_F(CompileCli, RunCheckFailsPastTheTolerance) {
   // A tolerance below f32 rounding: the compiled softmax cannot match the double-precision
   // interpreter to 1e-30 relative, so the check must fail with exit 1.
   CliResult result = kiln("run " + cli_test::sample_model("attention") +
-                          " --backend cpu --check --random-inputs 3 --rtol 0 --atol 0");
+                          " --target cpu --check --random-inputs 3 --rtol 0 --atol 0");
   EXPECT_EQ(result.status, 1) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("FAIL"));
+  // Exit 1 says why on stderr, in one line (it said nothing there).
+  EXPECT_THAT(result.err, HasSubstr("kiln: error: --check: the cpu target disagrees with the interpreter: 'out' has "));
+  EXPECT_THAT(result.err, HasSubstr(" elements past atol 0.000000 + rtol 0.000000 (max abs err "));
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
 }
 
 TEST_F(CompileCli, ScalarAndAvx2CodeGiveTheSameAnswers) {
