@@ -313,6 +313,7 @@ static int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t* sym
       rq0 += m20[l] + delta * delta * rc0 * cnt0[l] / total;
       rc0 = total;
     }
+    if (rc0 == 0) rm0 = __builtin_nan("");
     const float v1 = rm0;
     const float v2 = rq0;
     // row: layer_norm
@@ -617,6 +618,7 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
       rq0 += m20[l] + delta * delta * rc0 * cnt0[l] / total;
       rc0 = total;
     }
+    if (rc0 == 0) rm0 = __builtin_nan("");
     const float v32 = rm0;
     const float v33 = rq0;
     // row: layer_norm_1

@@ -258,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(32) kernel0_layer_norm_var_mean(flo
       kiln_welford_add(st0, e0);
     }
     st0 = kiln_block_reduce<KilnWelfordOp<float>>(st0, kiln_shared);
-    const float v1 = st0.mean;
+    const float v1 = (st0.count == 0 ? st0.m2 / st0.count : st0.mean);
     const float v2 = st0.m2;
     // row: layer_norm
     for (int64_t ri = threadIdx.x; ri < rn; ri += blockDim.x) {
@@ -349,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(32) kernel7_layer_norm_1_var_mean(f
       kiln_welford_add(st0, e0);
     }
     st0 = kiln_block_reduce<KilnWelfordOp<float>>(st0, kiln_shared);
-    const float v32 = st0.mean;
+    const float v32 = (st0.count == 0 ? st0.m2 / st0.count : st0.mean);
     const float v33 = st0.m2;
     // row: layer_norm_1
     for (int64_t ri = threadIdx.x; ri < rn; ri += blockDim.x) {
