@@ -215,4 +215,12 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
   return text;
 }
 
+codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& stage_options) {
+  CompileOptions options;
+  options.fuse = stage_options.fuse;
+  options.freeze = stage_options.freeze;
+  StageTimer timer(options);
+  return std::move(generate(graph, nullptr, options, StopAfter::schedule, /*titled=*/false, timer).scheduled);
+}
+
 }  // namespace kiln::compiler

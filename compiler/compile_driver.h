@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/schedule.h"
 #include "compiler/compile_options.h"
 #include "compiler/compiled_model.h"
 #include "ir/graph.h"
@@ -44,5 +45,9 @@ struct CodegenStageOptions {
 // Runs the driver's steps on a copy of `graph` up to `stage` and returns its text. Throws
 // kiln::Error for an unknown stage, listing the known ones.
 std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, const CodegenStageOptions& options = {});
+
+// The driver's steps on a copy of `graph` up to scheduling: the kernels `kiln dump --stage
+// scheduled` prints (lowered as for the cpu target), from which `kiln kernel` picks.
+codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& options = {});
 
 }  // namespace kiln::compiler

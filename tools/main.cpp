@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       "  kiln opt samples/models/inplace.kiln --passes functionalize,dce --verbose\n"
       "  kiln run samples/models/mlp.kiln --random-inputs 0 --dim s0=4\n"
       "  kiln run samples/models/cnn.kiln --input x=image.npy --out results/\n"
+      "  kiln kernel --expr 'gelu(x * w + b)' --input x=f32[s0,4096] --input w=f32[4096] --input b=f32[4096] --name fused_gelu\n"
       "  kiln cache stats\n"
       "Run 'kiln COMMAND --help' for a command's options.");
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_cache_command(app);
   kiln::tools::add_compile_command(app);
   kiln::tools::add_bench_command(app);
+  kiln::tools::add_kernel_command(app);
 
   try {
     app.parse(argc, argv);

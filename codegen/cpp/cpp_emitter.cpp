@@ -247,8 +247,28 @@ void CppSourcePrinter::emit_tiled_transpose(const Kernel& kernel, const SymInt& 
   for (size_t d = 0; d + 2 < rank; ++d) w_.close();
 }
 
+CppKernelParts CppSourcePrinter::kernel_parts() {
+  CppKernelParts parts;
+  auto captured = [&](const std::function<void()>& print) {
+    w_ = CSourceWriter();
+    print();
+    return w_.str();
+  };
+  parts.reductions = captured([&] { emit_omp_reductions(); });
+  parts.blas = captured([&] {
+    emit_message_helpers(/*maybe_unused=*/true);
+    emit_blas_support(/*maybe_unused=*/true);
+  });
+  for (const Kernel& kernel : s_.kernels) parts.kernels.push_back(captured([&] { emit_kernel(kernel); }));
+  return parts;
+}
+
 CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& options) {
   return CppSourcePrinter(scheduled, options).run();
+}
+
+CppKernelParts emit_cpp_kernel_parts(const ScheduledProgram& scheduled, const CppEmitOptions& options) {
+  return CppSourcePrinter(scheduled, options).kernel_parts();
 }
 
 }  // namespace kiln::codegen

@@ -36,4 +36,16 @@ struct CppModule {
 
 CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& options = {});
 
+// What a standalone kernel header (codegen/cpp/kernel_header.h) takes from the module emit_cpp
+// prints: each kernel's function exactly as the module has it, and the support text kernels
+// call, in forms that a header can define in every translation unit that includes it (static
+// inline helpers; no declaration of OpenMP's or the ABI's functions).
+struct CppKernelParts {
+  std::string reductions;              // the OpenMP reductions that reduction kernels name
+  std::string blas;                    // GEMM kernels' support: messages, CBLAS declarations, layouts
+  std::vector<std::string> kernels;    // one function per kernel of `scheduled`, in order
+};
+
+CppKernelParts emit_cpp_kernel_parts(const ScheduledProgram& scheduled, const CppEmitOptions& options = {});
+
 }  // namespace kiln::codegen

@@ -14,7 +14,18 @@ namespace kiln::codegen {
 
 void CppSourcePrinter::emit_support() {
   w_.line("extern \"C\" void omp_set_num_threads(int);");
-  w_.line("static void kiln_message(char* out, int64_t capacity, const char* const* parts, const int64_t* ints, int n) {");
+  emit_message_helpers(/*maybe_unused=*/false);
+  emit_omp_reductions();
+  emit_blas_support(/*maybe_unused=*/false);
+  w_.line("");
+}
+
+// kiln_message (messages of guards and faults) and the dtype names. With `maybe_unused` (a
+// standalone kernel header), the functions are `static inline`, which no compiler warns about
+// when a translation unit does not call them.
+void CppSourcePrinter::emit_message_helpers(bool maybe_unused) {
+  const std::string storage = maybe_unused ? "static inline " : "static ";
+  w_.line(storage + "void kiln_message(char* out, int64_t capacity, const char* const* parts, const int64_t* ints, int n) {");
   w_.line("  int64_t at = 0;");
   w_.line("  for (int i = 0; i < n; ++i) {");
   w_.line("    char digits[24];");
@@ -32,16 +43,25 @@ void CppSourcePrinter::emit_support() {
   w_.line("  }");
   w_.line("  if (capacity > 0) out[at] = 0;");
   w_.line("}");
-  w_.line("static const char* const kiln_dtype_names[] = {\"f32\", \"f16\", \"bf16\", \"f64\", \"i64\", \"i32\", \"i8\", \"u8\", \"bool\"};");
-  w_.line("static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 9 ? kiln_dtype_names[code] : \"(unknown dtype)\"; }");
+  w_.line(storage + "const char* const kiln_dtype_names[] = {\"f32\", \"f16\", \"bf16\", \"f64\", \"i64\", \"i32\", \"i8\", \"u8\", \"bool\"};");
+  w_.line(storage + "const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 9 ? kiln_dtype_names[code] : \"(unknown dtype)\"; }");
+}
+
+// The OpenMP reductions of max and min that reduction kernels name in their simd clauses.
+void CppSourcePrinter::emit_omp_reductions() {
   w_.line("#pragma omp declare reduction(kiln_max_f32 : float : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inff())");
   w_.line("#pragma omp declare reduction(kiln_min_f32 : float : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inff())");
   w_.line("#pragma omp declare reduction(kiln_max_f64 : double : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inf())");
   w_.line("#pragma omp declare reduction(kiln_min_f64 : double : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inf())");
+}
+
+// The CBLAS declarations and kiln_blas_layout, which GEMM kernels call.
+void CppSourcePrinter::emit_blas_support(bool maybe_unused) {
+  const std::string storage = maybe_unused ? "static inline " : "static ";
   w_.line("extern \"C\" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);");
   w_.line("extern \"C\" void cblas_dgemm(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*, int);");
   w_.line("// A row-major matrix with strides (rows, cols) as a CBLAS operand: 0 when it has none.");
-  w_.line("static int kiln_blas_layout(int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols, int* trans, int* ld) {");
+  w_.line(storage + "int kiln_blas_layout(int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols, int* trans, int* ld) {");
   w_.line("  if (col_stride == 1 || cols == 1) {");
   w_.line("    *trans = 111; *ld = int(rows <= 1 ? (cols > 1 ? cols : 1) : row_stride);");
   w_.line("    return rows <= 1 || row_stride >= cols;");
@@ -52,7 +72,6 @@ void CppSourcePrinter::emit_support() {
   w_.line("  }");
   w_.line("  return 0;");
   w_.line("}");
-  w_.line("");
 }
 
 void CppSourcePrinter::emit_bind() {

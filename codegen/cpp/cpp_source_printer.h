@@ -29,6 +29,7 @@ class CppSourcePrinter : public CPrinter {
       : CPrinter(scheduled, cpp_dialect()), options_(options) {}
 
   CppModule run();
+  CppKernelParts kernel_parts();
 
  private:
   static constexpr int kLanes = 16;  // reduction lanes: one AVX-512 register of f32, two of AVX2
@@ -110,6 +111,9 @@ class CppSourcePrinter : public CPrinter {
 
   // ---- cpp_entry_points.cpp
   void emit_support();
+  void emit_message_helpers(bool maybe_unused);
+  void emit_omp_reductions();
+  void emit_blas_support(bool maybe_unused);
   void emit_bind();
   void emit_sizes();
   void emit_run();
