@@ -215,12 +215,14 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
   return text;
 }
 
-codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& stage_options) {
+codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& stage_options,
+                                            const std::string& target) {
   CompileOptions options;
   options.fuse = stage_options.fuse;
   options.freeze = stage_options.freeze;
   StageTimer timer(options);
-  return std::move(generate(graph, nullptr, options, StopAfter::schedule, /*titled=*/false, timer).scheduled);
+  const CodeTarget& lowering_target = find_code_target(target);
+  return std::move(generate(graph, &lowering_target, options, StopAfter::schedule, /*titled=*/false, timer).scheduled);
 }
 
 }  // namespace kiln::compiler

@@ -46,8 +46,10 @@ struct CodegenStageOptions {
 // kiln::Error for an unknown stage, listing the known ones.
 std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, const CodegenStageOptions& options = {});
 
-// The driver's steps on a copy of `graph` up to scheduling: the kernels `kiln dump --stage
-// scheduled` prints (lowered as for the cpu target), from which `kiln kernel` picks.
-codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& options = {});
+// The driver's steps on a copy of `graph` up to scheduling, lowered for code target `target`
+// (the cpu target's lowering by default: the kernels `kiln dump --stage scheduled` prints), from
+// which `kiln kernel` picks.
+codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& options = {},
+                                            const std::string& target = "cpu");
 
 }  // namespace kiln::compiler

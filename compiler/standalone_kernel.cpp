@@ -7,6 +7,7 @@
 
 #include "codegen/c_like/c_printer.h"
 #include "codegen/cpp/kernel_header.h"
+#include "codegen/cuda/cuda_kernel_header.h"
 #include "compiler/compile_driver.h"
 #include "frontends/expression/expression_parser.h"
 #include "runtime/error.h"
@@ -60,10 +61,21 @@ ir::Graph expression_graph(std::string_view expression, const std::vector<std::s
 }
 
 std::string standalone_kernel_header(const ir::Graph& graph, const StandaloneKernelRequest& request) {
-  if (request.target == "cuda")
-    fail("--target cuda: standalone CUDA kernels are not supported yet (kiln kernel writes C++ headers: --target cpu)");
-  if (request.target != "cpu") fail("--target '", excerpt(request.target, 40), "' has no standalone kernels (known: cpu)");
+  if (request.target != "cpu" && request.target != "cuda")
+    fail("--target '", excerpt(request.target, 40), "' has no standalone kernels (known: cpu, cuda)");
   check_entry_name(request.name);
+  if (request.target == "cuda") {
+    if (request.kernel || request.node)
+      fail("--target cuda writes the kernels of --expr only: one kernel of a model as a CUDA header is not supported yet");
+    codegen::ScheduledProgram scheduled = scheduled_program(graph, {}, "cuda");
+    if (scheduled.kernels.empty())
+      fail("the computation needs no kernel (its result is a view of an input): there is no code to write");
+    codegen::cuda::CudaKernelHeaderOptions options;
+    options.name = request.name;
+    options.description = request.description;
+    options.output_names = request.output_names;
+    return codegen::cuda::emit_cuda_kernel_header(scheduled, options);
+  }
   codegen::ScheduledProgram scheduled = scheduled_program(graph);
   codegen::KernelHeaderOptions options;
   options.name = request.name;

@@ -323,9 +323,11 @@ TEST_F(KernelCli, KernelAndExprTogetherIsAnError) {
   expect_user_error(kiln("kernel " + cli_test::sample_model("mlp")), "which kernel of");
 }
 
-TEST_F(KernelCli, CudaTargetIsNotSupportedYet) {
-  expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] --target cuda"),
-                    "--target cuda: standalone CUDA kernels are not supported yet");
+TEST_F(KernelCli, UnknownTargetAndCudaKernelOfAModel) {
+  expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] --target tpu"),
+                    "--target 'tpu' has no standalone kernels (known: cpu, cuda)");
+  expect_user_error(kiln("kernel " + cli_test::sample_model("mlp") + " --node relu --target cuda"),
+                    "--target cuda writes the kernels of --expr only: one kernel of a model as a CUDA header is not supported yet");
 }
 
 TEST_F(KernelCli, BadNameAndExistingOutputFile) {
