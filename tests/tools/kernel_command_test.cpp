@@ -114,7 +114,7 @@ class KernelCli : public cli_test::KilnCliTest {
                                                 const std::map<std::string, Tensor>& inputs,
                                                 const std::map<std::string, int64_t>& symbols,
                                                 const std::map<std::string, size_t>& output_bytes,
-                                                const std::string& flags) {
+                                                const std::string& flags, const std::string& libraries = "") {
     std::string text = read_file(header);
     std::vector<EntryParameter> parameters = entry_parameters(text, name);
     std::ostringstream driver;
@@ -158,7 +158,7 @@ class KernelCli : public cli_test::KilnCliTest {
     fs::path source = dir_ / (name + "_driver.cpp"), program = dir_ / (name + "_driver");
     std::ofstream(source) << driver.str();
     std::string compile = "g++ -std=c++17 -O2 -Wall -Wextra -Werror " + flags + " " + source.string() + " -o " +
-                          program.string() + " 2>" + (dir_ / "compile.log").string();
+                          program.string() + " " + libraries + " 2>" + (dir_ / "compile.log").string();
     std::map<std::string, std::string> outputs;
     if (std::system(compile.c_str()) != 0) {
       ADD_FAILURE() << "g++ " << flags << " failed on the driver of " << header << ":\n" << read_file(dir_ / "compile.log");
@@ -249,6 +249,24 @@ TEST_F(KernelCli, KernelOfAModel) {
   CliResult by_node = kiln("kernel " + model + " --node layer_norm --name by_node");
   ASSERT_EQ(by_node.status, 0) << by_node.err;
   EXPECT_THAT(by_node.out, HasSubstr("// Kernels: kernel0_layer_norm_var_mean.\n"));
+}
+
+// A GEMM kernel with its fused epilogue (attention.kiln's first feed-forward layer: linear then
+// GELU) calls CBLAS: linked with OpenBLAS, against the interpreter on the same computation
+// written as an expression over the kernel's inputs.
+TEST_F(KernelCli, GemmKernelOfAModelCallsCblas) {
+  if (!fs::exists("/usr/lib/x86_64-linux-gnu/libopenblas.so")) GTEST_SKIP() << "no OpenBLAS to link";
+  const std::string model = std::string(KILN_SOURCE_DIR) + "/samples/models/attention.kiln";
+  fs::path header = emit(model + " --kernel kernel8_linear_2_matmul", "feed_forward");
+  EXPECT_THAT(read_file(header), HasSubstr("link a CBLAS library (-lopenblas)"));
+  ir::Graph graph = compiler::expression_graph("gelu(linear(h, w, b))", {"h=f32[2,8,32]", "w=f32[64,32]", "b=f32[64]"});
+  std::map<std::string, Tensor> inputs = {
+      {"h", random_f32({2, 8, 32}, 11)}, {"w", random_f32({64, 32}, 12)}, {"b", random_f32({64}, 13)}};
+  Tensor expected = ir::interpret(graph, inputs).at(0);
+  std::map<std::string, Tensor> pointers = {{"layer_norm_1", inputs["h"]}, {"fc1_weight", inputs["w"]}, {"fc1_bias", inputs["b"]}};
+  std::map<std::string, std::string> got =
+      run_header(header, "feed_forward", pointers, {}, {{"gelu", expected.nbytes()}}, "-fopenmp -mavx2 -mfma", "-lopenblas");
+  if (got.count("gelu")) expect_close(got["gelu"], expected, "the feed-forward GEMM with its GELU epilogue");
 }
 
 // Two different headers, each included in two translation units, link into one program.
