@@ -22,6 +22,7 @@ void check_entry_name(const std::string& name) {
   for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   if (!ok) fail("--name '", excerpt(name, 40), "' is not a C identifier (letters, digits and '_', not starting with a digit)");
   if (name.size() > 200) fail("--name is longer than 200 characters");
+  if (codegen::is_reserved_c_word(name)) fail("--name '", name, "' is a word of C++ (or a type the header uses): choose another");
 }
 
 std::string kernel_names(const codegen::ScheduledProgram& scheduled) {

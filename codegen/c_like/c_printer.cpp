@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 #include "runtime/error.h"
 
@@ -36,6 +37,19 @@ std::string quoted(const std::string& text) {
     out += c;
   }
   return out + "\"";
+}
+
+bool is_reserved_c_word(const std::string& name) {
+  static const std::set<std::string> words = {
+      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+      "constexpr", "continue", "decltype", "default", "delete", "do", "double", "else", "enum", "explicit",
+      "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable",
+      "namespace", "new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public",
+      "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
+      "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void",
+      "volatile", "while", "xor", "int64_t", "int32_t", "int16_t", "int8_t", "uint64_t", "uint32_t",
+      "uint16_t", "uint8_t", "size_t", "main"};
+  return words.count(name) > 0;
 }
 
 std::string origins_text(const std::vector<std::string>& origins) {

@@ -31,6 +31,9 @@ std::string int_literal(int64_t value);
 std::string quoted(const std::string& text);
 // The graph nodes a kernel computes, each once, comma-separated (for comments and messages).
 std::string origins_text(const std::vector<std::string>& origins);
+// Whether `name` cannot name a parameter or function of generated C++/CUDA: a keyword of C++ or
+// a type the generated code spells (int64_t, ...).
+bool is_reserved_c_word(const std::string& name);
 
 class CPrinter {
  public:

@@ -20,18 +20,10 @@ namespace {
 
 constexpr int64_t kWorkspaceAlignment = 64;
 
-// The C++ words a parameter may not be named.
+// The names a parameter of the entry may not take: C++'s words, and the entry's own locals.
 bool is_reserved_word(const std::string& name) {
-  static const std::set<std::string> words = {
-      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
-      "constexpr", "continue", "decltype", "default", "delete", "do", "double", "else", "enum", "explicit",
-      "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable",
-      "namespace", "new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public",
-      "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
-      "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void",
-      "volatile", "while", "xor", "int64_t", "int32_t", "uint16_t", "uint8_t", "int8_t", "sym", "bufs",
-      "args", "error", "rc", "workspace"};
-  return words.count(name) > 0;
+  static const std::set<std::string> locals = {"sym", "bufs", "args", "error", "rc", "workspace"};
+  return is_reserved_c_word(name) || locals.count(name) > 0;
 }
 
 // A printer of the program's types and size expressions (CPrinter is the backends' base).

@@ -67,9 +67,13 @@ class CudaHeaderWriter {
     w_.line("#define " + macro_ + "_GLOBAL static __global__");
     w_.line("#endif");
     w_.line("");
+    w_.line("// The preludes define more than these kernels use: no \"declared but never referenced\" warnings.");
+    w_.line("#pragma nv_diagnostic push");
+    w_.line("#pragma nv_diag_suppress 177");
     w_.line("namespace " + ns_ + " {");
     w_.raw(module_body(module));
     w_.line("}  // namespace " + ns_);
+    w_.line("#pragma nv_diagnostic pop");
     for (const char* macro : {"KILN_OP", "KILN_FAULT_FLAG", "KILN_RAISE_FAULT", "KILN_DEVICE_FN", "KILN_SHARED_MEMORY"})
       w_.line(std::string("#undef ") + macro);
     w_.line("");
@@ -124,9 +128,16 @@ class CudaHeaderWriter {
 
   std::string kernel_name(const KernelLaunch& launch) const { return options_.name + "_" + launch.name; }
 
+  // The C name of a shape symbol's parameter: the symbol, unless C++ or the helper reserves it.
+  std::string symbol_parameter(const std::string& symbol) const {
+    bool reserved = is_reserved_c_word(symbol) || symbol == "stream" || symbol == "workspace" || symbol == "bufs" ||
+                    symbol == "grid" || symbol == options_.name;
+    return reserved ? symbol + "_" : symbol;
+  }
+
   void name_parameters() {
-    std::set<std::string> taken = {"stream", "workspace", options_.name};
-    for (const std::string& s : p_.symbols) taken.insert(s);
+    std::set<std::string> taken = {"stream", "workspace", "bufs", "grid", options_.name};
+    for (const std::string& s : p_.symbols) taken.insert(symbol_parameter(s));
     auto add = [&](int id, bool input) {
       const Buffer& b = p_.buffer(id);
       std::string base = b.source.empty() ? b.name : b.source;
@@ -135,6 +146,7 @@ class CudaHeaderWriter {
       for (char& c : base)
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "_" + base;
+      if (is_reserved_c_word(base)) base += "_";
       std::string name = base;
       for (int n = 1; taken.count(name); ++n) name = base + "_" + std::to_string(n);
       taken.insert(name);
@@ -194,13 +206,14 @@ class CudaHeaderWriter {
 
   std::string symbol_parameters() const {
     std::string text;
-    for (const std::string& s : p_.symbols) text += (text.empty() ? "" : ", ") + std::string("long long ") + s;
+    for (const std::string& s : p_.symbols) text += (text.empty() ? "" : ", ") + std::string("long long ") + symbol_parameter(s);
     return text;
   }
 
   void declare_symbols() {
     w_.line("using namespace " + ns_ + "_host;");
-    for (const std::string& s : p_.symbols) w_.line("const long long " + CPrinter::symbol_variable(s) + " = " + s + ";");
+    for (const std::string& s : p_.symbols)
+      w_.line("const long long " + CPrinter::symbol_variable(s) + " = " + symbol_parameter(s) + ";");
     for (const std::string& s : p_.symbols) w_.line("(void)" + CPrinter::symbol_variable(s) + ";");
   }
 
@@ -224,7 +237,8 @@ class CudaHeaderWriter {
       w_.line("//   " + p.name + ": " + (p.input ? "input, " : "output, ") + std::string(dtype_name(b.dtype)) +
               ir::shape_string(b.shape));
     }
-    for (const std::string& s : p_.symbols) w_.line("//   " + s + ": the size of the symbolic dim " + s + " (>= 0)");
+    for (const std::string& s : p_.symbols)
+      w_.line("//   " + symbol_parameter(s) + ": the size of the symbolic dim " + s + " (>= 0)");
     if (has_workspace(module))
       w_.line("//   workspace: " + options_.name + "_workspace_bytes(...) bytes of device memory, 64-byte aligned, "
               "not used by another launch meanwhile");

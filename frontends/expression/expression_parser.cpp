@@ -188,7 +188,24 @@ class ExpressionParser {
     return left;
   }
 
+  // Bounds the recursion of nested parentheses, calls and minus signs.
+  class Nesting {
+   public:
+    explicit Nesting(ExpressionParser& parser) : parser_(parser) {
+      if (++parser_.depth_ > kMaxDepth)
+        parser_.error_here("the expression nests deeper than ", kMaxDepth, " levels (parentheses, calls, minus signs)");
+    }
+    ~Nesting() { --parser_.depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    ExpressionParser& parser_;
+  };
+  static constexpr int kMaxDepth = 200;
+
   Value parse_unary() {
+    Nesting nesting(*this);
     if (peek() != '-') return parse_primary();
     size_t at = column();
     ++position_;
@@ -348,6 +365,7 @@ class ExpressionParser {
 
   std::string_view text_;
   size_t position_ = 0;
+  int depth_ = 0;
   ir::Graph graph_;
   std::map<std::string, ir::Node*> inputs_;
   std::string input_names_;

@@ -87,6 +87,9 @@ TEST(ExpressionParser, ErrorsNameTheirColumn) {
   EXPECT_THAT(error_of("x + relu(x, 3)", x), HasSubstr("expression:1:5: node %relu (relu):"));
   EXPECT_EQ(error_of("2 / 0 * x", x), "expression:1:3: division by zero");
   EXPECT_EQ(error_of("", x), "expression: the expression is empty");
+  EXPECT_THAT(error_of(std::string(100000, '(') + "x", x), HasSubstr("the expression nests deeper than 200 levels"));
+  EXPECT_THAT(error_of(std::string(100000, '-') + "x", x), HasSubstr("the expression nests deeper than 200 levels"));
+  EXPECT_THAT(error_of("x" + std::string(300, ')'), x), HasSubstr("expression:1:2: expected an operator"));
 }
 
 }  // namespace

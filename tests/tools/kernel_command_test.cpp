@@ -350,6 +350,7 @@ TEST_F(KernelCli, UnknownTargetAndCudaKernelOfAModel) {
 
 TEST_F(KernelCli, BadNameAndExistingOutputFile) {
   expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] --name 2fast"), "--name '2fast' is not a C identifier");
+  expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] --name int"), "--name 'int' is a word of C++");
   fs::path file = dir_ / "mine.h";
   std::ofstream(file) << "mine";
   expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] -o " + file.string()), "exists (pass --force to overwrite it)");
