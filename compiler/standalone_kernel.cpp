@@ -63,7 +63,7 @@ ir::Graph expression_graph(std::string_view expression, const std::vector<std::s
 
 std::string standalone_kernel_header(const ir::Graph& graph, const StandaloneKernelRequest& request) {
   if (request.target != "cpu" && request.target != "cuda")
-    fail("--target '", excerpt(request.target, 40), "' has no standalone kernels (known: cpu, cuda)");
+    fail("--target ", excerpt(request.target, 40), " has no standalone kernels (kiln kernel writes the code of cpu and cuda)");
   check_entry_name(request.name);
   if (request.target == "cuda") {
     if (request.kernel || request.node)

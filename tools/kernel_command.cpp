@@ -49,6 +49,7 @@ void check_flags(const KernelOptions& o, bool has_expression, bool has_kernel, b
 
 int run_kernel(const KernelOptions& o, bool has_expression, bool has_kernel, bool has_node) {
   check_flags(o, has_expression, has_kernel, has_node);
+  check_target(o.target);
   compiler::StandaloneKernelRequest request;
   request.target = o.target;
   ir::Graph graph;
@@ -87,7 +88,8 @@ void add_kernel_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "kernel", "Write one fused kernel as a self-contained C++ header, from an expression or from a model.");
   command->add_option("MODEL", options->model,
-                      "Model file (.pt2, .onnx, .kiln, .json) to take a kernel from (with --kernel or --node)");
+                      "Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON), to take a "
+                      "kernel from (with --kernel or --node)");
   auto* expression = command->add_option(
       "--expr", options->expression,
       "A tensor expression: op names as functions (gelu(x), softmax(x, -1), sum(x * x, 1), mean(x, [0, 1])), "

@@ -289,7 +289,8 @@ class KernelHeaderWriter {
     w_.line("//   or none (scalar); -march=native picks the build machine's. The loops are `#pragma omp simd`");
     w_.line("//   loops written once: the compiler vectorizes them for the instruction set its flags enable");
     w_.line("//   (" + options_.name + "_isa names it). -fopenmp-simd instead of -fopenmp: vectorized, one thread.");
-    w_.line("//   Results do not depend on the flags: the math is Kiln's own (no -ffast-math needed or wanted).");
+    w_.line("//   Whatever the flags, the math is the prelude's, within the error bounds its table states (no");
+    w_.line("//   -ffast-math needed or wanted).");
     w_.line("");
   }
 
