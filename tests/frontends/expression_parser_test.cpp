@@ -87,6 +87,12 @@ TEST(ExpressionParser, ErrorsNameTheirColumn) {
   EXPECT_THAT(error_of("x + relu(x, 3)", x), HasSubstr("expression:1:5: node %relu (relu):"));
   EXPECT_EQ(error_of("2 / 0 * x", x), "expression:1:3: division by zero");
   EXPECT_EQ(error_of("", x), "expression: the expression is empty");
+  EXPECT_THAT(error_of("2 * (3 + 4)", x), HasSubstr("expression:1:1: the expression is a number, not a tensor"));
+  EXPECT_EQ(error_of("(x)", x), "expression:1:1: the expression is the input 'x' itself: there is nothing to compute");
+  EXPECT_EQ(error_of("1 + relu_(x)", x), "expression:1:5: 'relu_' is an in-place op: an expression cannot mutate its inputs (use 'relu')");
+  EXPECT_EQ(error_of("var_mean(x)", x), "expression:1:1: 'var_mean' returns 2 values; an expression computes one tensor");
+  EXPECT_EQ(error_of("x * 99999999999999999999", x), "expression:1:5: the integer 99999999999999999999 is out of range (int64)");
+  EXPECT_EQ(error_of("sum(x, 'dim)", x), "expression:1:8: the string has no closing '");
   EXPECT_THAT(error_of(std::string(100000, '(') + "x", x), HasSubstr("the expression nests deeper than 200 levels"));
   EXPECT_THAT(error_of(std::string(100000, '-') + "x", x), HasSubstr("the expression nests deeper than 200 levels"));
   EXPECT_THAT(error_of("x" + std::string(300, ')'), x), HasSubstr("expression:1:2: expected an operator"));

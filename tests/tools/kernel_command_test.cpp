@@ -340,6 +340,14 @@ TEST_F(KernelCli, KernelAndExprTogetherIsAnError) {
   expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] --kernel kernel0_out"),
                     "--kernel and --expr cannot be used together");
   expect_user_error(kiln("kernel " + cli_test::sample_model("mlp")), "which kernel of");
+  expect_user_error(kiln("kernel " + cli_test::sample_model("mlp") + " --kernel a --node b"),
+                    "--kernel and --node cannot be used together");
+  expect_user_error(kiln("kernel " + cli_test::sample_model("mlp") + " --expr 'x * 2'"),
+                    "give either MODEL (with --kernel or --node) or --expr, not both");
+  expect_user_error(kiln("kernel " + cli_test::sample_model("mlp") + " --node relu --input x=f32[4]"),
+                    "--input applies only to --expr");
+  expect_user_error(kiln("kernel"), "nothing to generate: give --expr EXPRESSION, or MODEL with --kernel NAME or --node NODE");
+  expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] -o " + dir_.string()), "is a directory");
 }
 
 TEST_F(KernelCli, UnknownTargetAndCudaKernelOfAModel) {
