@@ -12,6 +12,7 @@
 #include "codegen/c_like/c_source_writer.h"
 #include "codegen/cpp/cpp_emitter.h"
 #include "codegen/cpp/prelude.h"
+#include "codegen/kernel_interface.h"
 #include "runtime/error.h"
 
 namespace kiln::codegen {
@@ -48,7 +49,6 @@ class KernelHeaderWriter {
     selected_ = options.kernels;
     if (selected_.empty())
       for (size_t k = 0; k < s_.kernels.size(); ++k) selected_.push_back(int(k));
-    whole_program_ = selected_.size() == s_.kernels.size();
     ns_ = "kiln_kernel_" + options.name;
   }
 
@@ -116,61 +116,14 @@ class KernelHeaderWriter {
     }
   }
 
-  // The buffers a kernel reads and writes (registers excluded).
-  void kernel_accesses(const Kernel& kernel, std::set<int>& reads, std::set<int>& writes) const {
-    for (const KernelStep& step : kernel.steps) {
-      for (int b : loaded_buffers(step.body)) reads.insert(b);
-      for (int b : step.outputs) writes.insert(b);
-      if (step.stash_buffer >= 0) writes.insert(step.stash_buffer);
-    }
-    if (kernel.extern_node >= 0) {
-      const ExternCall& call = p_.nodes[size_t(kernel.extern_node)].extern_call;
-      for (const StridedView& v : call.inputs) reads.insert(v.buffer);
-      for (const StridedView& v : call.outputs) writes.insert(v.buffer);
-    }
-    for (int r : s_.register_buffers) {
-      reads.erase(r);
-      writes.erase(r);
-    }
-  }
-
+  // Pointers and workspace (codegen/kernel_interface.h); the workspace holds the internal
+  // values one after another, each 64-byte aligned.
   void classify_buffers() {
-    std::set<int> reads, writes, read_elsewhere;
-    std::set<int> chosen(selected_.begin(), selected_.end());
-    for (size_t k = 0; k < s_.kernels.size(); ++k) {
-      std::set<int> r, w;
-      kernel_accesses(s_.kernels[k], r, w);
-      if (chosen.count(int(k))) {
-        reads.insert(r.begin(), r.end());
-        writes.insert(w.begin(), w.end());
-      } else {
-        read_elsewhere.insert(r.begin(), r.end());
-      }
-    }
-    if (whole_program_) reads.insert(p_.inputs.begin(), p_.inputs.end());  // unused inputs keep their place
-    // Inputs: graph inputs in placeholder order, parameters, then other values by id.
-    std::vector<int> inputs, outputs;
-    auto add_in_order = [&](const std::vector<int>& order, const std::set<int>& from, std::vector<int>& to) {
-      for (int id : order)
-        if (from.count(id) && std::find(to.begin(), to.end(), id) == to.end()) to.push_back(id);
-    };
-    std::set<int> read_only;
-    for (int id : reads)
-      if (!writes.count(id)) read_only.insert(id);
-    add_in_order(p_.inputs, read_only, inputs);
-    add_in_order(p_.parameters, read_only, inputs);
-    add_in_order(std::vector<int>(read_only.begin(), read_only.end()), read_only, inputs);
-    std::set<int> visible;
-    for (int id : writes)
-      if (p_.buffer(id).kind == BufferKind::Output || read_elsewhere.count(id)) visible.insert(id);
-    add_in_order(p_.outputs, visible, outputs);
-    add_in_order(std::vector<int>(visible.begin(), visible.end()), visible, outputs);
-
-    for (int id : inputs) pointers_.push_back({id, Role::Input, "", SymInt(0)});
-    for (int id : outputs) pointers_.push_back({id, Role::Output, "", SymInt(0)});
+    KernelInterface interface = kernel_interface(s_, selected_);
+    for (int id : interface.inputs) pointers_.push_back({id, Role::Input, "", SymInt(0)});
+    for (int id : interface.outputs) pointers_.push_back({id, Role::Output, "", SymInt(0)});
     SymInt offset = 0;
-    for (int id : writes) {
-      if (visible.count(id)) continue;
+    for (int id : interface.internal) {
       const Buffer& b = p_.buffer(id);
       workspace_.push_back({id, Role::Workspace, b.name, offset});
       SymInt bytes = numel(b.shape) * SymInt(int64_t(dtype_size(b.dtype)));
@@ -407,7 +360,6 @@ class KernelHeaderWriter {
   const KernelHeaderOptions& options_;
   HeaderPrinter printer_;
   std::vector<int> selected_;
-  bool whole_program_ = false;
   bool uses_blas_ = false;
   std::string ns_;
   std::vector<HeaderBuffer> pointers_;
