@@ -65,37 +65,30 @@ std::string standalone_kernel_header(const ir::Graph& graph, const StandaloneKer
   if (request.target != "cpu" && request.target != "cuda")
     fail("--target ", excerpt(request.target, 40), " has no standalone kernels (kiln kernel writes the code of cpu and cuda)");
   check_entry_name(request.name);
-  if (request.target == "cuda") {
-    if (request.kernel || request.node)
-      fail("--target cuda writes the kernels of --expr only: one kernel of a model as a CUDA header is not supported yet");
-    codegen::ScheduledProgram scheduled = scheduled_program(graph, {}, "cuda");
-    if (scheduled.kernels.empty())
-      fail("the computation needs no kernel (its result is a view of an input): there is no code to write");
-    codegen::cuda::CudaKernelHeaderOptions options;
-    options.name = request.name;
-    options.description = request.description;
-    options.output_names = request.output_names;
-    return codegen::cuda::emit_cuda_kernel_header(scheduled, options);
-  }
-  codegen::ScheduledProgram scheduled = scheduled_program(graph);
-  codegen::KernelHeaderOptions options;
-  options.name = request.name;
-  options.description = request.description;
-  options.output_names = request.output_names;
+  // The kernels as the target lowers them (cpu: what `kiln dump --stage scheduled` prints).
+  codegen::ScheduledProgram scheduled = scheduled_program(graph, {}, request.target);
+  std::vector<int> kernels;  // empty: all of them
   if (request.kernel) {
     auto found = std::find_if(scheduled.kernels.begin(), scheduled.kernels.end(),
                               [&](const codegen::Kernel& kernel) { return kernel.name == *request.kernel; });
     if (found == scheduled.kernels.end())
       fail("unknown kernel '", excerpt(*request.kernel, 60), "' (the kernels: ", excerpt(kernel_names(scheduled), 2000), ")");
-    options.kernels = {int(found - scheduled.kernels.begin())};
+    kernels = {int(found - scheduled.kernels.begin())};
   } else if (request.node) {
-    options.kernels = {kernel_of_node(scheduled, *request.node)};
+    kernels = {kernel_of_node(scheduled, *request.node)};
   } else if (scheduled.kernels.empty()) {
     fail("the computation needs no kernel (its result is a view of an input): there is no code to write");
   }
-  const codegen::Kernel& first = scheduled.kernels.at(size_t(options.kernels.empty() ? 0 : options.kernels[0]));
-  if (!options.kernels.empty()) options.description.push_back("Kernel " + first.name + ": computes " +
-                                                             codegen::origins_text(first.origins) + ".");
+  std::vector<std::string> description = request.description;
+  if (!kernels.empty()) {
+    const codegen::Kernel& kernel = scheduled.kernels[size_t(kernels[0])];
+    description.push_back("Kernel " + kernel.name + ": computes " + codegen::origins_text(kernel.origins) + ".");
+  }
+  if (request.target == "cuda") {
+    codegen::cuda::CudaKernelHeaderOptions options{request.name, kernels, description, request.output_names};
+    return codegen::cuda::emit_cuda_kernel_header(scheduled, options);
+  }
+  codegen::KernelHeaderOptions options{request.name, kernels, description, request.output_names};
   return codegen::emit_kernel_header(scheduled, options);
 }
 

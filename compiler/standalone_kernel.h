@@ -19,7 +19,7 @@ ir::Graph expression_graph(std::string_view expression, const std::vector<std::s
 
 struct StandaloneKernelRequest {
   std::string name;            // the entry function: a C identifier
-  std::string target = "cpu";  // cpu; cuda is refused (not supported yet)
+  std::string target = "cpu";  // cpu (a C++ header) or cuda (a .cuh)
   // Which kernel of the graph: by its name (`kiln dump --stage scheduled`), or the one that
   // computes graph node `node`; neither: the whole graph (every kernel, in order).
   std::optional<std::string> kernel;
@@ -29,7 +29,8 @@ struct StandaloneKernelRequest {
 };
 
 // The header's text. Throws kiln::Error for a bad name or target, an unknown kernel or node
-// (listing the kernels), and a kernel a header cannot hold (a oneDNN convolution, a fallback).
+// (listing the kernels), and a kernel a header cannot hold (a oneDNN convolution, a fallback; for
+// cuda, a cuBLAS call).
 std::string standalone_kernel_header(const ir::Graph& graph, const StandaloneKernelRequest& request);
 
 }  // namespace kiln::compiler

@@ -103,7 +103,7 @@ void add_kernel_command(CLI::App& app) {
                       "The entry function's name, a C identifier (default: the kernel's name, or 'kernel' for --expr)");
   command->add_option("-o,--output", options->output, "Write the header to FILE instead of printing it")->type_name("FILE");
   command->add_flag("--force", options->force, "With -o: overwrite an existing file");
-  command->add_option("--target", options->target, "cpu: a C++ header (.h); cuda: a CUDA header (.cuh) for nvcc and NVRTC (--expr only)")->capture_default_str();
+  command->add_option("--target", options->target, "cpu: a C++ header (.h); cuda: a CUDA header (.cuh) for nvcc and NVRTC")->capture_default_str();
   register_action(command, [options, expression, kernel, node] {
     return run_kernel(*options, expression->count() > 0, kernel->count() > 0, node->count() > 0);
   });

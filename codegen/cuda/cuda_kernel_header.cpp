@@ -10,6 +10,7 @@
 #include "codegen/c_like/c_printer.h"
 #include "codegen/c_like/c_source_writer.h"
 #include "codegen/cuda/cuda_emitter.h"
+#include "codegen/kernel_interface.h"
 #include "runtime/error.h"
 
 namespace kiln::codegen::cuda {
@@ -43,13 +44,21 @@ class CudaHeaderWriter {
         ns_("kiln_kernel_" + options.name), macro_(upper(options.name)) {}
 
   std::string write() {
-    CudaModule module = emit_cuda(s_);
+    std::vector<int> selected = options_.kernels;
+    if (selected.empty())
+      for (size_t k = 0; k < s_.kernels.size(); ++k) selected.push_back(int(k));
+    // The CUDA module of the selected kernels alone (the emitter prints every kernel it is given).
+    ScheduledProgram chosen = s_;
+    chosen.kernels.clear();
+    for (int k : selected) chosen.kernels.push_back(s_.kernels.at(size_t(k)));
+    CudaModule module = emit_cuda(chosen);
     for (const LaunchStep& step : module.steps) {
       if (step.kind != LaunchStep::Kind::Library) continue;
-      const Kernel& kernel = s_.kernels.at(size_t(step.kernel));
+      const Kernel& kernel = chosen.kernels.at(size_t(step.kernel));
       fail("kernel ", kernel.name, " is a library call on the host (cuBLAS or a reference kernel), not a CUDA kernel: ",
            "a standalone CUDA header cannot hold it");
     }
+    lay_out_workspace(kernel_interface(s_, selected), module);
     name_parameters();
     emit_top_comment(module);
     std::string guard = "KILN_KERNEL_" + macro_ + "_CUH";
@@ -79,7 +88,7 @@ class CudaHeaderWriter {
     w_.line("");
     w_.line("#if !defined(__CUDACC_RTC__)");
     emit_host_helpers();
-    if (module.workspace_bytes.maybe_constant() != std::optional<int64_t>(0)) emit_workspace_function(module);
+    if (has_workspace()) emit_workspace_function();
     emit_signature_comment(module);
     emit_launcher(module);
     w_.line("#endif  // !__CUDACC_RTC__");
@@ -94,8 +103,24 @@ class CudaHeaderWriter {
     return text;
   }
 
-  bool has_workspace(const CudaModule& module) const {
-    return module.workspace_bytes.maybe_constant() != std::optional<int64_t>(0);
+  bool has_workspace() const { return workspace_bytes_.maybe_constant() != std::optional<int64_t>(0); }
+
+  // The interface's pointers; its internal values one after another in the workspace, each
+  // 64-byte aligned, then the scratch area of split reductions where a launch takes it.
+  void lay_out_workspace(const KernelInterface& interface, const CudaModule& module) {
+    inputs_ = interface.inputs;
+    outputs_ = interface.outputs;
+    SymInt offset = 0;
+    for (int id : interface.internal) {
+      const Buffer& b = p_.buffer(id);
+      internal_.push_back({id, offset});
+      offset = offset + floordiv(numel(b.shape) * SymInt(int64_t(dtype_size(b.dtype))) + SymInt(63), SymInt(64)) * SymInt(64);
+    }
+    scratch_offset_ = offset;
+    bool scratch = false;
+    for (const LaunchStep& step : module.steps)
+      for (const KernelArgument& a : step.launch.arguments) scratch |= a.kind == KernelArgument::Kind::Scratch;
+    workspace_bytes_ = scratch ? offset + (module.workspace_bytes - module.scratch_offset) : offset;
   }
 
   // The module's source, header-safe: no include guards, no includes (they are above the
@@ -140,8 +165,9 @@ class CudaHeaderWriter {
     for (const std::string& s : p_.symbols) taken.insert(symbol_parameter(s));
     auto add = [&](int id, bool input) {
       const Buffer& b = p_.buffer(id);
-      std::string base = b.source.empty() ? b.name : b.source;
-      if (!input && size_t(b.position) < options_.output_names.size() && !options_.output_names[size_t(b.position)].empty())
+      std::string base = b.kind == BufferKind::Intermediate || b.source.empty() ? b.name : b.source;
+      if (!input && b.kind == BufferKind::Output && size_t(b.position) < options_.output_names.size() &&
+          !options_.output_names[size_t(b.position)].empty())
         base = options_.output_names[size_t(b.position)];
       for (char& c : base)
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
@@ -152,9 +178,8 @@ class CudaHeaderWriter {
       taken.insert(name);
       pointers_.push_back({id, input, name});
     };
-    for (int id : p_.inputs) add(id, true);
-    for (int id : p_.parameters) add(id, true);
-    for (int id : p_.outputs) add(id, false);
+    for (int id : inputs_) add(id, true);
+    for (int id : outputs_) add(id, false);
   }
 
   void emit_top_comment(const CudaModule& module) {
@@ -188,9 +213,9 @@ class CudaHeaderWriter {
   std::string buffer_text(int id) const {
     for (const Pointer& p : pointers_)
       if (p.id == id) return p.name;
-    auto found = s_.memory.offsets.find(id);
-    return "workspace + " + (found == s_.memory.offsets.end() ? std::string("?") : found->second.to_string()) + " (" +
-           p_.buffer(id).name + ")";
+    for (const auto& [internal, offset] : internal_)
+      if (internal == id) return "workspace + " + offset.to_string() + " (" + p_.buffer(id).name + ")";
+    KILN_CHECK(false, "buffer ", id, " is neither a pointer nor in the workspace");
   }
 
   void emit_host_helpers() {
@@ -217,12 +242,12 @@ class CudaHeaderWriter {
     for (const std::string& s : p_.symbols) w_.line("(void)" + CPrinter::symbol_variable(s) + ";");
   }
 
-  void emit_workspace_function(const CudaModule& module) {
+  void emit_workspace_function() {
     w_.line("// The bytes of device memory " + options_.name + "() needs as its workspace for these sizes.");
     std::string params = symbol_parameters();
     w_.open("static inline long long " + options_.name + "_workspace_bytes(" + (params.empty() ? "void" : params) + ")");
     declare_symbols();
-    w_.line("return " + printer_.index_text(module.workspace_bytes) + ";");
+    w_.line("return " + printer_.index_text(workspace_bytes_) + ";");
     w_.close();
     w_.line("");
   }
@@ -239,7 +264,7 @@ class CudaHeaderWriter {
     }
     for (const std::string& s : p_.symbols)
       w_.line("//   " + symbol_parameter(s) + ": the size of the symbolic dim " + s + " (>= 0)");
-    if (has_workspace(module))
+    if (has_workspace())
       w_.line("//   workspace: " + options_.name + "_workspace_bytes(...) bytes of device memory, 64-byte aligned, "
               "not used by another launch meanwhile");
     w_.line("// Threads: blocks of at most " + std::to_string(max_block(module)) + " threads; the grid follows the sizes.");
@@ -259,13 +284,13 @@ class CudaHeaderWriter {
     }
     std::string symbols = symbol_parameters();
     if (!symbols.empty()) params += (params.empty() ? "" : ", ") + symbols;
-    if (has_workspace(module)) params += (params.empty() ? "" : ", ") + std::string("void* workspace");
+    if (has_workspace()) params += (params.empty() ? "" : ", ") + std::string("void* workspace");
     params += (params.empty() ? "" : ", ") + std::string("cudaStream_t stream = 0");
     w_.open("static inline cudaError_t " + options_.name + "(" + params + ")");
     declare_symbols();
     w_.line("void* bufs[" + std::to_string(std::max<size_t>(p_.buffers.size(), 1)) + "] = {};");
     for (const Pointer& p : pointers_) w_.line("bufs[" + std::to_string(p.id) + "] = (void*)" + p.name + ";");
-    for (const auto& [id, offset] : s_.memory.offsets)
+    for (const auto& [id, offset] : internal_)
       w_.line("bufs[" + std::to_string(id) + "] = (char*)workspace + (" + printer_.index_text(offset) + ");  // " +
               p_.buffer(id).name);
     for (const LaunchStep& step : module.steps) {
@@ -278,7 +303,7 @@ class CudaHeaderWriter {
         else if (a.kind == KernelArgument::Kind::Symbol)
           text = CPrinter::symbol_variable(a.symbol);
         else
-          text = "(unsigned char*)workspace + (" + printer_.index_text(module.scratch_offset) + ")";
+          text = "(unsigned char*)workspace + (" + printer_.index_text(scratch_offset_) + ")";
         arguments += (arguments.empty() ? "" : ", ") + text;
       }
       w_.open("");
@@ -304,6 +329,10 @@ class CudaHeaderWriter {
   std::string ns_;
   std::string macro_;
   std::vector<Pointer> pointers_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<std::pair<int, SymInt>> internal_;  // (buffer, byte offset in the workspace)
+  SymInt scratch_offset_ = 0;
+  SymInt workspace_bytes_ = 0;
   CSourceWriter w_;
 };
 

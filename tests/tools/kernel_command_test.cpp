@@ -350,13 +350,13 @@ TEST_F(KernelCli, KernelAndExprTogetherIsAnError) {
   expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] -o " + dir_.string()), "is a directory");
 }
 
-TEST_F(KernelCli, UnknownTargetAndCudaKernelOfAModel) {
+TEST_F(KernelCli, UnknownTargetAndLibraryCallsInCuda) {
   expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] --target tpu"),
                     "unknown target 'tpu' (known: cpu, cuda, interp, eager)");
   expect_user_error(kiln("kernel --expr 'x * 2' --input x=f32[4] --target interp"),
                     "--target interp has no standalone kernels (kiln kernel writes the code of cpu and cuda)");
-  expect_user_error(kiln("kernel " + cli_test::sample_model("mlp") + " --node relu --target cuda"),
-                    "--target cuda writes the kernels of --expr only: one kernel of a model as a CUDA header is not supported yet");
+  expect_user_error(kiln("kernel " + cli_test::sample_model("attention") + " --kernel kernel8_linear_2_matmul --target cuda"),
+                    "kernel kernel8_linear_2_matmul is a library call on the host (cuBLAS or a reference kernel)");
 }
 
 TEST_F(KernelCli, BadNameAndExistingOutputFile) {

@@ -1,6 +1,6 @@
 // `kiln kernel --target cuda` (codegen/cuda/cuda_kernel_header.h): the .cuh headers of several
 // expressions (pointwise, broadcast, a whole-tensor sum, softmax, several kernels with a
-// workspace, f16 storage) compile with nvcc, three of them included in two translation units
+// workspace, f16 storage) and of two kernels of a model (by name, by node) compile with nvcc, three of them included in two translation units
 // linked into one program, and compile with NVRTC for sm_80 and sm_90. Nothing runs here (no
 // GPU is needed); without nvcc or NVRTC the test is skipped, saying why.
 #include <gmock/gmock.h>
@@ -38,6 +38,8 @@ const std::vector<Case>& cases() {
       {"row_softmax", "--expr 'softmax(x, -1)' --input 'x=f32[s0,50]'"},
       {"three_kernels", "--expr 'softmax(x, 0) * sum(x, 1, keepdim=True)' --input 'x=f32[s0,40]'"},
       {"to_half", "--expr 'cast(x * 2, f16)' --input 'x=f32[s0]'"},
+      {"model_softmax", std::string(KILN_SOURCE_DIR) + "/samples/models/attention.kiln --kernel kernel3_softmax_max"},
+      {"model_layer_norm", std::string(KILN_SOURCE_DIR) + "/samples/models/attention.kiln --node layer_norm"},
   };
   return list;
 }
@@ -59,6 +61,10 @@ class KernelCudaCli : public cli_test::KilnCliTest {
 };
 
 TEST_F(KernelCudaCli, HeadersDocumentTheLaunchHelper) {
+  std::string model = read_file(emit(cases()[6]));
+  EXPECT_THAT(model, HasSubstr("static inline cudaError_t model_softmax(const bool* _folded_causal, const float* matmul, float* softmax, "
+                               "cudaStream_t stream = 0)"));
+  EXPECT_THAT(model, ::testing::Not(HasSubstr("kernel0_layer_norm_var_mean")));  // only the chosen kernel
   std::string header = read_file(emit(cases()[4]));
   EXPECT_THAT(header, HasSubstr("static inline cudaError_t three_kernels(const float* x, float* out, long long s0, void* workspace, cudaStream_t stream = 0)"));
   EXPECT_THAT(header, HasSubstr("static inline long long three_kernels_workspace_bytes(long long s0)"));
@@ -76,7 +82,8 @@ TEST_F(KernelCudaCli, HeadersCompileWithNvccAndLinkFromTwoFiles) {
                                << "int other(const float* x, float* out, void* workspace) {\n"
                                   "  return int(fused_gelu(x, x, x, out, 2)) + int(broadcast(x, x, x, out)) + int(total(x, out, 9)) +\n"
                                   "         int(row_softmax(x, out, 3)) + int(three_kernels(x, out, 3, workspace)) +\n"
-                                  "         int(to_half(x, (__half*)out, 5));\n}\n";
+                                  "         int(to_half(x, (__half*)out, 5)) + int(model_softmax((const bool*)x, x, out)) +\n"
+                                  "         int(model_layer_norm(x, x, x, out));\n}\n";
   std::ofstream(dir_ / "b.cu") << "#include \"" << (dir_ / "fused_gelu.cuh").string() << "\"\n#include \""
                                << (dir_ / "three_kernels.cuh").string() << "\"\n"
                                << "int other(const float* x, float* out, void* workspace);\n"
