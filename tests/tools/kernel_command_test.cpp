@@ -187,7 +187,13 @@ class KernelCli : public cli_test::KilnCliTest {
     Tensor expected = ir::interpret(graph, inputs).at(0);
     for (const std::string& flags : isa_flag_sets()) {
       std::map<std::string, std::string> got = run_header(header, name, inputs, symbols, {{"out", expected.nbytes()}}, flags);
-      if (got.count("out")) expect_close(got["out"], expected, expression + " with " + flags);
+      if (!got.count("out")) continue;
+      if (expected.dtype() == DType::f32) {
+        expect_close(got["out"], expected, expression + " with " + flags);
+      } else {  // integers and bools: exactly the interpreter's bytes
+        EXPECT_EQ(got["out"], std::string(static_cast<const char*>(expected.data_ptr()), expected.nbytes()))
+            << expression << " with " << flags;
+      }
     }
   }
 };
@@ -225,6 +231,28 @@ TEST_F(KernelCli, SeveralKernelsShareAWorkspace) {
   std::string header = read_file(dir_ / "three_kernels.h");
   EXPECT_THAT(header, HasSubstr("The computation needs 3 kernels"));
   EXPECT_THAT(header, HasSubstr("static inline int64_t three_kernels_workspace_bytes(int64_t s0)"));
+}
+
+TEST_F(KernelCli, IntegerAndBoolResults) {
+  check_expression("argmax(x, 1)", {"x=f32[s0,7]"}, {{"s0", 9}}, "row_argmax");
+  check_expression("gt(x, 0.5)", {"x=f32[3,s1]"}, {{"s1", 21}}, "above_half");
+  check_expression("cast(x * 3, i32)", {"x=f32[40]"}, {}, "truncated");
+}
+
+// An integer division by zero is result 1 (the interpreter raises ZeroDivisionError there).
+TEST_F(KernelCli, IntegerDivisionByZeroIsResultOne) {
+  fs::path header = emit("--expr \"div(cast(x, i64), cast(y, i64), rounding_mode='trunc')\" --input x=f32[3] --input y=f32[3]",
+                         "int_div");
+  std::ofstream(dir_ / "int_div.cpp") << "#include \"" << header.string() << "\"\n"
+                                      << "int main() {\n"
+                                         "  const float x[3] = {7, -7, 9}, ok[3] = {2, 2, -4}, zero[3] = {2, 0, 1};\n"
+                                         "  int64_t q[3];\n"
+                                         "  if (int_div(x, ok, q) != 0 || q[0] != 3 || q[1] != -3 || q[2] != -2) return 1;\n"
+                                         "  return int_div(x, zero, q) == 1 ? 0 : 2;\n}\n";
+  std::string command = "g++ -std=c++17 -O2 -Wall -Wextra -Werror -fopenmp " + (dir_ / "int_div.cpp").string() + " -o " +
+                        (dir_ / "int_div").string() + " 2>" + (dir_ / "compile.log").string();
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir_ / "compile.log");
+  EXPECT_EQ(std::system((dir_ / "int_div").c_str()), 0);
 }
 
 // attention.kiln's first kernel (layer_norm over x with the ln1 parameters) against the
