@@ -86,7 +86,7 @@ int run_kernel(const KernelOptions& o, bool has_expression, bool has_kernel, boo
 void add_kernel_command(CLI::App& app) {
   auto options = std::make_shared<KernelOptions>();
   CLI::App* command = app.add_subcommand(
-      "kernel", "Write one fused kernel as a self-contained C++ header, from an expression or from a model.");
+      "kernel", "Write one fused kernel as a self-contained header (C++, or CUDA with --target cuda), from an expression or from a model.");
   command->add_option("MODEL", options->model,
                       "Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON), to take a "
                       "kernel from (with --kernel or --node)");
