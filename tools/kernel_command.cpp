@@ -86,7 +86,9 @@ int run_kernel(const KernelOptions& o, bool has_expression, bool has_kernel, boo
 void add_kernel_command(CLI::App& app) {
   auto options = std::make_shared<KernelOptions>();
   CLI::App* command = app.add_subcommand(
-      "kernel", "Write one fused kernel as a self-contained header (C++, or CUDA with --target cuda), from an expression or from a model.");
+      "kernel",
+      "Write one fused kernel as a self-contained header (C++, or CUDA with --target cuda), from an expression or "
+      "from a model.");
   command->add_option("MODEL", options->model,
                       "Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON), to take a "
                       "kernel from (with --kernel or --node)");
@@ -103,7 +105,8 @@ void add_kernel_command(CLI::App& app) {
                       "The entry function's name, a C identifier (default: the kernel's name, or 'kernel' for --expr)");
   command->add_option("-o,--output", options->output, "Write the header to FILE instead of printing it")->type_name("FILE");
   command->add_flag("--force", options->force, "With -o: overwrite an existing file");
-  command->add_option("--target", options->target, "cpu: a C++ header (.h); cuda: a CUDA header (.cuh) for nvcc and NVRTC")->capture_default_str();
+  command->add_option("--target", options->target, "cpu: a C++ header (.h); cuda: a CUDA header (.cuh) for nvcc and NVRTC")
+      ->capture_default_str();
   register_action(command, [options, expression, kernel, node] {
     return run_kernel(*options, expression->count() > 0, kernel->count() > 0, node->count() > 0);
   });

@@ -221,8 +221,14 @@ class CudaHeaderWriter {
   void emit_host_helpers() {
     w_.line("// Size arithmetic of the launch helper (Python's floor division and modulo, max, min).");
     w_.line("namespace " + ns_ + "_host {");
-    w_.line("static inline long long kiln_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }");
-    w_.line("static inline long long kiln_mod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }");
+    w_.line("static inline long long kiln_floordiv(long long a, long long b) {");
+    w_.line("  long long q = a / b;");
+    w_.line("  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;");
+    w_.line("}");
+    w_.line("static inline long long kiln_mod(long long a, long long b) {");
+    w_.line("  long long r = a % b;");
+    w_.line("  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;");
+    w_.line("}");
     w_.line("static inline long long kiln_imax(long long a, long long b) { return a > b ? a : b; }");
     w_.line("static inline long long kiln_imin(long long a, long long b) { return a < b ? a : b; }");
     w_.line("}  // namespace " + ns_ + "_host");
