@@ -235,6 +235,7 @@ class KernelHeaderWriter {
     if (uses_blas_) {
       w_.line("// Matrix products call CBLAS: link a CBLAS library (-lopenblas). The header declares");
       w_.line("// cblas_sgemm/cblas_dgemm itself with int arguments: do not include <cblas.h> in the same file.");
+      w_.line("// The products run on the library's own threads (OPENBLAS_NUM_THREADS for OpenBLAS).");
     }
     w_.line("//");
     w_.line("// Build flags: -O3 -fopenmp -fno-math-errno -fno-trapping-math, plus the instruction set:");
