@@ -19,6 +19,7 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"onnx_importer", "fuzz.onnx", fuzz_onnx_importer},
       {"cache_entry", "entry", fuzz_cache_entry},
       {"run_graph", "fuzz.kiln", fuzz_run_graph},
+      {"expression_parser", "expression", fuzz_expression_parser},
   };
   return targets;
 }

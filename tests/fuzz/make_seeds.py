@@ -111,7 +111,7 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     folders = {name: out / name for name in
                ["text_parser", "json_reader", "safetensors_reader", "npy_reader", "onnx_importer", "cache_entry",
-                "run_graph"]}
+                "run_graph", "expression_parser"]}
     for folder in folders.values():
         folder.mkdir(parents=True)
 
@@ -167,6 +167,15 @@ def main():
         {"path": "manifest.json", "bytes": len(manifest), "xxh64": f"{xxh64(manifest):016x}"}])
     (folders["cache_entry"] / "entry_missing_file").write_bytes(json.dumps(entry_with_manifest).encode() + b"\0" + module)
     (folders["cache_entry"] / "entry_bad_checksum").write_bytes(json.dumps(entry).encode() + b"\0" + module[:-1] + b"!")
+
+    # kiln kernel --expr expressions over x=f32[s0, 8], y=f32[8], i=i64[s0, 8], m=bool[8]
+    # (tests/fuzz/targets/expression_parser.cpp): each form of the language, and a few errors.
+    expressions = ["gelu(x * y + 1) * sigmoid(x)", "softmax(x, -1)", "sum(x * x, 1)", "mean(x, [0, 1], keepdim=True) - x",
+                   "-x / (y - 2.5e-1)", "where(m, x, 0.0)", "cast(i, f32) + x", "argmax(x, 1)",
+                   "gelu(x, approximate='tanh')", "amax(x, [1]) + sum(i, dim=[1])", "div(i, 3, rounding_mode='floor')",
+                   "relu(x", "x + q", "gelo(x)", "x + y[0]"]
+    for n, text in enumerate(expressions):
+        (folders["expression_parser"] / f"{n:03d}.txt").write_text(text)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 //   cache_entry        a compile-cache entry (entry.json and one file) through CompileCache::lookup
 //   run_graph          a small .kiln graph: load, random inputs, the interpreter, eager mode, and
 //                      the CPU pipeline up to its generated C++ (built by no compiler: too slow)
+//   expression_parser  a `kiln kernel --expr` expression: parse, verify, and the pipeline up to the
+//                      standalone C++ header's text
 // Graph inputs get their get_attr parameters from fuzz_weights.h.
 #pragma once
 
@@ -22,5 +24,6 @@ void fuzz_npy_reader(std::string_view input);
 void fuzz_onnx_importer(std::string_view input);
 void fuzz_cache_entry(std::string_view input);
 void fuzz_run_graph(std::string_view input);
+void fuzz_expression_parser(std::string_view input);
 
 }  // namespace kiln::fuzz
