@@ -15,10 +15,13 @@
 #include <string_view>
 #include <vector>
 
-#include "codegen/schedule.h"
 #include "compiler/compile_options.h"
 #include "compiler/compiled_model.h"
 #include "ir/graph.h"
+
+namespace kiln::codegen {
+struct ScheduledProgram;  // codegen/schedule.h: the callers of scheduled_program() include it
+}
 
 namespace kiln::compiler {
 
