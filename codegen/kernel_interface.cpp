@@ -2,6 +2,7 @@
 #include "codegen/kernel_interface.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace kiln::codegen {
@@ -63,6 +64,12 @@ KernelInterface kernel_interface(const ScheduledProgram& scheduled, const std::v
   for (int id : writes)
     if (!visible.count(id)) interface.internal.push_back(id);
   return interface;
+}
+
+std::string macro_name(const std::string& entry) {
+  std::string text = entry;
+  for (char& c : text) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return text;
 }
 
 }  // namespace kiln::codegen

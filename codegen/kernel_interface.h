@@ -4,6 +4,7 @@
 // Backend-neutral: it reads the kernels' steps and library calls, never generated text.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "codegen/schedule.h"
@@ -25,5 +26,8 @@ struct KernelInterface {
 // `selected`: indices into scheduled.kernels. Registers (ScheduledProgram::register_buffers)
 // are never part of an interface.
 KernelInterface kernel_interface(const ScheduledProgram& scheduled, const std::vector<int>& selected);
+
+// The entry's name in upper case, for the header's macros ("fused_gelu" -> "FUSED_GELU").
+std::string macro_name(const std::string& entry);
 
 }  // namespace kiln::codegen

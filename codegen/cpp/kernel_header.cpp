@@ -58,7 +58,7 @@ class KernelHeaderWriter {
     classify_buffers();
     choose_symbols(parts);
     emit_top_comment();
-    std::string guard = "KILN_KERNEL_" + upper(options_.name) + "_H";
+    std::string guard = "KILN_KERNEL_" + macro_name(options_.name) + "_H";
     w_.line("#ifndef " + guard);
     w_.line("#define " + guard);
     w_.line("");
@@ -97,11 +97,6 @@ class KernelHeaderWriter {
   }
 
  private:
-  static std::string upper(std::string text) {
-    for (char& c : text) c = char(std::toupper(static_cast<unsigned char>(c)));
-    return text;
-  }
-
   void check_supported() {
     for (int k : selected_) {
       const Kernel& kernel = s_.kernels.at(size_t(k));

@@ -41,7 +41,7 @@ class CudaHeaderWriter {
  public:
   CudaHeaderWriter(const ScheduledProgram& scheduled, const CudaKernelHeaderOptions& options)
       : s_(scheduled), p_(scheduled.program), options_(options), printer_(scheduled),
-        ns_("kiln_kernel_" + options.name), macro_(upper(options.name)) {}
+        ns_("kiln_kernel_" + options.name), macro_(macro_name(options.name)) {}
 
   std::string write() {
     std::vector<int> selected = options_.kernels;
@@ -98,11 +98,6 @@ class CudaHeaderWriter {
   }
 
  private:
-  static std::string upper(std::string text) {
-    for (char& c : text) c = char(std::toupper(static_cast<unsigned char>(c)));
-    return text;
-  }
-
   bool has_workspace() const { return workspace_bytes_.maybe_constant() != std::optional<int64_t>(0); }
 
   // The interface's pointers; its internal values one after another in the workspace, each
