@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 
 #include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
@@ -95,6 +96,10 @@ CacheEntry build_artifact(const CodeTarget& target, const GeneratedCode& code, c
   }
   CacheEntry entry = cache.get_or_build(key, build);
   timer.done(entry.hit ? "cache hit" : "cache store");
+  // A damaged entry is never trusted: it was rebuilt (or another process's copy verified). Say
+  // so: a cache that keeps getting damaged points at the disk or at something writing into it.
+  if (std::string damage = cache.last_damage(); !damage.empty())
+    std::cerr << "kiln: warning: the compile cache entry " << damage << "; it was rebuilt\n";
   log("cache", std::string(entry.hit ? "hit " : "miss (built and stored) ") + key + " (" + options.target + ")");
   return entry;
 }

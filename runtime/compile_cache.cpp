@@ -485,6 +485,11 @@ void CompileCache::remove_stale_tmp(std::chrono::seconds min_age) {
   }
 }
 
+std::string CompileCache::last_damage() const {
+  std::lock_guard<std::mutex> guard(last_damage_mutex_);
+  return last_damage_;
+}
+
 CacheStats CompileCache::stats() const {
   CacheStats stats;
   stats.directory = directory_;

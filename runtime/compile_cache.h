@@ -155,6 +155,9 @@ class CompileCache {
   std::optional<CacheLock> try_lock(const std::string& key);
 
   CacheStats stats() const;
+  // "<key>: <what was wrong>" for the last damaged entry this object found (and removed or
+  // left to be replaced), "" if none: cheap, unlike stats().
+  std::string last_damage() const;
   // Removes every entry whose lock is free, leftover lock files and stale tmp/ folders.
   CacheClearResult clear();
 

@@ -305,8 +305,14 @@ TEST(CpuBackendCache, CorruptedEntryIsRebuilt) {
     byte = char(byte ^ 0x5A);
     file.write(&byte, 1);
   }
+  testing::internal::CaptureStderr();
   CompiledModel second = compile(small_graph(3.5), options);
+  std::string warning = testing::internal::GetCapturedStderr();
   EXPECT_FALSE(second.result().cache_hit);
+  // Rebuilt, and said so (it was silent).
+  EXPECT_NE(warning.find("kiln: warning: the compile cache entry " + first.result().key + ": "), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("; it was rebuilt\n"), std::string::npos) << warning;
   Tensor x = random_tensor({4, 4}, DType::f32, 20);
   EXPECT_EQ(compare_tensors(ir::interpret(small_graph(3.5), {{"x", x}})[0], second.run({{"x", x}})[0], 1e-5, 1e-6), "");
   fs::remove_all(*options.cache_dir);
