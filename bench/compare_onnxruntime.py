@@ -26,21 +26,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_python import reexecute_under_reference_python  # noqa: E402
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-
-def reexecute_under_reference_python():
-    """Replaces this process with the same script under scripts/python-env's Python, once."""
-    python = subprocess.run([os.path.join(REPO, "scripts", "python-env")], check=True, capture_output=True, text=True,
-                            cwd=REPO).stdout.strip().splitlines()[-1]
-    python = python if os.path.isabs(python) else os.path.join(REPO, python)
-    env_dir = os.path.abspath(os.path.dirname(os.path.dirname(python)))
-    if os.path.abspath(sys.prefix) != env_dir:
-        if os.environ.get("KILN_BENCH_PYENV") == env_dir:
-            sys.exit(f"compare_onnxruntime: re-executed under {python}, but sys.prefix is {sys.prefix}")
-        os.environ["KILN_BENCH_PYENV"] = env_dir
-        os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
-    os.environ["KILN_BENCH_PYENV"] = env_dir  # compare_torch's own re-execution check, on import
 
 
 def ensure_torchvision():
@@ -58,7 +47,7 @@ def ensure_torchvision():
 
 
 if __name__ == "__main__":
-    reexecute_under_reference_python()
+    reexecute_under_reference_python(__file__)
     ensure_torchvision()
 
 import numpy as np  # noqa: E402  (after the re-execution above)

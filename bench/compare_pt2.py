@@ -31,27 +31,17 @@ import tempfile
 import time
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_python import reexecute_under_reference_python  # noqa: E402
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 
 
 
-def reexecute_under_reference_python():
-    """Replaces this process with the same script under scripts/python-env's Python, once."""
-    python = subprocess.run([os.path.join(REPO, "scripts", "python-env")], check=True, capture_output=True, text=True,
-                            cwd=REPO).stdout.strip().splitlines()[-1]
-    env_dir = os.path.abspath(os.path.dirname(os.path.dirname(python)))
-    if os.path.abspath(sys.prefix) != env_dir:
-        if os.environ.get("KILN_BENCH_PYENV") == env_dir:
-            sys.exit(f"compare_pt2: re-executed under {python}, but sys.prefix is {sys.prefix}")
-        os.environ["KILN_BENCH_PYENV"] = env_dir
-        os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
-    os.environ["KILN_BENCH_PYENV"] = env_dir  # compare_torch's own re-execution check, on import
-
-
 if __name__ == "__main__":
-    reexecute_under_reference_python()
+    reexecute_under_reference_python(__file__)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -45,22 +45,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_python import reexecute_under_reference_python  # noqa: E402
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 PRIORITY_MARK = "KILN_SUITE_PRIORITY"
-
-
-def reexecute_under_reference_python():
-    """Replaces this process with the same script under scripts/python-env's Python, once."""
-    python = subprocess.run([os.path.join(REPO, "scripts", "python-env")], check=True, capture_output=True, text=True,
-                            cwd=REPO).stdout.strip().splitlines()[-1]
-    python = python if os.path.isabs(python) else os.path.join(REPO, python)
-    env_dir = os.path.abspath(os.path.dirname(os.path.dirname(python)))
-    if os.path.abspath(sys.prefix) != env_dir:
-        if os.environ.get("KILN_BENCH_PYENV") == env_dir:
-            sys.exit(f"compare_suite: re-executed under {python}, but sys.prefix is {sys.prefix}")
-        os.environ["KILN_BENCH_PYENV"] = env_dir
-        os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
-    os.environ["KILN_BENCH_PYENV"] = env_dir
 
 
 def raise_priority():
@@ -79,7 +68,7 @@ def raise_priority():
 
 
 if __name__ == "__main__":
-    reexecute_under_reference_python()
+    reexecute_under_reference_python(__file__)
     PRIORITY = raise_priority()
 
 import numpy as np  # noqa: E402  (after the re-executions above)
