@@ -2,12 +2,14 @@
 #include "compiler/compile_driver.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <iostream>
 
 #include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
 #include "compiler/backend_common.h"
+#include "compiler/package_writer.h"
 #include "compiler/target_registry.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
@@ -176,6 +178,24 @@ CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
     result.artifact_dir = *options.output_dir;
   }
   return CompiledModel(std::move(g.graph), std::move(artifact), std::move(result));
+}
+
+PackageResult write_package(const ir::Graph& graph, const CompileOptions& options, const PackageOptions& package) {
+  const CodeTarget& target = find_code_target(options.target);
+  StageTimer timer(options);
+  Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer);
+  PackageResult result = target.write_package(*g.code, g.graph, package);
+  timer.done("package");
+  return result;
+}
+
+std::string default_package_name(const std::string& model_path) {
+  std::string stem = fs::path(model_path).stem().string();
+  std::string name;
+  for (char c : stem) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (name.empty()) return "model";
+  if (std::isdigit(static_cast<unsigned char>(name[0]))) name = "m_" + name;
+  return name;
 }
 
 std::vector<CodegenStage> codegen_stages() {

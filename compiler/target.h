@@ -27,7 +27,14 @@
 #include "compiler/compile_options.h"
 #include "runtime/artifact.h"
 
+namespace kiln::ir {
+class Graph;
+}
+
 namespace kiln::compiler {
+
+struct PackageOptions;  // compiler/package_writer.h
+struct PackageResult;
 
 // What a target's emitter made of a scheduled program; each target derives its own with what
 // its build step needs.
@@ -67,6 +74,12 @@ class CodeTarget {
   virtual std::string_view build_stage() const = 0;
   // The files `kiln compile -o DIR` copies (those of them that exist).
   virtual std::vector<std::string> artifact_files() const = 0;
+
+  // Writes a package (compiler/package_writer.h) of `code`, which the emitter made of `graph`
+  // (the simplified graph: its parameters are the package's weights). The default throws: the
+  // target makes no packages.
+  virtual PackageResult write_package(const GeneratedCode& code, const ir::Graph& graph,
+                                      const PackageOptions& options) const;
 
   // The runtime loader.
   virtual std::unique_ptr<Artifact> load(const std::filesystem::path& directory) const = 0;

@@ -3,12 +3,17 @@
 
 #include "compiler/compile_driver.h"
 #include "compiler/eager_executor.h"
+#include "compiler/package_writer.h"
 #include "compiler/targets/cpu_target.h"
 #include "compiler/targets/cuda_target.h"
 #include "ir/interpreter.h"
 #include "runtime/error.h"
 
 namespace kiln::compiler {
+
+PackageResult CodeTarget::write_package(const GeneratedCode&, const ir::Graph&, const PackageOptions&) const {
+  fail("the ", code_stage(), " target writes no packages yet (compile for --target cpu, or without -o)");
+}
 
 namespace {
 

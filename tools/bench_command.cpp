@@ -4,7 +4,8 @@
 // the median latency with its spread (min, p10, p90, max), and for the compiling targets the
 // compile (or cache load) time; where the target measures it (cuda), also the median device
 // time of the steps alone (without the host-device copies). --json prints one JSON object.
-// --backend is the deprecated old name of --target.
+// --backend is the deprecated old name of --target. MODEL may be a package folder (`kiln compile
+// -o DIR`): its own library runs it (compiler/package_runner.h), as an app would.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/model_files.h"
+#include "compiler/package_runner.h"
 #include "compiler/target_registry.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -53,14 +55,29 @@ double percentile(const std::vector<double>& sorted, double p) {
 int run_bench(const BenchOptions& options) {
   check_target(options.target);
   warn_if_used(options.backend);
-  ir::Graph graph = compiler::load_model(options.model);
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
-  std::map<std::string, Tensor> inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
-  compiler::CompileOptions compile_options;
-  compile_options.target = options.target;
-  compile_options.freeze = options.freeze;
+  std::map<std::string, Tensor> inputs;
+  std::unique_ptr<compiler::Executable> model;
+  std::string target = options.target;
   auto compile_start = Clock::now();
-  std::unique_ptr<compiler::Executable> model = compiler::prepare(graph, compile_options);
+  if (compiler::is_package(options.model)) {
+    if (options.target != "cpu" || options.backend->count() > 0 || options.freeze)
+      fail("a package runs as it was compiled: --target and --freeze do not apply");
+    compiler::PackageModel package = compiler::load_package(options.model);
+    std::vector<ModelInput> placeholders;
+    for (const auto& [name, meta] : package.inputs) placeholders.push_back({name, meta});
+    inputs = prepare_inputs(placeholders, parse_input_flags(options.inputs), dims, options.random_seed);
+    model = std::move(package.executable);
+    target = "package (" + package.isa + ")";
+  } else {
+    ir::Graph graph = compiler::load_model(options.model);
+    inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
+    compiler::CompileOptions compile_options;
+    compile_options.target = options.target;
+    compile_options.freeze = options.freeze;
+    compile_start = Clock::now();
+    model = compiler::prepare(graph, compile_options);
+  }
   double compile_ms = milliseconds(Clock::now() - compile_start);
   const compiler::CompileResult* compiled = model->compile_result();
   std::vector<double> device_times;
@@ -81,7 +98,7 @@ int run_bench(const BenchOptions& options) {
   device_times.erase(device_times.begin(), device_times.end() - std::min<ptrdiff_t>(ptrdiff_t(device_times.size()), options.iters));
   std::sort(device_times.begin(), device_times.end());
   if (options.json) {
-    nlohmann::json out = {{"model", options.model},       {"target", options.target},
+    nlohmann::json out = {{"model", options.model},       {"target", target},
                           {"iters", options.iters},       {"median_ms", median},
                           {"min_ms", times.front()},      {"p10_ms", percentile(times, 0.1)},
                           {"p90_ms", percentile(times, 0.9)}, {"max_ms", times.back()},
@@ -92,7 +109,7 @@ int run_bench(const BenchOptions& options) {
   }
   char line[256];
   std::snprintf(line, sizeof line, "%s on %s: median %.4f ms (min %.4f, p10 %.4f, p90 %.4f, max %.4f) over %d runs after %d warm-up",
-                options.model.c_str(), options.target.c_str(), median, times.front(), percentile(times, 0.1),
+                options.model.c_str(), target.c_str(), median, times.front(), percentile(times, 0.1),
                 percentile(times, 0.9), times.back(), options.iters, options.warmup);
   std::cout << line << "\n";
   if (!device_times.empty()) {

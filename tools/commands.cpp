@@ -20,7 +20,8 @@ std::map<CLI::App*, std::function<int()>>& actions() {
 }  // namespace
 
 void add_model_argument(CLI::App& command, std::string& model) {
-  command.add_option("MODEL", model, "Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON)")->required();
+  command.add_option("MODEL", model, "Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON); run and bench "
+                                     "also take a package folder (kiln compile -o)")->required();
 }
 
 CLI::Option* add_target_option(CLI::App& command, std::string& target, const std::string& what) {

@@ -1,9 +1,12 @@
 // `kiln compile MODEL [-o DIR] [--target cpu|cuda] [--isa scalar|avx2|avx512] [--sm N] [--no-cache]
-// [--force] [--freeze] [--train [--loss NAME]]`: compiles a model for a code target of the
-// registry (compiler/target_registry.h; cpu: C++ and the system compiler; cuda: CUDA source and
-// NVRTC, no GPU needed) through the one driver (compiler/compile_driver.h) into the compile
-// cache, printing each stage with its time; -o also writes the artifact into DIR (cpu:
-// module.so, manifest.json, module.cpp; cuda: kernels.cu, launch_plan.json, device.cubin). With
+// [--force] [--freeze] [--train [--loss NAME]] [--name NAME] [--embed-weights]`: compiles a model
+// for a code target of the registry (compiler/target_registry.h; cpu: C++ and the system
+// compiler; cuda: CUDA source and NVRTC, no GPU needed) through the one driver
+// (compiler/compile_driver.h) into the compile cache, printing each stage with its time. With
+// -o on cpu it writes a package into DIR instead (compiler/package_writer.h: NAME.h, the
+// sources, NAME.safetensors, libNAME.so and libNAME.a, built for --isa all by default); with
+// --target cuda or --train, -o writes the artifact (cuda: kernels.cu, launch_plan.json,
+// device.cubin; cpu: module.so, manifest.json, module.cpp). With
 // --train it compiles the model's training step: the joint graph of the loss output (--loss,
 // default the only floating scalar output) against every floating parameter, split by the
 // min-cut partition as `kiln dump --stage forward|backward` shows it
@@ -18,6 +21,7 @@
 
 #include "compiler/compile_driver.h"
 #include "compiler/model_files.h"
+#include "compiler/package_writer.h"
 #include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
 #include "tools/commands.h"
@@ -36,6 +40,8 @@ struct CompileOptions {
   bool freeze = false;
   bool train = false;
   std::string loss;
+  std::string name;
+  bool embed_weights = false;
 };
 
 void print_timing(const std::string& stage, double ms) {
@@ -72,15 +78,43 @@ void compile_training_step(const ir::Graph& graph, const CompileOptions& options
   }
 }
 
+// -o on cpu: a package of the model.
+int write_package(const ir::Graph& graph, const CompileOptions& options, compiler::CompileOptions compile_options) {
+  compiler::PackageOptions package;
+  package.directory = options.out_dir;
+  package.name = options.name.empty() ? compiler::default_package_name(options.model) : options.name;
+  package.source = options.model;
+  package.embed_weights = options.embed_weights;
+  package.overwrite = options.force;
+  if (!options.isa.empty() && options.isa != "all") package.isas = {parse_isa(options.isa)};
+  compile_options.isa.reset();
+  std::cout << "compiling " << options.model << " into package " << package.name << " for cpu\n";
+  double total = 0;
+  compile_options.on_stage = [&](const std::string& stage, double ms) {
+    total += ms;
+    print_timing(stage, ms);
+  };
+  compiler::PackageResult result = compiler::write_package(graph, compile_options, package);
+  print_timing("total", total);
+  std::cout << "package: " << result.directory.string() << " (" << package.name << ".h, lib" << package.name
+            << ".so, lib" << package.name << ".a, " << package.name << ".safetensors of " << result.weights_bytes
+            << " bytes; " << result.kernel_count << (result.kernel_count == 1 ? " kernel" : " kernels") << ")\n";
+  return 0;
+}
+
 int run_compile(const CompileOptions& options) {
   compiler::find_code_target(options.target);  // an unknown target, or one that compiles nothing, fails first
   if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
   if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
+  bool package = !options.out_dir.empty() && options.target == "cpu" && !options.train;
+  if (!package && (!options.name.empty() || options.embed_weights || options.isa == "all"))
+    fail(!options.name.empty() ? "--name" : options.embed_weights ? "--embed-weights" : "--isa all",
+         " applies only to packages: -o DIR with --target cpu, without --train");
   if (options.sm != 0 && options.target != "cuda") fail("--sm applies only to --target cuda (not --target ", options.target, ")");
   ir::Graph graph = compiler::load_model(options.model);
   compiler::CompileOptions compile_options;
   compile_options.target = options.target;
-  if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
+  if (!options.isa.empty() && options.isa != "all") compile_options.isa = parse_isa(options.isa);
   if (options.sm != 0) compile_options.sm = options.sm;
   compile_options.use_cache = !options.no_cache;
   compile_options.freeze = options.freeze;
@@ -90,6 +124,7 @@ int run_compile(const CompileOptions& options) {
     compile_training_step(graph, options, compile_options);
     return 0;
   }
+  if (package) return write_package(graph, options, compile_options);
   std::cout << "compiling " << options.model << " for " << options.target << "\n";
   compile_and_report(graph, compile_options);
   return 0;
@@ -100,10 +135,18 @@ void add_compile_command(CLI::App& app) {
   auto options = std::make_shared<CompileOptions>();
   CLI::App* compile = app.add_subcommand("compile", "Compile a model for a target: fused C++ and a shared object, or CUDA and a cubin.");
   add_model_argument(*compile, options->model);
-  compile->add_option("--out,-o", options->out_dir, "Also write the artifact and its generated source into DIR");
+  compile->add_option("--out,-o", options->out_dir,
+                      "Write a package into DIR (cpu: NAME.h, sources, weights, libNAME.so/.a that build without Kiln); "
+                      "with --target cuda or --train, the artifact and its generated source");
   add_target_option(*compile, options->target, "What to compile for (the targets that generate code):")->capture_default_str();
-  compile->add_option("--isa", options->isa, "--target cpu: instruction set, scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best)")
-      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  compile->add_option("--isa", options->isa,
+                      "--target cpu: instruction set, scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best); "
+                      "packages: all (the default: each set, chosen at run time) or one of them")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512", "all"}));
+  compile->add_option("--name", options->name,
+                      "Packages: the name every symbol, file and class of the package starts with (default: the model file's stem)");
+  compile->add_flag("--embed-weights", options->embed_weights,
+                    "Packages: also compile the weights into the libraries (NAME_create(NULL) uses them)");
   compile->add_option("--sm", options->sm, "--target cuda: architecture, e.g. 90 for sm_90 (default: the GPU's, else 80)")
       ->check(CLI::Range(30, 200));
   compile->add_flag("--no-cache", options->no_cache, "Build without reading or writing the compile cache");

@@ -21,9 +21,9 @@ std::pair<std::string, std::string> split_assignment(const std::string& flag, co
   return {flag.substr(0, equals), flag.substr(equals + 1)};
 }
 
-std::string joined_names(const std::vector<ir::Node*>& placeholders) {
+std::string joined_names(const std::vector<ModelInput>& placeholders) {
   std::string text;
-  for (ir::Node* node : placeholders) text += (text.empty() ? "" : ", ") + node->target();
+  for (const ModelInput& input : placeholders) text += (text.empty() ? "" : ", ") + input.name;
   return text.empty() ? "none" : text;
 }
 
@@ -83,17 +83,25 @@ std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,
                                              const std::map<std::string, std::string>& files,
                                              const std::map<std::string, int64_t>& dims,
                                              std::optional<uint64_t> seed) {
-  std::vector<ir::Node*> placeholders = graph.placeholders();
+  std::vector<ModelInput> placeholders;
+  for (ir::Node* node : graph.placeholders()) placeholders.push_back({node->target(), node->value()});
+  return prepare_inputs(placeholders, files, dims, seed);
+}
+
+std::map<std::string, Tensor> prepare_inputs(const std::vector<ModelInput>& placeholders,
+                                             const std::map<std::string, std::string>& files,
+                                             const std::map<std::string, int64_t>& dims,
+                                             std::optional<uint64_t> seed) {
   for (const auto& [name, path] : files) {
     bool known = false;
-    for (ir::Node* node : placeholders) known |= node->target() == name;
+    for (const ModelInput& input : placeholders) known |= input.name == name;
     if (!known) fail("--input ", name, ": the model has no input named '", name, "' (its inputs: ", joined_names(placeholders), ")");
   }
   std::map<std::string, Tensor> inputs;
   std::mt19937_64 generator(seed.value_or(0));
-  for (ir::Node* node : placeholders) {
-    const ir::TensorMeta& meta = node->value();
-    auto file = files.find(node->target());
+  for (const ModelInput& input : placeholders) {
+    const ir::TensorMeta& meta = input.meta;
+    auto file = files.find(input.name);
     if (file != files.end()) {
       Tensor tensor = read_npy(file->second);
       // A --dim must agree with what a given input says about its symbol.
@@ -102,21 +110,21 @@ std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,
         std::string symbol = meta.shape[d].to_string();
         auto bound = dims.find(symbol);
         if (bound != dims.end() && bound->second != tensor.size(int64_t(d)))
-          fail("--dim ", symbol, "=", bound->second, " contradicts input '", node->target(), "' (", file->second,
+          fail("--dim ", symbol, "=", bound->second, " contradicts input '", input.name, "' (", file->second,
                "), whose dim ", d, " is ", tensor.size(int64_t(d)));
       }
-      inputs.emplace(node->target(), std::move(tensor));
+      inputs.emplace(input.name, std::move(tensor));
       continue;
     }
     if (!seed)
-      fail("missing input '", node->target(), "' (", meta.type_string(), "): pass --input ", node->target(),
+      fail("missing input '", input.name, "' (", meta.type_string(), "): pass --input ", input.name,
            "=FILE.npy or --random-inputs SEED");
     for (const ir::SymInt& dim : meta.shape)
       for (const std::string& symbol : dim.free_symbols())
         if (!dims.count(symbol))
-          fail("input '", node->target(), "' has symbolic size ", symbol, " (", meta.type_string(),
+          fail("input '", input.name, "' has symbolic size ", symbol, " (", meta.type_string(),
                "): pass --dim ", symbol, "=N to make random inputs");
-    inputs.emplace(node->target(), random_tensor(meta, meta.evaluate_shape(dims), generator));
+    inputs.emplace(input.name, random_tensor(meta, meta.evaluate_shape(dims), generator));
   }
   return inputs;
 }

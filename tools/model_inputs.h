@@ -25,10 +25,20 @@ std::map<std::string, int64_t> parse_dim_flags(const std::vector<std::string>& f
 // loaded as it is.
 ir::Graph load_model_for_run(const std::string& path, std::map<std::string, std::string>& files);
 
+// An input of a model: its name and type (a placeholder of a graph, or an input of a package).
+struct ModelInput {
+  std::string name;
+  ir::TensorMeta meta;
+};
+
 // One tensor per placeholder: read from its file, or random (from `seed`) with symbolic
 // sizes taken from `dims`. Errors: unknown input name, missing input, unbound symbol, a
 // --dim that contradicts a given input.
 std::map<std::string, Tensor> prepare_inputs(const ir::Graph& graph,
+                                             const std::map<std::string, std::string>& files,
+                                             const std::map<std::string, int64_t>& dims,
+                                             std::optional<uint64_t> seed);
+std::map<std::string, Tensor> prepare_inputs(const std::vector<ModelInput>& placeholders,
                                              const std::map<std::string, std::string>& files,
                                              const std::map<std::string, int64_t>& dims,
                                              std::optional<uint64_t> seed);

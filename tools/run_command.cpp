@@ -8,7 +8,9 @@
 // rel error of each output and exits 1 when any element is off by more than atol + rtol *
 // |expected| (ints and bools: exactly). --backend is the deprecated old name of --target. An
 // ONNX model's shape-deciding inputs given with --input (Reshape's shape, ...) are taken as the
-// values to specialize the model on (tools/model_inputs.h: load_model_for_run).
+// values to specialize the model on (tools/model_inputs.h: load_model_for_run). MODEL may be a
+// package folder (`kiln compile -o DIR`): it runs through the package's own library
+// (compiler/package_runner.h), on its inputs' names and types.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/model_files.h"
+#include "compiler/package_runner.h"
 #include "compiler/target_registry.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
@@ -97,7 +100,40 @@ std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string
   return compiler::prepare(graph, compile_options)->run(inputs, options.threads);
 }
 
+// Prints each output's summary and writes DIR/NAME.npy files for --out.
+void report_outputs(const std::vector<Tensor>& outputs, const std::vector<std::string>& names, const RunOptions& options) {
+  if (!options.out_dir.empty()) std::filesystem::create_directories(options.out_dir);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::cout << summarize_tensor(names[i], outputs[i], options.show) << "\n";
+    if (!options.out_dir.empty()) {
+      std::filesystem::path path = std::filesystem::path(options.out_dir) / (names[i] + ".npy");
+      write_npy(path.string(), outputs[i]);
+    }
+  }
+  if (!options.out_dir.empty())
+    std::cout << "wrote " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << " to "
+              << options.out_dir << "\n";
+}
+
+// MODEL is a package folder: its own library runs it.
+int run_package(const RunOptions& options) {
+  if (options.target != "interp" || options.backend->count() > 0 || options.freeze || !options.isa.empty())
+    fail("a package runs as it was compiled: --target, --freeze and --isa do not apply (set $KILN_ISA to force an instruction set)");
+  if (options.check)
+    fail("--check needs the model's graph, which a package does not carry: run `kiln run MODEL --check`, or compare "
+         "this run's --out files with the interpreter's");
+  if (options.sample_inputs) fail("--sample-inputs applies to .pt2 archives, not to packages");
+  compiler::PackageModel package = compiler::load_package(options.model);
+  std::vector<ModelInput> placeholders;
+  for (const auto& [name, meta] : package.inputs) placeholders.push_back({name, meta});
+  std::map<std::string, Tensor> inputs =
+      prepare_inputs(placeholders, parse_input_flags(options.inputs), parse_dim_flags(options.dims), options.random_seed);
+  report_outputs(package.executable->run(inputs, options.threads), package.output_names, options);
+  return 0;
+}
+
 int run_run(const RunOptions& options) {
+  if (compiler::is_package(options.model)) return run_package(options);
   check_target(options.target);
   warn_if_used(options.backend);
   if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
@@ -111,18 +147,7 @@ int run_run(const RunOptions& options) {
 
   std::vector<Tensor> outputs = run_model(graph, inputs, options);
   std::vector<std::string> names = graph.output_names();
-
-  if (!options.out_dir.empty()) std::filesystem::create_directories(options.out_dir);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::cout << summarize_tensor(names[i], outputs[i], options.show) << "\n";
-    if (!options.out_dir.empty()) {
-      std::filesystem::path path = std::filesystem::path(options.out_dir) / (names[i] + ".npy");
-      write_npy(path.string(), outputs[i]);
-    }
-  }
-  if (!options.out_dir.empty())
-    std::cout << "wrote " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s") << " to "
-              << options.out_dir << "\n";
+  report_outputs(outputs, names, options);
   if (options.check) {
     compiler::CompileOptions interpreter;
     interpreter.target = "interp";

@@ -2,15 +2,11 @@
 // compiler/targets/cpu_target.h.
 #include "compiler/targets/cpu_target.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
 #include <fstream>
 
 #include "codegen/cpp/cpp_emitter.h"
+#include "compiler/targets/cpu_package.h"
+#include "compiler/targets/cpu_toolchain.h"
 #include "runtime/checksum.h"
 #include "runtime/cpu/artifact_manifest.h"
 #include "runtime/cpu/cpu_artifact.h"
@@ -18,14 +14,6 @@
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
-#endif
-#ifndef KILN_BLAS_LIBRARY
-#define KILN_BLAS_LIBRARY ""
-#endif
-// oneDNN, which modules with convolutions link (compiler/CMakeLists.txt; "" when not found:
-// convolutions then lower to im2col + GEMM).
-#ifndef KILN_DNNL_LIBRARY
-#define KILN_DNNL_LIBRARY ""
 #endif
 
 namespace kiln::compiler {
@@ -35,73 +23,30 @@ namespace {
 struct CpuCode final : GeneratedCode {
   codegen::CppModule module;
   ArtifactManifest manifest;  // all but the build's own fields (isa, key, version)
+  std::vector<codegen::PackageTensor> inputs, outputs;  // with their shapes, for packages
 };
 
-std::string compiler_command() {
-  const char* cxx = std::getenv("CXX");
-  return cxx != nullptr && *cxx != '\0' ? cxx : "c++";
-}
-
-std::vector<std::string> compile_flags(Isa isa) {
-  std::vector<std::string> flags = {"-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-fno-math-errno",
-                                    "-fno-trapping-math", "-fno-semantic-interposition"};
-  for (const std::string& flag : isa_compiler_flags(isa)) flags.push_back(flag);
-  return flags;
-}
-
-// Runs argv in `directory` with stdout and stderr to `log`; returns the exit status (127 when
-// the program could not be started).
-int run_process(const std::vector<std::string>& argv, const std::filesystem::path& directory,
-                const std::filesystem::path& log) {
-  pid_t pid = fork();
-  if (pid < 0) fail("cannot start the C++ compiler: fork failed");
-  if (pid == 0) {
-    if (chdir(directory.c_str()) != 0) _exit(126);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
+// The program's inputs or outputs with their shapes as text ("s0", "784", "s0*4").
+std::vector<codegen::PackageTensor> shaped(const codegen::LoopProgram& p, const std::vector<int>& ids) {
+  std::vector<codegen::PackageTensor> tensors;
+  for (int id : ids) {
+    codegen::PackageTensor t{p.buffer(id).source, p.buffer(id).dtype, {}};
+    for (const ir::SymInt& d : p.buffer(id).shape) t.shape.push_back(d.to_string());
+    tensors.push_back(std::move(t));
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail("cannot wait for the C++ compiler");
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-std::string read_head(const std::filesystem::path& file, size_t max_lines) {
-  std::ifstream in(file);
-  std::string line, out;
-  for (size_t i = 0; i < max_lines && std::getline(in, line); ++i) out += line + "\n";
-  return out;
+  return tensors;
 }
 
 void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module) {
-  std::vector<std::string> argv = {compiler_command()};
-  for (const std::string& flag : compile_flags(isa)) argv.push_back(flag);
-  argv.insert(argv.end(), {"module.cpp", "-o", "module.so"});
+  std::vector<std::string> argv = {cxx_command()};
+  for (const std::string& flag : generated_code_flags(isa)) argv.push_back(flag);
+  argv.insert(argv.end(), {"-shared", "module.cpp", "-o", "module.so"});
   if (module.uses_blas) {
-    std::string blas = KILN_BLAS_LIBRARY;
-    if (blas.empty()) fail("the model has matrix products, and Kiln was built without a BLAS library (install libopenblas-dev and rebuild)");
-    argv.push_back(blas);
+    if (blas_library().empty()) fail("the model has matrix products, and Kiln was built without a BLAS library (install libopenblas-dev and rebuild)");
+    argv.push_back(blas_library());
   }
-  if (module.uses_dnnl) argv.push_back(KILN_DNNL_LIBRARY);  // lowering makes no convolution call without it
-  int status = run_process(argv, dir, dir / "compile.log");
-  if (status == 127) {
-    fail("the C++ compiler '", compiler_command(), "' was not found: install g++ or set $CXX to a C++ compiler");
-  }
-  if (status != 0) {
-    fail("the C++ compiler '", compiler_command(), "' failed (exit ", status, ") on the generated code in ",
-         (dir / "module.cpp").string(), ":\n", read_head(dir / "compile.log", 20));
-  }
+  if (module.uses_dnnl) argv.push_back(dnnl_library());  // lowering makes no convolution call without it
+  run_build_step(argv, dir, dir / "compile.log", "the generated code in " + (dir / "module.cpp").string());
 }
 
 // The manifest's graph-facing fields: inputs, outputs, parameters, symbols, fallbacks.
@@ -136,7 +81,7 @@ class CpuTarget final : public CodeTarget {
 
   codegen::LoweringOptions lowering_options() const override {
     codegen::LoweringOptions options;
-    options.library_convolution = !std::string_view(KILN_DNNL_LIBRARY).empty();
+    options.library_convolution = !dnnl_library().empty();
     return options;
   }
 
@@ -151,6 +96,8 @@ class CpuTarget final : public CodeTarget {
     code->source = code->module.source;
     code->kernel_count = scheduled.kernels.size();
     code->manifest = manifest_of(scheduled, code->module);
+    code->inputs = shaped(scheduled.program, scheduled.program.inputs);
+    code->outputs = shaped(scheduled.program, scheduled.program.outputs);
     return code;
   }
 
@@ -160,9 +107,9 @@ class CpuTarget final : public CodeTarget {
   std::string cache_key(const GeneratedCode& code, const CompileOptions& options) const override {
     Isa isa = resolve_isa(options.isa);
     std::string content = "kiln " KILN_VERSION "\nabi " + std::to_string(kKilnAbiVersion) + "\nisa " +
-                          std::string(isa_name(isa)) + "\ncxx " + compiler_command() + "\nfuse " +
-                          (options.fuse ? "1" : "0") + "\nblas " KILN_BLAS_LIBRARY "\ndnnl " KILN_DNNL_LIBRARY "\n";
-    for (const std::string& flag : compile_flags(isa)) content += flag + " ";
+                          std::string(isa_name(isa)) + "\ncxx " + cxx_command() + "\nfuse " +
+                          (options.fuse ? "1" : "0") + "\nblas " + blas_library() + "\ndnnl " + dnnl_library() + "\n";
+    for (const std::string& flag : generated_code_flags(isa)) content += flag + " ";
     content += "\n" + code.source;
     Checksum64 a(0), b(0x9E3779B97F4A7C15ULL);
     a.update(content.data(), content.size());
@@ -184,6 +131,14 @@ class CpuTarget final : public CodeTarget {
   }
   std::string_view build_stage() const override { return "c++ compile"; }
   std::vector<std::string> artifact_files() const override { return {"module.so", kArtifactManifestFile, "module.cpp"}; }
+
+  PackageResult write_package(const GeneratedCode& generated, const ir::Graph& graph,
+                              const PackageOptions& options) const override {
+    const CpuCode& code = static_cast<const CpuCode&>(generated);
+    CpuPackageCode package{&code.module, code.inputs, code.outputs, code.manifest.parameters, code.manifest.symbols,
+                           code.kernel_count};
+    return write_cpu_package(package, graph, options);
+  }
 
   std::unique_ptr<Artifact> load(const std::filesystem::path& directory) const override {
     return std::make_unique<CpuArtifact>(CpuArtifact::load(directory));

@@ -1,0 +1,249 @@
+// The source files of a package. See codegen/package/package_sources.h.
+#include "codegen/package/package_sources.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "codegen/cpp/prelude.h"
+#include "codegen/package/package_texts.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// The compiled-artifact ABI block of the cpu prelude (the types NAME.cpp passes the kernels).
+std::string artifact_abi_text() {
+  std::string_view prelude = cpp_prelude();
+  size_t begin = prelude.find("// ---------------------------------------------------------------- compiled-artifact ABI");
+  size_t end = prelude.find("#define KILN_INLINE");
+  KILN_CHECK(begin != std::string_view::npos && end != std::string_view::npos && begin < end,
+             "the cpu prelude's ABI block was not found");
+  return std::string(prelude.substr(begin, end - begin));
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string upper(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string shape_text(const PackageTensor& tensor) {
+  std::string text = "[";
+  for (size_t i = 0; i < tensor.shape.size(); ++i) text += (i ? ", " : "") + tensor.shape[i];
+  return text + "]";
+}
+
+std::string tensor_table(const std::string& name, const std::vector<PackageTensor>& tensors) {
+  std::string text = "const KilnTensorInfo " + name + "[] = {\n";
+  for (const PackageTensor& t : tensors) {
+    text += "    {" + quoted(t.name) + ", " + std::to_string(int(t.dtype)) + ", " + std::to_string(t.shape.size()) + ", " +
+            quoted(shape_text(t)) + "},\n";
+  }
+  return text + "    {nullptr, 0, 0, nullptr},  // (no array is empty)\n};\n";
+}
+
+// Entry points of the kernels built for `isa`: NAME_<isa>_kiln_run, ...
+const char* const kEntryPoints[] = {"kiln_abi_version", "kiln_bind", "kiln_output_sizes", "kiln_workspace_bytes", "kiln_run"};
+
+std::string entry(const PackageSpec& spec, Isa isa, const std::string& point) {
+  return spec.name + "_" + std::string(isa_name(isa)) + "_" + point;
+}
+
+std::string isa_tables(const PackageSpec& spec) {
+  std::string text;
+  for (Isa isa : spec.isas) {
+    text += "bool supports_" + std::string(isa_name(isa)) + "() {\n  return true";
+    for (const std::string& flag : isa_compiler_flags(isa)) {
+      // -mavx2 -> "avx2"; flags with a value (-mprefer-vector-width=512) are no CPU feature.
+      if (flag.rfind("-m", 0) == 0 && flag.find('=') == std::string::npos)
+        text += " && __builtin_cpu_supports(" + quoted(flag.substr(2)) + ")";
+    }
+    text += ";\n}\n";
+  }
+  text += "const Entries kIsas[] = {\n";
+  for (Isa isa : spec.isas) {
+    std::string n(isa_name(isa));
+    text += "    {" + quoted(n) + ", supports_" + n + ", " + entry(spec, isa, "kiln_bind") + ", " +
+            entry(spec, isa, "kiln_output_sizes") + ", " + entry(spec, isa, "kiln_workspace_bytes") + ", " +
+            entry(spec, isa, "kiln_run") + "},\n";
+  }
+  return text + "};\n";
+}
+
+std::string tables(const PackageSpec& spec) {
+  std::string text = isa_tables(spec) + "\n";
+  text += tensor_table("kInputs", spec.inputs) + tensor_table("kOutputs", spec.outputs);
+  text += "const Parameter kParameters[] = {\n";
+  for (const PackageParameter& p : spec.parameters)
+    text += "    {" + quoted(p.name) + ", " + std::to_string(p.offset) + ", " + std::to_string(p.bytes) + "},\n";
+  text += "    {nullptr, 0, 0},  // (no array is empty)\n};\n";
+  text += "const int64_t kNumInputs = " + std::to_string(spec.inputs.size()) + ";\n";
+  text += "const int64_t kNumOutputs = " + std::to_string(spec.outputs.size()) + ";\n";
+  text += "const int64_t kNumParameters = " + std::to_string(spec.parameters.size()) + ";\n";
+  text += "const int64_t kNumSymbols = " + std::to_string(spec.symbol_count) + ";\n";
+  text += "const uint64_t kWeightsBytes = " + std::to_string(spec.weights_bytes) + "ULL;\n";
+  text += "const uint64_t kWeightsChecksum = " + std::to_string(spec.weights_checksum) + "ULL;";
+  return text;
+}
+
+std::string entry_declarations(const PackageSpec& spec) {
+  std::string text;
+  for (Isa isa : spec.isas) {
+    text += "int32_t " + entry(spec, isa, "kiln_bind") +
+            "(const KilnTensorDesc* inputs, int64_t num_inputs, int64_t* symbols, char* error, int64_t capacity);\n";
+    text += "void " + entry(spec, isa, "kiln_output_sizes") + "(const int64_t* symbols, int64_t* sizes);\n";
+    text += "int64_t " + entry(spec, isa, "kiln_workspace_bytes") + "(const int64_t* symbols);\n";
+    text += "int32_t " + entry(spec, isa, "kiln_run") + "(const KilnRunArgs* args);\n";
+  }
+  return text;
+}
+
+std::string embedded_weights(const PackageSpec& spec) {
+  if (!spec.embed_weights) return "static const unsigned char* const kEmbeddedWeights = nullptr;";
+  std::string symbol = spec.name + "_embedded_weights";
+  // The assembler finds the file through the -Wa,-I folder the build passes (the package's).
+  return "// The weights file, in the library (--embed-weights).\n"
+         "extern \"C\" const unsigned char " + symbol + "[];\n"
+         "__asm__(\".section .rodata\\n.balign 64\\n.globl " + symbol + "\\n.hidden " + symbol + "\\n" + symbol +
+         ":\\n.incbin \\\"" + spec.name + ".safetensors\\\"\\n.previous\\n\");\n"
+         "static const unsigned char* const kEmbeddedWeights = " + symbol + ";";
+}
+
+std::string describe(const PackageSpec& spec) {
+  std::string text = "Inputs:";
+  for (const PackageTensor& t : spec.inputs) text += " " + t.name + " " + std::string(dtype_name(t.dtype)) + shape_text(t) + ";";
+  text += "\n// Outputs:";
+  for (const PackageTensor& t : spec.outputs) text += " " + t.name + " " + std::string(dtype_name(t.dtype)) + shape_text(t) + ";";
+  text += "\n// Instruction sets:";
+  for (Isa isa : spec.isas) text += " " + std::string(isa_name(isa));
+  text += spec.embed_weights ? ". Weights: in the library, and in " + spec.name + ".safetensors."
+                             : ". Weights: " + spec.name + ".safetensors (" + std::to_string(spec.weights_bytes) + " bytes).";
+  return text;
+}
+
+std::string cmake_file(const PackageSpec& spec) {
+  const std::string& n = spec.name;
+  std::string text =
+      "# " + n + ": a model compiled by Kiln " + spec.kiln_version + " from " + spec.source +
+      ". Generated: do not edit.\n"
+      "# add_subdirectory(<this folder>) gives the static library target " + n +
+      " (include " + n + ".h); nothing of Kiln is needed.\n"
+      "cmake_minimum_required(VERSION 3.16)\n"
+      "project(" + n + " LANGUAGES CXX)\n"
+      "find_package(OpenMP REQUIRED)\n"
+      "add_library(" + n + " STATIC " + n + ".cpp";
+  for (Isa isa : spec.isas) text += " " + n + "_" + std::string(isa_name(isa)) + ".cpp";
+  text += ")\n";
+  for (Isa isa : spec.isas) {
+    std::string flags;
+    for (const std::string& flag : isa_compiler_flags(isa)) flags += (flags.empty() ? "" : ";") + flag;
+    if (!flags.empty())
+      text += "set_source_files_properties(" + n + "_" + std::string(isa_name(isa)) + ".cpp PROPERTIES COMPILE_OPTIONS \"" +
+              flags + "\")\n";
+  }
+  text += "target_compile_features(" + n + " PRIVATE cxx_std_17)\n"
+          "target_compile_options(" + n + " PRIVATE -O3 -fno-math-errno -fno-trapping-math -fvisibility=hidden)\n"
+          "target_include_directories(" + n + " PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
+          "target_link_libraries(" + n + " PUBLIC OpenMP::OpenMP_CXX)\n"
+          "set_target_properties(" + n + " PROPERTIES POSITION_INDEPENDENT_CODE ON)\n";
+  if (spec.embed_weights) {
+    text += "target_compile_options(" + n + " PRIVATE \"-Wa,-I${CMAKE_CURRENT_SOURCE_DIR}\")\n"
+            "set_property(SOURCE " + n + ".cpp APPEND PROPERTY OBJECT_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/" + n +
+            ".safetensors)\n";
+  }
+  if (spec.uses_blas) {
+    text += "# The kernels call CBLAS (cblas_sgemm): the BLAS Kiln used when it exists here, else CMake's FindBLAS.\n"
+            "set(" + n + "_BLAS_LIBRARY \"" + spec.blas_library + "\" CACHE FILEPATH \"The CBLAS library " + n + " links\")\n"
+            "if(EXISTS \"${" + n + "_BLAS_LIBRARY}\")\n"
+            "  target_link_libraries(" + n + " PUBLIC \"${" + n + "_BLAS_LIBRARY}\")\n"
+            "else()\n"
+            "  find_package(BLAS REQUIRED)\n"
+            "  target_link_libraries(" + n + " PUBLIC BLAS::BLAS)\n"
+            "endif()\n";
+  }
+  if (spec.uses_dnnl) {
+    text += "# The convolutions run through oneDNN (libdnnl-dev).\n"
+            "find_library(" + n + "_DNNL_LIBRARY dnnl REQUIRED)\n"
+            "target_link_libraries(" + n + " PUBLIC \"${" + n + "_DNNL_LIBRARY}\")\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+void check_package_name(const std::string& name) {
+  bool identifier = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name) identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!identifier)
+    fail("package name '", name, "' is not a C identifier (letters, digits and '_', not starting with a digit); ",
+         "every symbol of the package starts with it (pass --name)");
+  static const std::set<std::string> reserved = {"kiln", "main", "std", "Kiln", "int", "float", "double", "char", "void",
+                                                 "class", "struct", "namespace", "new", "delete", "template"};
+  if (reserved.count(name) != 0) fail("package name '", name, "' is reserved (pass another --name)");
+  if (name.size() > 64) fail("package name '", name, "' is longer than 64 characters (pass a shorter --name)");
+}
+
+std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source) {
+  check_package_name(spec.name);
+  KILN_CHECK(!spec.isas.empty(), "a package needs at least one instruction set");
+  std::map<std::string, std::string> files;
+  const std::string& n = spec.name;
+  std::string version = std::to_string(1);
+  auto fill = [&](std::string text) {
+    text = replace_all(std::move(text), "@ABI_TYPES@", std::string(package_abi_text()));
+    text = replace_all(std::move(text), "@ABI@", artifact_abi_text());
+    text = replace_all(std::move(text), "@TABLES@", tables(spec));
+    text = replace_all(std::move(text), "@ENTRY_DECLARATIONS@", entry_declarations(spec));
+    text = replace_all(std::move(text), "@EMBEDDED@", embedded_weights(spec));
+    text = replace_all(std::move(text), "@DOC@", describe(spec));
+    text = replace_all(std::move(text), "@NUM_INPUTS@", std::to_string(spec.inputs.size()));
+    text = replace_all(std::move(text), "@NUM_OUTPUTS@", std::to_string(spec.outputs.size()));
+    text = replace_all(std::move(text), "@LINK_NOTE@",
+                       std::string(" (with -fopenmp") + (spec.uses_blas ? ", a CBLAS" : "") +
+                           (spec.uses_dnnl ? ", oneDNN (-ldnnl)" : "") + ")");
+    text = replace_all(std::move(text), "@PACKAGE_ABI@", version);
+    text = replace_all(std::move(text), "@KILN_VERSION@", spec.kiln_version);
+    text = replace_all(std::move(text), "@SOURCE@", spec.source);
+    text = replace_all(std::move(text), "@NAME_UPPER@", upper(n));
+    return replace_all(std::move(text), "@NAME@", n);
+  };
+  files[n + ".h"] = fill(std::string(package_header_text()));
+  files[n + ".cpp"] = fill(std::string(package_wrapper_text()));
+  files[n + "_kernels.inc"] = module_source;
+  for (Isa isa : spec.isas) {
+    std::string text = "// " + n + "_" + std::string(isa_name(isa)) + ".cpp: the kernels of " + n +
+                       " built for the " + std::string(isa_name(isa)) + " instruction set";
+    std::string flags;
+    for (const std::string& flag : isa_compiler_flags(isa)) flags += " " + flag;
+    text += flags.empty() ? " (no flags)" : " (" + flags.substr(1) + ")";
+    text += ", their entry points renamed. Generated: do not edit.\n";
+    for (const char* point : kEntryPoints) text += "#define " + std::string(point) + " " + entry(spec, isa, point) + "\n";
+    text += "#include \"" + n + "_kernels.inc\"\n";
+    files[n + "_" + std::string(isa_name(isa)) + ".cpp"] = text;
+  }
+  files["CMakeLists.txt"] = cmake_file(spec);
+  return files;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,61 @@
+// The source files of a package (`kiln compile MODEL -o DIR`; compiler/package_writer.h writes
+// and builds them): from the C++ module the cpu emitter printed (codegen/cpp/cpp_emitter.h) and
+// a description of the model, the texts of
+//   NAME.h            the C API and a C++ class over it (codegen/package/kiln_package_header.h);
+//   NAME.cpp          the API's implementation: weights, ISA choice, checks, buffers
+//                     (codegen/package/kiln_package_wrapper.inc, filled with the model's tables);
+//   NAME_kernels.inc  the module's source, unchanged;
+//   NAME_<isa>.cpp    one per instruction set: the module with its entry points renamed
+//                     (NAME_<isa>_kiln_run, ...), so that the sets, and several packages,
+//                     link into one program;
+//   CMakeLists.txt    `add_subdirectory(DIR)` gives the static library target NAME.
+// Everything but the C API has internal linkage or a NAME_ prefix.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu_features.h"
+#include "runtime/dtype.h"
+
+namespace kiln::codegen {
+
+struct PackageTensor {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::string> shape;  // each dim as text: "784" or a symbol "s0"
+};
+
+struct PackageParameter {
+  std::string name;
+  int64_t offset = 0;  // bytes from the start of the weights file
+  int64_t bytes = 0;
+};
+
+struct PackageSpec {
+  std::string name;            // a C identifier: every exported symbol starts with it
+  std::string source;          // the model file, for the header's first line
+  std::string kiln_version;
+  std::string description;     // the header's summary of inputs and outputs (filled by package_files)
+  std::vector<PackageTensor> inputs;
+  std::vector<PackageTensor> outputs;
+  std::vector<PackageParameter> parameters;  // in the order the kernels take them
+  int64_t symbol_count = 0;
+  uint64_t weights_bytes = 0;
+  uint64_t weights_checksum = 0;  // XXH64 (runtime/checksum.h) of the whole weights file
+  std::vector<Isa> isas;          // best first
+  bool embed_weights = false;     // NAME.cpp .incbin's NAME.safetensors
+  bool uses_blas = false;
+  bool uses_dnnl = false;
+  std::string blas_library;       // the BLAS Kiln links, the CMake file's default
+};
+
+// Throws kiln::Error when `name` is not a C identifier (or is one the package reserves).
+void check_package_name(const std::string& name);
+
+// File name -> text, for every source file of the package.
+std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source);
+
+}  // namespace kiln::codegen

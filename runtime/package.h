@@ -1,0 +1,97 @@
+// Packages (`kiln compile MODEL -o DIR`, compiler/package_writer.h) from Kiln's side: the
+// manifest.json that describes one, and a loader that runs one through its own C API (dlopen of
+// DIR/libNAME.so; NAME_create, NAME_run, ... of DIR/NAME.h), so that `kiln run DIR` and
+// `kiln bench DIR` run exactly what an app links.
+//
+// manifest.json (JSON; fields required unless said):
+//   {"format": "kiln-package", "abi": 1, "name": "mlp", "kiln_version": "0.1.0", "source": "mlp.kiln",
+//    "isas": ["avx512", "avx2", "scalar"],
+//    "inputs": [{"name": "x", "dtype": "f32", "shape": ["s0", "784"]}], "outputs": [...],
+//    "symbols": ["s0"],
+//    "parameters": [{"name": "fc1.weight", "dtype": "f32", "shape": [128, 784], "offset": 64, "bytes": 401408}],
+//    "weights": {"file": "mlp.safetensors", "bytes": 401472, "xxh64": "<16 hex digits>"},
+//    "embedded_weights": false, "header": "mlp.h",
+//    "libraries": {"shared": "libmlp.so", "static": "libmlp.a"}, "requires": ["openmp", "blas"]}
+// - abi: KILN_PACKAGE_ABI (runtime/package_abi.h) of the package's C API;
+// - shapes: each dim as text, an integer or a shape symbol (outputs may hold expressions of them);
+// - parameters: in the kernels' order; offset and bytes locate each in the weights file;
+// - requires: what the libraries link beyond libc and libstdc++ ("openmp", "blas", "onednn").
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
+
+namespace kiln {
+
+struct PackageTensorSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::string> shape;
+};
+
+struct PackageParameterSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+struct PackageManifest {
+  int64_t abi = 1;
+  std::string name;
+  std::string kiln_version;
+  std::string source;
+  std::vector<std::string> isas;
+  std::vector<PackageTensorSpec> inputs;
+  std::vector<PackageTensorSpec> outputs;
+  std::vector<std::string> symbols;
+  std::vector<PackageParameterSpec> parameters;
+  std::string weights_file;
+  int64_t weights_bytes = 0;
+  std::string weights_xxh64;
+  bool embedded_weights = false;
+  std::string header;
+  std::string shared_library;
+  std::string static_library;
+  std::vector<std::string> requires_;
+};
+
+inline constexpr const char* kPackageFormat = "kiln-package";
+inline constexpr const char* kPackageManifestFile = "manifest.json";
+
+std::string package_manifest_to_json(const PackageManifest& manifest);  // indented, ends in "\n"
+// Throws kiln::Error naming the file and the field at fault.
+PackageManifest read_package_manifest(const std::filesystem::path& file);
+// Whether `path` is a folder whose manifest.json says it is a package (not an artifact).
+bool is_package_directory(const std::filesystem::path& path);
+
+// A loaded package, created with its weights file (the manifest's, in the package folder,
+// unless `weights` names another) through its C API.
+class Package {
+ public:
+  static Package load(const std::filesystem::path& directory, const std::filesystem::path& weights = {});
+  ~Package();
+  Package(Package&&) noexcept;
+  Package& operator=(Package&&) noexcept;
+
+  const PackageManifest& manifest() const;
+  std::string isa() const;  // what the package chose for this CPU
+  // Inputs in the manifest's order; outputs copied out of the package's buffers. Throws
+  // kiln::Error with the package's own message when it refuses the inputs or fails.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, int num_threads = 0);
+
+  struct State;  // runtime/package.cpp
+
+ private:
+  explicit Package(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kiln
