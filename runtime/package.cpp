@@ -184,8 +184,10 @@ Package Package::load(const std::filesystem::path& directory, const std::filesys
   int32_t abi = state->library.function<int32_t (*)(void)>(n + "_abi_version")();
   if (abi != KILN_PACKAGE_ABI)
     fail(where, ": its library implements package ABI ", abi, ", its manifest says ", m.abi, " (a library of another build)");
+  // The library's own copy when it has one (--embed-weights), unless another file is named.
   std::filesystem::path weights_file = weights.empty() ? directory / m.weights_file : weights;
-  if (state->create(weights_file.c_str(), &state->model) != KILN_OK) fail(state->last_error());
+  const char* path = weights.empty() && m.embedded_weights ? nullptr : weights_file.c_str();
+  if (state->create(path, &state->model) != KILN_OK) fail(state->last_error());
   return Package(std::move(state));
 }
 

@@ -72,8 +72,9 @@ PackageManifest read_package_manifest(const std::filesystem::path& file);
 // Whether `path` is a folder whose manifest.json says it is a package (not an artifact).
 bool is_package_directory(const std::filesystem::path& path);
 
-// A loaded package, created with its weights file (the manifest's, in the package folder,
-// unless `weights` names another) through its C API.
+// A loaded package, created through its C API with its weights: those compiled into the
+// library when it has them (--embed-weights), else the manifest's file in the package folder;
+// `weights` names another file instead.
 class Package {
  public:
   static Package load(const std::filesystem::path& directory, const std::filesystem::path& weights = {});

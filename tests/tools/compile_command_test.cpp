@@ -40,14 +40,15 @@ TEST_F(CompileCli, CompilePrintsStagesThenHitsTheCache) {
   EXPECT_THAT(second.out, Not(HasSubstr("c++ compile")));
 }
 
-TEST_F(CompileCli, OutputDirectoryHoldsTheSourceAndTheLibrary) {
+// -o writes a package (tests/tools/package_test.cpp has the rest).
+TEST_F(CompileCli, OutputDirectoryHoldsThePackage) {
   fs::path out = dir_ / "artifact";
   CliResult result = kiln("compile " + mlp() + " -o " + out.string());
   ASSERT_EQ(result.status, 0) << result.err;
-  EXPECT_TRUE(fs::exists(out / "module.cpp"));
-  EXPECT_TRUE(fs::exists(out / "module.so"));
-  EXPECT_TRUE(fs::exists(out / "manifest.json"));
-  EXPECT_THAT(read_file(out / "module.cpp"), HasSubstr("kiln_run"));
+  EXPECT_THAT(result.out, HasSubstr("package: " + out.string() + " (mlp.h, libmlp.so, libmlp.a, mlp.safetensors of "));
+  for (const char* file : {"mlp.h", "mlp.cpp", "mlp_kernels.inc", "libmlp.so", "libmlp.a", "mlp.safetensors", "manifest.json"})
+    EXPECT_TRUE(fs::exists(out / file)) << file;
+  EXPECT_THAT(read_file(out / "mlp_kernels.inc"), HasSubstr("kiln_run"));
   CliResult again = kiln("compile " + mlp() + " -o " + out.string());
   EXPECT_EQ(again.status, 1);
   EXPECT_THAT(again.err, HasSubstr("exists and is not empty"));
@@ -125,9 +126,8 @@ TEST_F(CompileCli, AnUnknownLogChannelIsWarnedAboutByEveryCommand) {
 // --no-cache left a tmp/stage-* folder in the cache directory on every call, also when the
 // build failed.
 TEST_F(CompileCli, NoCacheLeavesNothingBehind) {
-  CliResult built = kiln("compile " + mlp() + " --no-cache -o " + (dir_ / "out").string());
+  CliResult built = kiln("compile " + mlp() + " --no-cache");
   ASSERT_EQ(built.status, 0) << built.err;
-  EXPECT_TRUE(fs::exists(dir_ / "out" / "module.so"));
   CliResult failed = kiln("compile " + mlp() + " --no-cache", "CXX=/nonexistent/c++");
   EXPECT_EQ(failed.status, 1);
   fs::path staging = dir_ / "cache" / "tmp";

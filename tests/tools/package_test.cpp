@@ -1,0 +1,331 @@
+// Packages (`kiln compile MODEL -o DIR`, compiler/package_writer.h) as a user meets them: every
+// sample compiled into a package runs (`kiln run DIR`, through the package's own library) to the
+// interpreter's numbers, with folded constants (the attention sample, --freeze), symbolic dims,
+// each instruction set forced, embedded weights; two packages link into one C++ program and one
+// C program built with CMake (samples/embed/packages); the C API's error contract, from a driver
+// compiled against a package; and every bad input: weights truncated, damaged, missing; a
+// damaged manifest; wrong input dtype or rank; bad names; a model with fallback ops.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "cli_runner.h"
+#include "runtime/cpu_features.h"
+#include "runtime/npy.h"
+#include "runtime/safetensors.h"
+#include "sample_models.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::CliResult;
+using cli_test::expect_user_error;
+using cli_test::read_file;
+using ::testing::HasSubstr;
+
+class PackageCli : public cli_test::KilnCliTest {
+ protected:
+  // Compiles samples/models/MODEL.kiln into DIR/NAME (NAME defaults to MODEL); returns the folder.
+  fs::path package(const std::string& model, const std::string& extra = "", std::string folder = "") {
+    if (folder.empty()) folder = model;
+    fs::path out = dir_ / folder;
+    CliResult result = kiln("compile " + cli_test::sample_model(model) + " -o " + out.string() + " " + extra);
+    EXPECT_EQ(result.status, 0) << result.err;
+    return out;
+  }
+
+  // The outputs of `kiln run ARGUMENTS --out DIR/NAME`, by output name.
+  std::map<std::string, Tensor> run_outputs(const std::string& arguments, const std::string& name,
+                                            const std::string& environment = "") {
+    fs::path out = dir_ / name;
+    CliResult result = kiln("run " + arguments + " --out " + out.string(), environment);
+    EXPECT_EQ(result.status, 0) << result.err;
+    std::map<std::string, Tensor> outputs;
+    if (fs::exists(out))
+      for (const auto& entry : fs::directory_iterator(out)) outputs[entry.path().stem().string()] = read_npy(entry.path().string());
+    return outputs;
+  }
+
+  static void expect_close(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& expected,
+                           double tolerance) {
+    ASSERT_EQ(got.size(), expected.size());
+    ASSERT_FALSE(expected.empty());
+    for (const auto& [name, want] : expected) {
+      ASSERT_TRUE(got.count(name)) << name;
+      const Tensor& have = got.at(name);
+      ASSERT_EQ(have.dtype(), want.dtype()) << name;
+      ASSERT_EQ(have.sizes(), want.sizes()) << name;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(have.flat_double(i), want.flat_double(i), tolerance * (1 + std::fabs(want.flat_double(i))))
+            << name << " element " << i;
+    }
+  }
+
+  // Writes `bytes` over the file at `offset` (or truncates it to `offset` when bytes is empty).
+  static void damage(const fs::path& file, std::streamoff offset, const std::string& bytes) {
+    if (bytes.empty()) {
+      fs::resize_file(file, uintmax_t(offset));
+      return;
+    }
+    std::fstream out(file, std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(offset);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+  }
+
+  // Runs a shell command; returns its exit status, its output in `output`.
+  int shell(const std::string& command, std::string* output = nullptr) const {
+    fs::path log = dir_ / "shell.log";
+    int raw = std::system((command + " >" + log.string() + " 2>&1").c_str());
+    if (output != nullptr) *output = read_file(log);
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  }
+};
+
+TEST_F(PackageCli, EverySampleRunsAsAPackageAsTheInterpreterRunsTheModel) {
+  for (const char* model : {"mlp", "attention", "cnn"}) {
+    SCOPED_TRACE(model);
+    fs::path dir = package(model);
+    for (const char* file : {".h", ".cpp", "_kernels.inc", "_avx512.cpp", "_avx2.cpp", "_scalar.cpp",
+                                   ".safetensors"})
+      EXPECT_TRUE(fs::exists(dir / (model + file))) << file;
+    for (const std::string& file : {std::string("CMakeLists.txt"), std::string("manifest.json"),
+                                   "lib" + std::string(model) + ".so", "lib" + std::string(model) + ".a"})
+      EXPECT_TRUE(fs::exists(dir / file)) << file;
+    EXPECT_FALSE(fs::exists(dir / "build"));  // objects and logs go once the build succeeded
+    std::string inputs = " --random-inputs 7 --dim s0=3";
+    expect_close(run_outputs(dir.string() + inputs, std::string(model) + "_package"),
+                 run_outputs(cli_test::sample_model(model) + inputs, std::string(model) + "_interpreter"), 1e-4);
+  }
+}
+
+TEST_F(PackageCli, FoldedConstantsAreInTheWeightsFile) {
+  fs::path dir = package("attention");
+  EXPECT_TRUE(read_safetensors((dir / "attention.safetensors").string()).count("_folded_causal"));
+  fs::path frozen = package("mlp", "--freeze", "frozen");
+  bool folded = false;
+  for (const auto& [name, tensor] : read_safetensors((frozen / "mlp.safetensors").string()))
+    folded = folded || name.rfind("_folded", 0) == 0;
+  EXPECT_TRUE(folded);
+  std::string inputs = " --random-inputs 3 --dim s0=5";
+  expect_close(run_outputs(frozen.string() + inputs, "frozen_out"), run_outputs(cli_test::sample_model("mlp") + inputs, "interp"),
+               1e-4);
+}
+
+TEST_F(PackageCli, EachInstructionSetGivesTheSameNumbers) {
+  fs::path dir = package("attention");
+  std::string inputs = dir.string() + " --random-inputs 5";
+  std::map<std::string, Tensor> expected = run_outputs(cli_test::sample_model("attention") + " --random-inputs 5", "interp");
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (!host_supports(isa)) continue;
+    std::string name(isa_name(isa));
+    SCOPED_TRACE(name);
+    expect_close(run_outputs(inputs, "out_" + name, "KILN_ISA=" + name), expected, 1e-4);
+    CliResult bench = kiln("bench " + dir.string() + " -n 3 --warmup 1", "KILN_ISA=" + name);
+    ASSERT_EQ(bench.status, 0) << bench.err;
+    EXPECT_THAT(bench.out, HasSubstr("package (" + name + ")"));
+  }
+}
+
+TEST_F(PackageCli, EmbeddedWeightsNeedNoWeightsFile) {
+  fs::path dir = package("mlp", "--embed-weights --name embedded", "embedded");
+  fs::remove(dir / "embedded.safetensors");
+  std::string inputs = " --random-inputs 2 --dim s0=4";
+  expect_close(run_outputs(dir.string() + inputs, "embedded_out"), run_outputs(cli_test::sample_model("mlp") + inputs, "interp"),
+               1e-4);
+}
+
+// samples/embed/packages: the MLP and attention packages in one C++ program and one C program,
+// built with CMake from the package folders alone; their outputs against the interpreter's.
+TEST_F(PackageCli, TwoPackagesLinkIntoOneProgramInCAndCpp) {
+  fs::path mlp = package("mlp"), attention = package("attention");
+  fs::path build = dir_ / "app";
+  std::string log;
+  ASSERT_EQ(shell("cmake -S " + (fs::path(KILN_SOURCE_DIR) / "samples" / "embed" / "packages").string() + " -B " +
+                      build.string() + " -DMLP_PACKAGE=" + mlp.string() + " -DATTENTION_PACKAGE=" + attention.string() +
+                      " && cmake --build " + build.string() + " -j2",
+                  &log),
+            0)
+      << log;
+  // The apps' inputs, x[i] = sin(0.37 i) / 2, for the interpreter.
+  auto sample = [](const Sizes& sizes) {
+    Tensor t = Tensor::empty(sizes, DType::f32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = float(std::sin(0.37 * double(i)) / 2);
+    return t;
+  };
+  write_npy((dir_ / "mlp_x.npy").string(), sample({3, 784}));
+  write_npy((dir_ / "attention_x.npy").string(), sample({2, 8, 32}));
+  std::map<std::string, Tensor> expected;
+  for (const char* model : {"mlp", "attention"}) {
+    std::string input = " --input x=" + (dir_ / (std::string(model) + "_x.npy")).string();
+    for (auto& [name, tensor] : run_outputs(cli_test::sample_model(model) + input, std::string(model) + "_interp"))
+      expected[std::string(model) + "." + name] = tensor;
+  }
+  for (const char* app : {"two_models_cpp", "two_models_c"}) {
+    SCOPED_TRACE(app);
+    std::string output;
+    ASSERT_EQ(shell((build / app).string() + " " + (mlp / "mlp.safetensors").string() + " " +
+                        (attention / "attention.safetensors").string(),
+                    &output),
+              0)
+        << output;
+    std::map<std::string, Tensor> got;
+    std::istringstream lines(output);
+    std::string name;
+    int rank = 0;
+    while (lines >> name >> rank) {
+      Sizes sizes(size_t(rank), 0);
+      for (int64_t& size : sizes) lines >> size;
+      std::string colon;
+      lines >> colon;
+      Tensor t = Tensor::empty(sizes, DType::f32);
+      for (int64_t i = 0; i < t.numel(); ++i) lines >> t.data<float>()[i];
+      got[name] = t;
+    }
+    expect_close(got, expected, 1e-4);
+  }
+}
+
+// The C API's contract, from a program compiled against the MLP package: every misuse returns
+// its status with a message naming what is wrong; the C++ class throws.
+TEST_F(PackageCli, TheCApiReportsEveryMisuse) {
+  fs::path dir = package("mlp");
+  const std::string driver = R"(#include "mlp.h"
+#include <stdio.h>
+#include <string.h>
+static void report(const char* what, KilnStatus status) { printf("%s: %d %s\n", what, (int)status, mlp_last_error()); }
+int main(int argc, char** argv) {
+  mlp_model* model = NULL;
+  report("null out", mlp_create(argv[1], NULL));
+  report("no embedded", mlp_create(NULL, &model));
+  report("missing file", mlp_create("/nonexistent/mlp.safetensors", &model));
+  report("create", mlp_create(argv[1], &model));
+  float x[2 * 784] = {0};
+  int64_t sizes[] = {2, 784}, bad_rank[] = {2, 784, 1}, negative[] = {-2, 784};
+  KilnTensor in = {x, sizes, NULL, 2, KILN_F32}, out[1];
+  report("null model", mlp_run(NULL, &in, 1, out, 1));
+  report("two inputs", mlp_run(model, &in, 2, out, 1));
+  report("no outputs", mlp_run(model, &in, 1, out, 0));
+  report("null inputs", mlp_run(model, NULL, 1, out, 1));
+  KilnTensor wrong = in; wrong.dtype = KILN_F64; report("dtype", mlp_run(model, &wrong, 1, out, 1));
+  wrong = in; wrong.rank = 3; wrong.sizes = bad_rank; report("rank", mlp_run(model, &wrong, 1, out, 1));
+  wrong = in; wrong.sizes = negative; report("negative", mlp_run(model, &wrong, 1, out, 1));
+  wrong = in; wrong.data = NULL; report("no data", mlp_run(model, &wrong, 1, out, 1));
+  int64_t strides[] = {1, 2}; wrong = in; wrong.strides = strides; report("strides", mlp_run(model, &wrong, 1, out, 1));
+  report("run", mlp_run(model, &in, 1, out, 1));
+  printf("out %d %lld %lld %s\n", out[0].rank, (long long)out[0].sizes[0], (long long)out[0].sizes[1], mlp_output(0)->shape);
+  printf("info %lld %s %s %p\n", (long long)mlp_num_inputs(), mlp_input(0)->name, mlp_input(0)->shape, (void*)mlp_input(1));
+  mlp_destroy(model);
+  mlp_destroy(NULL);
+  return 0;
+}
+)";
+  std::ofstream(dir_ / "driver.c") << driver;
+  std::string output;
+  ASSERT_EQ(shell("cd " + dir_.string() + " && gcc -std=c11 -I" + dir.string() + " driver.c " + (dir / "libmlp.a").string() +
+                      " -fopenmp -lstdc++ -lm -L/usr/lib/x86_64-linux-gnu -lopenblas -o driver && ./driver " +
+                      (dir / "mlp.safetensors").string(),
+                  &output),
+            0)
+      << output;
+  auto line = [&](const std::string& what) {  // the driver's line that starts with `what`
+    std::string text = "\n" + output;
+    size_t at = text.find("\n" + what + ": ");
+    return at == std::string::npos ? std::string() : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_THAT(line("null out"), HasSubstr(": 1 mlp: create: the model pointer is NULL"));
+  EXPECT_THAT(line("no embedded"), HasSubstr(": 1 mlp: create: no weights path was given"));
+  EXPECT_THAT(line("missing file"), HasSubstr(": 2 mlp: create: cannot open weights file '/nonexistent/mlp.safetensors'"));
+  EXPECT_THAT(line("create"), HasSubstr(": 0"));
+  EXPECT_THAT(line("null model"), HasSubstr(": 1 mlp: run: the model is NULL"));
+  EXPECT_THAT(line("two inputs"), HasSubstr(": 1 mlp: run: the model takes 1 input(s) ('x'), got 2"));
+  EXPECT_THAT(line("no outputs"), HasSubstr(": 1 mlp: run: the model has 1 output(s) ('probs'), got room for 0"));
+  EXPECT_THAT(line("null inputs"), HasSubstr(": 1 mlp: run: inputs is NULL"));
+  EXPECT_THAT(line("dtype"), HasSubstr(": 1 mlp: run: guard failed: input 'x' has dtype f64, expected f32"));
+  EXPECT_THAT(line("rank"), HasSubstr(": 1 mlp: run: guard failed: input 'x' has rank 3"));
+  EXPECT_THAT(line("negative"), HasSubstr(": 1 mlp: run: input 'x' has size -2 in dim 0"));
+  EXPECT_THAT(line("no data"), HasSubstr(": 1 mlp: run: input 'x' has no data (NULL)"));
+  EXPECT_THAT(line("strides"), HasSubstr(": 1 mlp: run: guard failed: input 'x' dim 1 has stride 2"));
+  EXPECT_THAT(line("run"), HasSubstr(": 0"));
+  EXPECT_THAT(output, HasSubstr("out 2 2 10 [s0, 10]"));
+  EXPECT_THAT(output, HasSubstr("info 1 x [s0, 784] (nil)"));
+}
+
+TEST_F(PackageCli, DamagedOrForeignWeightsAreRefused) {
+  fs::path dir = package("mlp");
+  fs::path weights = dir / "mlp.safetensors";
+  fs::path saved = dir_ / "saved.safetensors";
+  fs::copy_file(weights, saved);
+  std::string run = "run " + dir.string() + " --random-inputs 1 --dim s0=2";
+
+  damage(weights, std::streamoff(fs::file_size(weights) - 10), "\x7f\x7f\x7f");
+  expect_user_error(kiln(run), "weights file '" + weights.string() + "' does not match the package: its XXH64 checksum is ");
+  fs::copy_file(saved, weights, fs::copy_options::overwrite_existing);
+  damage(weights, 1000, "");
+  expect_user_error(kiln(run), "has 1000 bytes; the package's weights have ");
+  fs::remove(weights);
+  expect_user_error(kiln(run), "cannot open weights file '" + weights.string() + "': No such file or directory");
+  // The weights of another model of the same size are caught by the checksum too.
+  fs::path other = package("mlp", "--freeze", "frozen");
+  fs::copy_file(other / "mlp.safetensors", weights);
+  CliResult foreign = kiln(run);
+  EXPECT_EQ(foreign.status, 1);
+  EXPECT_THAT(foreign.err, HasSubstr("mlp: create: weights file"));
+}
+
+TEST_F(PackageCli, BadInputsAreRefusedByTheGuards) {
+  fs::path dir = package("mlp");
+  write_npy((dir_ / "f64.npy").string(), Tensor::zeros({2, 784}, DType::f64));
+  write_npy((dir_ / "rank3.npy").string(), Tensor::zeros({2, 784, 1}, DType::f32));
+  write_npy((dir_ / "narrow.npy").string(), Tensor::zeros({2, 783}, DType::f32));
+  expect_user_error(kiln("run " + dir.string() + " --input x=" + (dir_ / "f64.npy").string()),
+                    "mlp: run: guard failed: input 'x' has dtype f64, expected f32");
+  expect_user_error(kiln("run " + dir.string() + " --input x=" + (dir_ / "rank3.npy").string()),
+                    "mlp: run: guard failed: input 'x' has rank 3, expected 2");
+  expect_user_error(kiln("run " + dir.string() + " --input x=" + (dir_ / "narrow.npy").string()),
+                    "mlp: run: guard failed: input 'x' dim 1 has size 783, expected 784");
+  expect_user_error(kiln("run " + dir.string() + " --random-inputs 1"), "input 'x' has symbolic size s0");
+  expect_user_error(kiln("run " + dir.string() + " --input y=" + (dir_ / "f64.npy").string()), "the model has no input named 'y'");
+}
+
+TEST_F(PackageCli, DamagedManifestsAndForeignLibrariesAreRefused) {
+  fs::path dir = package("mlp");
+  std::string manifest = read_file(dir / "manifest.json");
+  std::ofstream(dir / "manifest.json") << "{\"format\": \"kiln-package\", \"abi\": 1}";
+  expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=1"), "manifest.json: field 'name' is missing");
+  std::string abi = manifest;
+  abi.replace(abi.find("\"abi\": 1"), 8, "\"abi\": 99");
+  std::ofstream(dir / "manifest.json") << abi;
+  expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=1"), "has package ABI 99; this Kiln runs ABI 1");
+  std::ofstream(dir / "manifest.json") << manifest;
+  fs::remove(dir / "libmlp.so");
+  expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=1"), "libmlp.so");
+}
+
+TEST_F(PackageCli, BadPackageRequestsAreUserErrors) {
+  std::string mlp = cli_test::sample_model("mlp");
+  expect_user_error(kiln("compile " + mlp + " -o " + (dir_ / "a").string() + " --name 9lives"), "package name '9lives' is not a C identifier");
+  expect_user_error(kiln("compile " + mlp + " -o " + (dir_ / "b").string() + " --name my-model"), "package name 'my-model' is not a C identifier");
+  expect_user_error(kiln("compile " + mlp + " --name mlp"), "--name applies only to packages");
+  expect_user_error(kiln("compile " + mlp + " --isa all"), "--isa all applies only to packages");
+  expect_user_error(kiln("compile " + mlp + " --embed-weights"), "--embed-weights applies only to packages");
+  fs::path dir = package("mlp");
+  expect_user_error(kiln("compile " + mlp + " -o " + dir.string()), "exists and is not empty (pass --force to overwrite it)");
+  EXPECT_EQ(kiln("compile " + mlp + " -o " + dir.string() + " --force").status, 0);
+  expect_user_error(kiln("compile " + cli_test::sample_model("inplace") + " -o " + (dir_ / "inplace").string()),
+                    "packages cannot carry them yet");
+  expect_user_error(kiln("run " + dir.string() + " --target cpu --random-inputs 1 --dim s0=1"), "a package runs as it was compiled");
+  expect_user_error(kiln("run " + dir.string() + " --check --random-inputs 1 --dim s0=1"), "--check needs the model's graph");
+  fs::path avx2 = package("mlp", "--isa avx2", "avx2_only");
+  expect_user_error(kiln("run " + avx2.string() + " --random-inputs 1 --dim s0=1", "KILN_ISA=scalar"),
+                    "mlp: create: $KILN_ISA is scalar, but the package was built for avx2 only");
+}
+
+}  // namespace
+}  // namespace kiln
