@@ -94,7 +94,7 @@ TEST_F(PackageCli, EverySampleRunsAsAPackageAsTheInterpreterRunsTheModel) {
     fs::path dir = package(model);
     for (const char* file : {".h", ".cpp", "_kernels.inc", "_avx512.cpp", "_avx2.cpp", "_scalar.cpp",
                                    ".safetensors"})
-      EXPECT_TRUE(fs::exists(dir / (model + file))) << file;
+      EXPECT_TRUE(fs::exists(dir / (std::string(model) + file))) << file;
     for (const std::string& file : {std::string("CMakeLists.txt"), std::string("manifest.json"),
                                    "lib" + std::string(model) + ".so", "lib" + std::string(model) + ".a"})
       EXPECT_TRUE(fs::exists(dir / file)) << file;
