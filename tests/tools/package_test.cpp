@@ -1,7 +1,8 @@
 // Packages (`kiln compile MODEL -o DIR`, compiler/package_writer.h) as a user meets them: every
 // sample compiled into a package runs (`kiln run DIR`, through the package's own library) to the
-// interpreter's numbers, with folded constants (the attention sample, --freeze), symbolic dims,
-// each instruction set forced, embedded weights; two packages link into one C++ program and one
+// interpreter's numbers, and the ONNX test models to their golden outputs, with folded
+// constants (the attention sample, --freeze), symbolic dims, each instruction set forced,
+// embedded weights; two packages link into one C++ program and one
 // C program built with CMake (samples/embed/packages); the C API's error contract, from a driver
 // compiled against a package; and every bad input: weights truncated, damaged, missing; a
 // damaged manifest; wrong input dtype or rank; bad names; a model with fallback ops.
@@ -18,6 +19,7 @@
 #include "cli_runner.h"
 #include "runtime/cpu_features.h"
 #include "runtime/npy.h"
+#include "runtime/package.h"
 #include "runtime/safetensors.h"
 #include "sample_models.h"
 
@@ -103,6 +105,30 @@ TEST_F(PackageCli, EverySampleRunsAsAPackageAsTheInterpreterRunsTheModel) {
     expect_close(run_outputs(dir.string() + inputs, std::string(model) + "_package"),
                  run_outputs(cli_test::sample_model(model) + inputs, std::string(model) + "_interpreter"), 1e-4);
   }
+}
+
+// The ONNX test models (tests/data/onnx/models: LeNet, MobileNet and ResNet blocks, a GPT block,
+// an encoder layer) as packages, against their committed golden outputs (PyTorch's, as
+// written by scripts/make_onnx_test_models.py).
+TEST_F(PackageCli, OnnxTestModelsRunAsPackagesToTheirGoldenOutputs) {
+  fs::path models = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "onnx" / "models";
+  size_t count = 0;
+  for (const auto& entry : fs::directory_iterator(models)) {
+    std::string name = entry.path().filename().string();
+    SCOPED_TRACE(name);
+    fs::path dir = dir_ / name;
+    CliResult compiled = kiln("compile " + (entry.path() / "model.onnx").string() + " -o " + dir.string());
+    ASSERT_EQ(compiled.status, 0) << compiled.err;
+    PackageManifest manifest = read_package_manifest(dir / "manifest.json");
+    ASSERT_EQ(manifest.inputs.size(), 1u);
+    ASSERT_EQ(manifest.outputs.size(), 1u);
+    std::map<std::string, Tensor> got =
+        run_outputs(dir.string() + " --input " + manifest.inputs[0].name + "=" + (entry.path() / "input_0.npy").string(),
+                    name + "_out");
+    expect_close(got, {{manifest.outputs[0].name, read_npy((entry.path() / "output_0.npy").string())}}, 1e-4);
+    ++count;
+  }
+  EXPECT_GE(count, 6u);
 }
 
 TEST_F(PackageCli, FoldedConstantsAreInTheWeightsFile) {
