@@ -1,6 +1,7 @@
 // The cpu target (compiler/target.h): C++ from codegen/cpp (OpenMP, AVX-512/AVX2 or scalar, with
 // codegen/cpp/kiln_prelude.h at its top), built by the system C++ compiler ($CXX, else c++) into
-// module.so beside manifest.json and module.cpp, loaded by runtime/cpu/cpu_artifact.h. When Kiln
+// module.so beside manifest.json and module.cpp, loaded by runtime/cpu/cpu_artifact.h; its
+// packages (`kiln compile -o`) are compiler/targets/cpu_package.h's. When Kiln
 // was built with oneDNN (compiler/CMakeLists.txt), f32 2-d convolutions lower to oneDNN calls on
 // channels-last buffers (codegen/lowering_convolution.cpp) and such modules link it.
 //
