@@ -373,7 +373,7 @@ def kiln_compile(kiln, model_path, cache_dir, threads):
             "cache_hit": "cache hit" in result.stdout, "isa": isa.group(1) if isa else None}
 
 
-# The numpy dtypes of the compiled-artifact ABI's dtype codes (runtime/dtype.h order).
+# The numpy dtypes of the compiled-artifact ABI's dtype codes (kiln/dtype.h order).
 ABI_DTYPES = [("f32", np.float32), ("f16", np.float16), ("bf16", None), ("f64", np.float64), ("i64", np.int64),
               ("i32", np.int32), ("i8", np.int8), ("u8", np.uint8), ("bool", np.bool_)]
 

@@ -9,9 +9,11 @@
 
 #include <map>
 
+#include "frontends/module/trace_graph.h"
 #include "compiler/compile_driver.h"
 #include "kiln/compile.h"
 #include "kiln/trace.h"
+#include "runtime/strides.h"
 
 namespace {
 
@@ -22,17 +24,17 @@ std::vector<Var> add_relu(const std::vector<Var>& in) { return {(in[0] + in[1]).
 Tensor input(int64_t rows) { return Tensor::full({rows, 4}, 0.5, DType::f32); }
 
 void BM_CompiledModelRun(benchmark::State& state) {
-  ir::Graph graph = trace(add_relu, {example_type(input(8)), example_type(input(8))});
+  ir::Graph graph = trace_graph(add_relu, {example_meta(input(8)), example_meta(input(8))});
   compiler::CompiledModel model = compiler::compile(graph);
   std::map<std::string, Tensor> inputs = {{"x0", input(8)}, {"x1", input(8)}};
   for (auto _ : state) benchmark::DoNotOptimize(model.run(inputs));
 }
 
 void BM_CompiledModelRunDynamic(benchmark::State& state) {
-  ir::TensorMeta type = example_type(input(8));
+  ir::TensorMeta type = example_meta(input(8));
   type.shape[0] = ir::SymInt::symbol("s0");
   type.strides = contiguous_strides(type.shape);
-  compiler::CompiledModel model = compiler::compile(trace(add_relu, {type, type}));
+  compiler::CompiledModel model = compiler::compile(trace_graph(add_relu, {type, type}));
   std::map<std::string, Tensor> inputs = {{"x0", input(8)}, {"x1", input(8)}};
   for (auto _ : state) benchmark::DoNotOptimize(model.run(inputs));
 }

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/training/training_access.h"
+
 namespace {
 
 using namespace kiln;
@@ -123,7 +125,7 @@ int run(const std::string& model_name, int iters, int warmup, int threads, bool 
     times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
-  const passes::Partition& partition = training.partition();
+  const passes::Partition& partition = TrainingAccess::training(training).partition();
   if (json) {
     std::printf(
         "{\"model\": \"%s\", \"median_ms\": %.6f, \"min_ms\": %.6f, \"p10_ms\": %.6f, \"p90_ms\": %.6f, "

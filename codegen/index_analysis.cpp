@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen {
 

@@ -11,7 +11,7 @@
 
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/philox.h"
 
 namespace kiln::codegen {

@@ -25,7 +25,7 @@
 
 #include "codegen/loop_ir.h"
 #include "ir/graph.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::codegen {
 

@@ -30,7 +30,7 @@
 #include "codegen/loop_ops.h"
 #include "ir/graph.h"
 #include "ir/symbolic.h"
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
 namespace kiln::codegen {
 

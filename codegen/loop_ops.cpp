@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "ir/kernels/erfinv.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/scalar_arithmetic.h"
 
 namespace kiln::codegen {

@@ -10,7 +10,8 @@
 #include "codegen/index_analysis.h"
 #include "codegen/lowering_context.h"
 #include "ir/type_promotion.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
+#include "runtime/strides.h"
 
 namespace kiln::codegen {
 

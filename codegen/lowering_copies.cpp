@@ -4,7 +4,7 @@
 // index_select (indirect loads through the index tensor). Zero-dim operands of gather and
 // index_select go to the Fallback.
 #include "codegen/lowering_context.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::lowering {
 namespace {

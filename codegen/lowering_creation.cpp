@@ -3,7 +3,7 @@
 // interpreter computes it), iota (start + i * step, wrapping), and rand / randn (a Random
 // expression at the row-major element index, the Philox contract of runtime/philox.h).
 #include "codegen/lowering_context.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::lowering {
 namespace {

@@ -6,7 +6,7 @@
 // too (Lowerer::define_pointwise, lowering_pooling.cpp), so that the layout flows from one
 // convolution to the next without transposes.
 #include "codegen/lowering_context.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::lowering {
 

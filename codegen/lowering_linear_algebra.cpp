@@ -9,7 +9,8 @@
 #include <algorithm>
 
 #include "codegen/lowering_context.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
+#include "runtime/strides.h"
 
 namespace kiln::codegen::lowering {
 namespace {

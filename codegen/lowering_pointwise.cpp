@@ -6,7 +6,7 @@
 // then to the computation dtype (f16/bf16 -> f32); the result is cast to the node's dtype.
 #include "codegen/lowering_context.h"
 #include "ir/type_promotion.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::lowering {
 namespace {

@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "codegen/lowering_context.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::lowering {
 namespace {

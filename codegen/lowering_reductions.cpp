@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "codegen/lowering_context.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::lowering {
 namespace {

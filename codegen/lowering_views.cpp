@@ -12,7 +12,8 @@
 
 #include "codegen/index_analysis.h"
 #include "codegen/lowering_context.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
+#include "runtime/strides.h"
 
 namespace kiln::codegen::lowering {
 namespace {

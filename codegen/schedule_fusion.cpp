@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "codegen/schedule_stages.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::scheduling {
 

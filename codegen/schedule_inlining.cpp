@@ -7,7 +7,7 @@
 
 #include "codegen/index_analysis.h"
 #include "codegen/schedule_stages.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::scheduling {
 

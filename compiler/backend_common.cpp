@@ -4,7 +4,7 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "passes/pass_manager.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::compiler {
 

@@ -13,7 +13,7 @@
 #include "compiler/target_registry.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/log.h"
 
 namespace kiln::compiler {

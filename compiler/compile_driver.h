@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/compile_options.h"
+#include "kiln/compile_options.h"
 #include "compiler/compiled_model.h"
 #include "ir/graph.h"
 

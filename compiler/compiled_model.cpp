@@ -3,7 +3,7 @@
 
 #include "compiler/backend_common.h"
 #include "ir/interpreter.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/compile_options.h"
+#include "kiln/compile_options.h"
 #include "compiler/executable.h"
 #include "ir/graph.h"
 #include "runtime/artifact.h"

@@ -13,7 +13,8 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/reference_kernels.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
+#include "runtime/strides.h"
 #include "runtime/vm/errors.h"
 
 namespace kiln::compiler {

@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 #include "runtime/vm/virtual_machine.h"
 
 namespace kiln::compiler {

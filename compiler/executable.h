@@ -7,11 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "kiln/compile_options.h"
+#include "kiln/tensor.h"
 
 namespace kiln::compiler {
-
-struct CompileResult;
 
 class Executable {
  public:

@@ -4,7 +4,7 @@
 #include "ir/dot_format.h"
 #include "ir/json_format.h"
 #include "ir/printer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 

@@ -5,7 +5,7 @@
 
 #include "frontends/model_loader.h"
 #include "frontends/pt2/pt2_importer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 

@@ -2,7 +2,7 @@
 #include "compiler/package_runner.h"
 
 #include "ir/symbolic.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/package.h"
 
 namespace kiln::compiler {

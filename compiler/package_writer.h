@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/compile_options.h"
+#include "kiln/compile_options.h"
 #include "ir/graph.h"
 #include "runtime/cpu_features.h"
 

@@ -10,7 +10,7 @@
 #include "codegen/cuda/cuda_kernel_header.h"
 #include "compiler/compile_driver.h"
 #include "frontends/expression/expression_parser.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/message_text.h"
 
 namespace kiln::compiler {

@@ -24,7 +24,7 @@
 
 #include "codegen/lowering.h"
 #include "codegen/schedule.h"
-#include "compiler/compile_options.h"
+#include "kiln/compile_options.h"
 #include "runtime/artifact.h"
 
 namespace kiln::ir {

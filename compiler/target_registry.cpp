@@ -7,7 +7,7 @@
 #include "compiler/targets/cpu_target.h"
 #include "compiler/targets/cuda_target.h"
 #include "ir/interpreter.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/compile_options.h"
+#include "kiln/compile_options.h"
 #include "compiler/executable.h"
 #include "compiler/target.h"
 #include "ir/graph.h"

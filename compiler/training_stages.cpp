@@ -5,7 +5,7 @@
 
 #include "passes/autodiff.h"
 #include "passes/pass_manager.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 

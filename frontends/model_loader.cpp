@@ -6,7 +6,7 @@
 #include "frontends/onnx/onnx_importer.h"
 #include "frontends/pt2/pt2_importer.h"
 #include "ir/model_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

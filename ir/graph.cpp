@@ -10,7 +10,8 @@
 #include <functional>
 #include <sstream>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
+#include "runtime/strides.h"
 
 namespace kiln::ir {
 

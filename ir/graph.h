@@ -22,9 +22,9 @@
 
 #include "ir/graph_signature.h"
 #include "ir/symbolic.h"
-#include "runtime/device.h"
-#include "runtime/dtype.h"
-#include "runtime/tensor.h"
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/tensor.h"
 
 namespace kiln::ir {
 

@@ -5,7 +5,7 @@
 #include <array>
 #include <utility>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 

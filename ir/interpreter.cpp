@@ -7,7 +7,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/reference_kernels.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 

@@ -9,7 +9,7 @@
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "ir/signature_specs.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/json_brief.h"
 #include "runtime/message_text.h"
 

@@ -8,8 +8,8 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
-#include "runtime/safetensors.h"
+#include "kiln/error.h"
+#include "kiln/safetensors.h"
 
 namespace kiln::ir {
 

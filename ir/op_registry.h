@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 

@@ -22,8 +22,9 @@
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "ir/signature_specs.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/message_text.h"
+#include "runtime/strides.h"
 
 namespace kiln::ir {
 

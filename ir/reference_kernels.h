@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "ir/op_registry.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::ir {
 

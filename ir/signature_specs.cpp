@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 

@@ -43,7 +43,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/strides.h"
 
 namespace kiln::ir {

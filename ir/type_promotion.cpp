@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <span>
 
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
 namespace kiln::ir {
 

@@ -19,7 +19,7 @@
 #pragma once
 
 #include "ir/graph.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 

@@ -10,7 +10,7 @@
 #include "ir/op_registry.h"
 #include "passes/derivatives/derivatives.h"
 #include "passes/graph_queries.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::passes {
 

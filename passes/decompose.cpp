@@ -14,7 +14,7 @@
 #include "ir/op_registry.h"
 #include "passes/decompositions/decomposition.h"
 #include "passes/graph_queries.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::passes {
 

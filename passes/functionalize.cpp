@@ -15,7 +15,7 @@
 #include "ir/op_registry.h"
 #include "passes/functionalize_aliases.h"
 #include "passes/graph_queries.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::passes {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "passes/graph_queries.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::passes::functionalization {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <deque>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::passes {
 

@@ -13,7 +13,7 @@
 #include "ir/verifier.h"
 #include "passes/max_flow.h"
 #include "passes/pass_manager.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::passes {
 

@@ -13,7 +13,7 @@
 #include "passes/dead_code_elimination.h"
 #include "passes/decompose.h"
 #include "passes/functionalize.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/log.h"
 
 namespace kiln::passes {

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

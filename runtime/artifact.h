@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/dtype.h"
-#include "runtime/error.h"
-#include "runtime/tensor.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 

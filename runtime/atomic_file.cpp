@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

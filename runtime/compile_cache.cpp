@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/checksum.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

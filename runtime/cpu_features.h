@@ -10,10 +10,9 @@
 #include <string_view>
 #include <vector>
 
-namespace kiln {
+#include "kiln/isa.h"
 
-// Ordered: each level includes the one before.
-enum class Isa { scalar, avx2, avx512 };
+namespace kiln {
 
 // The best ISA this machine can run:
 //   avx512: AVX-512 F, DQ, BW and VL, and the OS saves opmask and zmm state (XCR0 bits 5-7),

@@ -1,9 +1,9 @@
 // Printing and parsing of devices.
-#include "runtime/device.h"
+#include "kiln/device.h"
 
 #include <charconv>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

@@ -1,7 +1,7 @@
 // Names, sizes and categories of element types.
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

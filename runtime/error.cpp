@@ -1,7 +1,16 @@
-// Formatting of internal errors raised by KILN_CHECK.
-#include "runtime/error.h"
+// kiln::Error's and kiln::InternalError's one-line messages (printable), and the formatting of
+// internal errors raised by KILN_CHECK.
+#include "kiln/error.h"
 
-namespace kiln::detail {
+#include "runtime/message_text.h"
+
+namespace kiln {
+
+Error::Error(const std::string& message) : std::runtime_error(printable(message)) {}
+
+InternalError::InternalError(const std::string& message) : std::logic_error(printable(message)) {}
+
+namespace detail {
 
 void internal_failure(const char* file, int line, const char* condition, const std::string& message) {
   std::ostringstream text;
@@ -10,4 +19,5 @@ void internal_failure(const char* file, int line, const char* condition, const s
   throw InternalError(text.str());
 }
 
-}  // namespace kiln::detail
+}  // namespace detail
+}  // namespace kiln

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <set>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

@@ -1,5 +1,5 @@
 // Text from a user's input made safe to quote in a one-line error message (the contract of
-// runtime/error.h: one line naming what and where). Readers quote what they could not read
+// kiln/error.h: one line naming what and where). Readers quote what they could not read
 // through excerpt(); kiln::Error's constructor passes the whole message through printable(),
 // so no message can span lines or carry raw bytes, whichever reader built it.
 //

@@ -1,6 +1,6 @@
 // Reading and writing NumPy .npy files: the preamble (magic, version, header length), the
 // Python-literal header {'descr': ..., 'fortran_order': ..., 'shape': (...)}, and the data.
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 
 #include <bit>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/message_text.h"
 
 namespace kiln {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/json_fields.h"
 #include "runtime/package_abi.h"
 #include "runtime/shared_library.h"

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/dtype.h"
-#include "runtime/tensor.h"
+#include "kiln/dtype.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 

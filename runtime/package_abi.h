@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-// Element types: the order of kiln::DType (runtime/dtype.h). f16 and bf16 are their bit
+// Element types: the order of kiln::DType (kiln/dtype.h). f16 and bf16 are their bit
 // patterns in uint16_t; bool is one byte.
 typedef enum KilnDType {
   KILN_F32 = 0,

@@ -1,6 +1,6 @@
 // Reading (memory-mapped or from bytes) and writing safetensors files: header validation,
 // tensor layout, and the mapping's lifetime.
-#include "runtime/safetensors.h"
+#include "kiln/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -19,9 +19,10 @@
 #include <vector>
 
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/json_brief.h"
 #include "runtime/message_text.h"
+#include "runtime/strides.h"
 
 namespace kiln {
 

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <limits>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/scalar_arithmetic.h"
 
 namespace kiln {

@@ -88,7 +88,7 @@ std::optional<std::vector<Size>> view_strides(const std::vector<Size>& old_sizes
 }
 
 // `dim` wrapped into [0, rank) (rank 0 accepts 0 and -1, as PyTorch does for scalars), or
-// nullopt when out of range. wrap_dim (runtime/tensor.h) and the shape rules' wrap_dim
+// nullopt when out of range. wrap_dim (kiln/tensor.h) and the shape rules' wrap_dim
 // (ir/ops/shape_helpers.h) report the nullopt in their own words.
 inline std::optional<int64_t> wrapped_dim(int64_t dim, int64_t rank) {
   int64_t extent = std::max<int64_t>(rank, 1);

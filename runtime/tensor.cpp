@@ -1,5 +1,5 @@
 // Tensor and Storage: construction, element access, views and copies.
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,9 @@
 #include <sstream>
 
 #include "runtime/allocator.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/half.h"
+#include "runtime/strides.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "runtime/allocator.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

@@ -72,14 +72,14 @@ int run_bench(const BenchOptions& options) {
   } else {
     ir::Graph graph = compiler::load_model(options.model);
     inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
-    compiler::CompileOptions compile_options;
+    CompileOptions compile_options;
     compile_options.target = options.target;
     compile_options.freeze = options.freeze;
     compile_start = Clock::now();
     model = compiler::prepare(graph, compile_options);
   }
   double compile_ms = milliseconds(Clock::now() - compile_start);
-  const compiler::CompileResult* compiled = model->compile_result();
+  const CompileResult* compiled = model->compile_result();
   std::vector<double> device_times;
   // One run, timed; then the device's own time of it, where the target measures one.
   auto run_once = [&] {

@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/target_registry.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::tools {
 

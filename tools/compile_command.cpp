@@ -24,6 +24,7 @@
 #include "compiler/package_writer.h"
 #include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
+#include "runtime/cpu_features.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -51,14 +52,14 @@ void print_timing(const std::string& stage, double ms) {
 }
 
 // Compiles one graph, printing each stage's time and the result.
-void compile_and_report(const ir::Graph& graph, compiler::CompileOptions compile_options) {
+void compile_and_report(const ir::Graph& graph, kiln::CompileOptions compile_options) {
   double total = 0;
   compile_options.on_stage = [&](const std::string& stage, double ms) {
     total += ms;
     print_timing(stage, ms);
   };
   compiler::CompiledModel model = compiler::compile(graph, compile_options);
-  const compiler::CompileResult& result = model.result();
+  const CompileResult& result = model.result();
   print_timing("total", total);
   std::cout << (result.cache_hit ? "cache hit" : "compiled") << ": key " << result.key << ", " << result.kernel_count
             << (result.kernel_count == 1 ? " kernel, " : " kernels, ") << result.details << "\n";
@@ -67,11 +68,11 @@ void compile_and_report(const ir::Graph& graph, compiler::CompileOptions compile
 
 // The training step: the partition's report, then the forward and the backward modules.
 void compile_training_step(const ir::Graph& graph, const CompileOptions& options,
-                           const compiler::CompileOptions& compile_options) {
+                           const kiln::CompileOptions& compile_options) {
   passes::Partition partition = compiler::partition_training_graph(compiler::training_joint_graph(graph, options.loss));
   std::cout << partition.report();
   for (const char* half : {"forward", "backward"}) {
-    compiler::CompileOptions half_options = compile_options;
+    kiln::CompileOptions half_options = compile_options;
     if (compile_options.output_dir) half_options.output_dir = *compile_options.output_dir / half;
     std::cout << "compiling the " << half << " graph of " << options.model << "\n";
     compile_and_report(std::string(half) == "forward" ? partition.forward : partition.backward, half_options);
@@ -79,7 +80,7 @@ void compile_training_step(const ir::Graph& graph, const CompileOptions& options
 }
 
 // -o on cpu: a package of the model.
-int write_package(const ir::Graph& graph, const CompileOptions& options, compiler::CompileOptions compile_options) {
+int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::CompileOptions compile_options) {
   compiler::PackageOptions package;
   package.directory = options.out_dir;
   package.name = options.name.empty() ? compiler::default_package_name(options.model) : options.name;
@@ -112,7 +113,7 @@ int run_compile(const CompileOptions& options) {
          " applies only to packages: -o DIR with --target cpu, without --train");
   if (options.sm != 0 && options.target != "cuda") fail("--sm applies only to --target cuda (not --target ", options.target, ")");
   ir::Graph graph = compiler::load_model(options.model);
-  compiler::CompileOptions compile_options;
+  kiln::CompileOptions compile_options;
   compile_options.target = options.target;
   if (!options.isa.empty() && options.isa != "all") compile_options.isa = parse_isa(options.isa);
   if (options.sm != 0) compile_options.sm = options.sm;

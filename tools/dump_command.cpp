@@ -20,8 +20,8 @@
 #include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
-#include "runtime/safetensors.h"
+#include "kiln/error.h"
+#include "kiln/safetensors.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {

@@ -13,7 +13,7 @@
 #include "compiler/model_files.h"
 #include "compiler/standalone_kernel.h"
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/message_text.h"
 #include "tools/commands.h"
 

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/log.h"
 #include "tools/commands.h"
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "frontends/onnx/onnx_specialization.h"
-#include "runtime/error.h"
-#include "runtime/npy.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
 
 namespace kiln::tools {
 

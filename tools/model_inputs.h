@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compiler/model_files.h"  // ir::Graph, as load_model returns it
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::tools {
 

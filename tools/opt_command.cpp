@@ -9,7 +9,7 @@
 #include "compiler/graph_formats.h"
 #include "compiler/graph_stages.h"
 #include "compiler/model_files.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {

@@ -27,8 +27,9 @@
 #include "compiler/model_files.h"
 #include "compiler/package_runner.h"
 #include "compiler/target_registry.h"
-#include "runtime/error.h"
-#include "runtime/npy.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
+#include "runtime/cpu_features.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
 
@@ -93,7 +94,7 @@ std::string check_output(const std::string& name, const Tensor& got, const Tenso
 
 std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
                               const RunOptions& options) {
-  compiler::CompileOptions compile_options;
+  CompileOptions compile_options;
   compile_options.target = options.target;
   compile_options.freeze = options.freeze;
   if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
@@ -149,7 +150,7 @@ int run_run(const RunOptions& options) {
   std::vector<std::string> names = graph.output_names();
   report_outputs(outputs, names, options);
   if (options.check) {
-    compiler::CompileOptions interpreter;
+    CompileOptions interpreter;
     interpreter.target = "interp";
     std::vector<Tensor> expected = compiler::prepare(graph, interpreter)->run(inputs);
     std::vector<std::string> problems;

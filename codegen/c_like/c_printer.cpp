@@ -6,7 +6,7 @@
 #include <limits>
 #include <set>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen {
 

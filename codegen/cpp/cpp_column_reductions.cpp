@@ -10,7 +10,7 @@
 
 #include "codegen/cpp/cpp_source_printer.h"
 #include "codegen/index_analysis.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "codegen/cpp/cpp_source_printer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen {
 

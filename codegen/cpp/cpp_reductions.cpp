@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "codegen/cpp/cpp_source_printer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen {
 

@@ -13,7 +13,7 @@
 #include "codegen/cpp/cpp_emitter.h"
 #include "codegen/cpp/prelude.h"
 #include "codegen/kernel_interface.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen {
 

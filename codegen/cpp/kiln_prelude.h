@@ -46,7 +46,7 @@ extern "C" {
 
 enum { kKilnAbiVersion = 1 };
 
-// dtype codes: the order of kiln::DType (runtime/dtype.h).
+// dtype codes: the order of kiln::DType (kiln/dtype.h).
 typedef struct KilnTensorDesc {
   void* data;
   const int64_t* sizes;

@@ -12,7 +12,7 @@
 #include "codegen/c_like/c_source_writer.h"
 #include "codegen/cuda/cuda_texts.h"
 #include "codegen/index_analysis.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::cuda {
 

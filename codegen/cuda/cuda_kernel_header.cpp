@@ -11,7 +11,7 @@
 #include "codegen/c_like/c_source_writer.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/kernel_interface.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen::cuda {
 

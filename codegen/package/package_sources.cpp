@@ -7,7 +7,7 @@
 
 #include "codegen/cpp/prelude.h"
 #include "codegen/package/package_texts.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::codegen {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "runtime/cpu_features.h"
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
 namespace kiln::codegen {
 

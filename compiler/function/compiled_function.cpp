@@ -15,12 +15,14 @@
 #include "compiler/compile_driver.h"
 #include "compiler/function/guards.h"
 #include "compiler/function/segment_cache.h"
+#include "frontends/module/trace_graph.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "kiln/nn/module.h"
 #include "kiln/trace.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/log.h"
+#include "runtime/strides.h"
 
 namespace kiln {
 
@@ -131,7 +133,7 @@ struct CompiledFunction::State {
     std::vector<ir::TensorMeta> types;
     std::map<std::pair<int64_t, std::pair<int64_t, int64_t>>, std::string> symbols;  // (size, range) -> name
     for (size_t i = 0; i < inputs.size(); ++i) {
-      ir::TensorMeta type = example_type(inputs[i]);
+      ir::TensorMeta type = example_meta(inputs[i]);
       type.device = inputs[i].device();
       for (size_t d = 0; dynamic && d < type.shape.size(); ++d) {
         int64_t size = inputs[i].sizes()[d];
@@ -158,8 +160,8 @@ struct CompiledFunction::State {
     return types;
   }
 
-  compiler::CompileOptions compile_options() const {
-    compiler::CompileOptions result;
+  CompileOptions compile_options() const {
+    CompileOptions result;
     result.target = options.target;
     result.use_cache = options.use_cache;
     result.cache_dir = options.cache_dir;
@@ -207,7 +209,7 @@ struct CompiledFunction::State {
     auto traced = [&](const std::vector<Var>& vars) { return fn(vars, scalars); };
     if (module != nullptr) module->assign_paths();
     try {
-      return trace(traced, types, trace_options);
+      return trace_graph(traced, types, trace_options);
     } catch (const Error& error) {
       if (!symbolic || options.fullgraph) throw;
       // fn needs a static size somewhere (Var::size() of a symbolic dim, a reshape to constants):
@@ -221,7 +223,7 @@ struct CompiledFunction::State {
     breaks.clear();
     explained_graphs.clear();
     types = input_types(inputs, false, ranges);
-    return trace(traced, types, trace_options);
+    return trace_graph(traced, types, trace_options);
   }
 
   // The first call, or a recompile (the caller holds the lock exclusively): traces fn and keeps
@@ -316,7 +318,7 @@ struct CompiledFunction::State {
     std::map<std::string, std::pair<int64_t, int64_t>> ranges;
     TraceOptions trace_options{.input_names = names, .on_value = {}};
     if (module != nullptr) module->assign_paths();
-    ir::Graph graph = trace([&](const std::vector<Var>& vars) { return fn(vars, scalars); },
+    ir::Graph graph = trace_graph([&](const std::vector<Var>& vars) { return fn(vars, scalars); },
                             input_types(inputs, false, ranges), trace_options);
     return ir::interpret(graph, named(inputs));
   }

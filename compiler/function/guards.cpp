@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 

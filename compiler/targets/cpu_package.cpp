@@ -9,9 +9,9 @@
 #include "compiler/targets/cpu_toolchain.h"
 #include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/package.h"
-#include "runtime/safetensors.h"
+#include "kiln/safetensors.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"

@@ -10,7 +10,7 @@
 #include "runtime/checksum.h"
 #include "runtime/cpu/artifact_manifest.h"
 #include "runtime/cpu/cpu_artifact.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 #ifndef KILN_BLAS_LIBRARY
 #define KILN_BLAS_LIBRARY ""

@@ -7,10 +7,11 @@
 #include <utility>
 
 #include "compiler/training_stages.h"
+#include "frontends/module/trace_graph.h"
 #include "kiln/trace.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/log.h"
 
 namespace kiln::training {
@@ -36,7 +37,7 @@ std::string signature(const std::vector<Tensor>& tensors) {
 
 std::vector<ir::TensorMeta> example_types(const std::vector<Tensor>& tensors) {
   std::vector<ir::TensorMeta> types;
-  for (const Tensor& tensor : tensors) types.push_back(example_type(tensor));
+  for (const Tensor& tensor : tensors) types.push_back(example_meta(tensor));
   return types;
 }
 
@@ -66,7 +67,7 @@ std::vector<NamedTensor> parameters_read(const nn::Module& module, const ir::Gra
 
 // Compiles `graph` after pointing its trainable parameters at the arena's views.
 compiler::CompiledModel compile_over_arena(ir::Graph& graph, const ParameterArena& arena,
-                                      const compiler::CompileOptions& options) {
+                                      const CompileOptions& options) {
   for (const std::string& name : arena.names())
     if (graph.parameter(name)) graph.set_parameter(name, arena.parameter(name));
   return compiler::compile(graph, options);
@@ -109,7 +110,7 @@ std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(c
   const LossFunction& loss_fn = loss_;
   ir::Graph graph = in_mode(module, true, [&] {
     module.assign_paths();
-    return trace(
+    return trace_graph(
         [&](const std::vector<Var>& placeholders) {
           std::vector<Var> inputs(placeholders.begin(), placeholders.begin() + std::ptrdiff_t(num_inputs));
           std::vector<Var> targets(placeholders.begin() + std::ptrdiff_t(num_inputs), placeholders.end());
@@ -231,7 +232,7 @@ std::vector<Tensor> CompiledTraining::evaluate(const std::vector<Tensor>& inputs
   std::unique_ptr<EvalProgram>& program = eval_programs_[signature(inputs)];
   if (!program) {
     nn::Module& module = *module_;
-    ir::Graph graph = in_mode(module, false, [&] { return trace(module, inputs); });
+    ir::Graph graph = in_mode(module, false, [&] { return trace_graph(module, inputs); });
     program = std::make_unique<EvalProgram>();
     program->model = std::make_unique<compiler::CompiledModel>(compile_over_arena(graph, *arena_, options_.compile));
     ++model_compiles_;

@@ -46,30 +46,14 @@
 #include "compiler/compile_driver.h"
 #include "compiler/training/fused_optimizer.h"
 #include "compiler/training/optimizer_options.h"
+#include "kiln/training.h"
 #include "compiler/training/parameter_arena.h"
 #include "kiln/nn/module.h"
 #include "kiln/var.h"
 #include "passes/partition.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::training {
-
-// One batch: the module's inputs and the loss function's targets.
-struct Batch {
-  std::vector<Tensor> inputs;
-  std::vector<Tensor> targets;
-};
-
-// The loss of the module's outputs against the targets: a floating scalar Var.
-using LossFunction = std::function<Var(const std::vector<Var>& outputs, const std::vector<Var>& targets)>;
-
-// SGD, or Adam (AdamW: AdamOptions with decoupled_weight_decay, see adamw_options()).
-using OptimizerOptions = std::variant<SgdOptions, AdamOptions>;
-
-struct TrainingOptions {
-  compiler::CompileOptions compile;  // for every graph compiled (forward, backward, optimizer, eval)
-  int num_threads = 0;                  // 0: the OpenMP default
-};
 
 class CompiledTraining {
  public:

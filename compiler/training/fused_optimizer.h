@@ -39,7 +39,7 @@
 namespace kiln::training {
 
 struct FusedOptimizerOptions {
-  compiler::CompileOptions compile;
+  CompileOptions compile;
   int num_threads = 0;  // 0: the OpenMP default
 };
 

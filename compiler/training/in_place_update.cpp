@@ -2,7 +2,7 @@
 #include "compiler/training/in_place_update.h"
 
 #include "runtime/cpu/cpu_artifact.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::training {
 

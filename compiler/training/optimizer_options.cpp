@@ -1,7 +1,7 @@
 // The optimizers' hyperparameter checks. See compiler/training/optimizer_options.h.
 #include "compiler/training/optimizer_options.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::training {
 

@@ -6,8 +6,9 @@
 #include <set>
 
 #include "runtime/allocator.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/half.h"
+#include "runtime/strides.h"
 
 namespace kiln::training {
 

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::training {
 

@@ -11,7 +11,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/symbolic.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/message_text.h"
 #include "runtime/strides.h"
 

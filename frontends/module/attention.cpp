@@ -4,9 +4,10 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/graph.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn {
 
@@ -89,7 +90,7 @@ std::vector<Var> MultiheadAttention::forward_all(const std::vector<Var>& inputs)
   }
   Var query = inputs[0], key = inputs[1], value = inputs[2];
   for (const Var& input : {query, key, value}) {
-    if (input.dim() != 3 || input.sym_sizes()[2] != ir::SymInt(embed_dim_)) {
+    if (input.dim() != 3 || input.meta().shape[2] != ir::SymInt(embed_dim_)) {
       fail_in_forward("expected query, key and value of shape " +
                           std::string(batch_first_ ? "[B, L, " : "[L, B, ") + std::to_string(embed_dim_) +
                           "], got " + input.type_string(),

@@ -1,7 +1,7 @@
 // ModuleList and Sequential (container.h).
 #include "kiln/nn/container.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn {
 

@@ -3,9 +3,10 @@
 
 #include <cmath>
 
+#include "ir/graph.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn {
 
@@ -30,7 +31,7 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Siz
 
 Var Conv2d::forward(const Var& input) {
   SourceLocation loc = SourceLocation::current();
-  if (input.dim() != 4 || input.sym_sizes()[1] != ir::SymInt(in_channels_)) {
+  if (input.dim() != 4 || input.meta().shape[1] != ir::SymInt(in_channels_)) {
     fail_in_forward("expected an input of shape [N, " + std::to_string(in_channels_) + ", H, W], got " +
                         input.type_string(),
                     loc);

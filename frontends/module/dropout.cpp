@@ -2,7 +2,7 @@
 #include "kiln/nn/dropout.h"
 
 #include "kiln/nn/functional.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn {
 

@@ -3,7 +3,7 @@
 
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn {
 

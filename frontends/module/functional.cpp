@@ -3,7 +3,7 @@
 
 #include "frontends/module/tracer.h"
 #include "kiln/random.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn::functional {
 

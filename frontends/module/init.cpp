@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kiln/random.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn::init {
 

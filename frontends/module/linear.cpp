@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ir/graph.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
 
@@ -23,7 +24,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias)
 
 Var Linear::forward(const Var& input) {
   SourceLocation loc = SourceLocation::current();
-  if (input.dim() < 1 || input.sym_sizes().back() != ir::SymInt(in_features_)) {
+  if (input.dim() < 1 || input.meta().shape.back() != ir::SymInt(in_features_)) {
     fail_in_forward("expected an input of shape [..., " + std::to_string(in_features_) + "] (in_features=" +
                         std::to_string(in_features_) + ", out_features=" + std::to_string(out_features_) + "), got " +
                         input.type_string(),

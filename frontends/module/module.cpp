@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "frontends/module/tracer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::nn {
 

@@ -1,8 +1,8 @@
 // State dicts of kiln::nn::Module: every parameter and buffer by path, loaded by copying
 // into the module's own tensors after checking every key and shape (module.h).
 #include "kiln/nn/module.h"
-#include "runtime/error.h"
-#include "runtime/safetensors.h"
+#include "kiln/error.h"
+#include "kiln/safetensors.h"
 
 namespace kiln::nn {
 

@@ -1,6 +1,7 @@
 // torch.nn.BatchNorm2d and torch.nn.LayerNorm over kiln::Var (normalization.h).
 #include "kiln/nn/normalization.h"
 
+#include "ir/graph.h"
 #include "kiln/nn/functional.h"
 
 namespace kiln::nn {
@@ -20,7 +21,7 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum, bool
 
 Var BatchNorm2d::forward(const Var& input) {
   SourceLocation loc = SourceLocation::current();
-  if (input.dim() != 4 || input.sym_sizes()[1] != ir::SymInt(num_features_)) {
+  if (input.dim() != 4 || input.meta().shape[1] != ir::SymInt(num_features_)) {
     fail_in_forward("expected an input of shape [N, " + std::to_string(num_features_) + ", H, W], got " +
                         input.type_string(),
                     loc);

@@ -1,9 +1,12 @@
-// kiln::trace: placeholders, the recorded calls, the output node (trace.h).
-#include "kiln/trace.h"
+// kiln::trace: placeholders, the recorded calls, the output node (kiln/trace.h), as an
+// ir::Graph (trace_graph.h) and as the public kiln::Graph.
+#include "frontends/module/trace_graph.h"
 
+#include "frontends/graph_access.h"
+#include "frontends/module/public_types.h"
 #include "frontends/module/tracer.h"
 #include "ir/verifier.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 
@@ -24,12 +27,12 @@ std::vector<std::string> input_names(size_t count, const TraceOptions& options) 
 
 }  // namespace
 
-ir::TensorMeta example_type(const Tensor& example) {
+ir::TensorMeta example_meta(const Tensor& example) {
   if (!example.defined()) fail("kiln::trace: an example input is an undefined tensor");
   return ir::TensorMeta::contiguous(example.dtype(), ir::SymShape(example.sizes().begin(), example.sizes().end()));
 }
 
-ir::Graph trace(const TracedFunction& function, const std::vector<ir::TensorMeta>& input_types,
+ir::Graph trace_graph(const TracedFunction& function, const std::vector<ir::TensorMeta>& input_types,
                 const TraceOptions& options) {
   ir::Graph graph;
   {
@@ -51,15 +54,31 @@ ir::Graph trace(const TracedFunction& function, const std::vector<ir::TensorMeta
   return graph;
 }
 
-ir::Graph trace(nn::Module& module, const std::vector<ir::TensorMeta>& input_types, const TraceOptions& options) {
+ir::Graph trace_graph(nn::Module& module, const std::vector<ir::TensorMeta>& input_types, const TraceOptions& options) {
   module.assign_paths();
-  return trace([&module](const std::vector<Var>& inputs) { return module(inputs); }, input_types, options);
+  return trace_graph([&module](const std::vector<Var>& inputs) { return module(inputs); }, input_types, options);
 }
 
-ir::Graph trace(nn::Module& module, const std::vector<Tensor>& example_inputs, const TraceOptions& options) {
+ir::Graph trace_graph(nn::Module& module, const std::vector<Tensor>& example_inputs, const TraceOptions& options) {
   std::vector<ir::TensorMeta> types;
-  for (const Tensor& example : example_inputs) types.push_back(example_type(example));
-  return trace(module, types, options);
+  for (const Tensor& example : example_inputs) types.push_back(example_meta(example));
+  return trace_graph(module, types, options);
+}
+
+Graph trace(nn::Module& module, const std::vector<Tensor>& example_inputs, const TraceOptions& options) {
+  return GraphAccess::wrap(trace_graph(module, example_inputs, options));
+}
+
+Graph trace(nn::Module& module, const std::vector<TensorType>& input_types, const TraceOptions& options) {
+  std::vector<ir::TensorMeta> types;
+  for (const TensorType& type : input_types) types.push_back(frontends::to_ir(type));
+  return GraphAccess::wrap(trace_graph(module, types, options));
+}
+
+Graph trace(const TracedFunction& function, const std::vector<TensorType>& input_types, const TraceOptions& options) {
+  std::vector<ir::TensorMeta> types;
+  for (const TensorType& type : input_types) types.push_back(frontends::to_ir(type));
+  return GraphAccess::wrap(trace_graph(function, types, options));
 }
 
 }  // namespace kiln

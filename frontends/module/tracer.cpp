@@ -4,7 +4,7 @@
 #include <atomic>
 #include <filesystem>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -17,7 +17,7 @@
 
 #include "ir/graph.h"
 #include "kiln/var.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends {
 

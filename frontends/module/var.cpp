@@ -1,8 +1,9 @@
 // kiln::Var's methods, operators and free functions: each records one registry op (var.h).
 #include "kiln/var.h"
 
+#include "frontends/module/public_types.h"
 #include "frontends/module/tracer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 
@@ -37,6 +38,15 @@ ir::Node* Var::node() const {
 const ir::TensorMeta& Var::meta() const {
   KILN_CHECK(node_ != nullptr, "meta() of an undefined kiln::Var");
   return node()->value();
+}
+
+DType Var::dtype() const { return meta().dtype; }
+int64_t Var::dim() const { return meta().rank(); }
+Shape Var::sym_sizes() const { return frontends::from_ir(meta().shape); }
+std::string Var::type_string() const { return meta().type_string(); }
+
+ir::Argument Operand::argument() const {
+  return std::visit([](auto value) { return ir::Argument(value); }, value_);
 }
 
 std::vector<int64_t> Var::sizes(SourceLocation loc) const {
@@ -152,11 +162,11 @@ Var Var::softmax(int64_t dim, SourceLocation loc) const { return record("softmax
 Var Var::log_softmax(int64_t dim, SourceLocation loc) const { return record("log_softmax", {node(), dim}, {}, loc); }
 
 // ---- shape and views ----
-Var Var::reshape(const ir::SymShape& shape, SourceLocation loc) const {
-  return record("reshape", {node(), Argument::sym_ints(shape)}, {}, loc);
+Var Var::reshape(const Shape& shape, SourceLocation loc) const {
+  return record("reshape", {node(), Argument::sym_ints(frontends::to_ir(shape))}, {}, loc);
 }
-Var Var::view(const ir::SymShape& shape, SourceLocation loc) const {
-  return record("view", {node(), Argument::sym_ints(shape)}, {}, loc);
+Var Var::view(const Shape& shape, SourceLocation loc) const {
+  return record("view", {node(), Argument::sym_ints(frontends::to_ir(shape))}, {}, loc);
 }
 Var Var::permute(const std::vector<int64_t>& dims, SourceLocation loc) const {
   return record("permute", {node(), dims_argument(dims)}, {}, loc);
@@ -176,8 +186,8 @@ Var Var::squeeze(int64_t dim, SourceLocation loc) const {
 Var Var::flatten(int64_t start_dim, int64_t end_dim, SourceLocation loc) const {
   return record("flatten", {node(), start_dim, end_dim}, {}, loc);
 }
-Var Var::expand(const ir::SymShape& sizes, SourceLocation loc) const {
-  return record("expand", {node(), Argument::sym_ints(sizes)}, {}, loc);
+Var Var::expand(const Shape& sizes, SourceLocation loc) const {
+  return record("expand", {node(), Argument::sym_ints(frontends::to_ir(sizes))}, {}, loc);
 }
 Var Var::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step,
                SourceLocation loc) const {
@@ -192,8 +202,9 @@ Var Var::matmul(const Var& other, SourceLocation loc) const {
 Var Var::index(const Var& indices, SourceLocation loc) const {
   require_defined(indices, "the index", loc);
   if (indices.dim() == 1) return index_select(0, indices, loc);
-  ir::SymShape result_shape = indices.sym_sizes();
-  result_shape.insert(result_shape.end(), sym_sizes().begin() + 1, sym_sizes().end());
+  Shape result_shape = indices.sym_sizes();
+  Shape own = sym_sizes();
+  result_shape.insert(result_shape.end(), own.begin() + 1, own.end());
   return index_select(0, indices.reshape({-1}, loc), loc).reshape(result_shape, loc);
 }
 Var Var::index_select(int64_t dim, const Var& indices, SourceLocation loc) const {
@@ -285,8 +296,8 @@ Var where(const Var& condition, const Operand& self, const Operand& other, Sourc
                 {}, loc);
 }
 Var matmul(const Var& a, const Var& b, SourceLocation loc) { return require_defined(a, "the left operand", loc).matmul(b, loc); }
-Var full(const ir::SymShape& size, double value, DType dtype, SourceLocation loc) {
-  return record("full", {Argument::sym_ints(size), value}, {{"dtype", dtype}}, loc);
+Var full(const Shape& size, double value, DType dtype, SourceLocation loc) {
+  return record("full", {Argument::sym_ints(frontends::to_ir(size)), value}, {{"dtype", dtype}}, loc);
 }
 Var arange(int64_t end, DType dtype, SourceLocation loc) {
   return record("arange", {int64_t(0), end}, {{"dtype", dtype}}, loc);
@@ -308,7 +319,7 @@ std::vector<Var> cond(const Var& pred, const std::function<std::vector<Var>()>& 
     if (on_true[i].meta().dtype != on_false[i].meta().dtype || on_true[i].meta().shape != on_false[i].meta().shape)
       fail(tracer.where(loc), ": kiln::cond's branches disagree on value ", i, ": ", on_true[i].type_string(), " and ",
            on_false[i].type_string());
-    outputs.push_back(where(pred.reshape(ir::SymShape{}, loc), on_true[i], on_false[i], loc));
+    outputs.push_back(where(pred.reshape(Shape{}, loc), on_true[i], on_false[i], loc));
   }
   return outputs;
 }

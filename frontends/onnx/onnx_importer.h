@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -11,7 +11,7 @@
 #include <onnx/version_converter/convert.h>
 
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 // Exported by libonnx 1.12 but missing from its checker.h: the check with a context, which
 // the path overload uses to find external data relative to the model's folder.

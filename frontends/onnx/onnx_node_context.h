@@ -27,7 +27,7 @@
 #include "frontends/onnx/onnx_tensor.h"
 #include "frontends/onnx/onnx_value.h"
 #include "ir/graph.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

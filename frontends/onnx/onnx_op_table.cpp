@@ -1,7 +1,7 @@
 // The ONNX op table, filled from each op family's registration function.
 #include "frontends/onnx/onnx_op_table.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "ir/interpreter.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -33,7 +33,7 @@
 
 #include "frontends/onnx/onnx_importer.h"
 #include "ir/graph.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends {
 

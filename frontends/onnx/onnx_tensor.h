@@ -18,7 +18,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends {
 

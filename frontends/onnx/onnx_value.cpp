@@ -1,7 +1,7 @@
 // OnnxValue's dtype, shape and construction from known integer elements.
 #include "frontends/onnx/onnx_value.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

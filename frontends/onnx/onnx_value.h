@@ -15,7 +15,7 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends {
 

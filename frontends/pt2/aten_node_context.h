@@ -22,7 +22,7 @@
 
 #include "frontends/pt2/pt2_schema.h"
 #include "ir/graph.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -1,5 +1,6 @@
 // The converters' shared helpers.
 #include "frontends/pt2/aten_op_helpers.h"
+#include "runtime/strides.h"
 
 #include <algorithm>
 #include <optional>

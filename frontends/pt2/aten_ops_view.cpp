@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "frontends/pt2/aten_op_helpers.h"
+#include "runtime/strides.h"
 
 namespace kiln::frontends {
 

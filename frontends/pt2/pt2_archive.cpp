@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

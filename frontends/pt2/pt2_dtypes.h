@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
 namespace kiln::frontends {
 

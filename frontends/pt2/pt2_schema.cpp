@@ -2,7 +2,7 @@
 // missing or mistyped in the message.
 #include "frontends/pt2/pt2_schema.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <vector>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -6,7 +6,7 @@
 #include "frontends/pt2/pt2_dtypes.h"
 #include "frontends/pt2/pt2_schema.h"
 #include "frontends/pt2/torch_save_reader.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "frontends/pt2/pt2_archive.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends {
 

@@ -9,7 +9,7 @@
 
 #include "frontends/pt2/pt2_dtypes.h"
 #include "frontends/pt2/zip_reader.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends {
 

@@ -4,7 +4,7 @@
 
 #include <zip.h>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 

@@ -53,7 +53,7 @@
 #include <vector>
 
 #include "kiln/var.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 

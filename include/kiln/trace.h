@@ -1,7 +1,8 @@
 // kiln::trace: runs a module (or a function of Vars) once on placeholders and returns the
-// recorded ir::Graph, as torch.fx's symbolic_trace / torch.export do for PyTorch:
+// recorded graph (kiln::Graph, kiln/graph.h), as torch.fx's symbolic_trace / torch.export do
+// for PyTorch:
 //  - one placeholder per input, typed by the example tensor's dtype and shape (or by a given
-//    ir::TensorMeta, whose dims may be symbols for dynamic shapes);
+//    kiln::TensorType, whose dims may be symbols for dynamic shapes);
 //  - one get_attr node per parameter and buffer read, named by its module path
 //    ("fc1.weight"), its tensor stored with graph.set_parameter (shared with the module, not
 //    copied: running a graph that mutates a buffer updates the module's buffer, as PyTorch does)
@@ -24,16 +25,23 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/nn/module.h"
+#include "kiln/tensor.h"
+#include "kiln/tensor_type.h"
 #include "kiln/var.h"
-#include "runtime/tensor.h"
 
 namespace kiln {
 
+namespace ir {
+class Graph;
+class Node;
+}  // namespace ir
+
 // Supplies the value of a traced Var while tracing (Var::item(), a Var used as a bool): `graph`
 // is the graph recorded so far, `value` the node whose value is wanted, `where` the user's source
-// location ("model.cpp:12"). kiln::compile(fn) sets one to break the graph there.
+// location ("model.cpp:12"). kiln::compile(fn) sets one to break the graph there (the graph
+// types are Kiln's own: a user's provider can only answer by `where`).
 using ValueProvider = std::function<double(const ir::Graph& graph, const ir::Node& value, const std::string& where)>;
 
 struct TraceOptions {
@@ -45,12 +53,9 @@ struct TraceOptions {
 
 using TracedFunction = std::function<std::vector<Var>(const std::vector<Var>& inputs)>;
 
-ir::Graph trace(nn::Module& module, const std::vector<Tensor>& example_inputs, const TraceOptions& options = {});
-ir::Graph trace(nn::Module& module, const std::vector<ir::TensorMeta>& input_types, const TraceOptions& options = {});
-ir::Graph trace(const TracedFunction& function, const std::vector<ir::TensorMeta>& input_types,
-                const TraceOptions& options = {});
-
-// The placeholder type of an example input: its dtype and shape, contiguous.
-ir::TensorMeta example_type(const Tensor& example);
+Graph trace(nn::Module& module, const std::vector<Tensor>& example_inputs, const TraceOptions& options = {});
+Graph trace(nn::Module& module, const std::vector<TensorType>& input_types, const TraceOptions& options = {});
+Graph trace(const TracedFunction& function, const std::vector<TensorType>& input_types,
+            const TraceOptions& options = {});
 
 }  // namespace kiln

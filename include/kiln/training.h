@@ -1,6 +1,6 @@
-// Compiled training, the public face of compiler/training/compiled_training.h:
-// kiln::compile_training traces a module and its loss once, compiles the forward, the
-// backward and a fused optimizer, and returns an object whose step(batch) trains in place.
+// Compiled training: kiln::compile_training traces a module and its loss once, compiles the
+// forward, the backward and a fused optimizer, and returns a kiln::CompiledTraining whose
+// step(batch) trains the module's parameters in place.
 //
 //   kiln::nn::Sequential model(kiln::nn::Linear(2, 64), kiln::nn::ReLU(), kiln::nn::Linear(64, 3));
 //   namespace F = kiln::nn::functional;
@@ -12,19 +12,53 @@
 //
 // Gradient accumulation as in PyTorch: training.zero_grad(); training.accumulate(b1, 0.5);
 // training.accumulate(b2, 0.5); training.apply();
+//
+// What a step runs, how parameters and gradients live, and when it compiles again: see
+// compiler/training/compiled_training.h, the object behind this handle (Kiln's own code reaches
+// it through compiler/training/training_access.h).
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
 
-#include "compiler/training/compiled_training.h"
-#include "runtime/error.h"
+#include "kiln/compile_options.h"
+#include "kiln/nn/module.h"
+#include "kiln/optimizer_options.h"
+#include "kiln/tensor.h"
+#include "kiln/var.h"
 
 namespace kiln {
+
+namespace training {
+
+// One batch: the module's inputs and the loss function's targets.
+struct Batch {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> targets;
+};
+
+// The loss of the module's outputs against the targets: a floating scalar Var.
+using LossFunction = std::function<Var(const std::vector<Var>& outputs, const std::vector<Var>& targets)>;
+
+// SGD, or Adam (AdamW: AdamOptions with decoupled_weight_decay, see adamw_options()).
+using OptimizerOptions = std::variant<SgdOptions, AdamOptions>;
+
+struct TrainingOptions {
+  CompileOptions compile;  // for every graph compiled (forward, backward, optimizer, eval)
+  int num_threads = 0;     // 0: the OpenMP default
+};
+
+class CompiledTraining;  // compiler/training/compiled_training.h
+
+}  // namespace training
 
 using training::AdamOptions;
 using training::adamw_options;
 using training::Batch;
-using training::CompiledTraining;
 using training::LossFunction;
 using training::OptimizerOptions;
 using training::SgdOptions;
@@ -33,21 +67,49 @@ using training::TrainingOptions;
 // The loss of a module with one output against one target.
 using SingleLossFunction = std::function<Var(const Var& output, const Var& target)>;
 
-inline CompiledTraining compile_training(nn::Module& module, LossFunction loss_fn, const OptimizerOptions& optimizer,
-                                         const Batch& example, const TrainingOptions& options = {}) {
-  return CompiledTraining::compile(module, std::move(loss_fn), optimizer, example, options);
-}
+class CompiledTraining {
+ public:
+  ~CompiledTraining();
+  CompiledTraining(CompiledTraining&&) noexcept;
+  CompiledTraining& operator=(CompiledTraining&&) noexcept;
 
-inline CompiledTraining compile_training(nn::Module& module, SingleLossFunction loss_fn,
-                                         const OptimizerOptions& optimizer, const Batch& example,
-                                         const TrainingOptions& options = {}) {
-  LossFunction loss = [loss_fn = std::move(loss_fn)](const std::vector<Var>& outputs, const std::vector<Var>& targets) {
-    if (outputs.size() != 1 || targets.size() != 1)
-      fail("compile_training: this loss takes one output and one target; the module returned ", outputs.size(),
-           " outputs and the batch has ", targets.size(), " targets (pass a kiln::LossFunction over vectors)");
-    return loss_fn(outputs[0], targets[0]);
-  };
-  return CompiledTraining::compile(module, std::move(loss), optimizer, example, options);
-}
+  // zero_grad(), accumulate(batch), apply(); returns the loss (computed before the update).
+  float step(const Batch& batch);
+  // Runs forward and backward on `batch` and adds grad_scale times its gradients to the
+  // accumulated ones; returns the loss.
+  float accumulate(const Batch& batch, double grad_scale = 1.0);
+  // One optimizer update from the accumulated gradients (which it leaves as they are).
+  void apply();
+  void zero_grad();
+  // The optimizer's learning rate from the next update on (a schedule); a negative lr is an error.
+  void set_lr(double lr);
+
+  // The module's outputs in eval mode (no dropout, BatchNorm's running statistics), with the
+  // current parameters. The module's own mode is restored afterwards.
+  std::vector<Tensor> evaluate(const std::vector<Tensor>& inputs);
+
+  // The trained parameters by module path, and their gradients (views: they change with training).
+  Tensor parameter(const std::string& name) const;
+  Tensor gradient(const std::string& name) const;
+  const std::vector<std::string>& parameter_names() const;
+  // Graphs compiled so far: forward and backward per batch signature, eval forward per input
+  // signature, and the optimizer's update kernels.
+  size_t compile_count() const;
+
+ private:
+  friend struct TrainingAccess;  // compiler/training/training_access.h
+  friend CompiledTraining compile_training(nn::Module&, LossFunction, const OptimizerOptions&, const Batch&,
+                                           const TrainingOptions&);
+  explicit CompiledTraining(std::unique_ptr<training::CompiledTraining> training);
+  std::unique_ptr<training::CompiledTraining> training_;
+};
+
+// Traces, compiles and builds the optimizer. Throws kiln::Error when the loss is not a floating
+// scalar, the module has no trainable parameter that the loss reads, or an option is invalid.
+// The module must outlive the result and must not change its structure while it lives.
+CompiledTraining compile_training(nn::Module& module, LossFunction loss_fn, const OptimizerOptions& optimizer,
+                                  const Batch& example, const TrainingOptions& options = {});
+CompiledTraining compile_training(nn::Module& module, SingleLossFunction loss_fn, const OptimizerOptions& optimizer,
+                                  const Batch& example, const TrainingOptions& options = {});
 
 }  // namespace kiln

@@ -3,7 +3,7 @@
 // returns a Var for the node's result; no numbers are computed. A Var knows its dtype and
 // shape (from the registry's shape rules), so code can branch on shapes as it would in PyTorch.
 //
-// Why "Var" and not "Tensor": kiln::Tensor (runtime/tensor.h) is the concrete data tensor that
+// Why "Var" and not "Tensor": kiln::Tensor (kiln/tensor.h) is the concrete data tensor that
 // holds parameters, inputs and results. The recording tensor is a different thing: a symbolic
 // value in a graph, like a variable in a program (and like torch.autograd.Variable, the name
 // PyTorch once gave the tensors that recorded a graph). A short, distinct name keeps the two
@@ -28,12 +28,19 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "ir/graph.h"
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
+#include "kiln/shape.h"
 
 namespace kiln {
+
+namespace ir {  // the graph IR (ir/graph.h), which only Kiln's own code sees
+class Node;
+class Argument;
+struct TensorMeta;
+}  // namespace ir
 
 using SourceLocation = std::source_location;
 
@@ -51,15 +58,16 @@ class Var {
   ir::Node* node() const;
   // The recorded value's type; a Var of an undefined or tuple node is an internal error.
   const ir::TensorMeta& meta() const;
-  DType dtype() const { return meta().dtype; }
-  int64_t dim() const { return meta().rank(); }
-  const ir::SymShape& sym_sizes() const { return meta().shape; }
+  DType dtype() const;
+  int64_t dim() const;
+  // The sizes, each a known integer or symbolic (kiln/shape.h).
+  Shape sym_sizes() const;
   // Static sizes; a symbolic dim is an error naming the dim (use sym_sizes for those).
   // Under kiln::compile, a symbolic dim read here makes the trace static; the log and
   // kiln::explain name this call's line.
   std::vector<int64_t> sizes(SourceLocation loc = SourceLocation::current()) const;
   int64_t size(int64_t dim, SourceLocation loc = SourceLocation::current()) const;
-  std::string type_string() const { return meta().type_string(); }  // "f32[2, 3]"
+  std::string type_string() const;  // "f32[2, 3]"
 
   // ---- values while tracing (a graph break under kiln::compile; an error under kiln::trace) ----
   // The value of a one-element Var, as torch.Tensor.item().
@@ -121,8 +129,8 @@ class Var {
   Var log_softmax(int64_t dim, SourceLocation loc = SourceLocation::current()) const;
 
   // ---- shape and views ----
-  Var reshape(const ir::SymShape& shape, SourceLocation loc = SourceLocation::current()) const;
-  Var view(const ir::SymShape& shape, SourceLocation loc = SourceLocation::current()) const;
+  Var reshape(const Shape& shape, SourceLocation loc = SourceLocation::current()) const;
+  Var view(const Shape& shape, SourceLocation loc = SourceLocation::current()) const;
   Var permute(const std::vector<int64_t>& dims, SourceLocation loc = SourceLocation::current()) const;
   Var transpose(int64_t dim0, int64_t dim1, SourceLocation loc = SourceLocation::current()) const;
   Var t(SourceLocation loc = SourceLocation::current()) const;  // transpose(0, 1) of a 2-d Var
@@ -130,7 +138,7 @@ class Var {
   Var squeeze(SourceLocation loc = SourceLocation::current()) const;
   Var squeeze(int64_t dim, SourceLocation loc = SourceLocation::current()) const;
   Var flatten(int64_t start_dim = 0, int64_t end_dim = -1, SourceLocation loc = SourceLocation::current()) const;
-  Var expand(const ir::SymShape& sizes, SourceLocation loc = SourceLocation::current()) const;
+  Var expand(const Shape& sizes, SourceLocation loc = SourceLocation::current()) const;
   // self[start:end:step] along dim; nullopt: from the beginning / to the end.
   Var slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step = 1,
             SourceLocation loc = SourceLocation::current()) const;
@@ -179,11 +187,12 @@ class Operand {
   Operand(double value, SourceLocation loc = SourceLocation::current()) : value_(value), loc_(loc) {}
   Operand(float value, SourceLocation loc = SourceLocation::current()) : value_(double(value)), loc_(loc) {}
 
-  const ir::Argument& argument() const { return value_; }
+  // The operand as a node argument (frontends/module/var.cpp).
+  ir::Argument argument() const;
   const SourceLocation& location() const { return loc_; }
 
  private:
-  ir::Argument value_;
+  std::variant<ir::Node*, int64_t, bool, double> value_;
   SourceLocation loc_;
 };
 
@@ -212,7 +221,7 @@ Var where(const Var& condition, const Operand& self, const Operand& other,
           SourceLocation loc = SourceLocation::current());
 Var matmul(const Var& a, const Var& b, SourceLocation loc = SourceLocation::current());
 // A new f32 (or dtype) Var of `size` filled with `value`; constants of the graph.
-Var full(const ir::SymShape& size, double value, DType dtype = DType::f32, SourceLocation loc = SourceLocation::current());
+Var full(const Shape& size, double value, DType dtype = DType::f32, SourceLocation loc = SourceLocation::current());
 Var arange(int64_t end, DType dtype = DType::i64, SourceLocation loc = SourceLocation::current());
 
 // torch.cond without a graph break: traces both branches (functions of no arguments returning

@@ -6,7 +6,7 @@
 #include <optional>
 #include <numeric>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir::kernels {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ir/reference_kernels.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::ir::kernels {
 

@@ -5,7 +5,7 @@
 #include "ir/reference_kernels.h"
 
 #include "ir/kernels/kernel_support.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 

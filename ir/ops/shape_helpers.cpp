@@ -1,5 +1,6 @@
 // Helpers shared by the shape rules (see shape_helpers.h).
 #include "ir/ops/shape_helpers.h"
+#include "runtime/strides.h"
 
 #include <algorithm>
 

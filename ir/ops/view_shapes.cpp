@@ -15,6 +15,7 @@
 
 #include "ir/ops/shape_helpers.h"
 #include "ir/ops/shape_rules.h"
+#include "runtime/strides.h"
 
 namespace kiln::ir {
 

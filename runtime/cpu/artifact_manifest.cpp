@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/json_brief.h"
 #include "runtime/json_fields.h"
 

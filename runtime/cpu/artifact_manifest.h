@@ -26,7 +26,7 @@
 #include "runtime/artifact.h"
 #include "runtime/compiled_abi.h"
 #include "runtime/cpu_features.h"
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
 namespace kiln {
 

@@ -19,7 +19,7 @@
 
 #include "runtime/artifact.h"
 #include "runtime/cpu/artifact_manifest.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/vm/errors.h"
 
 namespace kiln::cuda {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "runtime/cuda/library_search.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

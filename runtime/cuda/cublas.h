@@ -11,7 +11,7 @@
 #include "runtime/cuda/cublas_api.h"
 #include "runtime/cuda/cuda_stream.h"
 #include "runtime/cuda/gemm_plan.h"
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 #include "runtime/shared_library.h"
 
 namespace kiln::cuda {

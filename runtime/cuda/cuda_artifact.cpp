@@ -7,7 +7,7 @@
 #include "runtime/cuda/device_code_cache.h"
 #include "runtime/cuda/driver_plan_device.h"
 #include "runtime/cuda/plan_runner.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

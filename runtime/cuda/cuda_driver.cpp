@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

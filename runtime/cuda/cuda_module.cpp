@@ -1,7 +1,7 @@
 // Loaded device code. See runtime/cuda/cuda_module.h.
 #include "runtime/cuda/cuda_module.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

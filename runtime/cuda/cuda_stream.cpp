@@ -1,7 +1,7 @@
 // Streams and events. See runtime/cuda/cuda_stream.h.
 #include "runtime/cuda/cuda_stream.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

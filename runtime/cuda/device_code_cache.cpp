@@ -5,7 +5,7 @@
 
 #include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

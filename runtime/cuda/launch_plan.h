@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "runtime/cuda/gemm_plan.h"
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 #include "runtime/size_expression.h"
 
 namespace kiln::cuda {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 
@@ -35,7 +35,7 @@ SharedLibrary open_toolkit_library(const std::vector<std::string>& names, const 
     try {
       return SharedLibrary::open(candidate);
     } catch (const Error& e) {
-      tried += (tried.empty() ? " " : "; ") + std::string(e.what());  // one line (runtime/error.h)
+      tried += (tried.empty() ? " " : "; ") + std::string(e.what());  // one line (kiln/error.h)
     }
   }
   fail(what, " was not found; install the CUDA toolkit or set $", override_variable, ". Tried:", tried);

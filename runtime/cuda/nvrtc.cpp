@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "runtime/cuda/library_search.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

@@ -17,7 +17,7 @@
 #include "runtime/cuda/driver_api.h"
 #include "runtime/cuda/gemm_plan.h"
 #include "runtime/cuda/kernel_arguments.h"
-#include "runtime/dtype.h"
+#include "kiln/dtype.h"
 
 namespace kiln::cuda {
 

@@ -4,7 +4,7 @@
 #include <climits>
 #include <map>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 

@@ -24,7 +24,7 @@
 #include "runtime/artifact.h"
 #include "runtime/cuda/launch_plan.h"
 #include "runtime/cuda/plan_device.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::cuda {
 

@@ -7,7 +7,7 @@
 
 #include <functional>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/vm/instruction_policy.h"
 
 namespace kiln::vm {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "runtime/allocator.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::vm {
 

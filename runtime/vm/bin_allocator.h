@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/device.h"
+#include "kiln/device.h"
 
 namespace kiln::vm {
 

@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::vm {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 #include "runtime/vm/dependence.h"
 
 namespace kiln::vm {

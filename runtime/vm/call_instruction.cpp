@@ -1,7 +1,8 @@
 // Kernel calls and graph runs: operand slots per role and the CallContext over them.
 #include "runtime/vm/call_instruction.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
+#include "runtime/strides.h"
 
 namespace kiln::vm {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 #include "runtime/vm/instruction_policy.h"
 #include "runtime/vm/small_vector.h"
 

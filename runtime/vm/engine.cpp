@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "runtime/allocator.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/vm/error_sink.h"
 #include "runtime/vm/errors.h"
 #include "runtime/vm/fused_kernels.h"

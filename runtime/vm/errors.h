@@ -10,7 +10,7 @@
 #include <exception>
 #include <string>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 

@@ -1,7 +1,7 @@
 // Record and wait: an event's dependence object, written by records and read by waits.
 #include "runtime/vm/event.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::vm {
 

@@ -1,7 +1,7 @@
 // FusedKernels: the union of the members' operands; members prepared and executed in order.
 #include "runtime/vm/fused_kernels.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::vm {
 

@@ -1,7 +1,7 @@
 // HostCallback: run the host function, and say how it went to whoever waits.
 #include "runtime/vm/host_callback.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/vm/errors.h"
 
 namespace kiln::vm {

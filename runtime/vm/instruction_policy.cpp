@@ -2,7 +2,7 @@
 // execute (report, skip or compute).
 #include "runtime/vm/instruction_policy.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/vm/error_sink.h"
 #include "runtime/vm/errors.h"
 #include "runtime/vm/stream.h"

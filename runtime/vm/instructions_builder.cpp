@@ -1,7 +1,7 @@
 // InstructionsBuilder: one policy per call, checked, appended to the list.
 #include "runtime/vm/instructions_builder.h"
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/vm/barrier.h"
 #include "runtime/vm/memory_instructions.h"
 #include "runtime/vm/virtual_machine.h"

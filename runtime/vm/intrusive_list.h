@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::vm {
 

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/device.h"
+#include "kiln/device.h"
 #include "runtime/vm/bin_allocator.h"
 #include "runtime/vm/dependence.h"
 

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <map>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::vm {
 

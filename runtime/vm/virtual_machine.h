@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/device.h"
+#include "kiln/device.h"
 #include "runtime/vm/bin_allocator.h"
 #include "runtime/vm/buffer.h"
 #include "runtime/vm/engine.h"

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "frontends/module/trace_graph.h"
 #include "kiln/compile.h"
 #include "kiln/nn/activation.h"
 #include "kiln/nn/container.h"
@@ -17,7 +18,7 @@
 #include "kiln/random.h"
 #include "kiln/trace.h"
 #include "ir/interpreter.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {
@@ -45,8 +46,8 @@ std::vector<Var> two_outputs(const std::vector<Var>& in) {
 // What the interpreter computes for `fn` on these inputs (a static trace).
 std::vector<Tensor> reference(const TensorFunction& fn, const std::vector<Tensor>& inputs) {
   std::vector<ir::TensorMeta> types;
-  for (const Tensor& input : inputs) types.push_back(example_type(input));
-  ir::Graph graph = trace(fn, types);
+  for (const Tensor& input : inputs) types.push_back(example_meta(input));
+  ir::Graph graph = trace_graph(fn, types);
   std::map<std::string, Tensor> named;
   std::vector<std::string> names = inputs.size() == 1 ? std::vector<std::string>{"x"} : std::vector<std::string>{};
   for (size_t i = 0; i < inputs.size(); ++i) named[inputs.size() == 1 ? "x" : "x" + std::to_string(i)] = inputs[i];

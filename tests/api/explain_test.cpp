@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/compile.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

@@ -8,9 +8,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "frontends/module/trace_graph.h"
 #include "kiln/compile.h"
 #include "kiln/trace.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {
@@ -119,12 +120,12 @@ TEST(GraphBreak, FullgraphMakesABreakAnErrorNamingTheLine) {
 }
 
 TEST(GraphBreak, KilnTraceRefusesItemAndNamesTheLine) {
-  std::string message = error_of([] { trace(branchy, {example_type(values({1, 2}))}); });
+  std::string message = error_of([] { trace_graph(branchy, {example_meta(values({1, 2}))}); });
   EXPECT_THAT(message, HasSubstr("graph_break_test.cpp:"));
   EXPECT_THAT(message, HasSubstr("Var::item() needs the value of a traced tensor"));
   std::string many = error_of([] {
-    trace([](const std::vector<Var>& in) { return std::vector<Var>{in[0] * in[0].item()}; },
-          {example_type(values({1, 2}))}, {.on_value = [](const ir::Graph&, const ir::Node&, const std::string&) { return 1.0; }});
+    trace_graph([](const std::vector<Var>& in) { return std::vector<Var>{in[0] * in[0].item()}; },
+          {example_meta(values({1, 2}))}, {.on_value = [](const ir::Graph&, const ir::Node&, const std::string&) { return 1.0; }});
   });
   EXPECT_THAT(many, HasSubstr("f32[2]; it needs exactly one element"));
 }
@@ -141,17 +142,17 @@ TEST(GraphBreak, CondKeepsBothBranchesInOneGraph) {
   EXPECT_EQ(f.stats().traces, 1u);
   EXPECT_EQ(f.stats().graph_breaks, 0u);
   std::string mismatch = error_of([] {
-    trace(
+    trace_graph(
         [](const std::vector<Var>& in) {
           return cond(in[0].sum() > 0, [&] { return std::vector<Var>{in[0]}; },
                       [&] { return std::vector<Var>{in[0].sum()}; });
         },
-        {example_type(values({1, 2}))});
+        {example_meta(values({1, 2}))});
   });
   EXPECT_THAT(mismatch, HasSubstr("cond's branches disagree on value 0: f32[2] and f32[]"));
   std::string predicate = error_of([] {
-    trace([](const std::vector<Var>& in) { return cond(in[0], [&] { return std::vector<Var>{in[0]}; }, [&] { return std::vector<Var>{in[0]}; }); },
-          {example_type(values({1, 2}))});
+    trace_graph([](const std::vector<Var>& in) { return cond(in[0], [&] { return std::vector<Var>{in[0]}; }, [&] { return std::vector<Var>{in[0]}; }); },
+          {example_meta(values({1, 2}))});
   });
   EXPECT_THAT(predicate, HasSubstr("predicate is f32[2]"));
 }

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "passes/autodiff.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

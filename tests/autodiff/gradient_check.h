@@ -16,7 +16,7 @@
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
 #include "passes/autodiff.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::testing {
 

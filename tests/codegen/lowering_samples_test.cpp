@@ -7,7 +7,7 @@
 
 #include "ir/model_file.h"
 #include "passes/pass_manager.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 #include "tests/codegen/lowering_test_support.h"
 
 namespace kiln::codegen::testing {

@@ -22,7 +22,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/support/random_graph.h"
 
 namespace kiln::codegen::testing {

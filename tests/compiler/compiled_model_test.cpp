@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/backend_common.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::compiler {
 namespace {

@@ -20,7 +20,7 @@
 #include "ir/printer.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cpu/cpu_artifact.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 #include "tests/support/differential.h"
 #include "tests/support/op_coverage_cases.h"
 

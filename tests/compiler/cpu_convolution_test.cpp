@@ -12,7 +12,7 @@
 #include "ir/interpreter.h"
 #include "ir/model_file.h"
 #include "ir/parser.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 #include "tests/support/differential.h"
 
 namespace kiln::compiler {

@@ -17,7 +17,7 @@
 #include "ir/model_file.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 #include "tests/compiler/eager_test_support.h"
 #include "tests/support/random_graph.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compiler/eager_executor.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::compiler::testing {
 

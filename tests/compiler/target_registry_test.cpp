@@ -13,8 +13,8 @@
 #include "compiler/compile_driver.h"
 #include "ir/interpreter.h"
 #include "ir/model_file.h"
-#include "runtime/error.h"
-#include "runtime/npy.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
 #include "tests/support/differential.h"
 
 namespace kiln::compiler {

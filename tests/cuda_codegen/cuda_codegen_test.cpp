@@ -12,7 +12,7 @@
 #include "ir/interpreter.h"
 #include "ir/model_file.h"
 #include "ir/printer.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 #include "tests/cuda_codegen/emulated_model.h"
 #include "tests/support/differential.h"
 #include "tests/support/op_coverage_cases.h"

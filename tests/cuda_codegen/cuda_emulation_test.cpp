@@ -12,7 +12,7 @@
 
 #include "codegen/c_like/c_ops.h"
 #include "codegen/cuda/cuda_texts.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/shared_library.h"
 #include "tests/cuda_codegen/emulated_model.h"
 

@@ -11,7 +11,7 @@
 #include "ir/model_file.h"
 #include "runtime/cuda/library_search.h"
 #include "runtime/cuda/nvrtc.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/cuda_codegen/emulated_model.h"
 #include "tests/support/op_coverage_cases.h"
 #include "tests/support/random_graph.h"

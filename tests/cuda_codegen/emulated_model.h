@@ -38,9 +38,9 @@
 #include "runtime/cuda/launch_plan.h"
 #include "runtime/cuda/plan_device.h"
 #include "runtime/cuda/plan_runner.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/shared_library.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::codegen::cuda::testing {
 

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/cuda/caching_allocator.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/vm/errors.h"
 
 namespace kiln::cuda {

@@ -19,7 +19,7 @@
 #include "runtime/cuda/cubin_elf.h"
 #include "runtime/cuda/cuda_artifact.h"
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/philox.h"
 
 namespace kiln::compiler {

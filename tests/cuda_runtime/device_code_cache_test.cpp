@@ -7,7 +7,7 @@
 
 #include "runtime/cuda/cubin_elf.h"
 #include "runtime/cuda/device_code_cache.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 namespace {

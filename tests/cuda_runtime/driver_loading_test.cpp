@@ -11,7 +11,7 @@
 
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 namespace {

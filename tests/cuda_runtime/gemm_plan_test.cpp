@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/cuda/gemm_plan.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 namespace {

@@ -12,7 +12,7 @@
 #include "runtime/cuda/cuda_stream.h"
 #include "runtime/cuda/device_code_cache.h"
 #include "runtime/cuda/driver_memory_backend.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "runtime/cuda/cubin_elf.h"
 #include "runtime/cuda/nvrtc.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "frontends/expression/expression_parser.h"
 #include "ir/printer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 namespace {

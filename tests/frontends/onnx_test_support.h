@@ -17,8 +17,8 @@
 
 #include "compiler/compile_driver.h"
 #include "ir/graph.h"
-#include "runtime/npy.h"
-#include "runtime/tensor.h"
+#include "kiln/npy.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends::testing {
 
@@ -97,8 +97,8 @@ inline void expect_outputs_match(const std::vector<Tensor>& expected, const std:
 }
 
 // One compile cache for the suite.
-inline compiler::CompileOptions onnx_test_compile_options() {
-  compiler::CompileOptions options;
+inline CompileOptions onnx_test_compile_options() {
+  CompileOptions options;
   options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
   return options;
 }

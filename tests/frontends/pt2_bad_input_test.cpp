@@ -11,7 +11,7 @@
 
 #include "frontends/model_loader.h"
 #include "frontends/pt2/pt2_importer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/frontends/pt2_test_support.h"
 
 namespace kiln::frontends {

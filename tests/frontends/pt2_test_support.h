@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/npy.h"
-#include "runtime/tensor.h"
+#include "kiln/npy.h"
+#include "kiln/tensor.h"
 
 namespace kiln::frontends::testing {
 

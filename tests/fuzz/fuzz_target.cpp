@@ -4,7 +4,7 @@
 #include <exception>
 #include <typeinfo>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/message_text.h"
 #include "tests/fuzz/targets/fuzz_targets.h"
 

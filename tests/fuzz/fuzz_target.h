@@ -2,7 +2,7 @@
 // input is held to. A target is a function from bytes to nothing; for every input it must
 //  - return normally (the input was read, and whatever property the target checks held), or
 //  - throw one kiln::Error whose message is one printable line of at most kMaxMessageBytes
-//    that names the file it read (runtime/error.h: what a user sees with exit status 1).
+//    that names the file it read (kiln/error.h: what a user sees with exit status 1).
 // Anything else is a bug: an InternalError (exit status 2), any other exception, a property
 // that failed (FuzzPropertyFailure: print(parse(print(g))) differs, a reader accepts what it
 // wrote back differently), or a crash, a leak or undefined behaviour the sanitizers catch.

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "ir/parser.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::fuzz {
 

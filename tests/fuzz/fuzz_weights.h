@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::fuzz {
 

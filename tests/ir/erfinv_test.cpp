@@ -9,7 +9,7 @@
 
 #include "ir/interpreter.h"
 #include "ir/kernels/erfinv.h"
-#include "runtime/safetensors.h"
+#include "kiln/safetensors.h"
 
 namespace kiln::ir {
 namespace {

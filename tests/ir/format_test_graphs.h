@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "ir/graph.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/support/golden.h"
 
 namespace kiln::ir::format_test {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/graph.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 namespace {

@@ -30,7 +30,7 @@ std::string repeated(const std::string& piece, size_t times) {
   return text;
 }
 
-// What the contract asks of every message (runtime/error.h).
+// What the contract asks of every message (kiln/error.h).
 void expect_one_short_line(const std::string& message) {
   EXPECT_TRUE(is_printable(message)) << message;
   EXPECT_LT(message.size(), 600u) << message;

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/printer.h"
-#include "runtime/safetensors.h"
+#include "kiln/safetensors.h"
 #include "tests/ir/format_test_graphs.h"
 
 namespace kiln::ir {

@@ -18,7 +18,7 @@
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::test_support {
 namespace {

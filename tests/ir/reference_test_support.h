@@ -12,7 +12,7 @@
 
 #include "ir/graph.h"
 #include "ir/interpreter.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::ir::testing {
 

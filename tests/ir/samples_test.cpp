@@ -15,7 +15,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 
 namespace kiln::ir {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "ir/symbolic.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/size_expression.h"
 
 namespace kiln {

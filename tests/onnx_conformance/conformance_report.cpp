@@ -8,7 +8,7 @@
 
 #include "frontends/onnx/onnx_model_file.h"
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/onnx_conformance/onnx_tolerance.h"
 
 namespace kiln::conformance {

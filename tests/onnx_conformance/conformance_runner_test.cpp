@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/onnx_conformance/conformance_report.h"
 #include "tests/onnx_conformance/onnx_tolerance.h"
 

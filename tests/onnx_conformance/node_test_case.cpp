@@ -11,7 +11,7 @@
 #include "frontends/onnx/onnx_model_file.h"
 #include "frontends/onnx/onnx_tensor.h"
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/frontends/onnx_generated_data.h"
 
 namespace kiln::conformance {

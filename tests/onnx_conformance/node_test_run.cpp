@@ -10,7 +10,7 @@
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/interpreter.h"
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/onnx_conformance/case_model.h"
 #include "tests/onnx_conformance/onnx_tolerance.h"
 
@@ -160,7 +160,7 @@ std::optional<FailureClass> failure_class_from_name(const std::string& name) {
 
 std::string failure_class_summary(FailureClass failure) { return info_of(failure).summary; }
 
-CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::CompileOptions& options,
+CaseOutcome run_node_test_case(const NodeTestCase& test_case, const CompileOptions& options,
                                const fs::path& scratch_folder) {
   CaseOutcome outcome;
   auto failed = [&](FailureClass failure, std::string detail) {

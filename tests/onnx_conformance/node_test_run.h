@@ -54,7 +54,7 @@ struct CaseOutcome {
 };
 
 // `scratch_folder` receives what a case needs written (specialized models).
-CaseOutcome run_node_test_case(const NodeTestCase& test_case, const compiler::CompileOptions& options,
+CaseOutcome run_node_test_case(const NodeTestCase& test_case, const CompileOptions& options,
                                const fs::path& scratch_folder);
 
 }  // namespace kiln::conformance

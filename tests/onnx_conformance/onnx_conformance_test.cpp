@@ -37,7 +37,7 @@ TEST_P(NodeTestShard, RunsItsCases) {
   fs::create_directories(results_folder());
   fs::remove(shard_results(shard));
   committed_allowlist();  // fails here, early, when it does not parse
-  compiler::CompileOptions options;
+  CompileOptions options;
   options.cache_dir = results_folder() / "compile-cache";  // shared by the shards
 
   std::vector<std::string> names = node_test_case_names(*folder);

@@ -7,7 +7,7 @@
 
 #include "frontends/onnx/onnx_tensor.h"
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::frontends {
 namespace {

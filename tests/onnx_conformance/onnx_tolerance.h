@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::conformance {
 

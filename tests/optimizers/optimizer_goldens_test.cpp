@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "compiler/training/fused_optimizer.h"
-#include "runtime/safetensors.h"
+#include "kiln/safetensors.h"
 #include "tests/optimizers/optimizer_test_support.h"
 
 namespace kiln::training {

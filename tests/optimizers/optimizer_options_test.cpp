@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "compiler/training/fused_optimizer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/optimizers/optimizer_test_support.h"
 
 namespace kiln::training {

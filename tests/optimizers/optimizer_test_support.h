@@ -10,7 +10,7 @@
 #include <string>
 
 #include "compiler/training/fused_optimizer.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::training::testing {
 

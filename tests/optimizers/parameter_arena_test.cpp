@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 
 #include "compiler/training/parameter_arena.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/optimizers/optimizer_test_support.h"
 
 namespace kiln::training {

@@ -15,7 +15,7 @@
 #include "ir/interpreter.h"
 #include "passes/joint_graph.h"
 #include "passes/partition.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 #include "tests/support/differential.h"
 
 namespace kiln::partition_test {

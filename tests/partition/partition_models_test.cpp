@@ -72,7 +72,7 @@ TEST(ModelPartitionTangents, AttentionWithAGivenOutputGradient) {
 TEST(ModelPartitionCpu, MlpForwardAndBackwardCompiledMatchTheJointGraph) {
   JointGraph joint = model_joint_graph("mlp");
   Partition partition = partition_joint_graph(joint);
-  compiler::CompileOptions options;
+  CompileOptions options;
   options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-caches" / ("partition-" + std::to_string(getpid()));
   auto run_compiled = [&](const ir::Graph& graph, const std::map<std::string, Tensor>& inputs) {
     return compiler::compile(graph, options).run(inputs);

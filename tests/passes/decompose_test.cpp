@@ -25,8 +25,8 @@
 #include "passes/decompose.h"
 #include "passes/decompositions/decomposition.h"
 #include "passes/functionalize.h"
-#include "runtime/error.h"
-#include "runtime/npy.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
 #include "runtime/philox.h"
 
 namespace kiln::passes {

@@ -19,8 +19,8 @@
 #include "ir/verifier.h"
 #include "passes/functionalize.h"
 #include "passes/graph_queries.h"
-#include "runtime/error.h"
-#include "runtime/npy.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
 #include "tests/support/random_graph.h"
 
 namespace kiln::passes {

@@ -29,7 +29,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::passes {
 namespace {

@@ -34,7 +34,7 @@
 #include "passes/functionalize.h"
 #include "passes/graph_queries.h"
 #include "passes/pass_manager.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/support/random_graph.h"
 
 namespace kiln::passes {

@@ -8,8 +8,8 @@
 
 #include "frontends/pt2/pt2_importer.h"
 #include "ir/interpreter.h"
-#include "runtime/error.h"
-#include "runtime/npy.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
 #include "tests/pt2_conformance/graph_merge.h"
 
 namespace kiln::pt2_conformance {
@@ -115,7 +115,7 @@ std::optional<CaseOutcome> prepare(const OpInfoCase& test_case, PreparedCase& pr
   return std::nullopt;
 }
 
-CaseOutcome run_alone(const OpInfoCase& test_case, const PreparedCase& prepared, const compiler::CompileOptions& options) {
+CaseOutcome run_alone(const OpInfoCase& test_case, const PreparedCase& prepared, const CompileOptions& options) {
   try {
     compiler::CompiledModel model = compiler::compile(prepared.graph, options);
     std::string problem = compare_outputs(test_case, model.run(prepared.inputs, 1));
@@ -128,13 +128,13 @@ CaseOutcome run_alone(const OpInfoCase& test_case, const PreparedCase& prepared,
 
 }  // namespace
 
-CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const compiler::CompileOptions& options) {
+CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const CompileOptions& options) {
   PreparedCase prepared;
   if (std::optional<CaseOutcome> settled = prepare(test_case, prepared)) return *settled;
   return run_alone(test_case, prepared, options);
 }
 
-std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const compiler::CompileOptions& options) {
+std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const CompileOptions& options) {
   std::vector<CaseOutcome> outcomes(cases.size());
   std::vector<PreparedCase> prepared(cases.size());
   std::vector<size_t> pending;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "compiler/compile_driver.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 #include "tests/pt2_conformance/pt2_test_data.h"
 
 namespace kiln::pt2_conformance {
@@ -25,9 +25,9 @@ struct CaseOutcome {
   std::string detail;  // failed: the stage and the difference; unsupported: the missing targets
 };
 
-CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const compiler::CompileOptions& options);
+CaseOutcome run_opinfo_case(const OpInfoCase& test_case, const CompileOptions& options);
 // The cases of one OpInfo entry, in order.
-std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const compiler::CompileOptions& options);
+std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& cases, const CompileOptions& options);
 
 // Empty when `actual` matches `expected` (same dtype and shape; floats within atol + rtol *
 // |expected|, NaN equal to NaN, infinities to themselves; integers and bools exactly), else

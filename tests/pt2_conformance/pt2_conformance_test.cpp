@@ -40,7 +40,7 @@ TEST_P(Pt2ConformanceShard, RunsItsCases) {
   fs::create_directories(results_folder());
   fs::remove(shard_results(shard));
   committed_allowlist();  // fails here, early, when it does not parse
-  compiler::CompileOptions options;
+  CompileOptions options;
   options.cache_dir = results_folder() / "compile-cache";  // shared by the shards
   OpInfoData data = read_opinfo_data(*folder);
   // Whole OpInfo entries go to shards (their cases compile together), round robin.

@@ -18,7 +18,7 @@
 #include "compiler/compile_driver.h"
 #include "frontends/pt2/pt2_importer.h"
 #include "runtime/atomic_file.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 #include "tests/pt2_conformance/pt2_test_data.h"
 
 namespace kiln::pt2_conformance {
@@ -66,7 +66,7 @@ TEST_P(Model, MatchesEager) {
     record("refused\ttorch.export refused it: " + meta.value("reason", ""));
     GTEST_SKIP() << "torch.export refused " << name << ": " << meta.value("reason", "");
   }
-  compiler::CompileOptions options;
+  CompileOptions options;
   options.cache_dir = outcomes_folder() / "compile-cache";
   std::string failure;
   std::ostringstream timing;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::pt2_conformance {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

@@ -12,7 +12,7 @@
 #include <random>
 #include <string>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/shared_library.h"
 
 namespace kiln {

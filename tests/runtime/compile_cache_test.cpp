@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "runtime/checksum.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "runtime/compiled_abi.h"
 #include "runtime/cpu_features.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

@@ -3,7 +3,7 @@
 // gives its message. Expected bytes are built by hand from the format description
 // (numpy.lib.format), not by the code under test.
 #include "runtime/message_text.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <fstream>
 #include <functional>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "runtime/half.h"
 
 namespace kiln {

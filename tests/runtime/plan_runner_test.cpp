@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln::cuda {
 namespace {

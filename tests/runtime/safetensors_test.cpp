@@ -3,7 +3,7 @@
 // tensors outlive the map they came from, and each malformed file gives its message.
 // Expected bytes and headers are written out by hand from the format description.
 #include "runtime/message_text.h"
-#include "runtime/safetensors.h"
+#include "kiln/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

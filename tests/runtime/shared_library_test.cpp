@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

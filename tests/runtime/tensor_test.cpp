@@ -8,11 +8,11 @@
 #include <limits>
 
 #include "runtime/allocator.h"
-#include "runtime/device.h"
-#include "runtime/dtype.h"
-#include "runtime/error.h"
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
 #include "runtime/half.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 namespace {

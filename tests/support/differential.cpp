@@ -9,7 +9,7 @@
 
 #include "ir/interpreter.h"
 #include "ir/printer.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/support/random_graph.h"
 
 namespace kiln::test_support {

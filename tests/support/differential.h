@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::test_support {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "ir/op_registry.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/support/random_graph_builder.h"
 
 namespace kiln::test_support {

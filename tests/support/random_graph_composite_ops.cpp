@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/support/random_graph_builder.h"
 
 namespace kiln::test_support::detail {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/support/random_graph_builder.h"
 
 namespace kiln::test_support::detail {

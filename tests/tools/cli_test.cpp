@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "runtime/npy.h"
-#include "runtime/tensor.h"
+#include "kiln/npy.h"
+#include "kiln/tensor.h"
 #include "sample_models.h"
 
 namespace kiln {

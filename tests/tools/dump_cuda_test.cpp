@@ -16,7 +16,7 @@
 #include "cli_runner.h"
 #include "compiler/compile_driver.h"
 #include "frontends/model_loader.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "sample_models.h"
 
 namespace kiln {

@@ -23,7 +23,7 @@
 #include "compiler/standalone_kernel.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 namespace {

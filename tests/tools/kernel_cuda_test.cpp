@@ -15,7 +15,7 @@
 #include "cli_runner.h"
 #include "runtime/cuda/library_search.h"
 #include "runtime/cuda/nvrtc.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {

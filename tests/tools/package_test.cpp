@@ -18,9 +18,9 @@
 
 #include "cli_runner.h"
 #include "runtime/cpu_features.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 #include "runtime/package.h"
-#include "runtime/safetensors.h"
+#include "kiln/safetensors.h"
 #include "sample_models.h"
 
 namespace kiln {

@@ -14,7 +14,7 @@
 #include "cli_runner.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/nvrtc.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "sample_models.h"
 
 namespace kiln {

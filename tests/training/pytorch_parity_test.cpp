@@ -5,6 +5,9 @@
 // reference interpreter and the CPU backend.
 #include <gtest/gtest.h>
 
+#include "frontends/module/trace_graph.h"
+#include "compiler/compile_driver.h"
+#include "ir/interpreter.h"
 #include "kiln/kiln.h"
 #include "passes/functionalize.h"
 #include "tests/training/training_test_support.h"
@@ -48,7 +51,7 @@ TEST(PyTorchParity, MLP) {
   model.load_state_dict(data_path("mlp.weights.safetensors"));
   model.eval();
   std::map<std::string, Tensor> inputs = golden_entries("mlp", "input");
-  ir::Graph graph = trace(model, {inputs.at("x")});
+  ir::Graph graph = trace_graph(model, {inputs.at("x")});
   expect_matches_pytorch(graph, inputs, golden_entries("mlp", "expected"), {"y"});
 }
 
@@ -56,7 +59,7 @@ TEST(PyTorchParity, MLPWithADynamicBatchDimension) {
   MLP model;
   model.load_state_dict(data_path("mlp.weights.safetensors"));
   model.eval();
-  ir::Graph graph = trace(model, std::vector<ir::TensorMeta>{ir::TensorMeta::contiguous(
+  ir::Graph graph = trace_graph(model, std::vector<ir::TensorMeta>{ir::TensorMeta::contiguous(
                                      DType::f32, {ir::SymInt::symbol("batch"), 16})});
   EXPECT_EQ(graph.outputs().at(0)->value().type_string(), "f32[batch, 8]");
   std::map<std::string, Tensor> inputs = golden_entries("mlp", "input");
@@ -77,7 +80,7 @@ TEST(PyTorchParity, CnnWithBatchNormInEvalMode) {
   model.load_state_dict(data_path("cnn.weights.safetensors"));
   model.eval();
   std::map<std::string, Tensor> inputs = golden_entries("cnn", "input");
-  ir::Graph graph = trace(model, {inputs.at("x")});
+  ir::Graph graph = trace_graph(model, {inputs.at("x")});
   for (ir::Node* node : graph.nodes()) EXPECT_NE(node->target().back(), '_') << "eval mode mutates nothing";
   expect_matches_pytorch(graph, inputs, golden_entries("cnn", "expected"), {"y_eval"});
 }
@@ -95,7 +98,7 @@ TEST(PyTorchParity, CnnWithBatchNormInTrainingModeUpdatesItsBuffers) {
 
   nn::Sequential model = cnn();
   model.load_state_dict(data_path("cnn.weights.safetensors"));
-  ir::Graph graph = trace(model, {inputs.at("x")});
+  ir::Graph graph = trace_graph(model, {inputs.at("x")});
   // Each BatchNorm2d: running_mean.mul_().add_(), running_var.mul_().add_(), num_batches_tracked.add_().
   int in_place = 0;
   for (ir::Node* node : graph.nodes()) in_place += node->target().back() == '_';
@@ -119,7 +122,7 @@ TEST(PyTorchParity, CnnWithBatchNormInTrainingModeUpdatesItsBuffers) {
   // The CPU backend (which functionalizes) copies the new statistics back into the buffers.
   nn::Sequential fresh = cnn();
   fresh.load_state_dict(data_path("cnn.weights.safetensors"));
-  ir::Graph traced = trace(fresh, {inputs.at("x")});
+  ir::Graph traced = trace_graph(fresh, {inputs.at("x")});
   compiler::CompiledModel compiled = compiler::compile(traced, compile_options());
   std::vector<Tensor> outputs = compiled.run(inputs);
   EXPECT_EQ(mismatch(expected.at("y_train"), outputs[0]), "");
@@ -169,7 +172,7 @@ TEST(PyTorchParity, AttentionBlockWithMultiheadAttention) {
   model.eval();
   std::map<std::string, Tensor> golden = golden_entries("attention", "input");
   TraceOptions names{{"tokens", "attn_mask", "key_padding_mask"}};
-  ir::Graph graph = trace(model, attention_inputs(golden), names);
+  ir::Graph graph = trace_graph(model, attention_inputs(golden), names);
   bool out_proj_seen = false;
   for (ir::Node* node : graph.nodes()) out_proj_seen |= node->source.module_path == "attn.out_proj";
   EXPECT_TRUE(out_proj_seen);
@@ -185,7 +188,7 @@ TEST(PyTorchParity, AttentionBlockWithIsCausalAndWithoutWeights) {
   model.options.need_weights = false;
   std::map<std::string, Tensor> golden = golden_entries("attention", "input");
   TraceOptions names{{"tokens", "attn_mask", "key_padding_mask"}};
-  ir::Graph graph = trace(model, attention_inputs(golden), names);
+  ir::Graph graph = trace_graph(model, attention_inputs(golden), names);
   int attention_nodes = 0;
   for (ir::Node* node : graph.nodes()) attention_nodes += node->target() == "scaled_dot_product_attention";
   EXPECT_EQ(attention_nodes, 1);

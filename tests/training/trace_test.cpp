@@ -3,6 +3,8 @@
 // train/eval, and the errors a user meets while tracing.
 #include <gtest/gtest.h>
 
+#include "frontends/module/trace_graph.h"
+#include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "kiln/kiln.h"
 #include "passes/functionalize.h"
@@ -46,7 +48,7 @@ struct TwoLayer : nn::Module {
 TEST(Trace, RecordsPlaceholdersParametersByPathAndOutputs) {
   TwoLayer model;
   model.eval();
-  ir::Graph graph = trace(model, {Tensor::zeros({2, 6}, DType::f32)});
+  ir::Graph graph = trace_graph(model, {Tensor::zeros({2, 6}, DType::f32)});
   std::vector<ir::Node*> inputs = graph.placeholders();
   ASSERT_EQ(inputs.size(), 1u);
   EXPECT_EQ(inputs[0]->target(), "x");
@@ -65,7 +67,7 @@ TEST(Trace, RecordsPlaceholdersParametersByPathAndOutputs) {
 TEST(Trace, RegisteredBuffersAreBuffersInTheGraphSignature) {
   nn::BatchNorm2d bn(3);
   bn.train();
-  ir::Graph graph = trace(bn, {Tensor::zeros({2, 3, 4, 4}, DType::f32)});
+  ir::Graph graph = trace_graph(bn, {Tensor::zeros({2, 3, 4, 4}, DType::f32)});
   const ir::GraphSignature& signature = graph.signature();
   for (const char* name : {"weight", "bias"}) EXPECT_EQ(signature.attribute_kind(name), ir::InputKind::parameter) << name;
   for (const char* name : {"running_mean", "running_var", "num_batches_tracked"})
@@ -83,7 +85,7 @@ TEST(Trace, RegisteredBuffersAreBuffersInTheGraphSignature) {
 TEST(Trace, NodesCarryTheUsersSourceLocationAndModulePath) {
   TwoLayer model;
   model.eval();
-  ir::Graph graph = trace(model, {Tensor::zeros({2, 6}, DType::f32)});
+  ir::Graph graph = trace_graph(model, {Tensor::zeros({2, 6}, DType::f32)});
   ir::Node* linear = first_call(graph, "linear");
   ASSERT_NE(linear, nullptr);
   EXPECT_EQ(linear->source.module_path, "fc1");
@@ -107,11 +109,11 @@ TEST(Trace, NodesCarryTheUsersSourceLocationAndModulePath) {
 TEST(Trace, TrainModeRecordsDropoutAndEvalModeDoesNot) {
   TwoLayer model;
   model.train();
-  ir::Graph training = trace(model, {Tensor::zeros({2, 6}, DType::f32)});
+  ir::Graph training = trace_graph(model, {Tensor::zeros({2, 6}, DType::f32)});
   EXPECT_EQ(count_target(training, "dropout"), 1);
   EXPECT_EQ(first_call(training, "dropout")->source.module_path, "drop");
   model.eval();
-  ir::Graph inference = trace(model, {Tensor::zeros({2, 6}, DType::f32)});
+  ir::Graph inference = trace_graph(model, {Tensor::zeros({2, 6}, DType::f32)});
   EXPECT_EQ(count_target(inference, "dropout"), 0);
   EXPECT_EQ(training.size(), inference.size() + 1);
 }
@@ -125,19 +127,19 @@ TEST(Trace, ForwardHooksFireAndMayReplaceOutputs) {
         fired.push_back(module.path() + " " + inputs.at(0).type_string() + " -> " + outputs.at(0).type_string());
         outputs[0] = outputs[0] * 2.0;
       });
-  ir::Graph graph = trace(model, {Tensor::zeros({2, 6}, DType::f32)});
+  ir::Graph graph = trace_graph(model, {Tensor::zeros({2, 6}, DType::f32)});
   EXPECT_EQ(fired, (std::vector<std::string>{"fc2 f32[2, 5] -> f32[2, 3]"}));
   EXPECT_EQ(graph.outputs().at(0)->target(), "mul");
   EXPECT_EQ(graph.outputs().at(0)->source.module_path, "fc2");
   model.fc2.remove_forward_hook(handle);
-  ir::Graph without = trace(model, {Tensor::zeros({2, 6}, DType::f32)});
+  ir::Graph without = trace_graph(model, {Tensor::zeros({2, 6}, DType::f32)});
   EXPECT_EQ(fired.size(), 1u);
   EXPECT_EQ(without.outputs().at(0)->target(), "linear");
 }
 
 std::string trace_error(nn::Module& module, const std::vector<Tensor>& inputs) {
   try {
-    trace(module, inputs);
+    trace_graph(module, inputs);
   } catch (const Error& error) {
     return error.what();
   }
@@ -156,7 +158,7 @@ TEST(TraceErrors, WrongInputShapeToLinearNamesTheModulePathAndShapes) {
 TEST(TraceErrors, AShapeRuleErrorIsPrefixedWithTheUsersLocation) {
   int line = 0;
   try {
-    trace([&](const std::vector<Var>& in) -> std::vector<Var> {
+    trace_graph([&](const std::vector<Var>& in) -> std::vector<Var> {
             line = __LINE__ + 1;
             return {in[0].matmul(in[1])};
           },
@@ -171,13 +173,13 @@ TEST(TraceErrors, AShapeRuleErrorIsPrefixedWithTheUsersLocation) {
 
 TEST(TraceErrors, AVarOfAnEndedTraceIsRejected) {
   Var leaked;
-  trace([&](const std::vector<Var>& in) -> std::vector<Var> {
+  trace_graph([&](const std::vector<Var>& in) -> std::vector<Var> {
           leaked = in[0];
           return {in[0].relu()};
         },
         {ir::TensorMeta::contiguous(DType::f32, {2})});
   try {
-    trace([&](const std::vector<Var>& in) -> std::vector<Var> { return {in[0] + leaked}; },
+    trace_graph([&](const std::vector<Var>& in) -> std::vector<Var> { return {in[0] + leaked}; },
           {ir::TensorMeta::contiguous(DType::f32, {2})});
     FAIL();
   } catch (const Error& error) {
@@ -187,7 +189,7 @@ TEST(TraceErrors, AVarOfAnEndedTraceIsRejected) {
 
 // Tensor methods against values worked out by hand.
 TEST(VarOps, RecordTheRegistryOpsAndComputeWhatPyTorchWould) {
-  ir::Graph graph = trace(
+  ir::Graph graph = trace_graph(
       [](const std::vector<Var>& in) -> std::vector<Var> {
         const Var& x = in[0];  // [[1, 2, 3], [4, 5, 6]]
         const Var& rows = in[1];  // [1, 0, 1]
@@ -224,7 +226,7 @@ TEST(VarOps, RecordTheRegistryOpsAndComputeWhatPyTorchWould) {
 
 // Var::erfinv records erfinv; erf undoes it.
 TEST(VarOps, ErfinvRecordsItsOpAndErfUndoesIt) {
-  ir::Graph graph = trace([](const std::vector<Var>& in) -> std::vector<Var> { return {in[0].erfinv().erf()}; },
+  ir::Graph graph = trace_graph([](const std::vector<Var>& in) -> std::vector<Var> { return {in[0].erfinv().erf()}; },
                           {ir::TensorMeta::contiguous(DType::f64, {4})});
   EXPECT_EQ(count_target(graph, "erfinv"), 1);
   Tensor x = Tensor::from_vector<double>({4}, {-0.9, -0.25, 0.0, 0.75}, DType::f64);
@@ -233,7 +235,7 @@ TEST(VarOps, ErfinvRecordsItsOpAndErfUndoesIt) {
 }
 
 TEST(VarOps, InPlaceMethodsRecordInPlaceOpsThatFunctionalizeAway) {
-  ir::Graph graph = trace(
+  ir::Graph graph = trace_graph(
       [](const std::vector<Var>& in) -> std::vector<Var> {
         Var y = in[0].clone();
         y.mul_(3).add_(1);
@@ -257,7 +259,7 @@ TEST(VarOps, InPlaceMethodsRecordInPlaceOpsThatFunctionalizeAway) {
 }
 
 TEST(VarOps, FunctionalLossesAndAttentionTrace) {
-  ir::Graph graph = trace(
+  ir::Graph graph = trace_graph(
       [](const std::vector<Var>& in) -> std::vector<Var> {
         Var logits = in[0];
         Var target = in[1];

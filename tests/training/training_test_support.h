@@ -11,8 +11,8 @@
 #include <string>
 
 #include "compiler/compile_driver.h"
-#include "runtime/safetensors.h"
-#include "runtime/tensor.h"
+#include "kiln/safetensors.h"
+#include "kiln/tensor.h"
 
 namespace kiln::training_test {
 
@@ -43,8 +43,8 @@ inline std::string mismatch(const Tensor& expected, const Tensor& actual, double
   return "";
 }
 
-inline compiler::CompileOptions compile_options() {
-  compiler::CompileOptions options;
+inline CompileOptions compile_options() {
+  CompileOptions options;
   options.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
   return options;
 }

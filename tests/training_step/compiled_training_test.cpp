@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "frontends/module/trace_graph.h"
 #include "ir/interpreter.h"
 #include "passes/autodiff.h"
 #include "passes/pass_manager.h"
@@ -23,9 +24,9 @@ using ::testing::HasSubstr;
 // on the module's current parameters: the gradients by parameter name.
 std::map<std::string, Tensor> interpreted_gradients(nn::Module& module, const Batch& batch) {
   module.assign_paths();
-  ir::Graph graph = trace(
+  ir::Graph graph = trace_graph(
       [&](const std::vector<Var>& in) { return std::vector<Var>{cross_entropy_loss(module(in[0]), in[1])}; },
-      {example_type(batch.inputs[0]), example_type(batch.targets[0])}, {{"x", "y"}});
+      {example_meta(batch.inputs[0]), example_meta(batch.targets[0])}, {{"x", "y"}});
   passes::run_pipeline(graph, "simplified");
   passes::JointGraph joint = passes::build_joint_graph(graph, passes::AutodiffOptions::for_loss(0));
   std::vector<Tensor> outputs = ir::interpret(joint.graph, {{"x", batch.inputs[0]}, {"y", batch.targets[0]}});
@@ -151,7 +152,7 @@ TEST(CompiledTraining, EvaluateRunsTheModuleInEvalModeWithTheTrainedWeights) {
   Tensor x = reference.batch(1).inputs[0];
   std::vector<Tensor> logits = training.evaluate({x});
   model.eval();
-  std::vector<Tensor> expected = ir::interpret(trace(model, {x}), {{"x", x}});
+  std::vector<Tensor> expected = ir::interpret(trace_graph(model, {x}), {{"x", x}});
   ASSERT_EQ(logits.size(), 1u);
   EXPECT_LE(relative_difference(expected[0], logits[0]), 1e-5);
   const size_t compiles = training.compile_count();
@@ -191,7 +192,7 @@ TEST(CompiledTraining, BatchNormRunningStatisticsAreCopiedBackIntoTheModule) {
                                                test_options());
   training.step({{x}, {y}});
   reference.train();
-  ir::interpret(trace(reference, {x}), {{"x", x}});  // updates reference's buffers in place
+  ir::interpret(trace_graph(reference, {x}), {{"x", x}});  // updates reference's buffers in place
   std::map<std::string, Tensor> expected = reference.state_dict(), actual = model.state_dict();
   for (const char* buffer : {"bn.running_mean", "bn.running_var"}) {
     EXPECT_GT(relative_difference(Tensor::zeros({4}, DType::f32), actual.at(buffer)), 0) << buffer << " was updated";

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/kiln.h"
-#include "runtime/npy.h"
+#include "kiln/npy.h"
 
 namespace kiln::training_step_test {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::nn::init {
 

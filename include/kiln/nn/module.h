@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "kiln/var.h"
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln::nn {
 
@@ -93,7 +93,7 @@ class Module {
   // everything first and changes nothing on error: one kiln::Error lists the missing keys,
   // the unexpected keys (both only when `strict`) and every shape mismatch.
   void load_state_dict(const std::map<std::string, Tensor>& state, bool strict = true);
-  // From a safetensors file (runtime/safetensors.h).
+  // From a safetensors file (kiln/safetensors.h).
   void load_state_dict(const std::string& safetensors_path, bool strict = true);
 
   const std::string& type_name() const { return type_name_; }

@@ -5,7 +5,7 @@
 // is reported as the expression's. Expressions of more than kMaxBytes are skipped.
 #include "compiler/standalone_kernel.h"
 #include "ir/verifier.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/targets/fuzz_targets.h"
 

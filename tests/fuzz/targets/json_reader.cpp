@@ -1,7 +1,7 @@
 // Fuzz target: the IR JSON form, read as `kiln` reads a .json model (ir/json_format.h); an
 // input that reads must pass the text form's round trips too.
 #include "ir/json_format.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/fuzz/fuzz_weights.h"
 #include "tests/fuzz/targets/fuzz_targets.h"
 

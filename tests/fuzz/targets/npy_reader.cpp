@@ -1,8 +1,8 @@
 // Fuzz target: NumPy .npy bytes (parse_npy); what reads must write and read back equal.
 #include <cstring>
 
-#include "runtime/error.h"
-#include "runtime/npy.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/targets/fuzz_targets.h"
 

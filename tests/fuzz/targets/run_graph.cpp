@@ -12,7 +12,7 @@
 #include "compiler/eager_executor.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/fuzz_weights.h"
 #include "tests/fuzz/targets/fuzz_targets.h"

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "runtime/atomic_file.h"
-#include "runtime/error.h"
-#include "runtime/safetensors.h"
+#include "kiln/error.h"
+#include "kiln/safetensors.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/targets/fuzz_targets.h"
 #include "tests/fuzz/targets/scratch_directory.h"

@@ -4,7 +4,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "runtime/error.h"
+#include "kiln/error.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/fuzz_weights.h"
 #include "tests/fuzz/targets/fuzz_targets.h"

@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 

@@ -1,6 +1,7 @@
 // CompileOptions and CompileResult: what compiling a graph for any target takes and reports
-// (the driver: compiler/compile_driver.h; the targets: compiler/target_registry.h). One struct
-// for every target: the common options, then the few that only one target reads.
+// (kiln::compile in kiln/model.h; inside Kiln the driver, compiler/compile_driver.h, and the
+// targets, compiler/target_registry.h). One struct for every target: the common options, then
+// the few that only one target reads.
 #pragma once
 
 #include <cstddef>
@@ -9,12 +10,12 @@
 #include <optional>
 #include <string>
 
-#include "runtime/cpu_features.h"
+#include "kiln/isa.h"
 
-namespace kiln::compiler {
+namespace kiln {
 
 struct CompileOptions {
-  std::string target = "cpu";                      // a row of the target registry
+  std::string target = "cpu";  // cpu, cuda (compiled), interp or eager (run as a graph): `kiln --help`
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache's
   bool use_cache = true;
   bool fuse = true;     // false: one kernel per loop node (debugging)
@@ -44,4 +45,4 @@ struct CompileResult {
   std::filesystem::path artifact_dir;
 };
 
-}  // namespace kiln::compiler
+}  // namespace kiln

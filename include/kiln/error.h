@@ -4,25 +4,24 @@
 //  - kiln::InternalError: ours (a broken invariant). Raised by KILN_CHECK with file and line.
 //    The CLI exits 2.
 // Both keep their message on one line: the constructors escape control characters and bytes
-// that are not UTF-8 (runtime/message_text.h), so quoted input can never break the line.
+// that are not UTF-8 (runtime/message_text.h, in runtime/error.cpp), so quoted input can never
+// break the line.
 #pragma once
 
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
-#include "runtime/message_text.h"
-
 namespace kiln {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(printable(message)) {}
+  explicit Error(const std::string& message);
 };
 
 class InternalError : public std::logic_error {
  public:
-  explicit InternalError(const std::string& message) : std::logic_error(printable(message)) {}
+  explicit InternalError(const std::string& message);
 };
 
 namespace detail {

@@ -12,9 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.h"
-#include "runtime/dtype.h"
-#include "runtime/strides.h"
+#include "kiln/device.h"
+#include "kiln/dtype.h"
 
 namespace kiln {
 
