@@ -3,7 +3,8 @@
 // CMake (find_package(Kiln)) and once with pkg-config (g++ $(pkg-config --cflags --libs kiln)),
 // runs each on the MLP of samples/models and compares its output with the reference
 // interpreter's (the installed `kiln run --target interp`). The app sees only the prefix's
-// include/ and lib/, so a public header that reaches an internal one fails the build here.
+// include/ and lib/, so a public header that reaches an internal one fails the build here; and
+// each installed header must compile alone.
 // Label `install`; Release builds only (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -97,6 +98,23 @@ TEST_F(InstallTest, InstallsTheToolTheLibraryTheHeadersAndThePackageFiles) {
   EXPECT_TRUE(fs::exists(prefix_ / "lib/pkgconfig/kiln.pc"));
   EXPECT_FALSE(fs::exists(prefix_ / "include/runtime"));
   EXPECT_FALSE(fs::exists(prefix_ / "include/ir"));
+}
+
+// Each installed header compiles first in a translation unit, with -I at the prefix only: it
+// includes what it uses, and nothing outside the prefix.
+TEST_F(InstallTest, EveryInstalledHeaderCompilesAlone) {
+  size_t headers = 0;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(prefix_ / "include/kiln")) {
+    if (entry.path().extension() != ".h") continue;
+    ++headers;
+    std::string name = fs::relative(entry.path(), prefix_ / "include").string(), output;
+    EXPECT_EQ(shell("echo '#include <" + name + ">' | " + std::string(KILN_CXX_COMPILER) +
+                        " -std=c++20 -fsyntax-only -Wall -Wextra -I " + quoted(prefix_ / "include") + " -x c++ -",
+                    output),
+              0)
+        << name << ":\n" << output;
+  }
+  EXPECT_GE(headers, 20u);
 }
 
 TEST_F(InstallTest, CMakeAppBuiltAgainstThePrefixMatchesTheInterpreter) {
