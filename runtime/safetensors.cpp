@@ -65,7 +65,7 @@ struct Entry {
   uint64_t end;
 };
 
-struct Header {
+struct SafetensorsHeader {
   std::vector<Entry> entries;
   std::map<std::string, std::string> metadata;
   size_t data_start;  // offset of the data buffer in the file
@@ -123,7 +123,7 @@ Entry parse_entry(const std::string& file, const std::string& name, const nlohma
 }
 
 // Validates the header and every tensor's offsets against a file of `size` bytes.
-Header parse_header(const unsigned char* bytes, size_t size, const std::string& file) {
+SafetensorsHeader parse_header(const unsigned char* bytes, size_t size, const std::string& file) {
   if (size < kLengthBytes)
     fail(file, ": truncated safetensors file: ", size, " bytes, too short for the 8-byte header length");
   uint64_t header_length = 0;
@@ -143,7 +143,7 @@ Header parse_header(const unsigned char* bytes, size_t size, const std::string& 
   }
   if (!json.is_object()) fail(file, ": the safetensors header is not a JSON object");
 
-  Header header;
+  SafetensorsHeader header;
   header.data_start = kLengthBytes + header_length;
   uint64_t data_size = size - header.data_start;
   for (const auto& [name, info] : json.items()) {
@@ -200,7 +200,7 @@ Tensor copy_of(const unsigned char* data, const Entry& entry) {
 }
 
 // Builds tensors from a validated header; `view` makes a tensor over bytes it may keep.
-SafetensorsContents build(const unsigned char* bytes, const Header& header, const std::string& file,
+SafetensorsContents build(const unsigned char* bytes, const SafetensorsHeader& header, const std::string& file,
                           const std::function<Tensor(const unsigned char*, const Entry&)>& view) {
   SafetensorsContents contents;
   contents.metadata = header.metadata;
@@ -258,7 +258,7 @@ class Mapping {
 
 SafetensorsContents load_safetensors(const std::string& path) {
   auto mapping = std::make_shared<Mapping>(path);
-  Header header = parse_header(mapping->data(), mapping->size(), path);
+  SafetensorsHeader header = parse_header(mapping->data(), mapping->size(), path);
   return build(mapping->data(), header, path, [&](const unsigned char* data, const Entry& entry) {
     // Each tensor's storage holds a reference to the mapping; the last one unmaps it.
     auto storage = std::make_shared<Storage>(const_cast<unsigned char*>(data), entry.end - entry.begin,
@@ -273,7 +273,7 @@ std::map<std::string, Tensor> read_safetensors(const std::string& path) {
 
 SafetensorsContents parse_safetensors(std::string_view bytes, const std::string& name) {
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  Header header = parse_header(data, bytes.size(), name);
+  SafetensorsHeader header = parse_header(data, bytes.size(), name);
   return build(data, header, name, copy_of);
 }
 

@@ -27,7 +27,7 @@ struct CDialect {
 CDialect cpp_dialect();
 
 std::string int_literal(int64_t value);
-// `text` as a C string literal.
+// `text` as a C string literal (quotes, backslashes and newlines escaped).
 std::string quoted(const std::string& text);
 // The graph nodes a kernel computes, each once, comma-separated (for comments and messages).
 std::string origins_text(const std::vector<std::string>& origins);

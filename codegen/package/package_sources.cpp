@@ -5,6 +5,7 @@
 #include <cctype>
 #include <set>
 
+#include "codegen/c_like/c_printer.h"
 #include "codegen/cpp/prelude.h"
 #include "codegen/package/package_texts.h"
 #include "kiln/error.h"
@@ -33,19 +34,6 @@ std::string upper(const std::string& name) {
   std::string out = name;
   for (char& c : out) c = char(std::toupper(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string shape_text(const PackageTensor& tensor) {

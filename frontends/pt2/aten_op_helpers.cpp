@@ -78,4 +78,12 @@ std::vector<ir::Argument> diagonal_as_strided_args(AtenNodeContext& c, ir::Node*
   return {x, ir::Argument::sym_ints(sizes), ir::Argument::sym_ints(new_strides), start};
 }
 
+AtenConverter unary(std::string op) {
+  return [op](AtenNodeContext& c) { c.result(op, {c.tensor("self")}); };
+}
+
+ir::Node* reshape_to(AtenNodeContext& context, ir::Node* x, std::vector<ir::SymInt> shape) {
+  return context.call("reshape", {x, ir::Argument::sym_ints(shape)});
+}
+
 }  // namespace kiln::frontends

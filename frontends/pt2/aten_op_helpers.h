@@ -21,6 +21,11 @@ void add_op_and_inplace(AtenOpTable& table, const std::string& name, const std::
 int64_t wrap_dim(const AtenNodeContext& context, int64_t dim, int64_t rank);
 std::vector<int64_t> wrap_dims(const AtenNodeContext& context, const std::vector<int64_t>& dims, int64_t rank);
 
+// The converter of an op with one tensor argument, `self`: the registry's `op` on it.
+AtenConverter unary(std::string op);
+// x reshaped to `shape` (a reshape node).
+ir::Node* reshape_to(AtenNodeContext& context, ir::Node* x, std::vector<ir::SymInt> shape);
+
 // `node` cast to `dtype` (itself when it already has it).
 ir::Node* cast_to(AtenNodeContext& context, ir::Node* node, DType dtype);
 

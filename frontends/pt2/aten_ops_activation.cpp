@@ -10,10 +10,6 @@ namespace kiln::frontends {
 
 namespace {
 
-AtenConverter unary(std::string op) {
-  return [op](AtenNodeContext& c) { c.result(op, {c.tensor("self")}); };
-}
-
 void convert_gelu(AtenNodeContext& c) {
   std::string approximate = c.string_arg("approximate", "none");
   if (approximate == "none") return void(c.result("gelu", {c.tensor("self")}));

@@ -16,10 +16,6 @@ namespace {
 
 using ir::SymInt;
 
-ir::Node* reshape_to(AtenNodeContext& c, ir::Node* x, std::vector<SymInt> shape) {
-  return c.call("reshape", {x, ir::Argument::sym_ints(shape)});
-}
-
 int64_t static_size(AtenNodeContext& c, const SymInt& size, const char* what) {
   if (!size.is_constant()) c.fail(what, " must be static, got ", size.to_string());
   return size.constant();

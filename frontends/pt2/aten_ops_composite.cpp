@@ -16,10 +16,6 @@ namespace {
 
 using ir::SymInt;
 
-ir::Node* reshape_to(AtenNodeContext& c, ir::Node* x, std::vector<SymInt> shape) {
-  return c.call("reshape", {x, ir::Argument::sym_ints(shape)});
-}
-
 SymInt numel(const ir::SymShape& shape) {
   SymInt total = 1;
   for (const SymInt& size : shape) total = total * size;

@@ -7,10 +7,6 @@ namespace kiln::frontends {
 
 namespace {
 
-AtenConverter unary(std::string op) {
-  return [op](AtenNodeContext& c) { c.result(op, {c.tensor("self")}); };
-}
-
 // self OP other (Tensor or Scalar), with alpha for add/sub when given.
 AtenConverter binary(std::string op, std::string self = "self", std::string other = "other") {
   return [op, self, other](AtenNodeContext& c) {

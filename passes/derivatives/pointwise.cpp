@@ -148,7 +148,7 @@ std::vector<Gradient> pow_vjp(VjpEmitter& emit) {
 
 // maximum/minimum: `wins` is "gt" for maximum, "lt" for minimum. The gradient goes to the
 // winner, half to each on a tie.
-std::vector<Gradient> extremum_vjp(VjpEmitter& emit, const char* wins, const char* loses) {
+std::vector<Gradient> pointwise_extremum_vjp(VjpEmitter& emit, const char* wins, const char* loses) {
   const Argument& self = emit.call().arg(0);
   const Argument& other = emit.call().arg(1);
   Node* g = emit.grad();
@@ -208,8 +208,8 @@ void register_pointwise_derivatives(DerivativeTable& table) {
   table["mul"] = mul_vjp;
   table["div"] = div_vjp;
   table["pow"] = pow_vjp;
-  table["maximum"] = [](VjpEmitter& emit) { return extremum_vjp(emit, "gt", "lt"); };
-  table["minimum"] = [](VjpEmitter& emit) { return extremum_vjp(emit, "lt", "gt"); };
+  table["maximum"] = [](VjpEmitter& emit) { return pointwise_extremum_vjp(emit, "gt", "lt"); };
+  table["minimum"] = [](VjpEmitter& emit) { return pointwise_extremum_vjp(emit, "lt", "gt"); };
   table["fmod"] = [](VjpEmitter& emit) { return remainder_vjp(emit, "trunc"); };
   table["remainder"] = [](VjpEmitter& emit) { return remainder_vjp(emit, "floor"); };
   table["where"] = where_vjp;

@@ -108,7 +108,7 @@ std::vector<Gradient> prod_vjp(VjpEmitter& emit) {
   return {emit.gradient_of(0, emit.call("mul", {g, factor}))};
 }
 
-std::vector<Gradient> extremum_vjp(VjpEmitter& emit) {
+std::vector<Gradient> reduced_extremum_vjp(VjpEmitter& emit) {
   if (!emit.needs(0)) return {};
   Reduction r = reduction_of(emit, 1, 2);
   const SymShape& shape = shape_of(r.x);
@@ -160,8 +160,8 @@ void register_reduction_derivatives(DerivativeTable& table) {
   table["sum"] = sum_vjp;
   table["mean"] = mean_vjp;
   table["prod"] = prod_vjp;
-  table["amax"] = extremum_vjp;
-  table["amin"] = extremum_vjp;
+  table["amax"] = reduced_extremum_vjp;
+  table["amin"] = reduced_extremum_vjp;
   table["var"] = [](VjpEmitter& emit) { return variance_vjp(emit, emit.grad(0), nullptr); };
   table["var_mean"] = [](VjpEmitter& emit) { return variance_vjp(emit, emit.grad(0), emit.grad(1)); };
   table["cumsum"] = cumsum_vjp;

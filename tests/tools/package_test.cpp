@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
   std::ofstream(dir_ / "driver.c") << driver;
   std::string output;
   ASSERT_EQ(shell("cd " + dir_.string() + " && gcc -std=c11 -I" + dir.string() + " driver.c " + (dir / "libmlp.a").string() +
-                      " -fopenmp -lstdc++ -lm -L/usr/lib/x86_64-linux-gnu -lopenblas -o driver && ./driver " +
+                      " -fopenmp -lstdc++ -lm -lopenblas -o driver && ./driver " +
                       (dir / "mlp.safetensors").string(),
                   &output),
             0)
