@@ -3,7 +3,8 @@
 
 #include "ir/symbolic.h"
 #include "kiln/error.h"
-#include "runtime/package.h"
+#include "kiln/package.h"
+#include "runtime/package_manifest.h"
 
 namespace kiln::compiler {
 
@@ -13,13 +14,7 @@ class PackageExecutable final : public Executable {
  public:
   explicit PackageExecutable(Package package) : package_(std::move(package)) {}
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, int num_threads) override {
-    std::vector<Tensor> ordered;
-    for (const PackageTensorSpec& input : package_.manifest().inputs) {
-      auto it = inputs.find(input.name);
-      if (it == inputs.end()) fail("package ", package_.manifest().name, ": input '", input.name, "' is missing");
-      ordered.push_back(it->second);
-    }
-    return package_.run(ordered, num_threads);
+    return package_.run(inputs, num_threads);
   }
 
  private:
@@ -33,9 +28,8 @@ bool is_package(const std::string& path) { return is_package_directory(path); }
 PackageModel load_package(const std::string& path) {
   Package package = Package::load(path);
   PackageModel model;
-  const PackageManifest& manifest = package.manifest();
-  model.name = manifest.name;
-  for (const PackageTensorSpec& input : manifest.inputs) {
+  model.name = package.name();
+  for (const PackageTensorInfo& input : package.inputs()) {
     ir::SymShape shape;
     for (const std::string& dim : input.shape) {
       try {
@@ -46,7 +40,7 @@ PackageModel load_package(const std::string& path) {
     }
     model.inputs.emplace_back(input.name, ir::TensorMeta::contiguous(input.dtype, shape));
   }
-  for (const PackageTensorSpec& output : manifest.outputs) model.output_names.push_back(output.name);
+  for (const PackageTensorInfo& output : package.outputs()) model.output_names.push_back(output.name);
   model.isa = package.isa();
   model.executable = std::make_unique<PackageExecutable>(std::move(package));
   return model;

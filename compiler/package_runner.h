@@ -1,5 +1,5 @@
 // Running a package folder (compiler/package_writer.h) as the tools run a model file: `kiln run
-// DIR` and `kiln bench DIR` load it through runtime/package.h, so they run what an app links.
+// DIR` and `kiln bench DIR` load it through kiln::Package (include/kiln/package.h), so they run what an app links.
 #pragma once
 
 #include <memory>

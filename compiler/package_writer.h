@@ -5,8 +5,8 @@
 //   NAME.h, NAME.cpp, NAME_kernels.inc, NAME_<isa>.cpp, CMakeLists.txt  (codegen/package/package_sources.h)
 //   NAME.safetensors   every parameter and folded constant the kernels take, checksummed
 //   libNAME.so, libNAME.a   built here with the system compiler, one kernel build per ISA
-//   manifest.json      runtime/package.h
-// runtime/package.h loads and runs one (`kiln run DIR`, `kiln bench DIR`).
+//   manifest.json      runtime/package_manifest.h
+// kiln::Package (include/kiln/package.h) loads and runs one (`kiln run DIR`, `kiln bench DIR`, apps).
 #pragma once
 
 #include <filesystem>

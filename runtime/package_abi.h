@@ -2,7 +2,7 @@
 // compiler/package_writer.h): the tensors an app passes to NAME_run and gets back, the
 // descriptions of a model's inputs and outputs, and the status codes. Every package header
 // pastes this text (codegen embeds it), under one include guard shared by all packages, so that
-// the headers of several packages compile together in one translation unit; runtime/package.h
+// the headers of several packages compile together in one translation unit; kiln::Package (runtime/package.cpp)
 // loads packages with the same declarations. Bump KILN_PACKAGE_ABI on any change.
 #ifndef KILN_PACKAGE_ABI
 #define KILN_PACKAGE_ABI 1

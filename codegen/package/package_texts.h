@@ -1,7 +1,7 @@
 // The texts a package's sources are made from (codegen/package/package_sources.h), embedded at
 // build time by codegen/CMakeLists.txt: the header template (kiln_package_header.h), the API's
 // implementation template (kiln_package_wrapper.inc), and the C types every package header
-// shares (runtime/package_abi.h, which runtime/package.h loads packages with).
+// shares (runtime/package_abi.h, which kiln::Package loads packages with).
 #pragma once
 
 #include <string_view>

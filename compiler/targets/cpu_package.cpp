@@ -10,7 +10,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
 #include "kiln/error.h"
-#include "runtime/package.h"
+#include "runtime/package_manifest.h"
 #include "kiln/safetensors.h"
 
 #ifndef KILN_VERSION

@@ -2,7 +2,8 @@
 // kiln/npy.h, kiln/safetensors.h), the module API and tracing (kiln::nn, kiln::Var,
 // kiln::trace), graphs (kiln::Graph: load a model file, print, save, interpret), compiling a
 // graph for a target (kiln::compile -> kiln::Model), compiling a function with guards
-// (kiln::compile(fn)) and compiled training (kiln::compile_training). Every header under
+// (kiln::compile(fn)), compiled training (kiln::compile_training), and loading a package of
+// `kiln compile -o` (kiln::Package). Every header under
 // include/kiln/ includes only <kiln/...> and standard headers.
 //
 //   kiln::manual_seed(0);
@@ -35,6 +36,7 @@
 #include "kiln/nn/normalization.h"
 #include "kiln/npy.h"
 #include "kiln/optimizer_options.h"
+#include "kiln/package.h"
 #include "kiln/random.h"
 #include "kiln/safetensors.h"
 #include "kiln/shape.h"

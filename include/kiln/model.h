@@ -9,7 +9,7 @@
 //   std::vector<kiln::Tensor> outputs = model.run({{"x", input}}, /*num_threads=*/4);
 //
 // A Model is shared by its copies; run() may be called from one thread at a time.
-// (Loading a compiled package, `kiln compile -o DIR`, is the package API's: see README.)
+// (A compiled package, `kiln compile -o DIR`, loads with kiln::Package: kiln/package.h.)
 #pragma once
 
 #include <map>

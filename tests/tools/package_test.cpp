@@ -19,7 +19,7 @@
 #include "cli_runner.h"
 #include "runtime/cpu_features.h"
 #include "kiln/npy.h"
-#include "runtime/package.h"
+#include "runtime/package_manifest.h"
 #include "kiln/safetensors.h"
 #include "sample_models.h"
 

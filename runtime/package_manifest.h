@@ -1,7 +1,5 @@
-// Packages (`kiln compile MODEL -o DIR`, compiler/package_writer.h) from Kiln's side: the
-// manifest.json that describes one, and a loader that runs one through its own C API (dlopen of
-// DIR/libNAME.so; NAME_create, NAME_run, ... of DIR/NAME.h), so that `kiln run DIR` and
-// `kiln bench DIR` run exactly what an app links.
+// The manifest.json of a package (`kiln compile MODEL -o DIR`, compiler/package_writer.h): the
+// package step writes it, kiln::Package (include/kiln/package.h) reads it.
 //
 // manifest.json (JSON; fields required unless said):
 //   {"format": "kiln-package", "abi": 1, "name": "mlp", "kiln_version": "0.1.0", "source": "mlp.kiln",
@@ -20,20 +18,13 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "kiln/dtype.h"
-#include "kiln/tensor.h"
+#include "kiln/package.h"
 
 namespace kiln {
-
-struct PackageTensorSpec {
-  std::string name;
-  DType dtype = DType::f32;
-  std::vector<std::string> shape;
-};
 
 struct PackageParameterSpec {
   std::string name;
@@ -49,8 +40,8 @@ struct PackageManifest {
   std::string kiln_version;
   std::string source;
   std::vector<std::string> isas;
-  std::vector<PackageTensorSpec> inputs;
-  std::vector<PackageTensorSpec> outputs;
+  std::vector<PackageTensorInfo> inputs;
+  std::vector<PackageTensorInfo> outputs;
   std::vector<std::string> symbols;
   std::vector<PackageParameterSpec> parameters;
   std::string weights_file;
@@ -75,24 +66,4 @@ bool is_package_directory(const std::filesystem::path& path);
 // A loaded package, created through its C API with its weights: those compiled into the
 // library when it has them (--embed-weights), else the manifest's file in the package folder;
 // `weights` names another file instead.
-class Package {
- public:
-  static Package load(const std::filesystem::path& directory, const std::filesystem::path& weights = {});
-  ~Package();
-  Package(Package&&) noexcept;
-  Package& operator=(Package&&) noexcept;
-
-  const PackageManifest& manifest() const;
-  std::string isa() const;  // what the package chose for this CPU
-  // Inputs in the manifest's order; outputs copied out of the package's buffers. Throws
-  // kiln::Error with the package's own message when it refuses the inputs or fails.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, int num_threads = 0);
-
-  struct State;  // runtime/package.cpp
-
- private:
-  explicit Package(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
-};
-
 }  // namespace kiln
