@@ -1,12 +1,10 @@
 // The manifest.json of packages: reading and writing. See runtime/package_manifest.h.
 #include "runtime/package_manifest.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "kiln/error.h"
+#include "runtime/atomic_file.h"
 #include "runtime/json_fields.h"
 
 namespace kiln {
@@ -61,12 +59,12 @@ class PackageManifestReader : public JsonFields {
   }
 };
 
+// The manifest's text; a missing one is no package folder.
 std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("cannot read ", file.string(), ": no such file (is this a package folder of `kiln compile -o`?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::error_code status;
+  if (!std::filesystem::exists(file, status))
+    fail("cannot read ", file.string(), ": no such file (is this a package folder of `kiln compile -o`?)");
+  return read_file(file.string());
 }
 
 }  // namespace
