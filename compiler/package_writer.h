@@ -44,7 +44,8 @@ std::string default_package_name(const std::string& model_path);
 
 // Compiles `graph` (with `options`: target, freeze, fuse) into a package. Throws kiln::Error for
 // a bad name, a folder that is not empty (without overwrite), a target without packages, a
-// model that needs fallback ops, and a failed build.
+// model with fallback nodes a package cannot compute (codegen/package/package_fallbacks.h
+// lists those it can), and a failed build.
 PackageResult write_package(const ir::Graph& graph, const CompileOptions& options, const PackageOptions& package);
 
 }  // namespace kiln::compiler

@@ -32,7 +32,8 @@ typedef struct @NAME@_model @NAME@_model;
 // Loads the weights from `weights_path` (the package's @NAME@.safetensors, memory-mapped and
 // checked against the checksum recorded at compile time), or with NULL from the library itself
 // when it was built with --embed-weights; picks the best instruction set of the CPU among those
-// built (AVX-512, AVX2, scalar; $KILN_ISA forces one). On success *model is the new model.
+// built (AVX-512, AVX2, scalar; $KILN_ISA forces one; the test hook $KILN_HIDE_CPU_FEATURES,
+// "avx512f,avx2", treats the CPU features it lists as missing). On success *model is the new model.
 KilnStatus @NAME@_create(const char* weights_path, @NAME@_model** model);
 // Runs the model: `inputs` in the order of @NAME@_input(i); on success `outputs[i]` describe
 // the results, in the order of @NAME@_output(i), in memory the model owns until its next run

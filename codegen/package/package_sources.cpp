@@ -65,7 +65,7 @@ std::string isa_tables(const PackageSpec& spec) {
     for (const std::string& flag : isa_compiler_flags(isa)) {
       // -mavx2 -> "avx2"; flags with a value (-mprefer-vector-width=512) are no CPU feature.
       if (flag.rfind("-m", 0) == 0 && flag.find('=') == std::string::npos)
-        text += " && __builtin_cpu_supports(" + quoted(flag.substr(2)) + ")";
+        text += " && cpu_has(" + quoted(flag.substr(2)) + ", __builtin_cpu_supports(" + quoted(flag.substr(2)) + "))";
     }
     text += ";\n}\n";
   }
@@ -204,6 +204,9 @@ std::map<std::string, std::string> package_files(const PackageSpec& spec, const 
     text = replace_all(std::move(text), "@TABLES@", tables(spec));
     text = replace_all(std::move(text), "@ENTRY_DECLARATIONS@", entry_declarations(spec));
     text = replace_all(std::move(text), "@EMBEDDED@", embedded_weights(spec));
+    text = replace_all(std::move(text), "@FALLBACKS@",
+                       spec.fallback_handler.empty() ? "static const KilnFallbackFn kFallback = nullptr;  // no fallback nodes"
+                                                     : spec.fallback_handler);
     text = replace_all(std::move(text), "@DOC@", describe(spec));
     text = replace_all(std::move(text), "@NUM_INPUTS@", std::to_string(spec.inputs.size()));
     text = replace_all(std::move(text), "@NUM_OUTPUTS@", std::to_string(spec.outputs.size()));

@@ -50,6 +50,7 @@ struct PackageSpec {
   bool uses_blas = false;
   bool uses_dnnl = false;
   std::string blas_library;       // the BLAS Kiln links, the CMake file's default
+  std::string fallback_handler;   // NAME.cpp's handler of the fallback nodes (package_fallbacks.h), or ""
 };
 
 // Throws kiln::Error when `name` is not a C identifier (or is one the package reserves).

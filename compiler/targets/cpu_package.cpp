@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/package/package_fallbacks.h"
 #include "compiler/targets/cpu_toolchain.h"
 #include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
@@ -161,16 +162,12 @@ PackageResult write_cpu_package(const CpuPackageCode& code, const ir::Graph& gra
   PackageOptions options = given;
   options.directory = fs::absolute(given.directory);  // the build steps run inside it
   codegen::check_package_name(options.name);
-  if (!code.module->fallbacks.empty()) {
-    std::string nodes;
-    for (const std::string& node : code.module->fallbacks) nodes += (nodes.empty() ? "" : ", ") + node;
-    fail("the model needs the reference kernels of Kiln's runtime for ", nodes,
-         " (ops the code generator does not compile), and packages cannot carry them yet; ",
-         "run it with `kiln run --target cpu` or embed Kiln (include/kiln)");
-  }
+  // Before anything is written: throws naming the fallback nodes a package cannot compute.
+  std::string fallback_handler = codegen::package_fallback_handler(graph, code.module->fallbacks, options.name);
   prepare_directory(options.directory, options.overwrite);
   Weights weights = weights_file(code, graph, options.name);
   codegen::PackageSpec spec = package_spec(code, options, weights);
+  spec.fallback_handler = std::move(fallback_handler);
   PackageResult result;
   result.directory = options.directory;
   result.kernel_count = code.kernel_count;

@@ -46,64 +46,31 @@ Tensor gather(const KernelCall& call) {
   return result.reshape(index.sizes());
 }
 
-// Combines an existing value with a scattered one.
-template <typename T>
-T combine(const std::string& reduce, T current, T value) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (reduce == "sum") return current + value;
-    if (reduce == "prod") return current * value;
-    if (std::isnan(current) || std::isnan(value)) return std::nan("");
-  } else {  // integers wrap
-    if (reduce == "sum") return T(uint64_t(current) + uint64_t(value));
-    if (reduce == "prod") return T(uint64_t(current) * uint64_t(value));
-  }
-  if (reduce == "amax") return std::max(current, value);
-  return std::min(current, value);  // amin
-}
-
-template <typename T>
-void scatter_values(const KernelCall& call, std::vector<T>& out, const Sizes& self_sizes, int64_t dim,
-                    const Tensor& index, const std::vector<T>& src, const Sizes& src_sizes, const std::string& reduce) {
-  std::vector<int64_t> positions = to_ints(index);
-  int64_t at = 0;
-  for_each_index(index.sizes(), [&](std::span<const int64_t> idx) {
-    Sizes target(idx.begin(), idx.end());
-    target[size_t(dim)] = checked_index(call, positions[size_t(at++)], self_sizes[size_t(dim)], "scatter(): index");
-    T value = src_sizes.empty() ? src[0] : src[size_t(linear_index(idx, src_sizes))];
-    T& slot = out[size_t(linear_index(target, self_sizes))];
-    slot = reduce.empty() ? value : combine(reduce, slot, value);
-  });
-}
-
+// scatter: portable::scatter_values on self's values (in double, or int64 for integers).
 Tensor scatter(const KernelCall& call) {
   const Tensor& self = call.tensor(0);
   const Tensor& index = call.tensor(2);
   check_index_dtype(call, index, "scatter(): index");
-  if (self.dim() == 0) call.fail("scatter(): a 0-d self is not supported");
-  int64_t dim = wrap_dim(call.int_arg(1), self.dim());
-  std::string reduce = call.arg(4).is_none() ? "" : call.string_arg(4);
-  static const std::vector<std::string> known = {"sum", "prod", "amax", "amin"};
-  if (!reduce.empty() && std::find(known.begin(), known.end(), reduce) == known.end())
-    call.fail("scatter(): reduce argument must be 'sum', 'prod', 'amax' or 'amin', got '", reduce, "'");
-  if (index.dim() != self.dim())
-    call.fail("scatter(): index tensor must have the same number of dimensions as self (", self.dim(), " vs ",
-              index.dim(), ")");
+  int64_t dim = self.dim() == 0 ? 0 : wrap_dim(call.int_arg(1), self.dim());
+  std::string reduce_name = call.arg(4).is_none() ? "" : call.string_arg(4);
+  portable::ScatterReduce reduce = run_portable(call, [&] { return portable::scatter_reduction(reduce_name); });
   Tensor src = operand_tensor(call, 3, self.dtype());
   Sizes src_sizes = call.is_tensor(3) ? src.sizes() : Sizes{};
-  for (int64_t d = 0; d < index.dim(); ++d) {
-    if (d != dim && index.size(d) > self.size(d))
-      call.fail("scatter(): size of index dim ", d, " (", index.size(d), ") exceeds self's (", self.size(d), ")");
-    if (call.is_tensor(3) && (src.dim() != index.dim() || index.size(d) > src.size(d)))
-      call.fail("scatter(): index of shape ", sizes_to_string(index.sizes()), " does not fit src of shape ",
-                sizes_to_string(src.sizes()));
-  }
+  run_portable(call, [&] {
+    portable::check_scatter_shapes(self.sizes(), dim, index.sizes(), call.is_tensor(3) ? &src_sizes : nullptr);
+  });
+  std::vector<int64_t> positions = to_ints(index);
   if (is_floating(self.dtype())) {
-    std::vector<double> out = to_doubles(self);
-    scatter_values(call, out, self.sizes(), dim, index, to_doubles(src), src_sizes, reduce);
+    std::vector<double> out = to_doubles(self), values = to_doubles(src);
+    run_portable(call, [&] {
+      portable::scatter_values(out.data(), self.sizes(), dim, positions.data(), index.sizes(), values.data(), src_sizes, reduce);
+    });
     return from_doubles(self.sizes(), self.dtype(), out);
   }
-  std::vector<int64_t> out = to_ints(self);
-  scatter_values(call, out, self.sizes(), dim, index, to_ints(src), src_sizes, reduce);
+  std::vector<int64_t> out = to_ints(self), values = to_ints(src);
+  run_portable(call, [&] {
+    portable::scatter_values(out.data(), self.sizes(), dim, positions.data(), index.sizes(), values.data(), src_sizes, reduce);
+  });
   return from_ints(self.sizes(), self.dtype(), out);
 }
 
@@ -145,112 +112,31 @@ Tensor embedding(const KernelCall& call) {
 
 // ---- advanced indexing ----
 
-// The index tensors of self[indices] after bool masks became their nonzero coordinates:
-// one entry per leading dim of self, undefined for a whole dim (None).
-std::vector<Tensor> expand_masks(const KernelCall& call, const Tensor& self, const std::vector<Tensor>& indices) {
-  std::vector<Tensor> result;
-  for (const Tensor& index : indices) {
-    if (!index.defined()) {
-      result.emplace_back();
-      continue;
-    }
-    if (is_floating(index.dtype()))
-      call.fail("tensors used as indices must be long, int, byte or bool tensors, got ", dtype_name(index.dtype()));
-    if (index.dtype() != DType::boolean && index.dtype() != DType::u8) {
-      result.push_back(index);
-      continue;
-    }
-    // A 0-d mask would add a dim of size 1 (true) or 0 (false); Kiln does not support it.
-    if (index.dim() == 0) call.fail("a 0-d bool index is not supported");
-    // A mask covers as many dims of self as it has, starting at the current one.
-    size_t first = result.size();
-    if (first + size_t(index.dim()) > size_t(self.dim()))
-      call.fail("too many indices for tensor of dimension ", self.dim());
-    for (int64_t d = 0; d < index.dim(); ++d)
-      if (index.size(d) != self.size(int64_t(first) + d))
-        call.fail("the shape of the mask ", sizes_to_string(index.sizes()), " at index ", d,
-                  " does not match the shape of the indexed tensor ", sizes_to_string(self.sizes()), " at index ",
-                  int64_t(first) + d);
-    std::vector<std::vector<int64_t>> coordinates(size_t(index.dim()));
-    std::vector<int64_t> truth = to_ints(index);
-    int64_t at = 0;
-    for_each_index(index.sizes(), [&](std::span<const int64_t> idx) {
-      if (truth[size_t(at++)] == 0) return;
-      for (size_t d = 0; d < idx.size(); ++d) coordinates[d].push_back(idx[d]);
-    });
-    for (const std::vector<int64_t>& values : coordinates)
-      result.push_back(from_ints({int64_t(values.size())}, DType::i64, values));
-  }
-  if (result.size() > size_t(self.dim())) call.fail("too many indices for tensor of dimension ", self.dim());
-  return result;
-}
-
-// Writes values into self[indices] (accumulating when asked) and returns the new content.
-Tensor index_put_values(const KernelCall& call, const Tensor& self, const std::vector<Tensor>& raw_indices,
+// self with values written at self[indices] (added when accumulating): portable::index_put_values.
+Tensor index_put_values(const KernelCall& call, const Tensor& self, const std::vector<Tensor>& indices,
                         const Tensor& values, bool accumulate) {
-  std::vector<Tensor> indices = expand_masks(call, self, raw_indices);
-  indices.resize(size_t(self.dim()));
-  // Broadcast the defined index tensors together.
-  Sizes broadcast;
-  std::vector<size_t> indexed;
-  for (size_t d = 0; d < indices.size(); ++d) {
-    if (!indices[d].defined()) continue;
-    broadcast = indexed.empty() ? indices[d].sizes() : broadcast_shapes(broadcast, indices[d].sizes());
-    indexed.push_back(d);
-  }
-  if (indexed.empty()) call.fail("index_put: at least one index must be a tensor");
-  std::vector<std::vector<int64_t>> positions(indices.size());
-  for (size_t d : indexed) positions[d] = to_ints(indices[d].expand(broadcast));
-  // The indexed result's dims: the broadcast dims replace the indexed ones where they are
-  // adjacent; otherwise they come first (PyTorch's rule).
-  bool adjacent = indexed.back() - indexed.front() + 1 == indexed.size();
-  size_t insert_at = adjacent ? indexed.front() : 0;
-  std::vector<size_t> plain_dims;  // self dims indexed by a whole range, in order
-  for (size_t d = 0; d < indices.size(); ++d)
-    if (!indices[d].defined()) plain_dims.push_back(d);
-  Sizes result_shape;
-  size_t plain_before = 0;
-  for (size_t d : plain_dims)
-    if (d < insert_at) ++plain_before;
-  for (size_t i = 0; i < plain_before; ++i) result_shape.push_back(self.sizes()[plain_dims[i]]);
-  result_shape.insert(result_shape.end(), broadcast.begin(), broadcast.end());
-  for (size_t i = plain_before; i < plain_dims.size(); ++i) result_shape.push_back(self.sizes()[plain_dims[i]]);
-
-  Sizes fitted = broadcast_shapes(values.sizes(), result_shape);
-  if (fitted != result_shape)
-    call.fail("shape mismatch: value tensor of shape ", sizes_to_string(values.sizes()),
-              " cannot be broadcast to indexing result of shape ", sizes_to_string(result_shape));
-  Tensor source = values.to(self.dtype()).expand(result_shape);
-  bool floating = is_floating(self.dtype());
-  std::vector<double> out_doubles = floating ? to_doubles(self) : std::vector<double>{};
-  std::vector<int64_t> out_ints = floating ? std::vector<int64_t>{} : to_ints(self);
-  std::vector<double> in_doubles = floating ? to_doubles(source) : std::vector<double>{};
-  std::vector<int64_t> in_ints = floating ? std::vector<int64_t>{} : to_ints(source);
-
-  size_t rank = broadcast.size();
-  int64_t at = 0;
-  Sizes target(indices.size());
-  for_each_index(result_shape, [&](std::span<const int64_t> r) {
-    std::span<const int64_t> broadcast_index = r.subspan(plain_before, rank);
-    int64_t broadcast_position = linear_index(broadcast_index, broadcast);
-    size_t plain = 0;
-    for (size_t d = 0; d < indices.size(); ++d) {
-      if (indices[d].defined()) {
-        target[d] = wrap_index(call, positions[d][size_t(broadcast_position)], self.sizes()[d],
-                               "index_put: index");
-      } else {
-        size_t result_dim = plain < plain_before ? plain : plain + rank;
-        target[d] = r[result_dim];
-        ++plain;
-      }
+  std::vector<portable::IndexTensor> list;
+  for (const Tensor& index : indices) {
+    portable::IndexTensor entry;
+    if (index.defined()) {
+      if (is_floating(index.dtype()))
+        call.fail("tensors used as indices must be long, int, byte or bool tensors, got ", dtype_name(index.dtype()));
+      entry.defined = true;
+      entry.mask = index.dtype() == DType::boolean || index.dtype() == DType::u8;
+      entry.sizes = index.sizes();
+      entry.values = to_ints(index);
     }
-    size_t slot = size_t(linear_index(target, self.sizes()));
-    size_t from = size_t(at++);
-    if (floating) out_doubles[slot] = accumulate ? out_doubles[slot] + in_doubles[from] : in_doubles[from];
-    else out_ints[slot] = accumulate ? int64_t(uint64_t(out_ints[slot]) + uint64_t(in_ints[from])) : in_ints[from];
-  });
-  return floating ? from_doubles(self.sizes(), self.dtype(), out_doubles)
-                  : from_ints(self.sizes(), self.dtype(), out_ints);
+    list.push_back(std::move(entry));
+  }
+  Tensor source = values.to(self.dtype());
+  if (is_floating(self.dtype())) {
+    std::vector<double> out = to_doubles(self), in = to_doubles(source);
+    run_portable(call, [&] { portable::index_put_values(out.data(), self.sizes(), list, in.data(), source.sizes(), accumulate); });
+    return from_doubles(self.sizes(), self.dtype(), out);
+  }
+  std::vector<int64_t> out = to_ints(self), in = to_ints(source);
+  run_portable(call, [&] { portable::index_put_values(out.data(), self.sizes(), list, in.data(), source.sizes(), accumulate); });
+  return from_ints(self.sizes(), self.dtype(), out);
 }
 
 Tensor index_put(const KernelCall& call) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/kernels/portable_kernels.h"
 #include "ir/reference_kernels.h"
 #include "kiln/tensor.h"
 
@@ -129,6 +130,17 @@ inline int64_t linear_index(std::span<const int64_t> index, const Sizes& sizes) 
   int64_t position = 0;
   for (size_t d = 0; d < sizes.size(); ++d) position = position * sizes[d] + index[d];
   return position;
+}
+
+// Runs fn, a call of the shared cores of ir/kernels/portable_kernels.h, their KernelFailure
+// reported through call.fail (naming the node).
+template <typename Fn>
+decltype(auto) run_portable(const KernelCall& call, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const portable::KernelFailure& failure) {
+    call.fail(failure.what());
+  }
 }
 
 // Wraps an index into [0, size); throws kiln::Error through call.fail when out of range.

@@ -161,7 +161,8 @@ Tensor addmm(const KernelCall& call) {
   return addmm_typed<uint64_t>(call, uint64_t(call.scalar_int(3)), uint64_t(call.scalar_int(4)));
 }
 
-// Determinant of each matrix of the last two dims: LU with partial pivoting, in double.
+// Determinant of each matrix of the last two dims (portable::determinants: LU with partial
+// pivoting, in double).
 Tensor det(const KernelCall& call) {
   const Tensor& self = call.tensor(0);
   int64_t n = self.size(-1);
@@ -169,29 +170,7 @@ Tensor det(const KernelCall& call) {
   Sizes out_shape(self.sizes().begin(), self.sizes().end() - 2);
   int64_t count = numel_of(out_shape);
   std::vector<double> results(size_t(count), 1.0);
-  for (int64_t m = 0; m < count; ++m) {
-    double* a = values.data() + m * n * n;
-    double determinant = 1;
-    for (int64_t col = 0; col < n && determinant != 0; ++col) {
-      int64_t pivot = col;
-      for (int64_t row = col + 1; row < n; ++row)
-        if (std::fabs(a[row * n + col]) > std::fabs(a[pivot * n + col])) pivot = row;
-      if (a[pivot * n + col] == 0) {
-        determinant = 0;
-        break;
-      }
-      if (pivot != col) {
-        for (int64_t j = 0; j < n; ++j) std::swap(a[pivot * n + j], a[col * n + j]);
-        determinant = -determinant;
-      }
-      determinant *= a[col * n + col];
-      for (int64_t row = col + 1; row < n; ++row) {
-        double factor = a[row * n + col] / a[col * n + col];
-        for (int64_t j = col; j < n; ++j) a[row * n + j] -= factor * a[col * n + j];
-      }
-    }
-    results[size_t(m)] = determinant;
-  }
+  portable::determinants(values.data(), count, n, results.data());
   return from_doubles(out_shape, self.dtype(), results);
 }
 

@@ -183,60 +183,39 @@ Tensor cumsum(const KernelCall& call) {
   Tensor result;
   if (is_floating(out)) {
     std::vector<double> values = to_doubles(moved);
-    for (size_t start = 0; row > 0 && start < values.size(); start += size_t(row)) {
-      double running = 0;
-      for (size_t i = start; i < start + size_t(row); ++i) values[i] = running += values[i];
-    }
+    portable::prefix_sums(values.data(), int64_t(values.size()), row);
     result = from_doubles(moved.sizes(), out, values);
   } else {
     std::vector<int64_t> values = to_ints(moved);
-    for (size_t start = 0; row > 0 && start < values.size(); start += size_t(row)) {
-      uint64_t running = 0;
-      for (size_t i = start; i < start + size_t(row); ++i) values[i] = int64_t(running += uint64_t(values[i]));
-    }
+    portable::prefix_sums(values.data(), int64_t(values.size()), row);
     result = from_ints(moved.sizes(), out, values);
   }
   return result.transpose(dim, -1).contiguous();
 }
 
-// k largest (or smallest) along dim; equal values keep their order (the lower index first),
-// NaN counts as larger than every number. Sorted or not, the result is in selection order.
+// k largest (or smallest) along dim (portable::top_k): equal values keep their order, NaN
+// counts as larger than every number. Sorted or not, the result is in selection order.
 std::vector<Tensor> topk(const KernelCall& call) {
   const Tensor& self = call.tensor(0);
   int64_t k = call.int_arg(1);
   bool largest = call.bool_arg(3);
   Tensor moved = self.dim() == 0 ? self.reshape({1}) : self.transpose(wrap_dim(call.int_arg(2), self.dim()), -1);
   int64_t row = moved.size(-1);
-  if (k < 0 || k > row) call.fail("selected index k out of range (k is ", k, ", the dim has size ", row, ")");
-  std::vector<double> values = to_doubles(moved);
-  std::vector<int64_t> exact = is_floating(self.dtype()) ? std::vector<int64_t>() : to_ints(moved);
+  run_portable(call, [&] { portable::check_top_k(k, row); });
   Sizes out_sizes = moved.sizes();
   out_sizes.back() = k;
-  int64_t rows = row == 0 ? 0 : int64_t(values.size()) / row;
-  std::vector<double> top_values;
-  std::vector<int64_t> top_exact, top_indices;
-  std::vector<int64_t> order(static_cast<size_t>(row));
-  for (int64_t r = 0; r < rows; ++r) {
-    auto value = [&](int64_t i) { return values[size_t(r * row + i)]; };
-    auto before = [&](int64_t a, int64_t b) {
-      double x = value(a), y = value(b);
-      if (!exact.empty()) {
-        int64_t xi = exact[size_t(r * row + a)], yi = exact[size_t(r * row + b)];
-        return largest ? xi > yi : xi < yi;
-      }
-      if (std::isnan(x) || std::isnan(y)) return largest ? (std::isnan(x) && !std::isnan(y)) : (!std::isnan(x) && std::isnan(y));
-      return largest ? x > y : x < y;
-    };
-    for (int64_t i = 0; i < row; ++i) order[size_t(i)] = i;
-    std::stable_sort(order.begin(), order.end(), before);
-    for (int64_t i = 0; i < k; ++i) {
-      int64_t index = order[size_t(i)];
-      top_values.push_back(value(index));
-      if (!exact.empty()) top_exact.push_back(exact[size_t(r * row + index)]);
-      top_indices.push_back(index);
-    }
+  int64_t rows = row == 0 ? 0 : moved.numel() / row;
+  std::vector<int64_t> top_indices(size_t(rows * k));
+  Tensor result;
+  if (is_floating(self.dtype())) {
+    std::vector<double> values = to_doubles(moved), top(top_indices.size());
+    run_portable(call, [&] { portable::top_k(values.data(), rows, row, k, largest, top.data(), top_indices.data()); });
+    result = from_doubles(out_sizes, self.dtype(), top);
+  } else {
+    std::vector<int64_t> values = to_ints(moved), top(top_indices.size());
+    run_portable(call, [&] { portable::top_k(values.data(), rows, row, k, largest, top.data(), top_indices.data()); });
+    result = from_ints(out_sizes, self.dtype(), top);
   }
-  Tensor result = exact.empty() ? from_doubles(out_sizes, self.dtype(), top_values) : from_ints(out_sizes, self.dtype(), top_exact);
   Tensor indices = from_ints(out_sizes, DType::i64, top_indices);
   if (self.dim() == 0) return {result.reshape({}), indices.reshape({})};
   int64_t dim = wrap_dim(call.int_arg(2), self.dim());

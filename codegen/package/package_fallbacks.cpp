@@ -1,0 +1,200 @@
+// The fallback handler of a package. See codegen/package/package_fallbacks.h.
+#include "codegen/package/package_fallbacks.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "codegen/c_like/c_printer.h"
+#include "codegen/package/package_texts.h"
+#include "ir/kernels/portable_kernels.h"
+#include "ir/op_registry.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// The tensor arguments of a call, as the kernels pass them to the handler
+// (codegen/lowering.cpp's lower_fallback): per schema parameter, the positions in `in` of its
+// tensors, -1 for a None entry of a list.
+std::vector<std::vector<int>> input_positions(const ir::OpCall& call) {
+  const std::vector<ir::Param>& params = call.op().schema.params;
+  std::vector<std::vector<int>> positions(params.size());
+  int next = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ir::Argument& argument = call.arg(i);
+    switch (params[i].type) {
+      case ir::ParamType::tensor:
+      case ir::ParamType::optional_tensor:
+      case ir::ParamType::tensor_or_scalar:
+        if (argument.is_node()) positions[i].push_back(next++);
+        break;
+      case ir::ParamType::tensor_list:
+      case ir::ParamType::optional_tensor_list:
+        if (argument.is_node()) {
+          for (size_t v = 0; v < argument.node()->meta.values.size(); ++v) positions[i].push_back(next++);
+        } else if (argument.is_list()) {
+          for (const ir::Argument& item : argument.list()) positions[i].push_back(item.is_node() ? next++ : -1);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return positions;
+}
+
+std::string in(int position) { return "view(in[" + std::to_string(position) + "])"; }
+std::string out(int position) { return "view(out[" + std::to_string(position) + "])"; }
+
+// A double as a C++ expression that reads back exactly.
+std::string double_literal(double value) {
+  if (std::isnan(value)) return "std::numeric_limits<double>::quiet_NaN()";
+  if (std::isinf(value)) return value > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
+  char text[64];
+  std::snprintf(text, sizeof text, "%a", value);
+  return text;
+}
+
+std::string int_literal(int64_t value) {
+  if (value == INT64_MIN) return "INT64_MIN";
+  return "int64_t(" + std::to_string(value) + "LL)";
+}
+
+int64_t rank_of(const ir::OpCall& call, size_t index) { return int64_t(call.tensor(index).rank()); }
+
+// The driver call that computes `node`, or "" when the package cannot (`why`: " on f16
+// tensors" when the op is covered but not its dtypes).
+std::string driver_call(const ir::Node& node, std::string& why) {
+  ir::OpCall call = ir::OpCall::of(node);
+  for (const ir::TensorMeta& meta : node.meta.values)
+    if (meta.dtype == DType::f16 || meta.dtype == DType::bf16) {
+      why = " on " + std::string(dtype_name(meta.dtype)) + " tensors";
+      return "";
+    }
+  for (const ir::Node* input : node.input_nodes())
+    for (const ir::TensorMeta& meta : input->meta.values)
+      if (meta.dtype == DType::f16 || meta.dtype == DType::bf16) {
+        why = " on " + std::string(dtype_name(meta.dtype)) + " tensors";
+        return "";
+      }
+  std::vector<std::vector<int>> at = input_positions(call);
+  const std::string& op = node.target();
+  if (op == "cumsum") {
+    int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));
+    return "fallback_kernels::cumsum(" + in(at[0][0]) + ", " + out(0) + ", " + std::to_string(dim) + ");";
+  }
+  if (op == "topk") {
+    int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(2), rank_of(call, 0));
+    return "fallback_kernels::topk(" + in(at[0][0]) + ", " + int_literal(call.int_arg(1)) + ", " + std::to_string(dim) +
+           ", " + (call.bool_arg(3) ? "true" : "false") + ", " + out(0) + ", " + out(1) + ");";
+  }
+  if (op == "scatter") {
+    DType self = call.tensor(0).dtype;
+    int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));
+    std::string reduce_name = call.is_none(4) ? "" : call.string_arg(4);
+    static const char* const reductions[] = {"none", "sum", "prod", "amax", "amin"};
+    std::string reduce;
+    try {
+      reduce = reductions[int(portable::scatter_reduction(reduce_name))];
+    } catch (const portable::KernelFailure& failure) {
+      call.fail(failure.what());
+    }
+    std::string src = "nullptr", number_double = "0.0", number_int = "0";
+    if (call.is_tensor(3)) {
+      src = "&src";
+    } else {
+      // The number as self's dtype holds it (the interpreter's number_tensor).
+      Tensor number = Tensor::empty({}, self);
+      const ir::Argument& value = call.arg(3);
+      if (value.is_float()) number.set_double({}, value.floating());
+      else number.set_int({}, value.is_bool() ? int64_t(value.boolean()) : value.integer());
+      if (is_floating(self)) number_double = double_literal(number.item_double({}));
+      else number_int = int_literal(number.item_int({}));
+    }
+    std::string text = call.is_tensor(3) ? "const fallback_kernels::View src = " + in(at[3][0]) + ";\n      " : "";
+    return text + "fallback_kernels::scatter(" + in(at[0][0]) + ", " + in(at[2][0]) + ", " + src + ", " + number_double +
+           ", " + number_int + ", " + out(0) + ", " + std::to_string(dim) + ", fallback_kernels::ScatterReduce::" + reduce +
+           ");";
+  }
+  if (op == "det") return "fallback_kernels::det(" + in(at[0][0]) + ", " + out(0) + ");";
+  if (op == "index_put") {
+    std::string text = "fallback_kernels::View";
+    std::string list;
+    int named = 0;
+    for (int position : at[1]) {
+      if (position < 0) {
+        list += std::string(list.empty() ? "" : ", ") + "nullptr";
+        continue;
+      }
+      std::string name = "index" + std::to_string(named++);
+      text += std::string(named > 1 ? "," : "") + " " + name + " = " + in(position);
+      list += std::string(list.empty() ? "" : ", ") + "&" + name;
+    }
+    text = named > 0 ? text + ";\n      " : "";
+    return text + "fallback_kernels::index_put(" + in(at[0][0]) + ", {" + list + "}, " + in(at[2][0]) + ", " + out(0) +
+           ", " + (call.bool_arg(3) ? "true" : "false") + ");";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string package_fallback_handler(const ir::Graph& graph, const std::vector<std::string>& fallbacks,
+                                     const std::string& package_name) {
+  if (fallbacks.empty()) return "";
+  std::string cases, refused;
+  for (size_t i = 0; i < fallbacks.size(); ++i) {
+    const ir::Node* node = graph.find(fallbacks[i]);
+    KILN_CHECK(node != nullptr, "fallback node ", fallbacks[i], " is not in the graph");
+    std::string why;
+    std::string driver = driver_call(*node, why);
+    if (driver.empty()) {
+      refused += std::string(refused.empty() ? "" : ", ") + "%" + node->name() + " (" + node->target() + why + ")";
+      continue;
+    }
+    std::string prefix = "node %" + node->name() + " (" + node->target() + "): ";
+    cases += "    case " + std::to_string(i) + ": {\n      node = " + quoted(prefix) + ";\n      " + driver +
+             "\n      return 0;\n    }\n";
+  }
+  if (!refused.empty())
+    fail("the model has nodes that the code generator does not compile and a package cannot carry: ", refused,
+         "; a package computes such nodes for cumsum, scatter, index_put, topk and det only, on f32, f64, integer "
+         "and bool tensors. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
+  std::string ns = package_name + "_fallback_kernels";
+  return "// The model's fallback nodes (ops the code generator does not lower), computed with the math of\n"
+         "// Kiln's reference kernels (ir/kernels/portable_kernels.h, below).\n"
+         "#define KILN_PORTABLE_NAMESPACE " + ns + "\n" + std::string(portable_kernels_text()) +
+         "\nnamespace {\n\nnamespace fallback_kernels = " + ns + ";\n\n"
+         "fallback_kernels::View view(const KilnTensorDesc& tensor) {\n"
+         "  return {tensor.data, fallback_kernels::Shape(tensor.sizes, tensor.sizes + tensor.rank),\n"
+         "          fallback_kernels::Shape(tensor.strides, tensor.strides + tensor.rank), tensor.dtype};\n"
+         "}\n\n"
+         "// The kernels' fallback handler: computes node `index` (the kernels' order) from `in` into `out`.\n"
+         "int32_t run_fallback(void*, int32_t index, const KilnTensorDesc* in, int32_t, const KilnTensorDesc* out, int32_t,\n"
+         "                     char* error, int64_t capacity) {\n"
+         "  std::string node, message;\n"
+         "  try {\n"
+         "    switch (index) {\n" + cases +
+         "    default:\n"
+         "      message = \"no fallback node \" + std::to_string(index);\n"
+         "    }\n"
+         "  } catch (const std::bad_alloc&) {\n"
+         "    message = \"out of memory\";\n"
+         "  } catch (const std::exception& failure) {\n"
+         "    message = failure.what();\n"
+         "  }\n"
+         "  message = node + message;\n"
+         "  if (capacity > 0) {\n"
+         "    size_t length = std::min(message.size(), size_t(capacity - 1));\n"
+         "    memcpy(error, message.data(), length);\n"
+         "    error[length] = '\\0';\n"
+         "  }\n"
+         "  return 1;\n"
+         "}\n\n"
+         "}  // namespace\n\n"
+         "static const KilnFallbackFn kFallback = run_fallback;";
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,29 @@
+// The fallback handler of a package: the C++ text, pasted into NAME.cpp, that computes the
+// model's fallback nodes (ops the code generator does not lower; the kernels call
+// args->fallback for them, codegen/cpp/cpp_library_calls.cpp) with no help from Kiln. It holds
+// the text of ir/kernels/portable_kernels.h, the math the interpreter's reference kernels run
+// too, in a namespace of the package's own (NAME_fallback_kernels, so that packages of several
+// Kiln versions link into one program), and one function `run_fallback` whose switch over
+// the fallback index calls that node's driver with its attributes (dims, reduce mode, k,
+// largest, which indices are None, a scalar src) baked in.
+//
+// Covered: cumsum, scatter (with reduce), index_put (integer and bool indices, None dims,
+// accumulate), topk and det, on f32, f64, i64, i32, i8, u8 and bool tensors. Any other
+// fallback node (grid_sample, roi_align, deform_conv2d, transposed convolution, matmul of
+// integers or halves, gather/index_select of a 0-d tensor; any op on f16 and bf16 tensors) makes package_fallback_handler throw a kiln::Error naming every
+// such node with its op and what to do.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::codegen {
+
+// The handler's text for the fallback nodes `fallbacks` (graph node names in the kernels'
+// ABI order) of `graph`; "" when there are none. Throws kiln::Error when a node is not covered.
+std::string package_fallback_handler(const ir::Graph& graph, const std::vector<std::string>& fallbacks,
+                                     const std::string& package_name);
+
+}  // namespace kiln::codegen
