@@ -8,9 +8,9 @@
 #
 # libkiln.so is every object of the static libraries (they are built -fPIC), so an app links one
 # library; Kiln's own dependencies (ONNX, protobuf, libzip, libdl) stay behind it as DT_NEEDED
-# entries of libkiln.so, never on the app's link line. Its dynamic symbol table holds Kiln's
-# namespace only (cmake/libkiln.map): the C++ standard library's template instances and
-# anything else linked in stay local. Generated code needs nothing installed: the preludes it
+# entries of libkiln.so, never on the app's link line. Its dynamic symbol table holds the public
+# API only (cmake/libkiln.map: what include/kiln/ declares): Kiln's internals, the C++ standard
+# library's template instances and anything else linked in stay local. Generated code needs nothing installed: the preludes it
 # includes are compiled into the library (codegen/CMakeLists.txt, kiln_embed_text).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "kiln/npy.h"
@@ -161,6 +162,38 @@ TEST_F(InstallTest, PkgConfigAppBuiltAgainstThePrefixMatchesTheInterpreter) {
             0)
       << output;
   expect_matches_reference(out);
+}
+
+// libkiln.so exports the public API (cmake/libkiln.map) and none of Kiln's internals; the
+// samples written against the public headers alone (training an MLP, compiling a C++ function)
+// link against it with -I and -L at the prefix only, every symbol they use resolved.
+TEST_F(InstallTest, TheLibraryExportsThePublicApiAndNoInternals) {
+  std::string symbols;
+  ASSERT_EQ(shell("nm -D -C --defined-only " + quoted(prefix_ / "lib/libkiln.so"), symbols), 0) << symbols;
+  for (const char* exported : {" kiln::Tensor::", " kiln::read_npy(", " kiln::compile(", " kiln::nn::Linear::",
+                               " typeinfo for kiln::Error", " kiln::Package::"})
+    EXPECT_NE(symbols.find(exported), std::string::npos) << exported;
+  // Each line is "ADDRESS TYPE NAME"; no exported name is in an internal namespace or the standard library's.
+  std::istringstream lines(symbols);
+  std::string address, type, name;
+  size_t count = 0;
+  while (lines >> address >> type && std::getline(lines, name)) {
+    name = name.substr(name.find_first_not_of(' '));
+    ++count;
+    for (const char* internal : {"kiln::ir::", "kiln::passes::", "kiln::codegen::", "kiln::compiler::", "kiln::frontends::",
+                                 "kiln::vm::", "kiln::portable::", "kiln::CompileCache::", "std::"})
+      EXPECT_NE(name.rfind(internal, 0), 0u) << name;
+  }
+  EXPECT_GT(count, 100u);
+  for (const char* sample : {"train_mlp/train_mlp.cpp", "compile_fn/compile_fn.cpp"}) {
+    std::string output;
+    EXPECT_EQ(shell(std::string(KILN_CXX_COMPILER) + " -std=c++20 -O0 " + quoted(kSource / "samples" / sample) + " -I " +
+                        quoted(prefix_ / "include") + " -L " + quoted(prefix_ / "lib") + " -lkiln -Wl,--no-undefined -o " +
+                        quoted(root_ / fs::path(sample).stem()),
+                    output),
+              0)
+        << sample << ":\n" << output;
+  }
 }
 
 }  // namespace
