@@ -62,6 +62,14 @@ std::string int_literal(int64_t value) {
   return "int64_t(" + std::to_string(value) + "LL)";
 }
 
+// A list argument of one value per spatial dim (a single value repeats, as PyTorch's do).
+std::string spatial_list(const std::vector<int64_t>& values, size_t spatial) {
+  std::string text = "{";
+  for (size_t i = 0; i < spatial; ++i)
+    text += (i ? ", " : "") + int_literal(values.size() == 1 ? values[0] : values.at(i));
+  return text + "}";
+}
+
 int64_t rank_of(const ir::OpCall& call, size_t index) { return int64_t(call.tensor(index).rank()); }
 
 // The driver call that computes `node`, or "" when the package cannot (`why`: " on f16
@@ -118,6 +126,17 @@ std::string driver_call(const ir::Node& node, std::string& why) {
            ", " + number_int + ", " + out(0) + ", " + std::to_string(dim) + ", fallback_kernels::ScatterReduce::" + reduce +
            ");";
   }
+  if (op == "convolution") {
+    size_t spatial = size_t(std::max<int64_t>(rank_of(call, 1) - 2, 0));
+    bool transposed = call.bool_arg(6);
+    std::string text = call.is_tensor(2) ? "const fallback_kernels::View bias = " + in(at[2][0]) + ";\n      " : "";
+    return text + "fallback_kernels::convolution(" + in(at[0][0]) + ", " + in(at[1][0]) + ", " +
+           (call.is_tensor(2) ? "&bias" : "nullptr") + ", " + spatial_list(call.ints(3), spatial) + ", " +
+           spatial_list(call.ints(4), spatial) + ", " + spatial_list(call.ints(5), spatial) + ", " +
+           (transposed ? "true" : "false") + ", " +
+           (transposed ? spatial_list(call.ints(7), spatial) : spatial_list({0}, spatial)) + ", " +
+           int_literal(call.int_arg(8)) + ", " + out(0) + ");";
+  }
   if (op == "det") return "fallback_kernels::det(" + in(at[0][0]) + ", " + out(0) + ");";
   if (op == "index_put") {
     std::string text = "fallback_kernels::View";
@@ -160,8 +179,8 @@ std::string package_fallback_handler(const ir::Graph& graph, const std::vector<s
   }
   if (!refused.empty())
     fail("the model has nodes that the code generator does not compile and a package cannot carry: ", refused,
-         "; a package computes such nodes for cumsum, scatter, index_put, topk and det only, on f32, f64, integer "
-         "and bool tensors. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
+         "; a package computes such nodes for cumsum, scatter, index_put, topk, det and convolution only, on f32, "
+         "f64, integer and bool tensors. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
   std::string ns = package_name + "_fallback_kernels";
   return "// The model's fallback nodes (ops the code generator does not lower), computed with the math of\n"
          "// Kiln's reference kernels (ir/kernels/portable_kernels.h, below).\n"

@@ -1,8 +1,9 @@
 // The math of the reference kernels that packages compile in: the ops the code generator does
 // not lower and a package runs anyway (its "fallback" ops): cumsum, scatter (with reduce),
-// index_put (bool masks, None dims, accumulate), topk and det. There is one implementation of
-// each: the interpreter's kernels (ir/kernels/reduction_kernels.cpp, indexing_kernels.cpp,
-// linalg_kernels.cpp) call the cores below on the values they read from Tensors, and every
+// index_put (bool masks, None dims, accumulate), topk, det and convolution (transposed, or of
+// dtypes the code generator's GEMM does not take). There is one implementation of each: the
+// interpreter's kernels (ir/kernels/reduction_kernels.cpp, indexing_kernels.cpp,
+// linalg_kernels.cpp, convolution_kernels.cpp) call the cores below on the values they read from Tensors, and every
 // package (`kiln compile MODEL -o DIR`) pastes this text into NAME.cpp, inside a namespace of
 // its own (KILN_PORTABLE_NAMESPACE), where the generated fallback handler
 // (codegen/package/package_fallbacks.h) calls the drivers at the end with each node's
@@ -364,6 +365,138 @@ inline void determinants(double* matrices, int64_t count, int64_t n, double* res
   }
 }
 
+// ---------------------------------------------------------------- convolution
+
+// The geometry of a convolution (1-3 spatial dims, NC* layout, groups, transposed with
+// output_padding); spatial dims are padded to three (missing ones: size 1), so one loop nest
+// serves every rank.
+struct ConvolutionGeometry {
+  static constexpr size_t kMaxSpatial = 3;
+  struct Dim {
+    int64_t in = 1, out = 1, kernel = 1, stride = 1, padding = 0, dilation = 1;
+  };
+  int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1, in_per_group = 0, out_per_group = 0;
+  bool transposed = false;
+  Dim dims[kMaxSpatial];
+  Shape out_shape;  // [N, out_channels, *spatial]
+};
+
+// The geometry of input (shape `input`) convolved with weight (`weight`: [out, in/groups, *k],
+// transposed [in, out/groups, *k]); stride, padding, dilation and output_padding have one value
+// per spatial dim. Throws KernelFailure for shapes and arguments that do not fit.
+inline ConvolutionGeometry convolution_geometry(const Shape& input, const Shape& weight, const Shape& stride,
+                                                const Shape& padding, const Shape& dilation, const Shape& output_padding,
+                                                int64_t groups, bool transposed) {
+  size_t spatial = weight.size() >= 3 ? weight.size() - 2 : 0;
+  if (spatial < 1 || spatial > ConvolutionGeometry::kMaxSpatial)
+    throw KernelFailure("convolution: weight must have 3 to 5 dims ([out, in/groups, *kernel]), got shape " +
+                        shape_text(weight));
+  if (input.size() != spatial + 2)
+    throw KernelFailure("convolution: expected a " + std::to_string(spatial + 2) + "-D input [N, C, *spatial] for a " +
+                        std::to_string(weight.size()) + "-D weight, got shape " + shape_text(input));
+  if (groups < 1) throw KernelFailure("convolution: groups must be positive, got " + std::to_string(groups));
+  ConvolutionGeometry g;
+  g.transposed = transposed;
+  g.groups = groups;
+  g.batch = input[0];
+  g.in_channels = input[1];
+  g.out_channels = transposed ? weight[1] * groups : weight[0];
+  g.in_per_group = transposed ? weight[0] / groups : weight[1];
+  g.out_per_group = g.out_channels / groups;
+  if (transposed ? weight[0] != g.in_channels || g.in_channels % groups != 0
+                 : g.in_channels != weight[1] * groups || g.out_channels % groups != 0)
+    throw KernelFailure("convolution: input of shape " + shape_text(input) + " and weight of shape " + shape_text(weight) +
+                        " do not fit with groups=" + std::to_string(groups) + (transposed ? " (transposed)" : ""));
+  g.out_shape = {g.batch, g.out_channels};
+  for (size_t s = 0; s < spatial; ++s) {
+    ConvolutionGeometry::Dim& dim = g.dims[ConvolutionGeometry::kMaxSpatial - spatial + s];
+    dim.in = input[2 + s];
+    dim.kernel = weight[2 + s];
+    dim.stride = stride[s];
+    dim.padding = padding[s];
+    dim.dilation = dilation[s];
+    if (dim.stride < 1 || dim.dilation < 1 || dim.padding < 0)
+      throw KernelFailure("convolution: stride and dilation must be positive and padding non-negative");
+    if (transposed) {
+      if (output_padding[s] >= dim.stride && output_padding[s] >= dim.dilation)
+        throw KernelFailure("convolution: output_padding must be smaller than either stride or dilation");
+      dim.out = (dim.in - 1) * dim.stride - 2 * dim.padding + dim.dilation * (dim.kernel - 1) + output_padding[s] + 1;
+    } else {
+      dim.out = (dim.in + 2 * dim.padding - dim.dilation * (dim.kernel - 1) - 1) / dim.stride + 1;
+      if (dim.in + 2 * dim.padding < dim.dilation * (dim.kernel - 1) + 1) dim.out = 0;
+    }
+    if (dim.out <= 0)
+      throw KernelFailure("convolution: the output size of spatial dim " + std::to_string(s) + " is " +
+                          std::to_string(dim.out) + " (input " + std::to_string(dim.in) + ", kernel " +
+                          std::to_string(dim.kernel) + "): too small");
+    g.out_shape.push_back(dim.out);
+  }
+  return g;
+}
+
+// out (zeros, g.out_shape) += the convolution of x by w, plus bias (one per output channel, or
+// null): direct loops, in double.
+inline void convolution_sums(const ConvolutionGeometry& g, const double* x, const double* w, const double* bias,
+                             double* out) {
+  const ConvolutionGeometry::Dim &d0 = g.dims[0], &d1 = g.dims[1], &d2 = g.dims[2];
+  int64_t kernel_volume = d0.kernel * d1.kernel * d2.kernel;
+  auto in_at = [&](int64_t n, int64_t c, int64_t i0, int64_t i1, int64_t i2) {
+    return ((n * g.in_channels + c) * d0.in + i0) * d1.in * d2.in + i1 * d2.in + i2;
+  };
+  auto out_at = [&](int64_t n, int64_t c, int64_t o0, int64_t o1, int64_t o2) {
+    return ((n * g.out_channels + c) * d0.out + o0) * d1.out * d2.out + o1 * d2.out + o2;
+  };
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t group = 0; group < g.groups; ++group)
+      for (int64_t ci = 0; ci < g.in_per_group; ++ci)
+        for (int64_t co = 0; co < g.out_per_group; ++co) {
+          int64_t in_c = group * g.in_per_group + ci, out_c = group * g.out_per_group + co;
+          const double* kernel = g.transposed ? &w[(in_c * g.out_per_group + co) * kernel_volume]
+                                              : &w[(out_c * g.in_per_group + ci) * kernel_volume];
+          for (int64_t k0 = 0; k0 < d0.kernel; ++k0)
+            for (int64_t k1 = 0; k1 < d1.kernel; ++k1)
+              for (int64_t k2 = 0; k2 < d2.kernel; ++k2) {
+                double weight_value = kernel[(k0 * d1.kernel + k1) * d2.kernel + k2];
+                if (!g.transposed) {
+                  // out[o] += in[o * stride - padding + k * dilation] * w[k]
+                  for (int64_t o0 = 0; o0 < d0.out; ++o0) {
+                    int64_t i0 = o0 * d0.stride - d0.padding + k0 * d0.dilation;
+                    if (i0 < 0 || i0 >= d0.in) continue;
+                    for (int64_t o1 = 0; o1 < d1.out; ++o1) {
+                      int64_t i1 = o1 * d1.stride - d1.padding + k1 * d1.dilation;
+                      if (i1 < 0 || i1 >= d1.in) continue;
+                      for (int64_t o2 = 0; o2 < d2.out; ++o2) {
+                        int64_t i2 = o2 * d2.stride - d2.padding + k2 * d2.dilation;
+                        if (i2 < 0 || i2 >= d2.in) continue;
+                        out[out_at(n, out_c, o0, o1, o2)] += x[in_at(n, in_c, i0, i1, i2)] * weight_value;
+                      }
+                    }
+                  }
+                } else {
+                  // out[i * stride - padding + k * dilation] += in[i] * w[k]
+                  for (int64_t i0 = 0; i0 < d0.in; ++i0) {
+                    int64_t o0 = i0 * d0.stride - d0.padding + k0 * d0.dilation;
+                    if (o0 < 0 || o0 >= d0.out) continue;
+                    for (int64_t i1 = 0; i1 < d1.in; ++i1) {
+                      int64_t o1 = i1 * d1.stride - d1.padding + k1 * d1.dilation;
+                      if (o1 < 0 || o1 >= d1.out) continue;
+                      for (int64_t i2 = 0; i2 < d2.in; ++i2) {
+                        int64_t o2 = i2 * d2.stride - d2.padding + k2 * d2.dilation;
+                        if (o2 < 0 || o2 >= d2.out) continue;
+                        out[out_at(n, out_c, o0, o1, o2)] += x[in_at(n, in_c, i0, i1, i2)] * weight_value;
+                      }
+                    }
+                  }
+                }
+              }
+        }
+  if (bias == nullptr) return;
+  int64_t volume = d0.out * d1.out * d2.out;
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t c = 0; c < g.out_channels; ++c)
+      for (int64_t i = 0; i < volume; ++i) out[(n * g.out_channels + c) * volume + i] += bias[c];
+}
+
 // ---------------------------------------------------------------- strided tensors (packages)
 
 // The dtype codes of kiln::DType (kiln/dtype.h), as packages pass them.
@@ -622,6 +755,23 @@ inline void det(const View& self, const View& out) {
   std::vector<double> results(size_t(element_count(out.sizes)), 1.0);
   determinants(matrices.data(), int64_t(results.size()), self.sizes.back(), results.data());
   write_values(out, results);
+}
+
+// convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+// groups) into out; `bias` null when None; the lists have one value per spatial dim.
+inline void convolution(const View& input, const View& weight, const View* bias, const Shape& stride,
+                        const Shape& padding, const Shape& dilation, bool transposed, const Shape& output_padding,
+                        int64_t groups, const View& out) {
+  ConvolutionGeometry g =
+      convolution_geometry(input.sizes, weight.sizes, stride, padding, dilation, output_padding, groups, transposed);
+  if (bias != nullptr && (bias->sizes.size() != 1 || bias->sizes[0] != g.out_channels))
+    throw KernelFailure("convolution: bias must have shape [" + std::to_string(g.out_channels) + "], got " +
+                        shape_text(bias->sizes));
+  std::vector<double> x = read_values<double>(input), w = read_values<double>(weight);
+  std::vector<double> b = bias != nullptr ? read_values<double>(*bias) : std::vector<double>{};
+  std::vector<double> result(size_t(element_count(g.out_shape)), 0.0);
+  convolution_sums(g, x.data(), w.data(), bias != nullptr ? b.data() : nullptr, result.data());
+  write_values(out, result);
 }
 
 }  // namespace KILN_PORTABLE_NAMESPACE

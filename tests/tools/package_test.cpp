@@ -7,9 +7,10 @@
 // compiled against a package; and every bad input: weights truncated, damaged, missing; a
 // damaged manifest; wrong input dtype or rank; bad names; a CPU lacking every instruction set
 // the package holds (through the test hook $KILN_HIDE_CPU_FEATURES). Models with fallback ops
-// (cumsum, scatter, index_put, topk, det: tests/data/packages/fallback_ops.kiln) run as packages to
-// the interpreter's numbers, their run-time errors as the interpreter's; a model with a fallback
-// op a package cannot carry is refused, naming the node and the op.
+// (cumsum, scatter, index_put, topk, det, transposed convolution:
+// tests/data/packages/fallback_ops.kiln) run as packages to the interpreter's numbers, their
+// run-time errors as the interpreter's; a model with a fallback op a package cannot carry is
+// refused, naming the node and the op.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -102,9 +103,9 @@ std::string write_model(const fs::path& dir, const std::string& name, const std:
 }
 
 // Every fallback op a package carries (cumsum, topk, scatter with and without reduce and with a
-// number, index_put with None, integer and bool indices, accumulating, det), on f32, i32 and i64,
-// through symbolic dims (two sizes of s0 on one package) and each instruction set: the same
-// numbers as the interpreter's.
+// number, index_put with None, integer and bool indices, accumulating, det, a transposed
+// convolution with bias), on f32, i32 and i64, through symbolic dims (two sizes of s0 on one
+// package) and each instruction set: the same numbers as the interpreter's.
 TEST_F(PackageCli, FallbackOpsRunInPackagesAsInTheInterpreter) {
   std::string model = (fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "packages" / "fallback_ops.kiln").string();
   fs::path dir = dir_ / "fallbacks";
@@ -117,7 +118,7 @@ TEST_F(PackageCli, FallbackOpsRunInPackagesAsInTheInterpreter) {
     SCOPED_TRACE(std::string("s0=") + size);
     std::string inputs = std::string(" --random-inputs 7 --dim s0=") + size;
     std::map<std::string, Tensor> expected = run_outputs(model + inputs, std::string("interp_") + size);
-    EXPECT_EQ(expected.size(), 12u);
+    EXPECT_EQ(expected.size(), 13u);
     expect_close(run_outputs(dir.string() + inputs, std::string("package_") + size), expected, 1e-6);
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
       if (!host_supports(isa)) continue;
@@ -130,6 +131,16 @@ TEST_F(PackageCli, FallbackOpsRunInPackagesAsInTheInterpreter) {
   fs::path inplace = package("inplace");
   expect_close(run_outputs(inplace.string() + " --random-inputs 3", "inplace_package"),
                run_outputs(cli_test::sample_model("inplace") + " --random-inputs 3", "inplace_interp"), 1e-6);
+  // An exported program of backward ops (tests/data/pt2): embedding's backward (index_put,
+  // accumulating), max_pool2d's and col2im's (scatter with sum), avg_pool2d's (a transposed
+  // convolution).
+  std::string pt2 = (fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "pt2" / "core_backward.pt2").string();
+  fs::path backward = dir_ / "core_backward";
+  compiled = kiln("compile " + pt2 + " -o " + backward.string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  EXPECT_THAT(read_file(backward / "core_backward.cpp"), HasSubstr("fallback_kernels::convolution("));
+  expect_close(run_outputs(backward.string() + " --random-inputs 3", "backward_package"),
+               run_outputs(pt2 + " --random-inputs 3", "backward_interp"), 1e-5);
 }
 
 // A fallback op's run-time error (an index out of range) is the interpreter's message, as the
@@ -173,7 +184,7 @@ TEST_F(PackageCli, UncoveredFallbackOpsAreRefusedByName) {
   expect_user_error(refused, "the model has nodes that the code generator does not compile and a package cannot carry: ");
   EXPECT_THAT(refused.err, HasSubstr("%matmul (matmul)"));
   EXPECT_THAT(refused.err, HasSubstr("%cumsum (cumsum on f16 tensors)"));
-  EXPECT_THAT(refused.err, HasSubstr("cumsum, scatter, index_put, topk and det only"));
+  EXPECT_THAT(refused.err, HasSubstr("cumsum, scatter, index_put, topk, det and convolution only"));
   EXPECT_FALSE(fs::exists(dir));
 }
 
