@@ -63,13 +63,15 @@ Tensor scatter(const KernelCall& call) {
   if (is_floating(self.dtype())) {
     std::vector<double> out = to_doubles(self), values = to_doubles(src);
     run_portable(call, [&] {
-      portable::scatter_values(out.data(), self.sizes(), dim, positions.data(), index.sizes(), values.data(), src_sizes, reduce);
+      portable::scatter_values(out.data(), self.sizes(), dim, positions.data(), index.sizes(), values.data(),
+                               src_sizes, reduce);
     });
     return from_doubles(self.sizes(), self.dtype(), out);
   }
   std::vector<int64_t> out = to_ints(self), values = to_ints(src);
   run_portable(call, [&] {
-    portable::scatter_values(out.data(), self.sizes(), dim, positions.data(), index.sizes(), values.data(), src_sizes, reduce);
+    portable::scatter_values(out.data(), self.sizes(), dim, positions.data(), index.sizes(), values.data(),
+                             src_sizes, reduce);
   });
   return from_ints(self.sizes(), self.dtype(), out);
 }
@@ -131,11 +133,15 @@ Tensor index_put_values(const KernelCall& call, const Tensor& self, const std::v
   Tensor source = values.to(self.dtype());
   if (is_floating(self.dtype())) {
     std::vector<double> out = to_doubles(self), in = to_doubles(source);
-    run_portable(call, [&] { portable::index_put_values(out.data(), self.sizes(), list, in.data(), source.sizes(), accumulate); });
+    run_portable(call, [&] {
+      portable::index_put_values(out.data(), self.sizes(), list, in.data(), source.sizes(), accumulate);
+    });
     return from_doubles(self.sizes(), self.dtype(), out);
   }
   std::vector<int64_t> out = to_ints(self), in = to_ints(source);
-  run_portable(call, [&] { portable::index_put_values(out.data(), self.sizes(), list, in.data(), source.sizes(), accumulate); });
+  run_portable(call, [&] {
+    portable::index_put_values(out.data(), self.sizes(), list, in.data(), source.sizes(), accumulate);
+  });
   return from_ints(self.sizes(), self.dtype(), out);
 }
 
