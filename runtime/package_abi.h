@@ -5,7 +5,7 @@
 // the headers of several packages compile together in one translation unit; kiln::Package (runtime/package.cpp)
 // loads packages with the same declarations. Bump KILN_PACKAGE_ABI on any change.
 #ifndef KILN_PACKAGE_ABI
-#define KILN_PACKAGE_ABI 1
+#define KILN_PACKAGE_ABI 2
 
 #include <stdint.h>
 
@@ -34,7 +34,8 @@ typedef enum KilnStatus {
   KILN_WEIGHTS_ERROR = 2,     // the weights file is missing, unreadable, truncated or not this model's
   KILN_UNSUPPORTED_CPU = 3,   // the CPU lacks every instruction set the package was built for
   KILN_OUT_OF_MEMORY = 4,
-  KILN_RUN_ERROR = 5          // the model failed while running (an index out of range, ...)
+  KILN_RUN_ERROR = 5,         // the model failed while running (an index out of range, ...)
+  KILN_NO_DEVICE = 6          // a CUDA package: no CUDA driver, no GPU, or its device code does not load
 } KilnStatus;
 
 // A tensor: row-major sizes; strides in elements, or NULL for contiguous (the compiled code
@@ -61,6 +62,6 @@ typedef struct KilnTensorInfo {
 }
 #endif
 
-#elif KILN_PACKAGE_ABI != 1
+#elif KILN_PACKAGE_ABI != 2
 #error "packages of two Kiln versions with different package ABIs are included together"
 #endif

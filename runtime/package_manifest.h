@@ -2,7 +2,7 @@
 // package step writes it, kiln::Package (include/kiln/package.h) reads it.
 //
 // manifest.json (JSON; fields required unless said):
-//   {"format": "kiln-package", "abi": 1, "name": "mlp", "kiln_version": "0.1.0", "source": "mlp.kiln",
+//   {"format": "kiln-package", "abi": 2, "name": "mlp", "kiln_version": "0.1.0", "source": "mlp.kiln",
 //    "isas": ["avx512", "avx2", "scalar"],
 //    "inputs": [{"name": "x", "dtype": "f32", "shape": ["s0", "784"]}], "outputs": [...],
 //    "symbols": ["s0"],
@@ -35,7 +35,7 @@ struct PackageParameterSpec {
 };
 
 struct PackageManifest {
-  int64_t abi = 1;
+  int64_t abi = 2;  // KILN_PACKAGE_ABI
   std::string name;
   std::string kiln_version;
   std::string source;

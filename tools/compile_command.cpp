@@ -3,10 +3,10 @@
 // for a code target of the registry (compiler/target_registry.h; cpu: C++ and the system
 // compiler; cuda: CUDA source and NVRTC, no GPU needed) through the one driver
 // (compiler/compile_driver.h) into the compile cache, printing each stage with its time. With
-// -o on cpu it writes a package into DIR instead (compiler/package_writer.h: NAME.h, the
-// sources, NAME.safetensors, libNAME.so and libNAME.a, built for --isa all by default); with
-// --target cuda or --train, -o writes the artifact (cuda: kernels.cu, launch_plan.json,
-// device.cubin; cpu: module.so, manifest.json, module.cpp). With
+// -o it writes a package into DIR instead (compiler/package_writer.h: NAME.h, the sources,
+// NAME.safetensors, libNAME.so and libNAME.a; cpu: built for --isa all by default; cuda: the
+// device code built by nvcc, else NVRTC, for --sm); with --train, -o writes the artifacts
+// (module.so, manifest.json, module.cpp). With
 // --train it compiles the model's training step: the joint graph of the loss output (--loss,
 // default the only floating scalar output) against every floating parameter, split by the
 // min-cut partition as `kiln dump --stage forward|backward` shows it
@@ -79,7 +79,7 @@ void compile_training_step(const ir::Graph& graph, const CompileOptions& options
   }
 }
 
-// -o on cpu: a package of the model.
+// -o: a package of the model.
 int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::CompileOptions compile_options) {
   compiler::PackageOptions package;
   package.directory = options.out_dir;
@@ -89,7 +89,7 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
   package.overwrite = options.force;
   if (!options.isa.empty() && options.isa != "all") package.isas = {parse_isa(options.isa)};
   compile_options.isa.reset();
-  std::cout << "compiling " << options.model << " into package " << package.name << " for cpu\n";
+  std::cout << "compiling " << options.model << " into package " << package.name << " for " << options.target << "\n";
   double total = 0;
   compile_options.on_stage = [&](const std::string& stage, double ms) {
     total += ms;
@@ -107,10 +107,10 @@ int run_compile(const CompileOptions& options) {
   compiler::find_code_target(options.target);  // an unknown target, or one that compiles nothing, fails first
   if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
   if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
-  bool package = !options.out_dir.empty() && options.target == "cpu" && !options.train;
+  bool package = !options.out_dir.empty() && (options.target == "cpu" || options.target == "cuda") && !options.train;
   if (!package && (!options.name.empty() || options.embed_weights || options.isa == "all"))
     fail(!options.name.empty() ? "--name" : options.embed_weights ? "--embed-weights" : "--isa all",
-         " applies only to packages: -o DIR with --target cpu, without --train");
+         " applies only to packages: -o DIR with --target cpu or cuda, without --train");
   if (options.sm != 0 && options.target != "cuda") fail("--sm applies only to --target cuda (not --target ", options.target, ")");
   ir::Graph graph = compiler::load_model(options.model);
   kiln::CompileOptions compile_options;
@@ -137,8 +137,9 @@ void add_compile_command(CLI::App& app) {
   CLI::App* compile = app.add_subcommand("compile", "Compile a model for a target: fused C++ and a shared object, or CUDA and a cubin.");
   add_model_argument(*compile, options->model);
   compile->add_option("--out,-o", options->out_dir,
-                      "Write a package into DIR (cpu: NAME.h, sources, weights, libNAME.so/.a that build without Kiln); "
-                      "with --target cuda or --train, the artifact and its generated source");
+                      "Write a package into DIR (NAME.h, sources, weights, libNAME.so/.a that build without Kiln; "
+                      "cuda: with the device code, run through the driver loaded at run time); "
+                      "with --train, the artifacts and their generated source");
   add_target_option(*compile, options->target, "What to compile for (the targets that generate code):")->capture_default_str();
   compile->add_option("--isa", options->isa,
                       "--target cpu: instruction set, scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best); "

@@ -48,4 +48,12 @@ struct CppKernelParts {
 
 CppKernelParts emit_cpp_kernel_parts(const ScheduledProgram& scheduled, const CppEmitOptions& options = {});
 
+// The host side of the compiled-artifact ABI (runtime/compiled_abi.h) for `scheduled`, exactly as
+// a module prints it, for code that runs its kernels elsewhere (a CUDA package's host code,
+// codegen/package/cuda_package_sources.h): the size arithmetic (kiln_imax, kiln_imin,
+// kiln_floordiv, kiln_mod), kiln_message and the dtype names, then kiln_abi_version, kiln_bind
+// (every guard: dtypes, ranks, sizes, symbol ranges, strides) and kiln_output_sizes. It
+// declares the ABI's types no more than it defines kiln_workspace_bytes or kiln_run.
+std::string emit_cpp_guard_entry_points(const ScheduledProgram& scheduled);
+
 }  // namespace kiln::codegen

@@ -177,7 +177,39 @@ void CppSourcePrinter::emit_bind() {
   w_.line("");
 }
 
+std::string CppSourcePrinter::guard_entry_points() {
+  w_ = CSourceWriter();
+  w_.line("// Size arithmetic of index expressions (Python's floor division and modulo, max, min).");
+  w_.line("static inline int64_t kiln_imax(int64_t a, int64_t b) { return a > b ? a : b; }");
+  w_.line("static inline int64_t kiln_imin(int64_t a, int64_t b) { return a < b ? a : b; }");
+  w_.line("static inline int64_t kiln_floordiv(int64_t a, int64_t b) {");
+  w_.line("  int64_t q = a / b;");
+  w_.line("  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;");
+  w_.line("}");
+  w_.line("static inline int64_t kiln_mod(int64_t a, int64_t b) {");
+  w_.line("  int64_t r = a % b;");
+  w_.line("  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;");
+  w_.line("}");
+  emit_message_helpers(/*maybe_unused=*/true);
+  emit_bind();
+  emit_output_sizes();
+  return w_.str();
+}
+
+std::string emit_cpp_guard_entry_points(const ScheduledProgram& scheduled) {
+  return CppSourcePrinter(scheduled, CppEmitOptions{}).guard_entry_points();
+}
+
 void CppSourcePrinter::emit_sizes() {
+  emit_output_sizes();
+  w_.open("extern \"C\" int64_t kiln_workspace_bytes(const int64_t* sym)");
+  declare_symbols();
+  w_.line("return " + index_text(s_.memory.peak_bytes) + ";");
+  w_.close();
+  w_.line("");
+}
+
+void CppSourcePrinter::emit_output_sizes() {
   w_.open("extern \"C\" void kiln_output_sizes(const int64_t* sym, int64_t* sizes)");
   declare_symbols();
   size_t k = 0;
@@ -186,11 +218,6 @@ void CppSourcePrinter::emit_sizes() {
   }
   w_.line("(void)sizes;");
   w_.close();
-  w_.open("extern \"C\" int64_t kiln_workspace_bytes(const int64_t* sym)");
-  declare_symbols();
-  w_.line("return " + index_text(s_.memory.peak_bytes) + ";");
-  w_.close();
-  w_.line("");
 }
 
 void CppSourcePrinter::emit_run() {

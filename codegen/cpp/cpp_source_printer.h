@@ -30,6 +30,7 @@ class CppSourcePrinter : public CPrinter {
 
   CppModule run();
   CppKernelParts kernel_parts();
+  std::string guard_entry_points();
 
  private:
   static constexpr int kLanes = 16;  // reduction lanes: one AVX-512 register of f32, two of AVX2
@@ -115,7 +116,8 @@ class CppSourcePrinter : public CPrinter {
   void emit_omp_reductions();
   void emit_blas_support(bool maybe_unused);
   void emit_bind();
-  void emit_sizes();
+  void emit_output_sizes();
+  void emit_sizes();  // emit_output_sizes and kiln_workspace_bytes
   void emit_run();
 
   int hoist_counter_ = 0;

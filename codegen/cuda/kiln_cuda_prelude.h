@@ -1,7 +1,7 @@
 // Kiln's prelude for generated CUDA: the text the CUDA backend pastes at the top of every
 // generated source file (embedded by codegen/CMakeLists.txt as kiln::codegen::cuda::cuda_prelude()),
 // before the shared op layer (codegen/c_like/c_ops.h) whose hooks it defines. It owns the
-// device-side basics: fixed-width integer types (NVRTC has no <stdint.h>), the math the op
+// device-side basics: fixed-width integer types (NVRTC has no <stdint.h>; under nvcc <cstdint>), the math the op
 // layer calls, taken from CUDA's math library (expf, erff, erfinvf, ...; the interpreter's exact
 // rules where it has them: rsqrt, trunc and floor division, float-to-integer saturation), f16/bf16
 // storage (cuda_fp16.h / cuda_bf16.h types, converted through f32) and the Philox generator,
@@ -15,6 +15,8 @@
 #define KILN_CUDA_PRELUDE_H
 
 #ifndef KILN_CUDA_EMULATION
+#ifdef __CUDACC_RTC__
+// NVRTC has no <stdint.h>: the fixed-width types, as the host's LP64 ABI defines them.
 typedef signed char int8_t;
 typedef unsigned char uint8_t;
 typedef short int16_t;
@@ -24,6 +26,10 @@ typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
 typedef unsigned long long uintptr_t;
+#else
+// nvcc (a package's build) compiles with the host's headers, which already define them.
+#include <cstdint>
+#endif
 #ifdef KILN_CUDA_HALF
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>

@@ -16,7 +16,7 @@
 //
 // One model runs one call at a time (a second concurrent run on it is refused with
 // KILN_INVALID_ARGUMENT); create a model per thread to run in parallel: they share the mapped
-// weights' pages. The kernels run on OpenMP threads (@NAME@_set_num_threads).
+// weights' pages. @RUN_DOC@
 #ifndef @NAME_UPPER@_PACKAGE_H
 #define @NAME_UPPER@_PACKAGE_H
 
@@ -31,9 +31,8 @@ typedef struct @NAME@_model @NAME@_model;
 
 // Loads the weights from `weights_path` (the package's @NAME@.safetensors, memory-mapped and
 // checked against the checksum recorded at compile time), or with NULL from the library itself
-// when it was built with --embed-weights; picks the best instruction set of the CPU among those
-// built (AVX-512, AVX2, scalar; $KILN_ISA forces one; the test hook $KILN_HIDE_CPU_FEATURES,
-// "avx512f,avx2", treats the CPU features it lists as missing). On success *model is the new model.
+// when it was built with --embed-weights; @CREATE_DOC@
+// On success *model is the new model.
 KilnStatus @NAME@_create(const char* weights_path, @NAME@_model** model);
 // Runs the model: `inputs` in the order of @NAME@_input(i); on success `outputs[i]` describe
 // the results, in the order of @NAME@_output(i), in memory the model owns until its next run
@@ -41,9 +40,9 @@ KilnStatus @NAME@_create(const char* weights_path, @NAME@_model** model);
 KilnStatus @NAME@_run(@NAME@_model* model, const KilnTensor* inputs, int64_t num_inputs, KilnTensor* outputs,
                       int64_t num_outputs);
 void @NAME@_destroy(@NAME@_model* model);  // NULL is ignored
-// OpenMP threads of the model's runs (0: OpenMP's default).
+// OpenMP threads of the model's runs (0: OpenMP's default; no effect on a CUDA package).
 void @NAME@_set_num_threads(@NAME@_model* model, int32_t num_threads);
-// The instruction set the model runs with: "avx512", "avx2" or "scalar".
+// The instruction set the model runs with: "avx512", "avx2" or "scalar"; "cuda" for a CUDA package.
 const char* @NAME@_isa(const @NAME@_model* model);
 // The message of the last call that failed on this thread ("" when none did).
 const char* @NAME@_last_error(void);

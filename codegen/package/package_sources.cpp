@@ -9,20 +9,11 @@
 #include "codegen/cpp/prelude.h"
 #include "codegen/package/package_texts.h"
 #include "kiln/error.h"
+#include "runtime/package_abi.h"
 
 namespace kiln::codegen {
 
 namespace {
-
-// The compiled-artifact ABI block of the cpu prelude (the types NAME.cpp passes the kernels).
-std::string artifact_abi_text() {
-  std::string_view prelude = cpp_prelude();
-  size_t begin = prelude.find("// ---------------------------------------------------------------- compiled-artifact ABI");
-  size_t end = prelude.find("#define KILN_INLINE");
-  KILN_CHECK(begin != std::string_view::npos && end != std::string_view::npos && begin < end,
-             "the cpu prelude's ABI block was not found");
-  return std::string(prelude.substr(begin, end - begin));
-}
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
@@ -58,7 +49,19 @@ std::string entry(const PackageSpec& spec, Isa isa, const std::string& point) {
   return spec.name + "_" + std::string(isa_name(isa)) + "_" + point;
 }
 
+bool is_cuda(const PackageSpec& spec) { return spec.target == "cuda"; }
+
+// The one build of a CUDA package: its host code's entry points (NAME_cuda.cpp).
+std::string cuda_table(const PackageSpec& spec) {
+  const std::string p = spec.name + "_cuda_";
+  return "bool supports_cuda() { return true; }  // create finds out (NAME_cuda_open)\n"
+         "const Entries kIsas[] = {\n"
+         "    {\"cuda\", supports_cuda, " + p + "kiln_bind, " + p + "kiln_output_sizes, " + p + "kiln_workspace_bytes, nullptr, " +
+         p + "open, " + p + "close, " + p + "run_on},\n};\n";
+}
+
 std::string isa_tables(const PackageSpec& spec) {
+  if (is_cuda(spec)) return cuda_table(spec);
   std::string text;
   for (Isa isa : spec.isas) {
     text += "bool supports_" + std::string(isa_name(isa)) + "() {\n  return true";
@@ -74,7 +77,7 @@ std::string isa_tables(const PackageSpec& spec) {
     std::string n(isa_name(isa));
     text += "    {" + quoted(n) + ", supports_" + n + ", " + entry(spec, isa, "kiln_bind") + ", " +
             entry(spec, isa, "kiln_output_sizes") + ", " + entry(spec, isa, "kiln_workspace_bytes") + ", " +
-            entry(spec, isa, "kiln_run") + "},\n";
+            entry(spec, isa, "kiln_run") + ", nullptr, nullptr, nullptr},\n";
   }
   return text + "};\n";
 }
@@ -96,6 +99,15 @@ std::string tables(const PackageSpec& spec) {
 }
 
 std::string entry_declarations(const PackageSpec& spec) {
+  if (is_cuda(spec)) {
+    const std::string p = spec.name + "_cuda_";
+    return "int32_t " + p + "kiln_bind(const KilnTensorDesc* inputs, int64_t num_inputs, int64_t* symbols, char* error, int64_t capacity);\n"
+           "void " + p + "kiln_output_sizes(const int64_t* symbols, int64_t* sizes);\n"
+           "int64_t " + p + "kiln_workspace_bytes(const int64_t* symbols);\n"
+           "void* " + p + "open(void* const* parameters, const int64_t* parameter_bytes, int64_t count, char* error, int64_t capacity);\n"
+           "void " + p + "close(void* device);\n"
+           "int32_t " + p + "run_on(void* device, const KilnRunArgs* args);\n";
+  }
   std::string text;
   for (Isa isa : spec.isas) {
     text += "int32_t " + entry(spec, isa, "kiln_bind") +
@@ -123,14 +135,45 @@ std::string describe(const PackageSpec& spec) {
   for (const PackageTensor& t : spec.inputs) text += " " + t.name + " " + std::string(dtype_name(t.dtype)) + shape_text(t) + ";";
   text += "\n// Outputs:";
   for (const PackageTensor& t : spec.outputs) text += " " + t.name + " " + std::string(dtype_name(t.dtype)) + shape_text(t) + ";";
-  text += "\n// Instruction sets:";
-  for (Isa isa : spec.isas) text += " " + std::string(isa_name(isa));
+  if (is_cuda(spec)) {
+    text += "\n// Device: CUDA (" + spec.cuda_architecture + " device code in " + spec.device_image_file + ", in the library)";
+  } else {
+    text += "\n// Instruction sets:";
+    for (Isa isa : spec.isas) text += " " + std::string(isa_name(isa));
+  }
   text += spec.embed_weights ? ". Weights: in the library, and in " + spec.name + ".safetensors."
                              : ". Weights: " + spec.name + ".safetensors (" + std::to_string(spec.weights_bytes) + " bytes).";
   return text;
 }
 
+// A CUDA package's: the API and the host code, with the device code the package step built
+// (.incbin'ed); no CUDA library is linked (the driver and cuBLAS are loaded at run time).
+std::string cuda_cmake_file(const PackageSpec& spec) {
+  const std::string& n = spec.name;
+  std::string text =
+      "# " + n + ": a model compiled by Kiln " + spec.kiln_version + " from " + spec.source +
+      " for CUDA (" + spec.cuda_architecture + "). Generated: do not edit.\n"
+      "# add_subdirectory(<this folder>) gives the static library target " + n +
+      " (include " + n + ".h); nothing of Kiln is needed, and nothing of CUDA at build time:\n"
+      "# the driver (and cuBLAS) are loaded when a model is created. The device code, " + spec.device_image_file +
+      ", was built from " + n + "_kernels.cu.\n"
+      "cmake_minimum_required(VERSION 3.16)\n"
+      "project(" + n + " LANGUAGES CXX)\n"
+      "add_library(" + n + " STATIC " + n + ".cpp " + n + "_cuda.cpp)\n"
+      "target_compile_features(" + n + " PRIVATE cxx_std_17)\n"
+      "target_compile_options(" + n + " PRIVATE -O2 -fvisibility=hidden \"-Wa,-I${CMAKE_CURRENT_SOURCE_DIR}\")\n"
+      "target_include_directories(" + n + " PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
+      "target_link_libraries(" + n + " PUBLIC ${CMAKE_DL_LIBS})\n"
+      "set_target_properties(" + n + " PROPERTIES POSITION_INDEPENDENT_CODE ON)\n"
+      "set_property(SOURCE " + n + "_cuda.cpp APPEND PROPERTY OBJECT_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/" +
+      spec.device_image_file + ")\n";
+  if (spec.embed_weights)
+    text += "set_property(SOURCE " + n + ".cpp APPEND PROPERTY OBJECT_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/" + n + ".safetensors)\n";
+  return text;
+}
+
 std::string cmake_file(const PackageSpec& spec) {
+  if (is_cuda(spec)) return cuda_cmake_file(spec);
   const std::string& n = spec.name;
   std::string text =
       "# " + n + ": a model compiled by Kiln " + spec.kiln_version + " from " + spec.source +
@@ -178,7 +221,49 @@ std::string cmake_file(const PackageSpec& spec) {
   return text;
 }
 
+// What differs in the API's comments between a cpu and a CUDA package.
+std::string backend_doc(const PackageSpec& spec) {
+  if (is_cuda(spec))
+    return "The kernels (@NAME@_kernels.cu) run on the GPU from the device code built at package time\n"
+           "// (" + spec.device_image_file + ", in the library); @NAME@_cuda.cpp, their host side, checks the guards and\n"
+           "// launches them in the launch plan's order through the CUDA driver, which create loads (dlopen).";
+  return "The kernels (@NAME@_kernels.inc) are compiled once per instruction set (@NAME@_<isa>.cpp),\n"
+         "// their entry points renamed per set; create picks the best set the CPU runs (or $KILN_ISA).\n"
+         "// The nodes the code generator does not lower run on the math of Kiln's reference kernels,\n"
+         "// compiled in below.";
+}
+
+std::string run_doc(const PackageSpec& spec) {
+  if (is_cuda(spec))
+    return "The kernels run on GPU 0, on one stream per model;\n"
+           "// inputs and outputs are host memory, copied to and from the GPU in each run.";
+  return "The kernels run on OpenMP threads (@NAME@_set_num_threads).";
+}
+
+std::string create_doc(const PackageSpec& spec) {
+  if (is_cuda(spec))
+    return "loads the CUDA driver (dlopen: nothing of CUDA is linked),\n"
+           "// opens GPU 0 and copies the weights there (KILN_NO_DEVICE, with the reason, when it cannot).";
+  return "picks the best instruction set of the CPU among those\n"
+         "// built (AVX-512, AVX2, scalar; $KILN_ISA forces one; the test hook $KILN_HIDE_CPU_FEATURES,\n"
+         "// \"avx512f,avx2\", treats the CPU features it lists as missing).";
+}
+
+std::string link_note(const PackageSpec& spec) {
+  if (is_cuda(spec)) return " (with -ldl; the CUDA driver and cuBLAS are loaded at run time)";
+  return std::string(" (with -fopenmp") + (spec.uses_blas ? ", a CBLAS" : "") + (spec.uses_dnnl ? ", oneDNN (-ldnnl)" : "") + ")";
+}
+
 }  // namespace
+
+std::string compiled_abi_text() {
+  std::string_view prelude = cpp_prelude();
+  size_t begin = prelude.find("// ---------------------------------------------------------------- compiled-artifact ABI");
+  size_t end = prelude.find("#define KILN_INLINE");
+  KILN_CHECK(begin != std::string_view::npos && end != std::string_view::npos && begin < end,
+             "the cpu prelude's ABI block was not found");
+  return std::string(prelude.substr(begin, end - begin));
+}
 
 void check_package_name(const std::string& name) {
   bool identifier = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
@@ -194,13 +279,17 @@ void check_package_name(const std::string& name) {
 
 std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source) {
   check_package_name(spec.name);
-  KILN_CHECK(!spec.isas.empty(), "a package needs at least one instruction set");
+  KILN_CHECK(is_cuda(spec) || !spec.isas.empty(), "a package needs at least one instruction set");
+  KILN_CHECK(!is_cuda(spec) || !spec.cuda_host_source.empty(), "a CUDA package needs its host code");
   std::map<std::string, std::string> files;
   const std::string& n = spec.name;
-  std::string version = std::to_string(1);
+  std::string version = std::to_string(KILN_PACKAGE_ABI);
   auto fill = [&](std::string text) {
     text = replace_all(std::move(text), "@ABI_TYPES@", std::string(package_abi_text()));
-    text = replace_all(std::move(text), "@ABI@", artifact_abi_text());
+    text = replace_all(std::move(text), "@ABI@", compiled_abi_text());
+    text = replace_all(std::move(text), "@BACKEND_DOC@", backend_doc(spec));
+    text = replace_all(std::move(text), "@RUN_DOC@", run_doc(spec));
+    text = replace_all(std::move(text), "@CREATE_DOC@", create_doc(spec));
     text = replace_all(std::move(text), "@TABLES@", tables(spec));
     text = replace_all(std::move(text), "@ENTRY_DECLARATIONS@", entry_declarations(spec));
     text = replace_all(std::move(text), "@EMBEDDED@", embedded_weights(spec));
@@ -210,9 +299,7 @@ std::map<std::string, std::string> package_files(const PackageSpec& spec, const 
     text = replace_all(std::move(text), "@DOC@", describe(spec));
     text = replace_all(std::move(text), "@NUM_INPUTS@", std::to_string(spec.inputs.size()));
     text = replace_all(std::move(text), "@NUM_OUTPUTS@", std::to_string(spec.outputs.size()));
-    text = replace_all(std::move(text), "@LINK_NOTE@",
-                       std::string(" (with -fopenmp") + (spec.uses_blas ? ", a CBLAS" : "") +
-                           (spec.uses_dnnl ? ", oneDNN (-ldnnl)" : "") + ")");
+    text = replace_all(std::move(text), "@LINK_NOTE@", link_note(spec));
     text = replace_all(std::move(text), "@PACKAGE_ABI@", version);
     text = replace_all(std::move(text), "@KILN_VERSION@", spec.kiln_version);
     text = replace_all(std::move(text), "@SOURCE@", spec.source);
@@ -221,6 +308,12 @@ std::map<std::string, std::string> package_files(const PackageSpec& spec, const 
   };
   files[n + ".h"] = fill(std::string(package_header_text()));
   files[n + ".cpp"] = fill(std::string(package_wrapper_text()));
+  files["CMakeLists.txt"] = cmake_file(spec);
+  if (is_cuda(spec)) {
+    files[n + "_kernels.cu"] = module_source;
+    files[n + "_cuda.cpp"] = spec.cuda_host_source;
+    return files;
+  }
   files[n + "_kernels.inc"] = module_source;
   for (Isa isa : spec.isas) {
     std::string text = "// " + n + "_" + std::string(isa_name(isa)) + ".cpp: the kernels of " + n +
@@ -233,7 +326,6 @@ std::map<std::string, std::string> package_files(const PackageSpec& spec, const 
     text += "#include \"" + n + "_kernels.inc\"\n";
     files[n + "_" + std::string(isa_name(isa)) + ".cpp"] = text;
   }
-  files["CMakeLists.txt"] = cmake_file(spec);
   return files;
 }
 

@@ -9,6 +9,12 @@
 //                     (NAME_<isa>_kiln_run, ...), so that the sets, and several packages,
 //                     link into one program;
 //   CMakeLists.txt    `add_subdirectory(DIR)` gives the static library target NAME.
+// A CUDA package (target "cuda") has instead of NAME_kernels.inc and NAME_<isa>.cpp:
+//   NAME_kernels.cu   the CUDA module's source, unchanged (it builds with nvcc and NVRTC);
+//   NAME_cuda.cpp     its host side (codegen/package/cuda_package_sources.h), which NAME.cpp
+//                     calls as its one build, "cuda", through the device entries of its table;
+// and the device code built from NAME_kernels.cu (spec.device_image_file), which the
+// package step writes.
 // Everything but the C API has internal linkage or a NAME_ prefix.
 #pragma once
 
@@ -45,18 +51,29 @@ struct PackageSpec {
   int64_t symbol_count = 0;
   uint64_t weights_bytes = 0;
   uint64_t weights_checksum = 0;  // XXH64 (runtime/checksum.h) of the whole weights file
-  std::vector<Isa> isas;          // best first
+  std::vector<Isa> isas;          // best first (cpu)
   bool embed_weights = false;     // NAME.cpp .incbin's NAME.safetensors
   bool uses_blas = false;
   bool uses_dnnl = false;
   std::string blas_library;       // the BLAS Kiln links, the CMake file's default
   std::string fallback_handler;   // NAME.cpp's handler of the fallback nodes (package_fallbacks.h), or ""
+  std::string target = "cpu";     // "cpu" or "cuda"
+  // cuda: the device code's file in the package (NAME.fatbin, NAME.cubin or NAME.ptx), the
+  // architecture it was built for ("sm_80"), and NAME_cuda.cpp's text.
+  std::string device_image_file;
+  std::string cuda_architecture;
+  std::string cuda_host_source;
 };
+
+// The compiled-artifact ABI's C types (KilnTensorDesc, KilnRunArgs) as the cpu prelude declares
+// them: what NAME.cpp and a CUDA package's host code pass the kernels' entry points.
+std::string compiled_abi_text();
 
 // Throws kiln::Error when `name` is not a C identifier (or is one the package reserves).
 void check_package_name(const std::string& name);
 
-// File name -> text, for every source file of the package.
+// File name -> text, for every source file of the package. `module_source`: the cpu module's
+// source, or the CUDA module's.
 std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source);
 
 }  // namespace kiln::codegen

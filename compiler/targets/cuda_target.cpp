@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/targets/cuda_package.h"
 #include "runtime/checksum.h"
 #include "runtime/cuda/cuda_artifact.h"
 #include "runtime/cuda/cuda_driver.h"
@@ -29,6 +30,8 @@ constexpr const char* kSourceFile = "kernels.cu";
 struct CudaCode final : GeneratedCode {
   cg::CudaModule module;
   json plan;  // launch_plan_json with "architecture" left empty (the build fills it in)
+  std::shared_ptr<const codegen::ScheduledProgram> scheduled;  // for packages (their host code)
+  int sm = 80;                                                 // the architecture of the compile
 };
 
 int target_sm(const CompileOptions& options) {
@@ -143,7 +146,13 @@ json launch_plan(const codegen::ScheduledProgram& scheduled, const cg::CudaModul
     auto source = std::find_if(p.symbol_sources.begin(), p.symbol_sources.end(),
                                [&](const codegen::LoopProgram::SymbolSource& s) { return s.symbol == symbol; });
     KILN_CHECK(source != p.symbol_sources.end(), "symbol ", symbol, " is bound from no input dim");
-    symbols.push_back({{"name", symbol}, {"input", source->input}, {"dim", source->dim}});
+    json entry = {{"name", symbol}, {"input", source->input}, {"dim", source->dim}};
+    for (const codegen::LoopProgram::SymbolRange& range : p.symbol_ranges) {
+      if (range.symbol != symbol) continue;
+      entry["min"] = range.min;
+      if (range.max) entry["max"] = *range.max;
+    }
+    symbols.push_back(entry);
   }
   auto names = [&](const std::vector<int>& ids) {
     json list = json::array();
@@ -184,7 +193,7 @@ class CudaTarget final : public CodeTarget {
 
   std::unique_ptr<GeneratedCode> emit(const codegen::ScheduledProgram& scheduled,
                                       const std::optional<std::string>& title,
-                                      const CompileOptions& /*options*/) const override {
+                                      const CompileOptions& options) const override {
     cg::CudaEmitOptions emit_options;
     if (title) emit_options.title = *title;
     auto code = std::make_unique<CudaCode>();
@@ -193,6 +202,8 @@ class CudaTarget final : public CodeTarget {
     for (const cg::LaunchStep& step : code->module.steps)
       if (step.kind == cg::LaunchStep::Kind::Kernel) ++code->kernel_count;
     code->plan = launch_plan(scheduled, code->module, "");
+    code->scheduled = std::make_shared<const codegen::ScheduledProgram>(scheduled);
+    code->sm = target_sm(options);
     return code;
   }
 
@@ -225,6 +236,12 @@ class CudaTarget final : public CodeTarget {
   std::string_view build_stage() const override { return "nvrtc"; }
   std::vector<std::string> artifact_files() const override {
     return {kSourceFile, cuda::kLaunchPlanFile, cuda::kCubinFile, cuda::kPtxFile};
+  }
+
+  PackageResult write_package(const GeneratedCode& generated, const ir::Graph& graph,
+                              const PackageOptions& options) const override {
+    const CudaCode& code = static_cast<const CudaCode&>(generated);
+    return write_cuda_package({code.scheduled.get(), &code.module, code.sm, code.kernel_count}, graph, options);
   }
 
   std::unique_ptr<Artifact> load(const std::filesystem::path& directory) const override {

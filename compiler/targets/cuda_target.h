@@ -22,7 +22,7 @@ const CodeTarget& cuda_target();
 
 // The launch plan as JSON, what launch_plan.json holds (the format of runtime/cuda/launch_plan.h,
 // version 2): the buffers with kinds, dtypes, shapes and workspace offsets; how each symbol is
-// bound; the inputs, parameters, outputs and fallback nodes in order; the workspace and scratch
+// bound and the range it must lie in; the inputs, parameters, outputs and fallback nodes in order; the workspace and scratch
 // sizes; every step in order with its operands (a fused GEMM as "library": "gemm_lt" with its
 // epilogue, bias and output).
 std::string launch_plan_json(const codegen::ScheduledProgram& scheduled, const codegen::cuda::CudaModule& module,

@@ -83,6 +83,7 @@ std::unique_ptr<CudaArtifact> CudaArtifact::load(const fs::path& directory) {
 std::vector<Tensor> CudaArtifact::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& parameters,
                                       const FallbackHandler& fallback, int /*num_threads*/) {
   std::lock_guard<std::mutex> guard(mutex_);
+  bind_launch_plan(plan_, inputs);  // the guards first: a bad input is reported as such, with or without a GPU
   if (!device_) device_ = std::make_unique<Device>(plan_, code_.image, (directory_ / "kernels.cu").string());
   device_->device.make_current();
   return device_->runner.run(inputs, parameters, fallback);

@@ -2,7 +2,8 @@
 // from its artifact directory: launch_plan.json (runtime/cuda/launch_plan.h) and the device code,
 // device.cubin (or device.ptx, which the driver compiles for a device newer than the NVRTC
 // that built it); kernels.cu beside them is for people. Loading reads and checks both and needs
-// no GPU; the first run makes the device side (runtime/cuda/driver_plan_device.h; without a
+// no GPU; a run checks the inputs against the plan's guards first (runtime/cuda/plan_runner.h:
+// bind_launch_plan), also without a GPU; the first run then makes the device side (runtime/cuda/driver_plan_device.h; without a
 // device it throws the runtime's "no CUDA device: <reason>" error) and every run goes through
 // runtime/cuda/plan_runner.h: host inputs in, host outputs out, parameters kept on the device
 // between runs. run() may be called from several threads; calls run one at a time.

@@ -86,13 +86,21 @@ class PlanReader : public JsonFields {
     const json& symbols = array(document, "", "symbols");
     for (size_t i = 0; i < symbols.size(); ++i) {
       std::string prefix = at("symbols", i) + ".";
-      PlanSymbol symbol{plan_.symbol_names[i], int(integer(symbols[i], prefix, "input")), int(integer(symbols[i], prefix, "dim"))};
+      PlanSymbol symbol;
+      symbol.name = plan_.symbol_names[i];
+      symbol.input = int(integer(symbols[i], prefix, "input"));
+      symbol.dim = int(integer(symbols[i], prefix, "dim"));
       if (symbol.input < 0 || size_t(symbol.input) >= plan_.inputs.size())
         bad(prefix + "input", "the position of one of the " + std::to_string(plan_.inputs.size()) + " inputs", symbols[i]["input"]);
       const PlanBuffer& input = plan_.buffer(plan_.inputs[size_t(symbol.input)]);
       if (symbol.dim < 0 || size_t(symbol.dim) >= input.shape.size() || input.shape[size_t(symbol.dim)].text() != symbol.name)
         fail_at("symbol '" + symbol.name + "' is bound from dim " + std::to_string(symbol.dim) + " of input '" + input.name +
                 "', which is not that symbol");
+      if (symbols[i].contains("min")) symbol.min = integer(symbols[i], prefix, "min");
+      if (symbols[i].contains("max")) symbol.max = integer(symbols[i], prefix, "max");
+      if (symbol.min < 0 || (symbol.max && *symbol.max < symbol.min))
+        fail_at("symbol '" + symbol.name + "' has the empty or negative range [" + std::to_string(symbol.min) + ", " +
+                (symbol.max ? std::to_string(*symbol.max) : std::string("int_oo")) + "]");
       plan_.symbols.push_back(std::move(symbol));
     }
   }

@@ -6,7 +6,8 @@
 // Format (JSON; every field required unless marked optional; unknown fields are ignored):
 //   {"format": "kiln-cuda-launch-plan", "version": 2, "architecture": "sm_90",
 //    "nvrtc_options": ["-default-device", ...],
-//    "symbols": [{"name": "s0", "input": 0, "dim": 0}],  // bound from that input's dim
+//    "symbols": [{"name": "s0", "input": 0, "dim": 0,    // bound from that input's dim,
+//                 "min": 1, "max": 1024}],             // within [min, max] (optional: min 0, max none)
 //    "inputs": ["x"], "parameters": ["fc1.weight"], "outputs": ["probs"],  // buffer names, in order
 //    "fallbacks": ["scatter_1"],  // graph nodes the host runs, fallback-index order
 //    "workspace_bytes": "<size>", "scratch_offset": "<size>",
@@ -30,6 +31,8 @@
 // `output` through the GEMM output's view. Kernel arguments are a buffer's pointer, a symbol's
 // value (int64_t) or the scratch area (workspace + scratch_offset).
 //
+// A symbol's range is the graph signature's (torch.export's range constraints): the runner checks
+// it with the inputs' guards, before any launch.
 // Version 1 (Kiln before the runtime loader) lacked symbols, inputs, parameters, outputs,
 // fallbacks and the library steps' operands; it is refused with a request to recompile.
 // Every other problem is a kiln::Error naming the file and the field ("steps[3].grid").
@@ -66,6 +69,8 @@ struct PlanSymbol {
   std::string name;
   int input = 0;  // position in LaunchPlan::inputs
   int dim = 0;
+  int64_t min = 0;             // the range the model was compiled for
+  std::optional<int64_t> max;  // none: unbounded
 };
 
 // A strided view of a buffer, in elements.

@@ -223,15 +223,17 @@ void PlanRunner::parameter_changed(size_t index) {
   parameters_[index] = 0;
 }
 
-std::vector<int64_t> PlanRunner::bind(const std::vector<Tensor>& inputs) const {
-  if (inputs.size() != plan_.inputs.size()) fail("the CUDA model takes ", plan_.inputs.size(), " inputs, got ", inputs.size());
+std::vector<int64_t> PlanRunner::bind(const std::vector<Tensor>& inputs) const { return bind_launch_plan(plan_, inputs); }
+
+std::vector<int64_t> bind_launch_plan(const LaunchPlan& plan, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != plan.inputs.size()) fail("the CUDA model takes ", plan.inputs.size(), " inputs, got ", inputs.size());
   auto header = [&](size_t i) {
-    const PlanBuffer& buffer = plan_.buffer(plan_.inputs[i]);
+    const PlanBuffer& buffer = plan.buffer(plan.inputs[i]);
     return "input '" + name_of(buffer) + "': expected " + declared_type(buffer) + ", got " +
            std::string(dtype_name(inputs[i].dtype())) + sizes_to_string(inputs[i].sizes()) + ": ";
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const PlanBuffer& buffer = plan_.buffer(plan_.inputs[i]);
+    const PlanBuffer& buffer = plan.buffer(plan.inputs[i]);
     if (!inputs[i].defined()) fail("input '", name_of(buffer), "' is undefined");
     if (!inputs[i].device().is_cpu())
       fail("input '", name_of(buffer), "' is on ", inputs[i].device().to_string(), "; the CUDA model takes host tensors");
@@ -243,9 +245,18 @@ std::vector<int64_t> PlanRunner::bind(const std::vector<Tensor>& inputs) const {
                        std::to_string(buffer.shape.size()));
   }
   std::vector<int64_t> symbols;
-  for (const PlanSymbol& symbol : plan_.symbols) symbols.push_back(inputs[size_t(symbol.input)].size(symbol.dim));
+  for (const PlanSymbol& symbol : plan.symbols) symbols.push_back(inputs[size_t(symbol.input)].size(symbol.dim));
+  // Each symbol within its range (the graph signature's: torch.export's range constraints).
+  for (size_t j = 0; j < plan.symbols.size(); ++j) {
+    const PlanSymbol& symbol = plan.symbols[j];
+    if (symbols[j] >= symbol.min && (!symbol.max || symbols[j] <= *symbol.max)) continue;
+    throw GuardError("input '" + name_of(plan.buffer(plan.inputs[size_t(symbol.input)])) + "': dim " +
+                     std::to_string(symbol.dim) + " is " + std::to_string(symbols[j]) + ", outside the range [" +
+                     std::to_string(symbol.min) + ", " + (symbol.max ? std::to_string(*symbol.max) : std::string("int_oo")) +
+                     "] of " + symbol.name + " that the model was compiled for");
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const PlanBuffer& buffer = plan_.buffer(plan_.inputs[i]);
+    const PlanBuffer& buffer = plan.buffer(plan.inputs[i]);
     for (size_t d = 0; d < buffer.shape.size(); ++d) {
       int64_t expected = buffer.shape[d].evaluate(symbols), actual = inputs[i].size(int64_t(d));
       if (actual == expected) continue;

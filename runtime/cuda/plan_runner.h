@@ -1,7 +1,8 @@
 // PlanRunner: runs a launch plan (runtime/cuda/launch_plan.h) on a PlanDevice
 // (runtime/cuda/plan_device.h), with runtime/ types only. A run:
-//   1. checks the inputs against the plan (count, dtype, rank, every size; GuardError names the
-//      input, the dim and both values) and binds the shape symbols from them;
+//   1. checks the inputs against the plan (count, dtype, rank, every size, each symbol within its
+//      range; GuardError names the input, the dim and both values) and binds the shape symbols
+//      from them (bind_launch_plan: no device needed);
 //   2. places every buffer: inputs uploaded (contiguous copies), parameters uploaded at their
 //      first use and kept on the device (parameter_changed() refreshes one), outputs and one
 //      workspace allocated (intermediates at their offsets in it, the scratch area at
@@ -28,6 +29,11 @@
 
 namespace kiln::cuda {
 
+// Step 1 of a run: the shape symbols' values for `inputs` (plan.symbols order). Throws
+// GuardError (kiln/error.h) for an input the plan does not take, kiln::Error for a wrong count,
+// an undefined input or one that is not on the host.
+std::vector<int64_t> bind_launch_plan(const LaunchPlan& plan, const std::vector<Tensor>& inputs);
+
 class PlanRunner {
  public:
   // `plan` and `device` must outlive the runner.
@@ -48,7 +54,7 @@ class PlanRunner {
   // The device's time for the last run's steps (PlanDevice::steps_milliseconds).
   double last_steps_milliseconds() const { return last_steps_milliseconds_; }
 
-  // The shape symbols' values for `inputs` (plan.symbols order), after the checks of step 1.
+  // bind_launch_plan(plan, inputs).
   std::vector<int64_t> bind(const std::vector<Tensor>& inputs) const;
 
  private:

@@ -223,6 +223,41 @@ TEST_F(CudaTargetTest, RunningNeedsADeviceAndThenMatchesTheInterpreter) {
   }
 }
 
+// The graph signature's symbol ranges (torch.export's range constraints) travel in the launch
+// plan and are checked with the guards before anything touches a device: an input outside its
+// range is refused here, without a GPU, naming the symbol, its value and the range.
+TEST_F(CudaTargetTest, SymbolRangesAreCarriedInThePlanAndCheckedBeforeAnyLaunch) {
+  ir::Graph graph = frontends::load_model(sample("mlp"));
+  graph.signature().set_symbol_range("s0", ir::SymbolRange{2, 64});
+  CompileOptions o = options(80);
+  o.output_dir = directory_ / "out";
+  CompiledModel model = compile(graph, o);
+  nlohmann::json plan = nlohmann::json::parse(read_text(directory_ / "out" / "launch_plan.json"));
+  EXPECT_EQ(plan["symbols"][0]["min"], 2);
+  EXPECT_EQ(plan["symbols"][0]["max"], 64);
+  EXPECT_EQ(cuda_artifact(model).plan().symbols[0].max, 64);
+  // The artifact on its own, as the runtime loads it (CompiledModel::run checks the graph's ranges
+  // itself before it calls the artifact).
+  std::unique_ptr<cuda::CudaArtifact> artifact = cuda::CudaArtifact::load(directory_ / "out");
+  for (int64_t batch : {1, 65}) {
+    std::map<std::string, Tensor> inputs = random_inputs(graph, {{"s0", batch}});
+    try {
+      artifact->run({inputs.at("x")}, {});
+      ADD_FAILURE() << "batch " << batch << " ran";
+    } catch (const GuardError& error) {
+      EXPECT_EQ(std::string(error.what()), "input 'x': dim 0 is " + std::to_string(batch) +
+                                               ", outside the range [2, 64] of s0 that the model was compiled for");
+    }
+  }
+  // Within the range the guards pass: the run then needs a device.
+  std::map<std::string, Tensor> inputs = random_inputs(graph, {{"s0", 64}});
+  if (std::optional<std::string> reason = cuda::cuda_unavailable_reason()) {
+    EXPECT_EQ(error_of([&] { artifact->run({inputs.at("x")}, {}); }), *reason);
+  } else {
+    EXPECT_NO_THROW(model.run(inputs));
+  }
+}
+
 // x [s0, 16] (@ w [16, 8] or, batched, x [3, s0, 16] @ w [3, 16, 8]) + b [8], then `activation`.
 ir::Graph linear_then(const std::string& activation, const ir::Kwargs& kwargs, bool batched) {
   ir::Graph graph;

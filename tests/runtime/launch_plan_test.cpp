@@ -116,6 +116,24 @@ TEST(LaunchPlan, AHandWrittenPlanParsesIntoItsFields) {
   EXPECT_EQ(fallback.outputs[0].buffer, 4);
 }
 
+TEST(LaunchPlan, SymbolRangesAreOptionalAndChecked) {
+  LaunchPlan plain = parse_launch_plan(valid_plan().dump(), "plan");
+  EXPECT_EQ(plain.symbols[0].min, 0);
+  EXPECT_FALSE(plain.symbols[0].max);
+  json ranged = valid_plan();
+  ranged["symbols"][0]["min"] = 2;
+  ranged["symbols"][0]["max"] = 64;
+  LaunchPlan plan = parse_launch_plan(ranged.dump(), "plan");
+  EXPECT_EQ(plan.symbols[0].min, 2);
+  EXPECT_EQ(plan.symbols[0].max, 64);
+  EXPECT_EQ(error_after([](json& p) { p["symbols"][0]["min"] = 8, p["symbols"][0]["max"] = 4; }),
+            "dir/launch_plan.json: symbol 's0' has the empty or negative range [8, 4]");
+  EXPECT_EQ(error_after([](json& p) { p["symbols"][0]["min"] = -1; }),
+            "dir/launch_plan.json: symbol 's0' has the empty or negative range [-1, int_oo]");
+  EXPECT_EQ(error_after([](json& p) { p["symbols"][0]["max"] = "many"; }),
+            "dir/launch_plan.json: field 'symbols[0].max' must be an integer, got \"many\"");
+}
+
 TEST(LaunchPlan, EpilogueNamesRoundTrip) {
   for (GemmEpilogue e : {GemmEpilogue::bias, GemmEpilogue::relu, GemmEpilogue::bias_relu, GemmEpilogue::gelu,
                          GemmEpilogue::bias_gelu})

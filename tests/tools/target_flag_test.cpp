@@ -100,15 +100,19 @@ TEST_F(TargetFlag, CompileForEachCodeTargetAndRefuseTheOthers) {
   EXPECT_THAT(cpu.out, HasSubstr("compiling " + mlp() + " for cpu"));
   EXPECT_THAT(cpu.out, HasSubstr(", isa "));
   if (have_nvrtc()) {
-    CliResult cuda = kiln("compile " + mlp() + " --target cuda --sm 80 -o " + (dir_ / "cuda").string());
+    CliResult cuda = kiln("compile " + mlp() + " --target cuda --sm 80");
     ASSERT_EQ(cuda.status, 0) << cuda.err;
     for (const char* stage : {"passes", "lower", "schedule", "codegen", "nvrtc", "cache store", "load"})
       EXPECT_THAT(cuda.out, HasSubstr(stage));
     EXPECT_THAT(cuda.out, HasSubstr("compiled: key "));
     EXPECT_THAT(cuda.out, HasSubstr("1 kernel, 2 library calls, sm_80"));
-    EXPECT_TRUE(fs::exists(dir_ / "cuda" / "launch_plan.json"));
-    EXPECT_TRUE(fs::exists(dir_ / "cuda" / "device.cubin"));
     EXPECT_THAT(kiln("compile " + mlp() + " --target cuda --sm 80").out, HasSubstr("cache hit: key "));
+    // -o: a package, as on cpu (tests/tools/cuda_package_test.cpp tests it further).
+    CliResult package = kiln("compile " + mlp() + " --target cuda --sm 80 -o " + (dir_ / "cuda").string());
+    ASSERT_EQ(package.status, 0) << package.err;
+    EXPECT_THAT(package.out, HasSubstr("into package mlp for cuda"));
+    for (const char* file : {"mlp.h", "mlp.cpp", "mlp_cuda.cpp", "mlp_kernels.cu", "libmlp.so", "libmlp.a", "manifest.json"})
+      EXPECT_TRUE(fs::exists(dir_ / "cuda" / file)) << file;
   }
   for (const char* target : {"interp", "eager"}) {
     cli_test::expect_user_error(kiln("compile " + mlp() + " --target " + target),

@@ -1,0 +1,286 @@
+// CUDA packages (`kiln compile MODEL -o DIR --target cuda`, compiler/targets/cuda_package.h) as a
+// user meets them, on a machine without a GPU as on one with:
+//   - every sample becomes a package of the cpu package's kind (NAME.h with the same C API and
+//     class, NAME.cpp, NAME_cuda.cpp, NAME_kernels.cu, the device code, NAME.safetensors,
+//     CMakeLists.txt, manifest.json, libNAME.so and libNAME.a), built with nvcc's fatbin, and
+//     with NVRTC's cubin when nvcc is refused ($KILN_NVCC=none);
+//   - the packages of three samples link into one program built with CMake from their folders
+//     alone, with nothing of CUDA at build time; without a driver (forced here by
+//     $KILN_CUDA_DRIVER_LIBRARY) create returns KILN_NO_DEVICE with the reason, and `kiln run DIR`
+//     says so in one line;
+//   - the generated launch sequence itself (NAME_cuda.cpp: buffers, launches, GEMMs, guards,
+//     fault flags) runs on the CPU emulation of generated CUDA (tests/tools/
+//     emulated_package_device.h) through the package's own C API, to the interpreter's numbers;
+//     its guards refuse bad inputs (wrong sizes, a symbol outside its range) with the messages a
+//     cpu package gives;
+//   - on a GPU (tests/gpu/check_cuda_packages.sh runs these there), every sample's package runs
+//     to the interpreter's numbers.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+
+#include "cli_runner.h"
+#include "codegen/cuda/cuda_emitter.h"
+#include "compiler/targets/cuda_package.h"
+#include "kiln/error.h"
+#include "kiln/npy.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/nvrtc.h"
+#include "runtime/package_manifest.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::CliResult;
+using cli_test::expect_user_error;
+using cli_test::read_file;
+using ::testing::HasSubstr;
+
+const char* const kSamples[] = {"mlp", "attention", "cnn", "inplace"};
+
+// A driver library that cannot load: create's "no CUDA device" path on any machine.
+const std::string kNoDriver = "KILN_CUDA_DRIVER_LIBRARY=/nonexistent/libcuda.so.1";
+
+class CudaPackage : public cli_test::KilnCliTest {
+ protected:
+  void SetUp() override {
+    cli_test::KilnCliTest::SetUp();
+    if (!compiler::find_nvcc()) {
+      try {
+        cuda::nvrtc();
+      } catch (const Error& e) {
+        GTEST_SKIP() << "neither nvcc nor NVRTC here: " << e.what();
+      }
+    }
+  }
+
+  // Compiles samples/models/MODEL.kiln into a CUDA package in DIR/FOLDER; returns the folder.
+  fs::path package(const std::string& model, const std::string& folder, const std::string& environment = "",
+                   const std::string& extra = "") {
+    fs::path out = dir_ / folder;
+    CliResult result = kiln("compile " + cli_test::sample_model(model) + " --target cuda --sm 80 -o " + out.string() + " " + extra,
+                            environment);
+    EXPECT_EQ(result.status, 0) << result.err;
+    return out;
+  }
+
+  std::map<std::string, Tensor> run_outputs(const std::string& arguments, const std::string& name,
+                                            const std::string& environment = "") {
+    fs::path out = dir_ / name;
+    CliResult result = kiln("run " + arguments + " --out " + out.string(), environment);
+    EXPECT_EQ(result.status, 0) << result.err;
+    std::map<std::string, Tensor> outputs;
+    if (fs::exists(out))
+      for (const auto& entry : fs::directory_iterator(out)) outputs[entry.path().stem().string()] = read_npy(entry.path().string());
+    return outputs;
+  }
+
+  static void expect_close(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& expected,
+                           double tolerance) {
+    ASSERT_EQ(got.size(), expected.size());
+    ASSERT_FALSE(expected.empty());
+    for (const auto& [name, want] : expected) {
+      ASSERT_TRUE(got.count(name)) << name;
+      const Tensor& have = got.at(name);
+      ASSERT_EQ(have.dtype(), want.dtype()) << name;
+      ASSERT_EQ(have.sizes(), want.sizes()) << name;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(have.flat_double(i), want.flat_double(i), tolerance * (1 + std::fabs(want.flat_double(i))))
+            << name << " element " << i;
+    }
+  }
+
+  int shell(const std::string& command, std::string* output = nullptr) const {
+    fs::path log = dir_ / "shell.log";
+    int raw = std::system((command + " >" + log.string() + " 2>&1").c_str());
+    if (output != nullptr) *output = read_file(log);
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  }
+
+  // A copy of package `dir` whose libNAME.so runs its host code on the CPU emulation; returns the
+  // copy and sets `environment` to what its runs need.
+  fs::path emulated(const fs::path& dir, const std::string& n, std::string& environment) {
+    fs::path copy = dir_ / ("emulated_" + n);
+    fs::copy(dir, copy, fs::copy_options::recursive);
+    // The kernels for the CPU emulation, with an entry point per kernel the host code launches.
+    std::string host = read_file(copy / (n + "_cuda.cpp"));
+    std::smatch table;
+    EXPECT_TRUE(std::regex_search(host, table, std::regex("const char\\* const kKernels\\[\\] = \\{([^}]*)\\}")));
+    codegen::cuda::CudaModule module;
+    module.source = read_file(copy / (n + "_kernels.cu"));
+    std::string names = table[1];
+    std::regex quoted("\"([A-Za-z0-9_]+)\"");
+    for (auto it = std::sregex_iterator(names.begin(), names.end(), quoted); it != std::sregex_iterator(); ++it) {
+      codegen::cuda::LaunchStep step;
+      step.launch.name = (*it)[1];
+      module.steps.push_back(step);
+    }
+    std::ofstream(copy / "emulation.cpp") << codegen::cuda::emulation_source(module);
+    fs::path device = fs::path(KILN_SOURCE_DIR) / "tests" / "tools" / "emulated_package_device.h";
+    std::string log;
+    EXPECT_EQ(shell("cd " + copy.string() + " && c++ -O1 -std=c++17 -shared -fPIC -fno-strict-aliasing -w emulation.cpp " +
+                        "-o libemulation.so && c++ -O1 -std=c++17 -shared -fPIC -fvisibility=hidden -Wa,-I" + copy.string() +
+                        " '-DKILN_PACKAGE_DEVICE_HEADER=\"" + device.string() + "\"' " + n + ".cpp " + n +
+                        "_cuda.cpp -ldl -o lib" + n + ".so",
+                    &log),
+              0)
+        << log;
+    environment = "KILN_TEST_EMULATION_LIBRARY=" + (copy / "libemulation.so").string();
+    return copy;
+  }
+};
+
+TEST_F(CudaPackage, EverySampleBecomesAPackageOfTheCpuPackagesKind) {
+  for (const char* model : kSamples) {
+    SCOPED_TRACE(model);
+    const std::string n = model;
+    fs::path dir = package(model, n);
+    for (const std::string& file : {n + ".h", n + ".cpp", n + "_cuda.cpp", n + "_kernels.cu", n + ".fatbin", n + ".safetensors",
+                                    std::string("CMakeLists.txt"), std::string("manifest.json"), "lib" + n + ".so",
+                                    "lib" + n + ".a"})
+      EXPECT_TRUE(fs::exists(dir / file)) << file;
+    if (!compiler::find_nvcc()) continue;  // (NVRTC's cubin instead: the test below)
+    EXPECT_FALSE(fs::exists(dir / "build"));
+    PackageManifest manifest = read_package_manifest(dir / "manifest.json");
+    EXPECT_EQ(manifest.isas, std::vector<std::string>{"cuda"});
+    EXPECT_EQ(manifest.requires_.front(), "cuda");
+    EXPECT_EQ(manifest.abi, 2);
+    std::string header = read_file(dir / (n + ".h"));
+    EXPECT_THAT(header, HasSubstr("KilnStatus " + n + "_create(const char* weights_path, " + n + "_model** model);"));
+    EXPECT_THAT(header, HasSubstr("class Model {"));
+    EXPECT_THAT(header, HasSubstr("loads the CUDA driver (dlopen"));
+    // The device code is the package's: nvcc's fatbin of NAME_kernels.cu, .incbin'ed.
+    EXPECT_THAT(read_file(dir / (n + "_cuda.cpp")), HasSubstr(".incbin \\\"" + n + ".fatbin\\\""));
+  }
+}
+
+TEST_F(CudaPackage, WithoutNvccNvrtcBuildsTheDeviceCode) {
+  try {
+    cuda::nvrtc();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no NVRTC here: " << e.what();
+  }
+  fs::path dir = package("mlp", "mlp", "KILN_NVCC=none");
+  EXPECT_TRUE(fs::exists(dir / "mlp.cubin"));
+  EXPECT_FALSE(fs::exists(dir / "mlp.fatbin"));
+  EXPECT_TRUE(fs::exists(dir / "libmlp.so"));
+  EXPECT_THAT(read_file(dir / "mlp_cuda.cpp"), HasSubstr(".incbin \\\"mlp.cubin\\\""));
+}
+
+// Three CUDA packages in one program built with CMake from their folders alone (nothing of Kiln,
+// nothing of CUDA at build time); create reports KILN_NO_DEVICE with the reason when there is no
+// driver, and the CLI says the same in one line.
+TEST_F(CudaPackage, PackagesBuildWithCMakeAndCreateReportsAMissingDriver) {
+  for (const char* model : {"mlp", "attention", "cnn"}) package(model, model);
+  std::ofstream(dir_ / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.16)\n"
+                                            "project(cuda_packages LANGUAGES C CXX)\n"
+                                            "add_subdirectory(mlp)\nadd_subdirectory(attention)\nadd_subdirectory(cnn)\n"
+                                            "add_executable(app app.cpp)\n"
+                                            "target_link_libraries(app PRIVATE mlp attention cnn)\n";
+  std::ofstream(dir_ / "app.cpp") << R"(#include "attention.h"
+#include "cnn.h"
+#include "mlp.h"
+#include <cstdio>
+int main(int argc, char** argv) {
+  mlp_model* m = nullptr;
+  KilnStatus status = mlp_create(argv[1], &m);
+  std::printf("mlp: %d %s\n", int(status), mlp_last_error());
+  try {
+    attention::Model a(argv[2]);
+    std::printf("attention: created %s\n", a.isa().c_str());
+  } catch (const attention::Error& e) {
+    std::printf("attention: %d %s\n", int(e.status()), e.what());
+  }
+  std::printf("inputs: %s %s %s\n", mlp_input(0)->shape, attention_input(0)->name, cnn_output(0)->name);
+  mlp_destroy(m);
+  return 0;
+}
+)";
+  std::string log;
+  ASSERT_EQ(shell("cmake -S " + dir_.string() + " -B " + (dir_ / "app-build").string() + " && cmake --build " +
+                      (dir_ / "app-build").string() + " -j2",
+                  &log),
+            0)
+      << log;
+  std::string output;
+  ASSERT_EQ(shell(kNoDriver + " " + (dir_ / "app-build" / "app").string() + " " + (dir_ / "mlp" / "mlp.safetensors").string() +
+                      " " + (dir_ / "attention" / "attention.safetensors").string(),
+                  &output),
+            0)
+      << output;
+  EXPECT_THAT(output, HasSubstr("mlp: 6 mlp: create: no CUDA device: the CUDA driver (libcuda.so.1) was not found: "
+                                "$KILN_CUDA_DRIVER_LIBRARY is /nonexistent/libcuda.so.1"));
+  EXPECT_THAT(output, HasSubstr("attention: 6 attention: create: no CUDA device: "));
+  EXPECT_THAT(output, HasSubstr("inputs: [s0, 784] x "));
+  expect_user_error(kiln("run " + (dir_ / "mlp").string() + " --random-inputs 1 --dim s0=2", kNoDriver),
+                    "mlp: create: no CUDA device: the CUDA driver (libcuda.so.1) was not found");
+  if (std::optional<std::string> reason = cuda::cuda_unavailable_reason()) {
+    // This machine has no GPU: the default driver search says why, as Kiln's runtime does.
+    CliResult run = kiln("run " + (dir_ / "mlp").string() + " --random-inputs 1 --dim s0=2");
+    expect_user_error(run, "mlp: create: no CUDA device: ");
+  }
+}
+
+// The generated launch sequence of each sample, run on the CPU emulation through the package's
+// own C API (`kiln run DIR` loads the package's library), against the interpreter.
+TEST_F(CudaPackage, TheLaunchSequenceRunsOnTheCpuEmulationAsTheInterpreterRunsTheModel) {
+  for (const char* model : {"mlp", "attention", "cnn"}) {
+    SCOPED_TRACE(model);
+    std::string environment;
+    fs::path dir = emulated(package(model, model), model, environment);
+    std::string inputs = " --random-inputs 7 --dim s0=3";
+    expect_close(run_outputs(dir.string() + inputs, std::string(model) + "_package", environment),
+                 run_outputs(cli_test::sample_model(model) + inputs, std::string(model) + "_interpreter"), 1e-4);
+    // A second run with other sizes reuses (and grows) the model's device buffers.
+    CliResult bench = kiln("bench " + dir.string() + " -n 2 --warmup 1 --dim s0=5", environment);
+    EXPECT_EQ(bench.status, 0) << bench.err;
+  }
+}
+
+// The host code's guards are the C++ backend's: bad inputs are refused before any launch, with
+// the messages of a cpu package, and a symbol outside the range the model was compiled for
+// (the graph signature's, from torch.export's range constraints) is named with its range.
+TEST_F(CudaPackage, TheGuardsRefuseBadInputsBeforeAnyLaunch) {
+  std::string text = read_file(cli_test::sample_model("mlp"));
+  std::ofstream(dir_ / "ranged.kiln") << text << "\nRange constraints: {s0: VR[2, 16]}\n";
+  fs::copy_file(fs::path(cli_test::sample_model("mlp")).replace_extension(".safetensors"), dir_ / "ranged.safetensors");
+  CliResult compiled = kiln("compile " + (dir_ / "ranged.kiln").string() + " --target cuda --sm 80 -o " + (dir_ / "ranged").string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  std::string environment;
+  fs::path dir = emulated(dir_ / "ranged", "ranged", environment);
+  expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=17", environment),
+                    "ranged: run: guard failed: input 'x' dim 0 is 17, outside the range [2, 16] of s0 that the model was compiled for");
+  write_npy((dir_ / "wide.npy").string(), Tensor::zeros({3, 785}, DType::f32));
+  expect_user_error(kiln("run " + dir.string() + " --input x=" + (dir_ / "wide.npy").string(), environment),
+                    "ranged: run: guard failed: input 'x' dim 1 has size 785, expected 784");
+  std::string inputs = " --random-inputs 4 --dim s0=16";
+  expect_close(run_outputs(dir.string() + inputs, "ranged_out", environment),
+               run_outputs((dir_ / "ranged.kiln").string() + inputs, "ranged_interpreter"), 1e-4);
+}
+
+// On a GPU: every sample's package, through its own library, to the interpreter's numbers
+// (cuBLAS's f32 GEMMs may use TF32-free but reordered sums: 1e-3).
+TEST_F(CudaPackage, OnAGpuEverySampleRunsAsTheInterpreterRunsTheModel) {
+  if (std::optional<std::string> reason = cuda::cuda_unavailable_reason()) GTEST_SKIP() << *reason;
+  int sm = cuda::cuda_driver().device_info(0).sm();
+  for (const char* model : kSamples) {
+    SCOPED_TRACE(model);
+    fs::path out = dir_ / model;
+    CliResult result = kiln("compile " + cli_test::sample_model(model) + " --target cuda --sm " + std::to_string(sm) + " -o " +
+                            out.string());
+    ASSERT_EQ(result.status, 0) << result.err;
+    std::string inputs = " --random-inputs 11 --dim s0=3";
+    expect_close(run_outputs(out.string() + inputs, std::string(model) + "_gpu"),
+                 run_outputs(cli_test::sample_model(model) + inputs, std::string(model) + "_interpreter"), 1e-3);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
