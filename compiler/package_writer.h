@@ -1,7 +1,8 @@
 // Packages: what `kiln compile MODEL -o DIR` writes, a folder an app builds with nothing from
 // Kiln (issue 15). The driver (compiler/compile_driver.cpp) generates the code as for any compile
 // (passes -> lower -> schedule -> emit) and hands it to the target's package step (the cpu
-// target's: compiler/targets/cpu_package.h), which writes
+// target's: compiler/targets/cpu_package.h; the cuda target's, the same API over CUDA kernels:
+// compiler/targets/cuda_package.h), which writes
 //   NAME.h, NAME.cpp, NAME_kernels.inc, NAME_<isa>.cpp, CMakeLists.txt  (codegen/package/package_sources.h)
 //   NAME.safetensors   every parameter and folded constant the kernels take, checksummed
 //   libNAME.so, libNAME.a   built here with the system compiler, one kernel build per ISA

@@ -65,6 +65,9 @@ class CudaHeaderWriter {
     w_.line("#ifndef " + guard);
     w_.line("#define " + guard);
     w_.line("");
+    w_.line("#if !defined(__CUDACC_RTC__)");
+    w_.line("#include <cstdint>  // (NVRTC has none: the prelude declares the fixed-width types there)");
+    w_.line("#endif");
     if (module.uses_half) {
       w_.line("#include <cuda_fp16.h>");
       w_.line("#include <cuda_bf16.h>");
@@ -128,7 +131,8 @@ class CudaHeaderWriter {
                                     std::string("#ifndef KILN_CUDA_REDUCTIONS_H\n"),
                                     std::string("#define KILN_CUDA_REDUCTIONS_H\n"),
                                     std::string("#endif  // KILN_CUDA_REDUCTIONS_H\n"),
-                                    std::string("#include <cuda_fp16.h>\n"), std::string("#include <cuda_bf16.h>\n")})
+                                    std::string("#include <cuda_fp16.h>\n"), std::string("#include <cuda_bf16.h>\n"),
+                                    std::string("#include <cstdint>\n")})
       erase_line(text, line);
     erase_line(text, "#define KILN_FAULT_FLAG(name) extern \"C\" { __device__ int name = 0; }\n");
     size_t ops = text.find("#define KILN_RAISE_FAULT");

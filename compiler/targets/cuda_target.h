@@ -7,7 +7,8 @@
 // (runtime/cuda/device_code_cache.h: the source, NVRTC's version, the architecture, the NVRTC
 // options, Kiln's version) and the launch plan: a cache entry is a whole artifact the loader
 // runs, and two graphs may share their kernels' source but not their plan (a lone matmul has no
-// kernel at all).
+// kernel at all). Its package step (`kiln compile -o DIR --target cuda`) is
+// compiler/targets/cuda_package.h.
 #pragma once
 
 #include <string>

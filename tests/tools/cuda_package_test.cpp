@@ -12,7 +12,7 @@
 //     fault flags) runs on the CPU emulation of generated CUDA (tests/tools/
 //     emulated_package_device.h) through the package's own C API, to the interpreter's numbers;
 //     its guards refuse bad inputs (wrong sizes, a symbol outside its range) with the messages a
-//     cpu package gives;
+//     cpu package gives; --embed-weights needs no weights file;
 //   - on a GPU (tests/gpu/check_cuda_packages.sh runs these there), every sample's package runs
 //     to the interpreter's numbers.
 #include <gmock/gmock.h>
@@ -246,6 +246,16 @@ TEST_F(CudaPackage, TheLaunchSequenceRunsOnTheCpuEmulationAsTheInterpreterRunsTh
     CliResult bench = kiln("bench " + dir.string() + " -n 2 --warmup 1 --dim s0=5", environment);
     EXPECT_EQ(bench.status, 0) << bench.err;
   }
+}
+
+// --embed-weights: the weights compiled into the library, as in a cpu package.
+TEST_F(CudaPackage, EmbeddedWeightsNeedNoWeightsFile) {
+  std::string environment;
+  fs::path dir = emulated(package("mlp", "embedded", "", "--embed-weights --name embedded"), "embedded", environment);
+  fs::remove(dir / "embedded.safetensors");
+  std::string inputs = " --random-inputs 2 --dim s0=4";
+  expect_close(run_outputs(dir.string() + inputs, "embedded_out", environment),
+               run_outputs(cli_test::sample_model("mlp") + inputs, "interp"), 1e-4);
 }
 
 // The host code's guards are the C++ backend's: bad inputs are refused before any launch, with

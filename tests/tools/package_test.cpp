@@ -463,9 +463,9 @@ TEST_F(PackageCli, DamagedManifestsAndForeignLibrariesAreRefused) {
   std::ofstream(dir / "manifest.json") << "{\"format\": \"kiln-package\", \"abi\": 1}";
   expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=1"), "manifest.json: field 'name' is missing");
   std::string abi = manifest;
-  abi.replace(abi.find("\"abi\": 1"), 8, "\"abi\": 99");
+  abi.replace(abi.find("\"abi\": 2"), 8, "\"abi\": 99");
   std::ofstream(dir / "manifest.json") << abi;
-  expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=1"), "has package ABI 99; this Kiln runs ABI 1");
+  expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=1"), "has package ABI 99; this Kiln runs ABI 2");
   std::ofstream(dir / "manifest.json") << manifest;
   fs::remove(dir / "libmlp.so");
   expect_user_error(kiln("run " + dir.string() + " --random-inputs 1 --dim s0=1"), "libmlp.so");
