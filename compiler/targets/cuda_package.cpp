@@ -126,8 +126,8 @@ PackageResult write_cuda_package(const CudaPackageCode& code, const ir::Graph& g
     std::string nodes;
     for (const std::string& node : code.module->fallbacks) nodes += (nodes.empty() ? "" : ", ") + node;
     fail("the model needs the reference kernels of Kiln's runtime for ", nodes,
-         " (ops the code generator does not compile), and packages cannot carry them yet; ",
-         "run it with `kiln run --target cuda` or embed Kiln (include/kiln)");
+         " (ops the code generator does not compile), and CUDA packages cannot carry them yet (cpu packages can: "
+         "--target cpu); run it with `kiln run --target cuda` or embed Kiln (include/kiln)");
   }
   const codegen::LoopProgram& p = code.scheduled->program;
   std::vector<ArtifactParameter> parameters = cuda_package_parameters(p);

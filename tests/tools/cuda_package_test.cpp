@@ -44,7 +44,8 @@ using cli_test::expect_user_error;
 using cli_test::read_file;
 using ::testing::HasSubstr;
 
-// The samples packages take (the inplace sample's index_put runs on the reference kernels: refused).
+// The samples CUDA packages take (the inplace sample's index_put runs on the reference kernels, which only cpu
+// packages carry: refused).
 const char* const kSamples[] = {"mlp", "attention", "cnn"};
 
 // A driver library that cannot load: create's "no CUDA device" path on any machine.
@@ -163,7 +164,8 @@ TEST_F(CudaPackage, EverySampleBecomesAPackageOfTheCpuPackagesKind) {
   }
   expect_user_error(kiln("compile " + cli_test::sample_model("inplace") + " --target cuda --sm 80 -o " + (dir_ / "inplace").string()),
                     "the model needs the reference kernels of Kiln's runtime for index_put, index_put_1, index_put_2, index_put_3 "
-                    "(ops the code generator does not compile), and packages cannot carry them yet; run it with `kiln run --target cuda`");
+                    "(ops the code generator does not compile), and CUDA packages cannot carry them yet (cpu packages can: --target cpu); "
+                    "run it with `kiln run --target cuda`");
 }
 
 TEST_F(CudaPackage, WithoutNvccNvrtcBuildsTheDeviceCode) {
