@@ -11,6 +11,7 @@
 #include "compiler/backend_common.h"
 #include "compiler/package_writer.h"
 #include "compiler/target_registry.h"
+#include "compiler/testing_fault_injection.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
 #include "kiln/error.h"
@@ -61,13 +62,16 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
   // target compiles.
   const CodeTarget& lowering_target = target != nullptr ? *target : find_code_target("cpu");
   g.loops = codegen::lower(g.graph, lowering_target.lowering_options());
+  inject_lowering_fault(g.graph, g.loops);
   timer.done("lower");
   if (stop == StopAfter::lower) return g;
   codegen::ScheduleOptions schedule_options;
   schedule_options.fuse = options.fuse;
   g.scheduled = codegen::schedule(std::move(g.loops), schedule_options);
+  inject_schedule_fault(g.graph, g.scheduled);
   timer.done("schedule");
   if (stop == StopAfter::schedule) return g;
+  inject_code_fault(g.graph, g.scheduled);
   std::optional<std::string> title;
   if (titled) title = "a graph of " + std::to_string(g.graph.size()) + " nodes";
   g.code = target->emit(g.scheduled, title, options);
@@ -248,6 +252,22 @@ codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const Codege
   StageTimer timer(options);
   const CodeTarget& lowering_target = find_code_target(target);
   return std::move(generate(graph, &lowering_target, options, StopAfter::schedule, /*titled=*/false, timer).scheduled);
+}
+
+CodegenPrograms codegen_programs(const ir::Graph& graph, const CodegenStageOptions& stage_options,
+                                 const std::string& target) {
+  CompileOptions options;
+  options.fuse = stage_options.fuse;
+  options.freeze = stage_options.freeze;
+  StageTimer timer(options);
+  const CodeTarget& lowering_target = find_code_target(target);
+  Generated g = generate(graph, &lowering_target, options, StopAfter::lower, /*titled=*/false, timer);
+  CodegenPrograms programs{std::move(g.graph), g.loops, {}};
+  codegen::ScheduleOptions schedule_options;
+  schedule_options.fuse = options.fuse;
+  programs.scheduled = codegen::schedule(std::move(g.loops), schedule_options);
+  inject_schedule_fault(programs.graph, programs.scheduled);
+  return programs;
 }
 
 }  // namespace kiln::compiler

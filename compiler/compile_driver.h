@@ -19,9 +19,7 @@
 #include "compiler/compiled_model.h"
 #include "ir/graph.h"
 
-namespace kiln::codegen {
-struct ScheduledProgram;  // codegen/schedule.h: the callers of scheduled_program() include it
-}
+#include "codegen/schedule.h"
 
 namespace kiln::compiler {
 
@@ -54,5 +52,15 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
 // which `kiln kernel` picks.
 codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& options = {},
                                             const std::string& target = "cpu");
+
+// The simplified graph, its loop IR as lowered for `target`, and the loop IR after scheduling:
+// what `kiln verify` runs through the loop evaluator.
+struct CodegenPrograms {
+  ir::Graph graph;
+  codegen::LoopProgram loops;
+  codegen::ScheduledProgram scheduled;
+};
+CodegenPrograms codegen_programs(const ir::Graph& graph, const CodegenStageOptions& options = {},
+                                 const std::string& target = "cpu");
 
 }  // namespace kiln::compiler

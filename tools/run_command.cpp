@@ -11,14 +11,11 @@
 // values to specialize the model on (tools/model_inputs.h: load_model_for_run). MODEL may be a
 // package folder (`kiln compile -o DIR`): it runs through the package's own library
 // (compiler/package_runner.h), on its inputs' names and types.
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +24,7 @@
 #include "compiler/model_files.h"
 #include "compiler/package_runner.h"
 #include "compiler/target_registry.h"
+#include "compiler/tensor_comparison.h"
 #include "kiln/error.h"
 #include "kiln/npy.h"
 #include "runtime/cpu_features.h"
@@ -57,39 +55,16 @@ struct RunOptions {
 // Compares one output with the interpreter's and prints the errors on stdout; returns what is
 // wrong ("" within tolerance).
 std::string check_output(const std::string& name, const Tensor& got, const Tensor& expected, const RunOptions& options) {
-  if (got.dtype() != expected.dtype() || got.sizes() != expected.sizes()) {
-    std::string problem = "'" + name + "' is " + std::string(dtype_name(got.dtype())) + sizes_to_string(got.sizes()) +
-                          ", the interpreter's " + std::string(dtype_name(expected.dtype())) + sizes_to_string(expected.sizes());
+  compiler::Tolerance tolerance{options.rtol, options.atol};
+  compiler::TensorComparison comparison = compiler::compare_tensors(got, expected, tolerance);
+  std::string problem = comparison.problem(name, got, expected, tolerance);
+  if (!comparison.same_type) {
     std::cout << "check " << name << ": FAIL: " << problem << "\n";
     return problem;
   }
-  Tensor a = got.contiguous().to(DType::f64), b = expected.contiguous().to(DType::f64);
-  const double* pa = a.data<double>();
-  const double* pb = b.data<double>();
-  bool exact = !is_floating(expected.dtype());
-  double max_abs = 0, max_rel = 0;
-  int64_t bad = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double x = pa[i], y = pb[i];
-    if (std::isnan(x) && std::isnan(y)) continue;
-    double diff = std::isnan(x) || std::isnan(y) ? INFINITY : std::fabs(x - y);
-    if (x == y) diff = 0;  // equal infinities
-    max_abs = std::max(max_abs, diff);
-    if (y != 0) max_rel = std::max(max_rel, diff / std::fabs(y));
-    bool ok = exact ? diff == 0 : diff <= options.atol + options.rtol * std::fabs(y);
-    if (!ok) ++bad;
-  }
-  std::cout << "check " << name << ": max abs err " << max_abs << ", max rel err " << max_rel;
-  if (bad) {
-    std::ostringstream problem;
-    problem << "'" << name << "' has " << bad << " of " << a.numel() << " elements past "
-            << (exact ? std::string("exact equality") : "atol " + std::to_string(options.atol) + " + rtol " + std::to_string(options.rtol))
-            << " (max abs err " << max_abs << ")";
-    std::cout << ": FAIL, " << problem.str() << "\n";
-    return problem.str();
-  }
-  std::cout << ": ok\n";
-  return "";
+  std::cout << "check " << name << ": max abs err " << comparison.max_abs << ", max rel err " << comparison.max_rel;
+  std::cout << (problem.empty() ? ": ok\n" : ": FAIL, " + problem + "\n");
+  return problem;
 }
 
 std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,

@@ -26,12 +26,12 @@
 
 namespace kiln {
 
-namespace {
-
-using compiler::Guard;
+// Named, not anonymous: CompiledFunction::State (external linkage) holds them, which GCC flags
+// for internal-linkage types once the file is part of a unity batch (-Wsubobject-linkage).
+namespace compiled_function_parts {
 
 struct Variant {
-  std::vector<Guard> guards;
+  std::vector<compiler::Guard> guards;
   compiler::CompiledModel model;
   size_t op_count = 0;
 };
@@ -40,6 +40,15 @@ struct DimRange {
   int64_t min = 2;
   int64_t max = std::numeric_limits<int64_t>::max();
 };
+
+}  // namespace compiled_function_parts
+
+using compiled_function_parts::DimRange;
+using compiled_function_parts::Variant;
+
+namespace {
+
+using compiler::Guard;
 
 std::vector<std::string> default_input_names(size_t count) {
   if (count == 1) return {"x"};

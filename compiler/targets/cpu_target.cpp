@@ -7,6 +7,7 @@
 #include "codegen/cpp/cpp_emitter.h"
 #include "compiler/targets/cpu_package.h"
 #include "compiler/targets/cpu_toolchain.h"
+#include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
 #include "runtime/cpu/artifact_manifest.h"
 #include "runtime/cpu/cpu_artifact.h"
@@ -68,12 +69,6 @@ ArtifactManifest manifest_of(const codegen::ScheduledProgram& scheduled, const c
   return m;
 }
 
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) fail("cannot write ", path.string());
-}
-
 class CpuTarget final : public CodeTarget {
  public:
   std::string_view code_stage() const override { return "cpp"; }
@@ -121,7 +116,7 @@ class CpuTarget final : public CodeTarget {
              const std::filesystem::path& directory) const override {
     const CpuCode& code = static_cast<const CpuCode&>(generated);
     Isa isa = resolve_isa(options.isa);
-    write_text(directory / "module.cpp", code.source);
+    write_file_atomically((directory / "module.cpp").string(), code.source);
     ArtifactManifest manifest = code.manifest;
     manifest.kiln_version = KILN_VERSION;
     manifest.isa = isa;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/targets/cuda_package.h"
+#include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
 #include "runtime/cuda/cuda_artifact.h"
 #include "runtime/cuda/cuda_driver.h"
@@ -56,12 +57,6 @@ std::string as_comments(const std::string& text) {
   std::string out, line;
   while (std::getline(lines, line)) out += "// " + line + "\n";
   return out;
-}
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(text.data(), std::streamsize(text.size()));
-  if (!out) fail("cannot write ", path.string());
 }
 
 const char* buffer_kind_name(codegen::BufferKind kind) {
@@ -229,8 +224,8 @@ class CudaTarget final : public CodeTarget {
     const CudaCode& code = static_cast<const CudaCode&>(generated);
     cuda::DeviceCode device_code =
         cuda::nvrtc().compile(code.source, kSourceFile, target_sm(options), nvrtc_options(code.module));
-    write_text(directory / kSourceFile, code.source);
-    write_text(directory / cuda::kLaunchPlanFile, plan_text(code.plan, device_code.architecture));
+    write_file_atomically((directory / kSourceFile).string(), code.source);
+    write_file_atomically((directory / cuda::kLaunchPlanFile).string(), plan_text(code.plan, device_code.architecture));
     cuda::write_device_code(directory, device_code);
   }
   std::string_view build_stage() const override { return "nvrtc"; }
