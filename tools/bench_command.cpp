@@ -141,6 +141,11 @@ void add_bench_command(CLI::App& app) {
   bench->add_flag("--json", options->json, "Print one JSON object");
   bench->add_flag("--freeze", options->freeze,
                   "The parameters are constants: folded, and on cpu convolution weights prepacked once");
+  bench->footer(
+      "Examples:\n"
+      "  kiln bench samples/models/mlp.kiln --dim s0=64 --threads 2\n"
+      "  kiln bench samples/models/cnn.kiln --target cpu --freeze\n"
+      "  kiln bench attention_pkg/");
   register_action(bench, [options] { return run_bench(*options); });
 }
 

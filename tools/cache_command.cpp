@@ -66,7 +66,10 @@ void add_cache_command(CLI::App& app) {
   cache->require_subcommand(1);
   cache->footer(
       "The cache lives in --dir, else $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln;\n"
-      "its size limit is $KILN_CACHE_MAX_BYTES (e.g. 512M, 2G), 1 GiB by default.");
+      "its size limit is $KILN_CACHE_MAX_BYTES (e.g. 512M, 2G), 1 GiB by default.\n"
+      "Examples:\n"
+      "  kiln cache stats\n"
+      "  kiln cache --dir /tmp/kiln-cache clear");
   const std::string dir_help = "Cache directory (default: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)";
   // Before or after the subcommand: `kiln cache --dir D stats` as `kiln cache stats --dir D`.
   cache->add_option("--dir", options->directory, dir_help);

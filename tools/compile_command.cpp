@@ -158,6 +158,12 @@ void add_compile_command(CLI::App& app) {
                     "Compile the training step: the forward and backward graphs of the loss against every floating "
                     "parameter (min-cut partition), with the saved-bytes report");
   compile->add_option("--loss", options->loss, "With --train: the output to differentiate (default: the only scalar output)");
+  compile->footer(
+      "Examples:\n"
+      "  kiln compile samples/models/attention.kiln                  (cached; prints each stage's time)\n"
+      "  kiln compile samples/models/attention.kiln -o attention_pkg/  (a package that builds without Kiln)\n"
+      "  kiln compile samples/models/cnn.kiln --target cuda\n"
+      "  kiln compile samples/models/classifier.kiln --train --loss loss");
   register_action(compile, [options] { return run_compile(*options); });
 }
 

@@ -200,6 +200,15 @@ void add_dump_command(CLI::App& app) {
   dump->add_flag("--show-source", options->show_source, "Append each node's origin as a comment");
   dump->add_flag("--verbose,-v", options->verbose, "Print each pass's time and the IR after it (to stderr)");
   dump->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");
+  dump->footer(
+      "Examples:\n"
+      "  kiln dump samples/models/attention.kiln\n"
+      "  kiln dump samples/models/attention.kiln --stage decomposed\n"
+      "  kiln dump samples/models/attention.kiln --stage scheduled\n"
+      "  kiln dump samples/models/attention.kiln --stage cpp\n"
+      "  kiln dump samples/models/cnn.kiln --format dot | dot -Tsvg > cnn.svg\n"
+      "  kiln dump samples/models/attention.kiln --all-stages stages/\n"
+      "  kiln dump samples/models/classifier.kiln --stage backward");
   register_action(dump, [options] { return run_dump(*options); });
 }
 

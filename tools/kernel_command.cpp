@@ -107,6 +107,10 @@ void add_kernel_command(CLI::App& app) {
   command->add_flag("--force", options->force, "With -o: overwrite an existing file");
   command->add_option("--target", options->target, "cpu: a C++ header (.h); cuda: a CUDA header (.cuh) for nvcc and NVRTC")
       ->capture_default_str();
+  command->footer(
+      "Examples:\n"
+      "  kiln kernel --expr 'gelu(x * w + b)' --input x=f32[s0,4096] --input w=f32[4096] --input b=f32[4096] --name fused_gelu\n"
+      "  kiln kernel samples/models/attention.kiln --kernel kernel3_softmax_max");
   register_action(command, [options, expression, kernel, node] {
     return run_kernel(*options, expression->count() > 0, kernel->count() > 0, node->count() > 0);
   });

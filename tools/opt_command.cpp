@@ -49,6 +49,10 @@ void add_opt_command(CLI::App& app) {
   opt->add_flag("--verbose,-v", options->verbose, "Print each pass's time and the IR after it (to stderr)");
   opt->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");
   opt->add_flag("!--no-verify", options->verify, "Skip the verifier after each pass");
+  opt->footer(
+      "Examples:\n"
+      "  kiln opt samples/models/inplace.kiln --passes functionalize,dce --verbose\n"
+      "  kiln opt samples/models/attention.kiln --passes decompose,simplify");
   register_action(opt, [options] { return run_opt(*options); });
 }
 

@@ -169,6 +169,13 @@ void add_run_command(CLI::App& app) {
   run->add_option("--isa", options->isa, "--target cpu: instruction set, scalar, avx2 or avx512 (default: the host's best)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
   run->add_option("--threads", options->threads, "--target cpu: OpenMP threads (0: the default)")->check(CLI::NonNegativeNumber);
+  run->footer(
+      "Examples:\n"
+      "  kiln run samples/models/mlp.kiln --random-inputs 0 --dim s0=4\n"
+      "  kiln run samples/models/cnn.kiln --input x=image.npy --out results/\n"
+      "  kiln run samples/models/cnn.kiln --target cpu --check --random-inputs 0\n"
+      "  kiln run model.pt2 --sample-inputs --target cpu\n"
+      "  kiln run attention_pkg/ --random-inputs 0     (a package of kiln compile -o)");
   register_action(run, [options] { return run_run(*options); });
 }
 

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,27 @@ TEST_F(Cli, EveryModelCommandSaysWhichFilesItReads) {
     CliResult help = kiln(std::string(command) + " --help");
     EXPECT_EQ(help.status, 0) << command;
     EXPECT_THAT(help.out, HasSubstr("Model file: .pt2 (torch.export), .onnx (ONNX), .kiln (IR text) or .json (IR JSON)")) << command;
+  }
+}
+
+// Each command's --help ends with examples of that command only (not the top-level list), and
+// every example names a file that exists in the repository or one the user makes.
+TEST_F(Cli, EveryCommandsHelpHasItsOwnExamples) {
+  for (const char* command : {"dump", "run", "opt", "compile", "bench", "kernel", "verify", "cache"}) {
+    CliResult help = kiln(std::string(command) + " --help");
+    EXPECT_EQ(help.status, 0) << command;
+    size_t examples = help.out.find("Examples:\n");
+    ASSERT_NE(examples, std::string::npos) << command << ":\n" << help.out;
+    std::istringstream lines(help.out.substr(examples + 10));
+    int count = 0;
+    for (std::string line; std::getline(lines, line) && !line.empty();) {
+      ++count;
+      EXPECT_THAT(line, ::testing::StartsWith("  kiln " + std::string(command) + " ")) << command;
+      std::smatch sample;
+      if (std::regex_search(line, sample, std::regex("samples/models/[a-z_]+\\.kiln")))
+        EXPECT_TRUE(std::filesystem::exists(std::string(KILN_SOURCE_DIR) + "/" + sample.str())) << line;
+    }
+    EXPECT_GE(count, 1) << command;
   }
 }
 
