@@ -365,6 +365,10 @@ class Machine {
           Value mean, m2;
           mean.f = sum / double(values.size());
           for (const Value& v : values) m2.f += (v.f - mean.f) * (v.f - mean.f);
+          // As Welford's updates in compiled code and PyTorch: the value after an infinity
+          // has the delta inf - inf, so the mean is NaN unless the only infinity comes last.
+          for (size_t i = 0; i + 1 < values.size(); ++i)
+            if (std::isinf(values[i].f)) mean.f = std::numeric_limits<double>::quiet_NaN();
           write(node.outputs[0], flat, mean, DType::f64);
           write(node.outputs[1], flat, m2, DType::f64);
           break;

@@ -233,6 +233,10 @@ void CppSourcePrinter::combine_reduction_lanes(const KernelStep& step, const Red
       w_.line(t + " " + rm + " = 0, " + rq + " = 0, " + rc + " = 0;");
       w_.open("for (int l = 0; l <= " + L + "; ++l)");
       w_.line("if (" + r.cnt + "[l] == 0) continue;");
+      // The first lane is taken as it is: folding it into the empty state would multiply an
+      // overflowed delta * delta by a zero count (NaN, where the statistics are inf).
+      w_.line("if (" + rc + " == 0) { " + rm + " = " + r.mean + "[l]; " + rq + " = " + r.m2 + "[l]; " + rc + " = " + r.cnt +
+              "[l]; continue; }");
       w_.line("const " + t + " total = " + rc + " + " + r.cnt + "[l];");
       w_.line("const " + t + " delta = " + r.mean + "[l] - " + rm + ";");
       w_.line(rm + " += delta * " + r.cnt + "[l] / total;");

@@ -2,7 +2,6 @@
 #include "frontends/module/tracer.h"
 
 #include <atomic>
-#include <filesystem>
 
 #include "kiln/error.h"
 
@@ -20,12 +19,14 @@ bool has_prefix(std::string_view text, const std::string& prefix) {
 }  // namespace
 
 bool is_kiln_location(const std::source_location& loc) {
-  // This file's folder is frontends/module/; the public headers are in include/kiln/.
-  static const std::string frontend_dir = std::filesystem::path(__FILE__).parent_path().string() + "/";
-  static const std::string include_dir =
-      (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "include" / "kiln").string() + "/";
+  // By folder, not by absolute path: the public headers may be installed anywhere
+  // (PREFIX/include/kiln/), and an object file may carry another checkout's paths (ccache, a
+  // relocated build tree). The module API's code lives in frontends/module/.
   std::string_view file = loc.file_name();
-  return has_prefix(file, frontend_dir) || has_prefix(file, include_dir);
+  auto in = [&](std::string_view folder) {
+    return has_prefix(file, std::string(folder)) || file.find("/" + std::string(folder)) != std::string_view::npos;
+  };
+  return in("include/kiln/") || in("frontends/module/");
 }
 
 Var record(const std::string& op, std::vector<ir::Argument> args, ir::Kwargs kwargs, const std::source_location& loc) {

@@ -1,7 +1,11 @@
 // Reference kernels of softmax / log_softmax (max-subtracted) and the normalizations:
 // layer_norm, rms_norm, batch_norm (training: batch statistics with the biased variance;
 // eval: running statistics) and group_norm. Statistics are computed in double (two passes),
-// and each output is rounded once to the input's dtype.
+// and each output is rounded once to the input's dtype. At f32's edges they follow PyTorch,
+// which computes them in f32 (its opmath type for f32, f16 and bf16): a statistic is rounded
+// to f32 before use, so a variance or mean square past f32's range is inf, 1 / sqrt(inf) is 0,
+// and the row normalizes to 0 (then * weight + bias), as the compiled code does with its f32
+// statistics; an inf or NaN in a row makes the row NaN.
 #include <cmath>
 #include <limits>
 
@@ -30,6 +34,15 @@ Tensor softmax(const KernelCall& call, bool log) {
   check_floating(call, self, log ? "log_softmax" : "softmax");
   return map_rows(self, call.int_arg(1), self.dtype(),
                   [log](std::span<const double> in, std::span<double> out) { softmax_row(in, out, log); });
+}
+
+// A statistic as the dtype PyTorch computes it in holds it: f64 for f64, else f32 (inf past
+// its range).
+double in_compute_dtype(double value, DType dtype) { return dtype == DType::f64 ? value : double(float(value)); }
+
+// 1 / sqrt(variance + eps) for a normalization, with the variance as the compute dtype holds it.
+double inverse_std(double variance, double eps, DType dtype) {
+  return 1.0 / std::sqrt(in_compute_dtype(variance, dtype) + eps);
 }
 
 // Values of an optional per-feature parameter (weight or bias) that must have `shape`;
@@ -69,7 +82,7 @@ Tensor layer_norm(const KernelCall& call) {
     mean /= double(row);
     for (int64_t i = 0; i < row; ++i) variance += (x[start + size_t(i)] - mean) * (x[start + size_t(i)] - mean);
     variance /= double(row);  // biased
-    double inverse = 1.0 / std::sqrt(variance + eps);
+    double inverse = inverse_std(variance, eps, input.dtype());
     for (size_t i = 0; i < size_t(row); ++i) {
       double value = (x[start + i] - mean) * inverse;
       if (!weight.empty()) value *= weight[i];
@@ -96,8 +109,9 @@ Tensor rms_norm(const KernelCall& call) {
   std::vector<double> x = to_doubles(input);
   for (size_t start = 0; row > 0 && start < x.size(); start += size_t(row)) {
     double squares = 0;
-    for (int64_t i = 0; i < row; ++i) squares += x[start + size_t(i)] * x[start + size_t(i)];
-    double inverse = 1.0 / std::sqrt(squares / double(row) + eps);
+    // Each square as PyTorch's x.pow(2) makes it in the compute dtype (inf past f32's range).
+    for (int64_t i = 0; i < row; ++i) squares += in_compute_dtype(x[start + size_t(i)] * x[start + size_t(i)], input.dtype());
+    double inverse = 1.0 / std::sqrt(in_compute_dtype(squares / double(row), input.dtype()) + eps);
     for (size_t i = 0; i < size_t(row); ++i) x[start + i] = x[start + i] * inverse * (weight.empty() ? 1.0 : weight[i]);
   }
   return from_doubles(input.sizes(), input.dtype(), x);
@@ -142,7 +156,11 @@ Tensor batch_norm(const KernelCall& call) {
   }
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t c = 0; c < channels; ++c) {
-      double inverse = 1.0 / std::sqrt(variances[size_t(c)] + eps);
+      // Batch statistics stay in double as PyTorch's CPU kernel accumulates them (acc_type of
+      // f32 is f64 there), and 1 / sqrt(var + eps) is rounded to the compute dtype; running
+      // statistics are that dtype already.
+      double inverse = training ? in_compute_dtype(1.0 / std::sqrt(variances[size_t(c)] + eps), input.dtype())
+                                : inverse_std(variances[size_t(c)], eps, input.dtype());
       for (int64_t s = 0; s < spatial; ++s) {
         double& value = x[size_t((n * channels + c) * spatial + s)];
         value = (value - means[size_t(c)]) * inverse;
@@ -177,7 +195,7 @@ Tensor group_norm(const KernelCall& call) {
       mean /= double(block);
       for (int64_t i = 0; i < block; ++i) variance += (x[start + size_t(i)] - mean) * (x[start + size_t(i)] - mean);
       variance /= double(block);
-      double inverse = 1.0 / std::sqrt(variance + eps);
+      double inverse = inverse_std(variance, eps, input.dtype());
       for (int64_t i = 0; i < block; ++i) {
         int64_t channel = g * per_group + i / std::max<int64_t>(spatial, 1);
         double& value = x[start + size_t(i)];

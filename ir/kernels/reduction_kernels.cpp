@@ -163,6 +163,10 @@ std::vector<Tensor> variance_and_mean(const KernelCall& call) {
       double deviation = values[size_t(o * layout.inner + i)] - mean;
       squares += deviation * deviation;
     }
+    // PyTorch's var_mean runs Welford updates, in which the value after an infinity has the
+    // delta inf - inf: the mean is NaN unless the only infinity is the last value.
+    for (int64_t i = 0; i + 1 < layout.inner; ++i)
+      if (std::isinf(values[size_t(o * layout.inner + i)])) mean = std::numeric_limits<double>::quiet_NaN();
     means[size_t(o)] = mean;
     variances[size_t(o)] = squares / divisor;
   }

@@ -3,7 +3,8 @@
 //   layer_norm: over the last len(normalized_shape) dims
 //   group_norm: x viewed as [N, G, C/G * spatial], over the last dim, then viewed back
 //   batch_norm: over every dim but 1 (training, or running stats absent), else the running
-//               stats; the running stats are not updated (the op's contract)
+//               stats; the running stats are not updated (the op's contract); f32 batch
+//               statistics in f64, as PyTorch's CPU kernel computes them
 //   normalized = (x - mean) * rsqrt(var + eps), then * weight + bias (per channel for
 //   batch_norm and group_norm, viewed as [C, 1, ...]).
 //   rms_norm:   x * rsqrt(mean(x * x) + eps) * weight, eps defaulting to the machine
@@ -89,16 +90,26 @@ std::vector<Node*> batch_norm(Emitter& emit, const OpCall& call) {
   double eps = call.float_arg(7);
   Node* x = emit.compute_input(input);
   int64_t rank = rank_of(x);
-  Moments moments{};
+  Node* normalized = nullptr;
   if (training || !running_mean || !running_var) {
     std::vector<int64_t> dims{0};
     for (int64_t dim = 2; dim < rank; ++dim) dims.push_back(dim);
-    moments = var_mean(emit, x, dims);
+    if (dtype_of(x) == DType::f32) {
+      // PyTorch's CPU kernel accumulates f32 batch statistics in double (acc_type<float> on
+      // the CPU) and rounds the mean and 1 / sqrt(var + eps) to f32: a channel whose variance
+      // overflows f32 still normalizes. The cast fuses into the reduction's loads.
+      Moments wide = var_mean(emit, emit.cast(x, DType::f64, "wide"), dims);
+      Node* var_eps = emit.call("add", {wide.var, eps}, {}, "var_eps");
+      Node* rstd = emit.cast(emit.call("rsqrt", {var_eps}, {}, "rstd_wide"), DType::f32, "rstd");
+      Node* centered = emit.call("sub", {x, emit.cast(wide.mean, DType::f32, "mean_f32")}, {}, "centered");
+      normalized = emit.call("mul", {centered, rstd}, {}, "normalized");
+    } else {
+      normalized = normalize(emit, x, var_mean(emit, x, dims), eps);
+    }
   } else {
-    moments.mean = channel_view(emit, running_mean, rank, "running_mean");
-    moments.var = channel_view(emit, running_var, rank, "running_var");
+    Node* mean = channel_view(emit, running_mean, rank, "running_mean");
+    normalized = normalize(emit, x, {channel_view(emit, running_var, rank, "running_var"), mean}, eps);
   }
-  Node* normalized = normalize(emit, x, moments, eps);
   Node* weight = tensor_arg(call, 1);
   Node* bias = tensor_arg(call, 2);
   if (weight) weight = channel_view(emit, weight, rank, "weight");

@@ -64,6 +64,34 @@ TEST(Trace, RecordsPlaceholdersParametersByPathAndOutputs) {
   EXPECT_EQ(graph.outputs().at(0)->value().type_string(), "f32[2, 3]");
 }
 
+// Layers inside an nn::Sequential run from Kiln's Sequential::forward: their nodes take the
+// line where the user called the Sequential (the innermost call site outside Kiln), with each
+// layer's module path.
+struct WithSequential : nn::Module {
+  nn::Sequential body{nn::Linear(6, 5), nn::ReLU(), nn::Linear(5, 3)};
+  int body_line = 0;
+  WithSequential() : Module("WithSequential") { register_module("body", body); }
+  Var forward(const Var& x) override {
+    body_line = __LINE__ + 1;
+    return body(x);
+  }
+};
+
+TEST(Trace, LayersInsideASequentialRecordTheUsersLine) {
+  WithSequential model;
+  ir::Graph graph = trace_graph(model, {Tensor::zeros({2, 6}, DType::f32)});
+  int calls = 0;
+  for (ir::Node* node : graph.nodes()) {
+    if (node->op() != ir::OpKind::call_function) continue;
+    ++calls;
+    EXPECT_NE(node->source.file.find("trace_test.cpp"), std::string::npos) << ir::describe(*node) << ": " << node->source.file;
+    EXPECT_EQ(node->source.line, model.body_line) << ir::describe(*node);
+  }
+  EXPECT_GE(calls, 3);
+  EXPECT_EQ(first_call(graph, "linear")->source.module_path, "body.0");
+  EXPECT_EQ(first_call(graph, "relu")->source.module_path, "body.1");
+}
+
 TEST(Trace, RegisteredBuffersAreBuffersInTheGraphSignature) {
   nn::BatchNorm2d bn(3);
   bn.train();

@@ -307,6 +307,7 @@ static int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t* sym
     float rm0 = 0, rq0 = 0, rc0 = 0;
     for (int l = 0; l <= 16; ++l) {
       if (cnt0[l] == 0) continue;
+      if (rc0 == 0) { rm0 = mean0[l]; rq0 = m20[l]; rc0 = cnt0[l]; continue; }
       const float total = rc0 + cnt0[l];
       const float delta = mean0[l] - rm0;
       rm0 += delta * cnt0[l] / total;
@@ -612,6 +613,7 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
     float rm0 = 0, rq0 = 0, rc0 = 0;
     for (int l = 0; l <= 16; ++l) {
       if (cnt0[l] == 0) continue;
+      if (rc0 == 0) { rm0 = mean0[l]; rq0 = m20[l]; rc0 = cnt0[l]; continue; }
       const float total = rc0 + cnt0[l];
       const float delta = mean0[l] - rm0;
       rm0 += delta * cnt0[l] / total;
