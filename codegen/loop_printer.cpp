@@ -1,6 +1,7 @@
 // The loop program printer (codegen/loop_printer.h).
 #include "codegen/loop_printer.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/graph.h"
@@ -114,7 +115,7 @@ std::string names_of(const LoopProgram& program, const std::vector<int>& buffers
   return joined(names);
 }
 
-void print_node(std::ostringstream& out, const LoopProgram& program, const LoopNode& node) {
+void print_node(std::ostringstream& out, const LoopProgram& program, const LoopNode& node, const SourceNotes* sources) {
   ExprPrinter printer(program);
   out << "node " << node.name << ": ";
   switch (node.kind) {
@@ -126,7 +127,7 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
       break;
     }
   }
-  out << "  origins=[" << joined(node.origins) << "]\n";
+  out << "  origins=[" << joined(node.origins) << "]" << source_note(node.origins, sources) << "\n";
   if (node.kind != NodeKind::Extern || !node.ranges.empty()) out << "    ranges " << ir::shape_string(node.ranges);
   if (node.kind == NodeKind::Reduction) {
     out << "  reduction_ranges " << ir::shape_string(node.reduction_ranges);
@@ -169,7 +170,20 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
 
 std::string print_expr(const LoopProgram& program, const Expr& expr) { return ExprPrinter(program).print(expr); }
 
-std::string print_loop_program(const LoopProgram& program) {
+std::string source_note(const std::vector<std::string>& origins, const SourceNotes* sources) {
+  if (sources == nullptr) return "";
+  std::vector<std::string> notes;
+  for (const std::string& origin : origins) {
+    auto found = sources->find(origin);
+    if (found != sources->end() && std::find(notes.begin(), notes.end(), found->second) == notes.end())
+      notes.push_back(found->second);
+  }
+  std::string text;
+  for (const std::string& note : notes) text += (text.empty() ? "  # from " : "; ") + note;
+  return text;
+}
+
+std::string print_loop_program(const LoopProgram& program, const SourceNotes* sources) {
   std::ostringstream out;
   out << "loop_program():\n";
   if (!program.symbols.empty()) {
@@ -192,7 +206,7 @@ std::string print_loop_program(const LoopProgram& program) {
     if (buffer.kind == BufferKind::Output) out << " (output " << buffer.position << ")";
     out << "\n";
   }
-  for (const LoopNode& node : program.nodes) print_node(out, program, node);
+  for (const LoopNode& node : program.nodes) print_node(out, program, node, sources);
   return out.str();
 }
 

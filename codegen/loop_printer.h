@@ -13,13 +13,21 @@
 // The text is for people; nothing parses it back.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "codegen/loop_ir.h"
 
 namespace kiln::codegen {
 
-std::string print_loop_program(const LoopProgram& program);
+// Where graph nodes come from, by name ("model.py:12 fc1"): `kiln dump --show-source` passes
+// them, and the printers add a "# from" note to each loop node and kernel.
+using SourceNotes = std::map<std::string, std::string>;
+// "  # from a.py:3 fc1; a.py:4 fc2" for the distinct known sources of `origins` ("" if none).
+std::string source_note(const std::vector<std::string>& origins, const SourceNotes* sources);
+
+std::string print_loop_program(const LoopProgram& program, const SourceNotes* sources = nullptr);
 
 // One expression of `program`, as print_loop_program writes bodies.
 std::string print_expr(const LoopProgram& program, const Expr& expr);

@@ -22,6 +22,7 @@
 // KILN_LOG=fusion prints each decision that kept two nodes apart and why.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,7 @@ ScheduledProgram schedule(LoopProgram program, const ScheduleOptions& options = 
 
 // `kiln dump --stage scheduled`: each kernel with its ranges, steps and the graph nodes fused in,
 // then the memory plan.
-std::string print_schedule(const ScheduledProgram& scheduled);
+// With `sources` (--show-source), each kernel's "fuses" line says where its nodes come from.
+std::string print_schedule(const ScheduledProgram& scheduled, const std::map<std::string, std::string>* sources = nullptr);
 
 }  // namespace kiln::codegen

@@ -2,6 +2,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/loop_printer.h"
 #include "codegen/schedule.h"
 
 namespace kiln::codegen {
@@ -47,7 +48,7 @@ std::string join(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-std::string print_schedule(const ScheduledProgram& scheduled) {
+std::string print_schedule(const ScheduledProgram& scheduled, const std::map<std::string, std::string>* sources) {
   const LoopProgram& p = scheduled.program;
   std::set<int> registers(scheduled.register_buffers.begin(), scheduled.register_buffers.end());
   std::ostringstream out;
@@ -67,7 +68,7 @@ std::string print_schedule(const ScheduledProgram& scheduled) {
     for (const std::string& o : kernel.origins) {
       if (seen.insert(o).second) origins.push_back(o);
     }
-    out << "\n    fuses: " << join(origins) << "\n";
+    out << "\n    fuses: " << join(origins) << source_note(origins, sources) << "\n";
     for (const KernelStep& step : kernel.steps) {
       out << "    " << step_name(step.kind);
       if (step.kind == KernelStep::Kind::Reduce) out << " " << reduction_name(step.reduction);

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <chrono>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 #include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
@@ -154,6 +156,33 @@ void copy_artifact(const CodeTarget& target, const fs::path& from, const fs::pat
   }
 }
 
+// Generated code with a "// from ..." line before the definition of each kernel that has
+// known sources (`kiln dump --stage cpp --show-source`). A kernel's definition is the first
+// line that names it followed by "(" and does not end in ";".
+std::string with_kernel_sources(const std::string& code, const codegen::ScheduledProgram& scheduled,
+                                const codegen::SourceNotes* sources) {
+  if (sources == nullptr) return code;
+  std::map<std::string, std::string> notes;  // kernel name -> its note
+  for (const codegen::Kernel& kernel : scheduled.kernels)
+    if (std::string note = codegen::source_note(kernel.origins, sources); !note.empty()) notes[kernel.name] = note.substr(4);  // "from ..."
+  std::istringstream lines(code);
+  std::string out, line;
+  while (std::getline(lines, line)) {
+    for (auto it = notes.begin(); it != notes.end(); ++it) {
+      size_t at = line.find(it->first + "(");
+      bool named = at != std::string::npos && (at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_'));
+      if (named && !line.empty() && line.back() != ';' && line.find("return") == std::string::npos) {
+        size_t indent = line.find_first_not_of(' ');
+        out += std::string(indent == std::string::npos ? 0 : indent, ' ') + "// " + it->second + "\n";
+        notes.erase(it);
+        break;
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
@@ -234,9 +263,13 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
   const CodeTarget* target = found->target.empty() ? nullptr : &find_code_target(found->target);
   StopAfter stop = stage == "loops" ? StopAfter::lower : target == nullptr ? StopAfter::schedule : StopAfter::emit;
   Generated g = generate(graph, target, options, stop, /*titled=*/false, timer);
-  if (stop == StopAfter::lower) return codegen::print_loop_program(g.loops);
-  if (stop == StopAfter::emit) return target->dump(*g.code);
-  std::string text = codegen::print_schedule(g.scheduled);
+  codegen::SourceNotes notes;
+  for (const ir::Node* node : g.graph.nodes())
+    if (!node->source.empty()) notes[node->name()] = node->source.to_string();
+  const codegen::SourceNotes* sources = stage_options.show_source ? &notes : nullptr;
+  if (stop == StopAfter::lower) return codegen::print_loop_program(g.loops, sources);
+  if (stop == StopAfter::emit) return with_kernel_sources(target->dump(*g.code), g.scheduled, sources);
+  std::string text = codegen::print_schedule(g.scheduled, sources);
   if (!g.scheduled.fusion_log.empty()) {
     text += "# fusion decisions\n";
     for (const std::string& line : g.scheduled.fusion_log) text += "    " + line + "\n";

@@ -41,6 +41,9 @@ bool is_codegen_stage(std::string_view stage);
 struct CodegenStageOptions {
   bool fuse = true;     // false: one kernel per loop node
   bool freeze = false;  // constant-fold parameters
+  // Each loop node, kernel (and, in generated code, each kernel's function) says where its graph
+  // nodes come from: the user's file:line and module path (`kiln dump --show-source`).
+  bool show_source = false;
 };
 
 // Runs the driver's steps on a copy of `graph` up to `stage` and returns its text. Throws

@@ -99,6 +99,7 @@ int dump_all_stages(ir::Graph& graph, const DumpOptions& options, const compiler
                              });
   compiler::CodegenStageOptions stage_options;
   stage_options.freeze = options.freeze;
+  stage_options.show_source = options.show_source;
   for (const compiler::CodegenStage& stage : compiler::codegen_stages()) {
     std::string file = std::to_string(index++) + "_" + stage.name + code_stage_extension(stage);
     try {
@@ -154,6 +155,7 @@ int run_dump(const DumpOptions& options) {
     if (options.format != "text") fail("--stage ", options.stage, " prints text only (not --format ", options.format, ")");
     compiler::CodegenStageOptions stage_options;
     stage_options.freeze = options.freeze;
+    stage_options.show_source = options.show_source;
     std::cout << compiler::dump_codegen_stage(graph, codegen_stage(options), stage_options);
     return 0;
   }

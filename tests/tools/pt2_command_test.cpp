@@ -24,6 +24,26 @@ TEST_F(Pt2Command, DumpShowsThePyTorchFileLineAndModulePath) {
   EXPECT_THAT(result.out, ::testing::ContainsRegex("call_function\\[target=batch_norm\\].*# .*make_pt2_test_programs\\.py:[0-9]+ bn\n"));
 }
 
+// --show-source on the code generator's stages: each loop node and kernel, and each kernel's
+// function in the generated C++, says which of the user's lines it computes; without the flag
+// nothing does.
+TEST_F(Pt2Command, CodeStagesShowThePyTorchSourceToo) {
+  CliResult loops = kiln("dump " + kPt2 + "cnn_train.pt2 --stage loops --show-source");
+  ASSERT_EQ(loops.status, 0) << loops.err;
+  EXPECT_THAT(loops.out, ::testing::ContainsRegex("origins=\\[conv2d_convolution\\]  # from .*make_pt2_test_programs\\.py:[0-9]+ conv\n"));
+  CliResult scheduled = kiln("dump " + kPt2 + "cnn_train.pt2 --stage scheduled --show-source");
+  ASSERT_EQ(scheduled.status, 0) << scheduled.err;
+  EXPECT_THAT(scheduled.out, ::testing::ContainsRegex("fuses: [^\n]*  # from .*make_pt2_test_programs\\.py:[0-9]+ bn"));
+  CliResult code = kiln("dump " + kPt2 + "cnn_train.pt2 --stage cpp --show-source");
+  ASSERT_EQ(code.status, 0) << code.err;
+  EXPECT_THAT(code.out, ::testing::ContainsRegex("// from .*make_pt2_test_programs\\.py:[0-9]+ conv\nstatic int32_t kernel"));
+  for (const char* stage : {"loops", "scheduled", "cpp"}) {
+    CliResult plain = kiln("dump " + kPt2 + "cnn_train.pt2 --stage " + stage);
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    EXPECT_THAT(plain.out, Not(HasSubstr("make_pt2_test_programs.py"))) << stage;
+  }
+}
+
 TEST_F(Pt2Command, RunOnTheArchivesSampleInputs) {
   for (const std::string backend : {"interp", "cpu"}) {
     CliResult result = kiln("run " + kPt2 + "attention.pt2 --sample-inputs --target " + backend + " --out " + (dir_ / backend).string());
