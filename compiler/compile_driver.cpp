@@ -183,6 +183,14 @@ std::string with_kernel_sources(const std::string& code, const codegen::Schedule
   return out;
 }
 
+// The compile options of a code generator's stage run (dumps, `kiln kernel`, verify).
+CompileOptions stage_compile_options(const CodegenStageOptions& stage_options) {
+  CompileOptions options;
+  options.fuse = stage_options.fuse;
+  options.freeze = stage_options.freeze;
+  return options;
+}
+
 }  // namespace
 
 CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
@@ -256,9 +264,7 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
     for (const CodegenStage& s : stages) known += (known.empty() ? "" : ", ") + s.name;
     fail("unknown codegen stage '", stage, "' (known: ", known, ")");
   }
-  CompileOptions options;
-  options.fuse = stage_options.fuse;
-  options.freeze = stage_options.freeze;
+  CompileOptions options = stage_compile_options(stage_options);
   StageTimer timer(options);
   const CodeTarget* target = found->target.empty() ? nullptr : &find_code_target(found->target);
   StopAfter stop = stage == "loops" ? StopAfter::lower : target == nullptr ? StopAfter::schedule : StopAfter::emit;
@@ -279,9 +285,7 @@ std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, c
 
 codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const CodegenStageOptions& stage_options,
                                             const std::string& target) {
-  CompileOptions options;
-  options.fuse = stage_options.fuse;
-  options.freeze = stage_options.freeze;
+  CompileOptions options = stage_compile_options(stage_options);
   StageTimer timer(options);
   const CodeTarget& lowering_target = find_code_target(target);
   return std::move(generate(graph, &lowering_target, options, StopAfter::schedule, /*titled=*/false, timer).scheduled);
@@ -289,9 +293,7 @@ codegen::ScheduledProgram scheduled_program(const ir::Graph& graph, const Codege
 
 CodegenPrograms codegen_programs(const ir::Graph& graph, const CodegenStageOptions& stage_options,
                                  const std::string& target) {
-  CompileOptions options;
-  options.fuse = stage_options.fuse;
-  options.freeze = stage_options.freeze;
+  CompileOptions options = stage_compile_options(stage_options);
   StageTimer timer(options);
   const CodeTarget& lowering_target = find_code_target(target);
   Generated g = generate(graph, &lowering_target, options, StopAfter::lower, /*titled=*/false, timer);

@@ -7,6 +7,7 @@
 #include "codegen/cpp/cpp_emitter.h"
 #include "compiler/targets/cpu_package.h"
 #include "compiler/targets/cpu_toolchain.h"
+#include "compiler/targets/package_build.h"
 #include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
 #include "runtime/cpu/artifact_manifest.h"
@@ -26,17 +27,6 @@ struct CpuCode final : GeneratedCode {
   ArtifactManifest manifest;  // all but the build's own fields (isa, key, version)
   std::vector<codegen::PackageTensor> inputs, outputs;  // with their shapes, for packages
 };
-
-// The program's inputs or outputs with their shapes as text ("s0", "784", "s0*4").
-std::vector<codegen::PackageTensor> shaped(const codegen::LoopProgram& p, const std::vector<int>& ids) {
-  std::vector<codegen::PackageTensor> tensors;
-  for (int id : ids) {
-    codegen::PackageTensor t{p.buffer(id).source, p.buffer(id).dtype, {}};
-    for (const ir::SymInt& d : p.buffer(id).shape) t.shape.push_back(d.to_string());
-    tensors.push_back(std::move(t));
-  }
-  return tensors;
-}
 
 void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module) {
   std::vector<std::string> argv = {cxx_command()};
@@ -91,8 +81,8 @@ class CpuTarget final : public CodeTarget {
     code->source = code->module.source;
     code->kernel_count = scheduled.kernels.size();
     code->manifest = manifest_of(scheduled, code->module);
-    code->inputs = shaped(scheduled.program, scheduled.program.inputs);
-    code->outputs = shaped(scheduled.program, scheduled.program.outputs);
+    code->inputs = package_tensors(scheduled.program, scheduled.program.inputs);
+    code->outputs = package_tensors(scheduled.program, scheduled.program.outputs);
     return code;
   }
 

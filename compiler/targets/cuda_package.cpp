@@ -23,17 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The program's inputs or outputs with their shapes as text ("s0", "784", "s0*4").
-std::vector<codegen::PackageTensor> cuda_package_tensors(const codegen::LoopProgram& p, const std::vector<int>& ids) {
-  std::vector<codegen::PackageTensor> tensors;
-  for (int id : ids) {
-    codegen::PackageTensor t{p.buffer(id).source, p.buffer(id).dtype, {}};
-    for (const ir::SymInt& d : p.buffer(id).shape) t.shape.push_back(d.to_string());
-    tensors.push_back(std::move(t));
-  }
-  return tensors;
-}
-
 std::vector<ArtifactParameter> cuda_package_parameters(const codegen::LoopProgram& p) {
   std::vector<ArtifactParameter> parameters;
   for (int id : p.parameters) {
@@ -139,8 +128,8 @@ PackageResult write_cuda_package(const CudaPackageCode& code, const ir::Graph& g
   spec.source = options.source.empty() ? "a graph" : fs::path(options.source).filename().string();
   spec.kiln_version = KILN_VERSION;
   spec.target = "cuda";
-  spec.inputs = cuda_package_tensors(p, p.inputs);
-  spec.outputs = cuda_package_tensors(p, p.outputs);
+  spec.inputs = package_tensors(p, p.inputs);
+  spec.outputs = package_tensors(p, p.outputs);
   set_package_weights(spec, weights);
   spec.symbol_count = int64_t(p.symbols.size());
   spec.embed_weights = options.embed_weights;

@@ -16,6 +16,16 @@ namespace kiln::compiler {
 
 namespace fs = std::filesystem;
 
+std::vector<codegen::PackageTensor> package_tensors(const codegen::LoopProgram& program, const std::vector<int>& ids) {
+  std::vector<codegen::PackageTensor> tensors;
+  for (int id : ids) {
+    codegen::PackageTensor t{program.buffer(id).source, program.buffer(id).dtype, {}};
+    for (const ir::SymInt& d : program.buffer(id).shape) t.shape.push_back(d.to_string());
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
 void prepare_package_directory(const fs::path& directory, bool overwrite) {
   if (fs::exists(directory) && !fs::is_directory(directory)) fail("output directory ", directory.string(), " is a file");
   if (fs::exists(directory) && !fs::is_empty(directory) && !overwrite)

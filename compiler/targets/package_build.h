@@ -10,12 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "codegen/loop_ir.h"
 #include "codegen/package/package_sources.h"
 #include "ir/graph.h"
 #include "runtime/artifact.h"
 #include "runtime/package_manifest.h"
 
 namespace kiln::compiler {
+
+// A package's inputs or outputs (buffers `ids` of `program`) with their shapes as text ("s0",
+// "784", "s0*4").
+std::vector<codegen::PackageTensor> package_tensors(const codegen::LoopProgram& program, const std::vector<int>& ids);
 
 // Throws kiln::Error when `directory` is a file, or a folder that is not empty (without `overwrite`).
 void prepare_package_directory(const std::filesystem::path& directory, bool overwrite);

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "package_cli_test.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "compiler/targets/cuda_package.h"
 #include "kiln/error.h"
@@ -51,10 +52,10 @@ const char* const kSamples[] = {"mlp", "attention", "cnn"};
 // A driver library that cannot load: create's "no CUDA device" path on any machine.
 const std::string kNoDriver = "KILN_CUDA_DRIVER_LIBRARY=/nonexistent/libcuda.so.1";
 
-class CudaPackage : public cli_test::KilnCliTest {
+class CudaPackage : public cli_test::PackageCliTest {
  protected:
   void SetUp() override {
-    cli_test::KilnCliTest::SetUp();
+    cli_test::PackageCliTest::SetUp();
     if (!compiler::find_nvcc()) {
       try {
         cuda::nvrtc();
@@ -72,39 +73,6 @@ class CudaPackage : public cli_test::KilnCliTest {
                             environment);
     EXPECT_EQ(result.status, 0) << result.err;
     return out;
-  }
-
-  std::map<std::string, Tensor> run_outputs(const std::string& arguments, const std::string& name,
-                                            const std::string& environment = "") {
-    fs::path out = dir_ / name;
-    CliResult result = kiln("run " + arguments + " --out " + out.string(), environment);
-    EXPECT_EQ(result.status, 0) << result.err;
-    std::map<std::string, Tensor> outputs;
-    if (fs::exists(out))
-      for (const auto& entry : fs::directory_iterator(out)) outputs[entry.path().stem().string()] = read_npy(entry.path().string());
-    return outputs;
-  }
-
-  static void expect_close(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& expected,
-                           double tolerance) {
-    ASSERT_EQ(got.size(), expected.size());
-    ASSERT_FALSE(expected.empty());
-    for (const auto& [name, want] : expected) {
-      ASSERT_TRUE(got.count(name)) << name;
-      const Tensor& have = got.at(name);
-      ASSERT_EQ(have.dtype(), want.dtype()) << name;
-      ASSERT_EQ(have.sizes(), want.sizes()) << name;
-      for (int64_t i = 0; i < want.numel(); ++i)
-        ASSERT_NEAR(have.flat_double(i), want.flat_double(i), tolerance * (1 + std::fabs(want.flat_double(i))))
-            << name << " element " << i;
-    }
-  }
-
-  int shell(const std::string& command, std::string* output = nullptr) const {
-    fs::path log = dir_ / "shell.log";
-    int raw = std::system((command + " >" + log.string() + " 2>&1").c_str());
-    if (output != nullptr) *output = read_file(log);
-    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   }
 
   // A copy of package `dir` whose libNAME.so runs its host code on the CPU emulation; returns the

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "package_cli_test.h"
 #include "runtime/cpu_features.h"
 #include "kiln/npy.h"
 #include "runtime/package_manifest.h"
@@ -37,7 +38,7 @@ using cli_test::expect_user_error;
 using cli_test::read_file;
 using ::testing::HasSubstr;
 
-class PackageCli : public cli_test::KilnCliTest {
+class PackageCli : public cli_test::PackageCliTest {
  protected:
   // Compiles samples/models/MODEL.kiln into DIR/NAME (NAME defaults to MODEL); returns the folder.
   fs::path package(const std::string& model, const std::string& extra = "", std::string folder = "") {
@@ -46,33 +47,6 @@ class PackageCli : public cli_test::KilnCliTest {
     CliResult result = kiln("compile " + cli_test::sample_model(model) + " -o " + out.string() + " " + extra);
     EXPECT_EQ(result.status, 0) << result.err;
     return out;
-  }
-
-  // The outputs of `kiln run ARGUMENTS --out DIR/NAME`, by output name.
-  std::map<std::string, Tensor> run_outputs(const std::string& arguments, const std::string& name,
-                                            const std::string& environment = "") {
-    fs::path out = dir_ / name;
-    CliResult result = kiln("run " + arguments + " --out " + out.string(), environment);
-    EXPECT_EQ(result.status, 0) << result.err;
-    std::map<std::string, Tensor> outputs;
-    if (fs::exists(out))
-      for (const auto& entry : fs::directory_iterator(out)) outputs[entry.path().stem().string()] = read_npy(entry.path().string());
-    return outputs;
-  }
-
-  static void expect_close(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& expected,
-                           double tolerance) {
-    ASSERT_EQ(got.size(), expected.size());
-    ASSERT_FALSE(expected.empty());
-    for (const auto& [name, want] : expected) {
-      ASSERT_TRUE(got.count(name)) << name;
-      const Tensor& have = got.at(name);
-      ASSERT_EQ(have.dtype(), want.dtype()) << name;
-      ASSERT_EQ(have.sizes(), want.sizes()) << name;
-      for (int64_t i = 0; i < want.numel(); ++i)
-        ASSERT_NEAR(have.flat_double(i), want.flat_double(i), tolerance * (1 + std::fabs(want.flat_double(i))))
-            << name << " element " << i;
-    }
   }
 
   // Writes `bytes` over the file at `offset` (or truncates it to `offset` when bytes is empty).
@@ -84,14 +58,6 @@ class PackageCli : public cli_test::KilnCliTest {
     std::fstream out(file, std::ios::in | std::ios::out | std::ios::binary);
     out.seekp(offset);
     out.write(bytes.data(), std::streamsize(bytes.size()));
-  }
-
-  // Runs a shell command; returns its exit status, its output in `output`.
-  int shell(const std::string& command, std::string* output = nullptr) const {
-    fs::path log = dir_ / "shell.log";
-    int raw = std::system((command + " >" + log.string() + " 2>&1").c_str());
-    if (output != nullptr) *output = read_file(log);
-    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   }
 };
 
