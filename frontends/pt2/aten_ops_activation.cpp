@@ -1,7 +1,9 @@
 // ATen activation functions, softmax and dropout: the ones Kiln has as ops (gelu, silu,
 // hardswish, hardsigmoid, leaky_relu, elu, softplus, softmax, log_softmax, dropout) map
 // directly, the others are short compositions (hardtanh as clamp, mish, selu, celu, glu,
-// prelu, shrinkage, threshold, log_sigmoid).
+// prelu, shrinkage, threshold, log_sigmoid); the random ones (rrelu, alpha and feature
+// dropouts in training) draw from Kiln's Philox `rand`.
+#include <cmath>
 #include <limits>
 
 #include "frontends/pt2/aten_op_helpers.h"
@@ -115,10 +117,25 @@ void convert_prelu(AtenNodeContext& c) {
   c.result_node(c.call("where", {c.call("gt", {x, 0.0}), x, c.call("mul", {weight, x})}));
 }
 
+// rrelu: in training, x * r for x <= 0 with r uniform in [lower, upper] per element (drawn from
+// Kiln's Philox `rand`, so not PyTorch's values); in evaluation, leaky_relu with the middle slope.
+// rrelu_with_noise_functional also returns the noise: r where x <= 0, 1 elsewhere (training),
+// the given noise unchanged (evaluation).
 void convert_rrelu(AtenNodeContext& c) {
-  if (c.bool_arg("training", false)) c.fail("rrelu in training mode (a random slope per element) is not supported");
+  ir::Node* x = c.tensor("self");
   double lower = c.float_arg("lower", 1.0 / 8), upper = c.float_arg("upper", 1.0 / 3);
-  c.result("leaky_relu", {c.tensor("self"), (lower + upper) / 2});
+  bool with_noise = c.find("noise") != nullptr;
+  if (!c.bool_arg("training", false)) {
+    c.result("leaky_relu", {x, (lower + upper) / 2});
+    if (with_noise && c.output_used(1)) c.set_output(1, c.call("clone", {c.tensor("noise")}));
+    return;
+  }
+  if (!is_floating(dtype_of(x))) c.fail("rrelu expects a floating-point input, but got ", dtype_name(dtype_of(x)));
+  ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(shape_of(x))}, {{"dtype", dtype_of(x)}});
+  ir::Node* slope = c.call("add", {c.call("mul", {uniform, upper - lower}), lower});
+  ir::Node* negative = c.call("le", {x, 0.0});
+  c.result_node(c.call("where", {negative, c.call("mul", {x, slope}), x}));
+  if (with_noise && c.output_used(1)) c.set_output(1, c.call("where", {negative, slope, 1.0}));
 }
 
 AtenConverter softmax(std::string op, bool with_dtype) {
@@ -172,12 +189,34 @@ void convert_native_dropout(AtenNodeContext& c) {
   if (c.output_used(1)) c.set_output(1, keep);
 }
 
-// Dropouts that are the identity in evaluation mode.
-void convert_eval_only_dropout(AtenNodeContext& c) {
-  ir::Node* x = dropout_input(c);
-  if (c.bool_arg("train", true) && c.float_arg("p", 0.5) != 0.0)
-    c.fail("training-mode ", c.target(), " is not supported (export the model in eval mode)");
-  c.result_node(c.call("clone", {x}));
+// alpha_dropout, feature_dropout (dropout2d / dropout3d) and feature_alpha_dropout, as
+// PyTorch's _dropout_impl: a Bernoulli(1 - p) keep mask, per element or, for the feature forms,
+// per (N, C) slice (shape [N, C, 1, ...], broadcast over the other dims), drawn from Kiln's
+// Philox `rand` (kept where u >= p; not PyTorch's draws). Plain: x * keep / (1 - p). Alpha
+// (SELU's self-normalizing dropout, alpha = 1.7580993408473766,
+// a = 1 / sqrt((alpha^2 p + 1)(1 - p))): x * keep * a + (keep - 1) * alpha * a + alpha * a * p.
+// The identity when not training, when p == 0 or for an empty input; x * 0 when p == 1.
+AtenConverter random_dropout(bool feature, bool alpha) {
+  return [feature, alpha](AtenNodeContext& c) {
+    ir::Node* x = dropout_input(c);
+    double p = c.float_arg("p", 0.5);
+    if (p < 0 || p > 1) c.fail("dropout probability has to be between 0 and 1, but got ", p);
+    if (!c.bool_arg("train", true) || p == 0.0) return void(c.result_node(c.call("clone", {x})));
+    if (!is_floating(dtype_of(x))) c.fail(c.target(), " in training expects a floating-point input, but got ", dtype_name(dtype_of(x)));
+    if (p == 1.0) return void(c.result_node(c.call("mul", {x, 0.0})));
+    ir::SymShape noise_shape = shape_of(x);
+    if (feature) {
+      if (noise_shape.size() < 2) c.fail("feature dropout requires at least 2 dimensions in the input, but got ", noise_shape.size());
+      for (size_t d = 2; d < noise_shape.size(); ++d) noise_shape[d] = ir::SymInt(1);
+    }
+    ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(noise_shape)}, {{"dtype", dtype_of(x)}});
+    ir::Node* keep = c.call("cast", {c.call("ge", {uniform, p}), dtype_of(x)});
+    if (!alpha) return void(c.result_node(c.call("mul", {x, c.call("mul", {keep, 1.0 / (1.0 - p)})})));
+    constexpr double kAlpha = 1.7580993408473766;
+    double a = 1.0 / std::sqrt((kAlpha * kAlpha * p + 1) * (1 - p));
+    ir::Node* shift = c.call("add", {c.call("mul", {c.call("sub", {keep, 1.0}), kAlpha * a}), kAlpha * a * p});
+    c.result_node(c.call("add", {c.call("mul", {x, c.call("mul", {keep, a})}), shift}));
+  };
 }
 
 }  // namespace
@@ -202,6 +241,7 @@ void register_aten_activation_ops(AtenOpTable& table) {
   add_op(table, "prelu", "default", convert_prelu);
   add_op(table, "_prelu_kernel", "default", convert_prelu);
   add_op_and_inplace(table, "rrelu", "default", convert_rrelu);
+  add_op(table, "rrelu_with_noise_functional", "default", convert_rrelu);
   add_op(table, "softmax", "int", softmax("softmax", true));
   add_op(table, "log_softmax", "int", softmax("log_softmax", true));
   add_op(table, "_softmax", "default", softmax("softmax", false));
@@ -209,8 +249,9 @@ void register_aten_activation_ops(AtenOpTable& table) {
   add_op(table, "_safe_softmax", "default", convert_safe_softmax);
   add_op_and_inplace(table, "dropout", "default", convert_dropout);
   add_op(table, "native_dropout", "default", convert_native_dropout);
-  for (const char* op : {"feature_dropout", "alpha_dropout", "feature_alpha_dropout"})
-    add_op_and_inplace(table, op, "default", convert_eval_only_dropout);
+  add_op_and_inplace(table, "alpha_dropout", "default", random_dropout(false, true));
+  add_op_and_inplace(table, "feature_dropout", "default", random_dropout(true, false));
+  add_op_and_inplace(table, "feature_alpha_dropout", "default", random_dropout(true, true));
 }
 
 }  // namespace kiln::frontends

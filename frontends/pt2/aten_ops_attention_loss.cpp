@@ -4,6 +4,7 @@
 // l1, smooth_l1, huber, binary cross entropy (with logits), kl_div as compositions. Reductions
 // come as PyTorch's enum: 0 none, 1 mean, 2 sum.
 #include <cmath>
+#include <limits>
 
 #include "frontends/pt2/aten_op_helpers.h"
 
@@ -55,11 +56,56 @@ ir::Node* attention(AtenNodeContext& c) {
 
 void convert_sdpa(AtenNodeContext& c) { c.set_output(0, attention(c)); }
 
-// Variants returning (output, logsumexp or weights, ...): only the output is computed.
+// The attention scores q k^T * scale, causal positions (key j > query i) and a bool mask's
+// False set to -inf, a float mask added: what the softmax of attention runs over.
+ir::Node* attention_scores(AtenNodeContext& c) {
+  ir::Node* query = c.tensor("query");
+  ir::Node* key = c.tensor("key");
+  const ir::SymShape& q = shape_of(query);
+  const ir::SymShape& k = shape_of(key);
+  if (q.size() < 2 || k.size() < 2) c.fail("attention needs query and key of at least 2 dims");
+  double scale = 0;
+  if (std::optional<double> given = c.optional_float("scale")) {
+    scale = *given;
+  } else {
+    std::optional<int64_t> embed = q.back().maybe_constant();
+    if (!embed) c.fail("the attention statistics need a static embedding size (or a given scale)");
+    scale = 1.0 / std::sqrt(double(*embed));
+  }
+  ir::Node* scores = c.call("mul", {c.call("matmul", {query, c.call("transpose", {key, int64_t(-2), int64_t(-1)})}), scale});
+  constexpr double kMinusInfinity = -std::numeric_limits<double>::infinity();
+  if (c.bool_arg("is_causal", false)) {
+    ir::Node* row = c.call("unsqueeze", {c.call("iota", {q[q.size() - 2]}), int64_t(-1)});
+    ir::Node* column = c.call("unsqueeze", {c.call("iota", {k[k.size() - 2]}), int64_t(0)});
+    scores = c.call("where", {c.call("ge", {row, column}), scores, kMinusInfinity});
+  }
+  if (ir::Node* mask = c.optional_tensor("attn_mask"))
+    scores = dtype_of(mask) == DType::boolean ? c.call("where", {mask, scores, kMinusInfinity}) : c.call("add", {scores, mask});
+  return scores;
+}
+
+// log(sum(exp(scores))) over the keys, shifted by the row's maximum (0 for an all -inf row,
+// whose result is -inf).
+ir::Node* scores_logsumexp(AtenNodeContext& c, ir::Node* scores) {
+  ir::Node* high = c.call("amax", {scores, ir::Argument::ints({-1}), true});
+  ir::Node* shift = c.call("where", {c.call("eq", {c.call("abs", {high}), std::numeric_limits<double>::infinity()}), 0.0, high});
+  ir::Node* total = c.call("sum", {c.call("exp", {c.call("sub", {scores, shift})}), ir::Argument::ints({-1}), false});
+  return c.call("add", {c.call("log", {total}), c.call("squeeze", {shift, ir::Argument::ints({-1})})});
+}
+
+// Variants returning (output, statistics, ...): _scaled_dot_product_flash_attention_for_cpu's
+// output 1 is the logsumexp of the scores [B, H, L], _scaled_dot_product_attention_math's the
+// attention weights (softmax of the scores). Other outputs are not computed.
 void convert_sdpa_variant(AtenNodeContext& c) {
-  for (size_t i = 1; i < c.output_count(); ++i)
-    if (c.output_used(i)) c.fail("output ", i, " (attention statistics) is not supported; only the attention output is");
+  bool flash = c.target().find("flash_attention") != std::string::npos;
+  for (size_t i = 2; i < c.output_count(); ++i)
+    if (c.output_used(i)) c.fail("output ", i, " (attention statistics) is not supported; only the attention output and ",
+                                 flash ? "the logsumexp are" : "the weights are");
   c.set_output(0, attention(c));
+  if (c.output_count() < 2 || !c.output_used(1)) return;
+  if (c.bool_arg("enable_gqa", false)) c.fail("output 1 (attention statistics) with enable_gqa is not supported");
+  ir::Node* scores = attention_scores(c);
+  c.set_output(1, flash ? scores_logsumexp(c, scores) : c.call("softmax", {scores, int64_t(-1), ir::Argument()}));
 }
 
 std::string reduction_name(AtenNodeContext& c) {

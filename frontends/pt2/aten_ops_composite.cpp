@@ -405,11 +405,24 @@ AtenConverter shift(bool left) {
   };
 }
 
-// bucketize / searchsorted over a 1-d sorted sequence: how many boundaries are below x (right:
-// at or below).
+// bucketize / searchsorted: how many boundaries are below x (right: at or below). The
+// boundaries are 1-d, or (searchsorted) n-d with x of the same rank and leading dims, searched
+// row by row: [..., K, 1] against [..., 1, M], counted over M. A sorter (the permutation that
+// sorts an unsorted sequence) gathers the sequence first.
 void bucket(AtenNodeContext& c, ir::Node* boundaries, ir::Argument x, bool right, bool out_int32) {
-  if (rank_of(boundaries) != 1) c.fail("only 1-d boundaries (sorted_sequence) are supported");
   ir::Node* values = x.is_node() ? x.node() : c.call("full", {ir::Argument::ints({}), x}, {{"dtype", dtype_of(boundaries)}});
+  int64_t rank = rank_of(boundaries);
+  if (rank == 0) c.fail("the boundaries (sorted_sequence) must have at least 1 dim, but got a 0-d tensor");
+  if (rank > 1) {
+    const ir::SymShape& b = shape_of(boundaries);
+    const ir::SymShape& v = shape_of(values);
+    bool same_leading = rank_of(values) == rank;
+    for (size_t d = 0; same_leading && d + 1 < size_t(rank); ++d) same_leading = b[d] == v[d];
+    if (!same_leading)
+      c.fail("n-d boundaries (sorted_sequence) ", ir::shape_string(b), " need values with the same leading dims, but got ",
+             ir::shape_string(v));
+    boundaries = c.call("unsqueeze", {boundaries, int64_t(-2)});
+  }
   ir::Node* expanded = c.call("unsqueeze", {values, int64_t(-1)});
   ir::Node* below = c.call(right ? "le" : "lt", {boundaries, expanded});
   ir::Node* count = c.call("sum", {below, ir::Argument::ints({-1}), false});
@@ -417,13 +430,22 @@ void bucket(AtenNodeContext& c, ir::Node* boundaries, ir::Argument x, bool right
 }
 
 void convert_bucketize(AtenNodeContext& c) {
-  bucket(c, c.tensor("boundaries"), c.tensor_or_scalar("self"), c.bool_arg("right", false), c.bool_arg("out_int32", false));
+  ir::Node* boundaries = c.tensor("boundaries");
+  if (rank_of(boundaries) != 1) c.fail("the boundaries of bucketize must be 1-d, but got ", rank_of(boundaries), " dims");
+  bucket(c, boundaries, c.tensor_or_scalar("self"), c.bool_arg("right", false), c.bool_arg("out_int32", false));
 }
 
 void convert_searchsorted(AtenNodeContext& c) {
-  if (c.given("sorter")) c.fail("searchsorted with a sorter is not supported");
-  bool right = c.bool_arg("right", false) || c.string_arg("side", "left") == "right";
-  bucket(c, c.tensor("sorted_sequence"), c.tensor_or_scalar("self"), right, c.bool_arg("out_int32", false));
+  ir::Node* sequence = c.tensor("sorted_sequence");
+  std::string side = c.string_arg("side", "");
+  bool right = c.bool_arg("right", false);
+  if (!side.empty() && side != "left" && side != "right") c.fail("side must be 'left' or 'right', but got '", side, "'");
+  if (side == "left" && right) c.fail("side and right can't be set to opposites, got side of left while right was True");
+  if (ir::Node* sorter = c.optional_tensor("sorter")) {
+    if (shape_of(sorter) != shape_of(sequence)) c.fail("the sorter must have the sorted_sequence's shape");
+    sequence = c.call("gather", {sequence, int64_t(-1), sorter});
+  }
+  bucket(c, sequence, c.tensor_or_scalar("self"), right || side == "right", c.bool_arg("out_int32", false));
 }
 
 void convert_angle(AtenNodeContext& c) {

@@ -212,9 +212,80 @@ void convert_adaptive_avg_pool(AtenNodeContext& c) {
   c.emit(0, "adaptive_avg_pool", {c.tensor("self"), ir::Argument::ints(c.ints("output_size"))});
 }
 
+// The indices of adaptive max pooling (flat positions in each input plane, as PyTorch returns
+// them). Output o's window along a dim of size `in` pooled to `out` is [floor(o * in / out),
+// ceil((o + 1) * in / out)). Each plane is flattened and given a -inf element at its end; a
+// constant table gathers every window, in row-major order and padded with that element to
+// the longest window, into [planes, outputs, longest]; the first maximum of each (argmax, as
+// PyTorch's loop keeps the first) is mapped back to its input position through the table.
+// Spatial sizes must be static.
+ir::Node* adaptive_max_pool_indices(AtenNodeContext& c, ir::Node* x, const ir::SymShape& out_shape,
+                                    const std::vector<int64_t>& out_sizes) {
+  size_t spatial = out_sizes.size();
+  const ir::SymShape& in = shape_of(x);
+  if (in.size() < spatial) c.fail("adaptive max pooling to ", spatial, " dims needs an input of at least ", spatial, " dims");
+  size_t batch_dims = in.size() - spatial;
+  std::vector<int64_t> sizes;
+  for (size_t d = 0; d < spatial; ++d) {
+    std::optional<int64_t> size = in[batch_dims + d].maybe_constant();
+    if (!size) c.fail("the indices of adaptive max pooling need static spatial sizes");
+    if (out_sizes[d] <= 0) c.fail("adaptive max pooling: output_size ", out_sizes[d], " must be positive");
+    sizes.push_back(*size);
+  }
+  std::vector<std::vector<int64_t>> starts(spatial), lengths(spatial);
+  int64_t outputs = 1, longest = 1, plane = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t widest = 0;
+    for (int64_t o = 0; o < out_sizes[d]; ++o) {
+      int64_t start = o * sizes[d] / out_sizes[d], end = ((o + 1) * sizes[d] + out_sizes[d] - 1) / out_sizes[d];
+      starts[d].push_back(start);
+      lengths[d].push_back(end - start);
+      widest = std::max(widest, end - start);
+    }
+    outputs *= out_sizes[d], longest *= widest, plane *= sizes[d];
+  }
+  // table[o * longest + w] = the input position of element w of output o's window (plane: none).
+  std::vector<int64_t> table(static_cast<size_t>(outputs * longest), plane);
+  for (int64_t o = 0; o < outputs; ++o) {
+    std::vector<int64_t> od(spatial);
+    int64_t window = 1;
+    for (size_t d = spatial, rest = size_t(o); d-- > 0;) {
+      od[d] = int64_t(rest) % out_sizes[d], rest /= size_t(out_sizes[d]);
+      window *= lengths[d][size_t(od[d])];
+    }
+    for (int64_t w = 0; w < window; ++w) {
+      int64_t position = 0, rest = w, inner = 1;
+      for (size_t d = spatial; d-- > 0;) {
+        int64_t length = lengths[d][size_t(od[d])];
+        position += (starts[d][size_t(od[d])] + rest % length) * inner;
+        rest /= length, inner *= sizes[d];
+      }
+      table[size_t(o * longest + w)] = position;
+    }
+  }
+  SymInt planes = 1;
+  for (size_t d = 0; d < batch_dims; ++d) planes = planes * in[d];
+  double lowest = is_floating(dtype_of(x)) ? -std::numeric_limits<double>::infinity() : double(std::numeric_limits<int64_t>::min());
+  ir::Node* flat = c.call("reshape", {x, ir::Argument::sym_ints({planes, SymInt(plane)})});
+  ir::Node* filler = c.call("full", {ir::Argument::sym_ints({planes, SymInt(1)}), lowest}, {{"dtype", dtype_of(x)}});
+  ir::Node* extended = c.call("cat", {ir::Argument(std::vector<ir::Argument>{flat, filler}), int64_t(1)});
+  ir::Node* lookup = c.constant(Tensor::from_vector({outputs * longest}, table, DType::i64), "adaptive_max_pool_positions");
+  ir::Node* windows = c.call("index_select", {extended, int64_t(1), lookup});
+  windows = c.call("reshape", {windows, ir::Argument::sym_ints({planes, SymInt(outputs), SymInt(longest)})});
+  ir::Node* local = c.call("argmax", {windows, int64_t(-1), false});  // [planes, outputs]
+  std::vector<int64_t> bases(static_cast<size_t>(outputs));
+  for (int64_t o = 0; o < outputs; ++o) bases[size_t(o)] = o * longest;
+  ir::Node* base = c.constant(Tensor::from_vector({outputs}, bases, DType::i64), "adaptive_max_pool_window_starts");
+  ir::Node* flat_index = c.call("reshape", {c.call("add", {local, base}), ir::Argument::sym_ints({planes * SymInt(outputs)})});
+  ir::Node* picked = c.call("index_select", {lookup, int64_t(0), flat_index});
+  return c.call("reshape", {picked, ir::Argument::sym_ints(out_shape)});
+}
+
 void convert_adaptive_max_pool(AtenNodeContext& c) {
-  if (c.output_used(1)) c.fail("the indices output of adaptive max pooling is not supported (only the pooled values)");
-  c.emit(0, "adaptive_max_pool", {c.tensor("self"), ir::Argument::ints(c.ints("output_size"))});
+  ir::Node* x = c.tensor("self");
+  std::vector<int64_t> out_sizes = c.ints("output_size");
+  ir::Node* values = c.emit(0, "adaptive_max_pool", {x, ir::Argument::ints(out_sizes)});
+  if (c.output_used(1)) c.set_output(1, adaptive_max_pool_indices(c, x, shape_of(values), out_sizes));
 }
 
 // ---- upsampling

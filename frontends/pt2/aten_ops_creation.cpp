@@ -1,7 +1,7 @@
-// ATen ops that create tensors: zeros / ones / full / empty (empty memory is zero-filled, so
-// results are deterministic) and their _like and new_ forms, arange, scalar_tensor,
-// linspace, eye, and the random creations rand / randn (Kiln's Philox generator: the values
-// differ from PyTorch's).
+// ATen ops that create tensors: zeros / ones / full / empty / empty_permuted (empty memory is
+// zero-filled, so results are deterministic) and their _like and new_ forms, arange,
+// scalar_tensor, linspace, eye, and the random creations rand / randn and bernoulli (Kiln's Philox generator:
+// the values differ from PyTorch's).
 #include "frontends/pt2/aten_op_helpers.h"
 
 namespace kiln::frontends {
@@ -57,6 +57,21 @@ AtenConverter random_like(std::string op) {
     ir::Node* self = c.tensor("self");
     c.emit(0, op, {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_or(c, dtype_of(self))}});
   };
+}
+
+// bernoulli(self): 1 where a uniform draw is below the probability self[i], else 0;
+// bernoulli.p(self, p): the same with one probability, in self's shape and dtype.
+void convert_bernoulli(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  if (!is_floating(dtype_of(self))) c.fail("bernoulli expects a floating-point self, but got ", dtype_name(dtype_of(self)));
+  ir::Argument probability = self;
+  if (c.find("p")) {
+    double p = c.float_arg("p");
+    if (!(p >= 0 && p <= 1)) c.fail("bernoulli expects p to be in [0, 1], but got p=", p);
+    probability = p;
+  }
+  ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_of(self)}});
+  c.set_output(0, c.call("cast", {c.call("lt", {uniform, probability}), dtype_of(self)}));
 }
 
 AtenConverter new_filled(std::optional<double> value) {
@@ -136,6 +151,7 @@ void register_aten_creation_ops(AtenOpTable& table) {
   add_op(table, "empty", "memory_format", constant_fill(0.0));
   add_op(table, "empty", "default", constant_fill(0.0));
   add_op(table, "empty_strided", "default", constant_fill(0.0));
+  add_op(table, "empty_permuted", "default", constant_fill(0.0));  // the layout only orders memory
   add_op(table, "full", "default", convert_full);
   add_op(table, "zeros_like", "default", like(0.0));
   add_op(table, "ones_like", "default", like(1.0));
@@ -143,6 +159,8 @@ void register_aten_creation_ops(AtenOpTable& table) {
   add_op(table, "full_like", "default", like(std::nullopt));
   add_op(table, "rand_like", "default", random_like("rand"));
   add_op(table, "randn_like", "default", random_like("randn"));
+  add_op(table, "bernoulli", "default", convert_bernoulli);
+  add_op(table, "bernoulli", "p", convert_bernoulli);
   add_op(table, "new_zeros", "default", new_filled(0.0));
   add_op(table, "new_ones", "default", new_filled(1.0));
   add_op(table, "new_empty", "default", new_filled(0.0));

@@ -122,7 +122,17 @@ AtenConverter scatter(std::optional<std::string> fixed_reduce) {
     ir::Kwargs kwargs;
     std::optional<std::string> reduce = fixed_reduce ? fixed_reduce : c.optional_string("reduce");
     if (reduce) kwargs.emplace_back("reduce", kiln_reduce(c, *reduce));
-    c.result("scatter", {self, c.int_arg("dim"), cast_to(c, c.tensor("index"), DType::i64), src}, std::move(kwargs));
+    ir::Node* index = cast_to(c, c.tensor("index"), DType::i64);
+    int64_t dim = c.int_arg("dim");
+    if (rank_of(self) == 0) {
+      // PyTorch scatters into a 0-d self as into a 1-element 1-d one.
+      wrap_dim(c, dim, 0);
+      auto as_1d = [&](ir::Node* x) { return rank_of(x) == 0 ? reshape_to(c, x, {ir::SymInt(1)}) : x; };
+      if (src.is_node()) src = as_1d(src.node());
+      ir::Node* scattered = c.call("scatter", {as_1d(self), int64_t(0), as_1d(index), src}, std::move(kwargs));
+      return void(c.result_node(reshape_to(c, scattered, {})));
+    }
+    c.result("scatter", {self, dim, index, src}, std::move(kwargs));
   };
 }
 

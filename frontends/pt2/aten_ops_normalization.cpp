@@ -56,6 +56,13 @@ ir::Node* inverse_std(AtenNodeContext& c, ir::Node* variance, double eps) {
   return c.call("rsqrt", {c.call("add", {variance, eps})});
 }
 
+// Whether x has a static 0 among its sizes.
+bool numel_is_zero(ir::Node* x) {
+  for (const SymInt& size : shape_of(x))
+    if (size.is_constant() && size.constant() == 0) return true;
+  return false;
+}
+
 ir::Node* empty_statistic(AtenNodeContext& c, ir::Node* x) {
   return c.call("full", {ir::Argument::ints({0}), 0.0}, {{"dtype", dtype_of(x)}});
 }
@@ -71,6 +78,11 @@ void batch_norm(AtenNodeContext& c, bool training, bool native, bool in_place, b
   ir::Node* running_var = has_running ? c.optional_tensor("running_var") : nullptr;
   double momentum = c.float_arg("momentum", 0.1);
   double eps = c.float_arg("eps", 1e-5);
+  if (!native && numel_is_zero(x)) {
+    // aten.batch_norm of an empty input: a copy of it (PyTorch's _batch_norm_impl_index returns
+    // input.clone() before checking the rank; the running statistics stay as they are).
+    return void(c.set_output(0, c.call("clone", {x})));
+  }
   ir::Node* out = c.call("batch_norm", {x, optional(weight), optional(bias), optional(running_mean), optional(running_var),
                                         training, momentum, eps});
   c.set_output(0, out);
@@ -138,7 +150,11 @@ void convert_native_group_norm(AtenNodeContext& c) {
   double eps = c.float_arg("eps");
   c.emit(0, "group_norm", {x, groups, optional(c.optional_tensor("weight")), optional(c.optional_tensor("bias")), eps});
   if (!c.output_used(1) && !c.output_used(2)) return;
-  ir::Node* grouped = c.call("reshape", {x, ir::Argument::sym_ints({shape_of(x)[0], SymInt(groups), SymInt(-1)})});
+  // [N, G, C / G * HxW] from the op's own sizes (a -1 cannot be resolved for 0 elements).
+  std::optional<int64_t> channels = c.sym_int("C").maybe_constant();
+  if (groups <= 0 || (channels && *channels % groups != 0)) c.fail("native_group_norm: C (", c.sym_int("C").to_string(), ") is not a multiple of group (", groups, ")");
+  SymInt per_group = channels ? SymInt(*channels / groups) * c.sym_int("HxW") : SymInt(-1);
+  ir::Node* grouped = c.call("reshape", {x, ir::Argument::sym_ints({c.sym_int("N"), SymInt(groups), per_group})});
   ir::Node* both = c.call("var_mean", {grouped, ir::Argument::ints({2})}, {{"correction", 0.0}});
   if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
   if (c.output_used(2)) c.set_output(2, inverse_std(c, c.call("getitem", {both, int64_t(0)}), eps));

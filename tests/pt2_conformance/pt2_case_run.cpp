@@ -11,6 +11,7 @@
 #include "kiln/error.h"
 #include "kiln/npy.h"
 #include "tests/pt2_conformance/graph_merge.h"
+#include "tests/pt2_conformance/random_output_checks.h"
 
 namespace kiln::pt2_conformance {
 
@@ -20,14 +21,16 @@ const char* const kStatusNames[] = {"passed", "failed", "unsupported"};
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-// Compares every output; empty when all match.
-std::string compare_outputs(const OpInfoCase& test_case, const std::vector<Tensor>& outputs) {
+// Compares every output (values, or a property where they are random: random_output_checks.h);
+// empty when all match.
+std::string compare_outputs(const OpInfoCase& test_case, const std::vector<Tensor>& outputs,
+                            const std::map<std::string, Tensor>& inputs) {
   size_t count = 0;
   while (fs::exists(test_case.folder / ("expected_" + std::to_string(count) + ".npy"))) ++count;
   if (outputs.size() != count) return "it returns " + std::to_string(outputs.size()) + " outputs, PyTorch " + std::to_string(count);
   for (size_t i = 0; i < count; ++i) {
     Tensor expected = read_npy((test_case.folder / ("expected_" + std::to_string(i) + ".npy")).string());
-    std::string problem = difference(expected, outputs[i], test_case.atol, test_case.rtol);
+    std::string problem = check_output(output_check(test_case.op), expected, outputs[i], inputs, test_case.atol, test_case.rtol);
     if (!problem.empty()) return "output " + std::to_string(i) + ": " + problem;
   }
   return "";
@@ -107,7 +110,7 @@ std::optional<CaseOutcome> prepare(const OpInfoCase& test_case, PreparedCase& pr
   try {
     std::map<std::string, Tensor> copies;  // the interpreter may mutate its inputs
     for (const auto& [name, tensor] : prepared.inputs) copies[name] = tensor.clone();
-    std::string problem = compare_outputs(test_case, ir::Interpreter().run(prepared.graph, copies));
+    std::string problem = compare_outputs(test_case, ir::Interpreter().run(prepared.graph, copies), prepared.inputs);
     if (!problem.empty()) return CaseOutcome{CaseStatus::failed, "interpreter: " + problem};
   } catch (const std::exception& error) {
     return CaseOutcome{CaseStatus::failed, "interpreter: " + first_line(error.what())};
@@ -118,7 +121,7 @@ std::optional<CaseOutcome> prepare(const OpInfoCase& test_case, PreparedCase& pr
 CaseOutcome run_alone(const OpInfoCase& test_case, const PreparedCase& prepared, const CompileOptions& options) {
   try {
     compiler::CompiledModel model = compiler::compile(prepared.graph, options);
-    std::string problem = compare_outputs(test_case, model.run(prepared.inputs, 1));
+    std::string problem = compare_outputs(test_case, model.run(prepared.inputs, 1), prepared.inputs);
     if (!problem.empty()) return {CaseStatus::failed, "cpu: " + problem};
   } catch (const std::exception& error) {
     return {CaseStatus::failed, "cpu: " + first_line(error.what())};
@@ -170,7 +173,7 @@ std::vector<CaseOutcome> run_opinfo_cases(const std::vector<const OpInfoCase*>& 
   for (const auto& [i, part] : parts) {
     if (results.size() == merged_outputs.size()) {
       std::vector<Tensor> mine(results.begin() + long(part.first_output), results.begin() + long(part.first_output + part.output_count));
-      if (compare_outputs(*cases[i], mine).empty()) {
+      if (compare_outputs(*cases[i], mine, prepared[i].inputs).empty()) {
         outcomes[i] = {CaseStatus::passed, ""};
         continue;
       }

@@ -1,7 +1,8 @@
 // Running OpInfo cases: each is classified first (a program that calls a target outside
 // Kiln's ATen table is unsupported and not run), then imported, run on the archive's own
 // sample inputs by the reference interpreter and by the CPU backend, and each output compared
-// with eager PyTorch's (expected_<i>.npy) at the case's tolerances (OpInfo's). A case passes
+// with eager PyTorch's (expected_<i>.npy) at the case's tolerances (OpInfo's), or, for ops whose
+// results are random or uninitialized, checked for a property (random_output_checks.h). A case passes
 // when both match. The cases of one OpInfo entry are compiled together as one merged graph
 // (graph_merge.h); a case whose merged result fails is compiled and run again alone, and that
 // result is the one reported.

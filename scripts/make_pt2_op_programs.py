@@ -1,0 +1,154 @@
+"""Writes the single-op .pt2 programs of the importer's op tests (tests/frontends/pt2_ops_test.cpp)
+into tests/data/pt2/, each with eager PyTorch's results (committed: a few KB each; regenerate
+with `$(scripts/python-env) scripts/make_pt2_op_programs.py`). They cover ATen ops whose OpInfo
+samples once failed (tests/pt2_conformance/allowlist.txt), on inputs chosen to reach the hard
+parts:
+
+  pooling_indices.pt2   adaptive_max_pool{1,2,3}d with return_indices (windows of unequal
+                        length; integer-valued inputs, so that ties pick the first maximum)
+  searchsorted.pt2      searchsorted with n-d boundaries (left, right, side="right",
+                        out_int32) and with a sorter; bucketize
+  flash_attention.pt2   _scaled_dot_product_flash_attention_for_cpu's output and logsumexp,
+                        causal and with a float mask
+  empty_edges.pt2       native_group_norm over 0 elements, batch_norm of f32[0], scatter into
+                        a 0-d self
+  random_training.pt2   training-mode dropout2d, dropout3d, feature_alpha_dropout,
+                        alpha_dropout, rrelu, rand_like, randn_like, bernoulli (per-element
+                        probabilities, and bernoulli.p): random, so the files hold
+                        eager's results for their shapes and, computed here in NumPy from
+                        PyTorch's formulas, what each element may be (random_training/
+                        <op>_kept.npy and <op>_dropped.npy: the value of every element when its
+                        mask keeps or drops it)
+Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order).
+"""
+
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "tests", "data", "pt2")
+ALPHA = 1.7580993408473766  # SELU's alpha over its scale: alpha dropout's saturation value
+
+
+class PoolingIndices(nn.Module):
+    def forward(self, seq, image, volume):
+        p1, i1 = F.adaptive_max_pool1d(seq, 4, return_indices=True)
+        p2, i2 = F.adaptive_max_pool2d(image, (3, 4), return_indices=True)
+        p3, i3 = F.adaptive_max_pool3d(volume, (3, 2, 4), return_indices=True)
+        unbatched, unbatched_i = F.adaptive_max_pool2d(image[0], (2, 5), return_indices=True)
+        return p1, i1, p2, i2, p3, i3, unbatched, unbatched_i
+
+
+class SearchSorted(nn.Module):
+    def forward(self, boundaries, values, unsorted, sorter, flat_values, edges):
+        return (
+            torch.searchsorted(boundaries, values),
+            torch.searchsorted(boundaries, values, right=True, out_int32=True),
+            torch.searchsorted(boundaries, values, side="right"),
+            torch.searchsorted(unsorted, flat_values, sorter=sorter),
+            torch.bucketize(values, edges),
+        )
+
+
+class FlashAttention(nn.Module):
+    def forward(self, q, k, v, mask):
+        attention = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+        causal, causal_lse = attention(q, k, v, 0.0, True)
+        masked, masked_lse = attention(q, k, v, attn_mask=mask, scale=0.3)
+        return causal, causal_lse, masked, masked_lse
+
+
+class EmptyEdges(nn.Module):
+    def forward(self, no_rows, empty, empty_mean, empty_var, scalar, scalar_index, scalar_src):
+        out, mean, rstd = torch.ops.aten.native_group_norm(no_rows, None, None, 0, 4, 3, 2, 1e-5)
+        normalized = F.batch_norm(empty, empty_mean, empty_var, training=False)
+        scattered = torch.scatter(scalar, 0, scalar_index, scalar_src, reduce="add")
+        written = torch.scatter(scalar, -1, scalar_index, scalar_src)
+        return out, mean, rstd, normalized, scattered, written
+
+
+class RandomTraining(nn.Module):
+    def forward(self, image, volume, features, flat, rows, probabilities):
+        return (
+            F.dropout2d(image, 0.5, training=True),
+            F.dropout3d(volume, 0.25, training=True),
+            F.feature_alpha_dropout(features, 0.5, training=True),
+            F.alpha_dropout(flat, 0.2, training=True),
+            F.rrelu(flat, 0.1, 0.3, training=True),
+            torch.rand_like(rows),
+            torch.randn_like(rows),
+            torch.bernoulli(probabilities),
+            torch.ops.aten.bernoulli.p(rows, 0.3),
+        )
+
+
+def dropout_maps(x, p):
+    """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
+    return x / np.float32(1 - p), np.zeros_like(x)
+
+
+def alpha_dropout_maps(x, p):
+    """(kept, dropped) values of alpha dropout (PyTorch's _dropout_impl): with
+    a = 1 / sqrt((alpha^2 p + 1)(1 - p)), kept x * a + alpha a p, dropped alpha a p - alpha a."""
+    a = 1.0 / np.sqrt((ALPHA * ALPHA * p + 1) * (1 - p))
+    kept = x.astype(np.float64) * a + ALPHA * a * p
+    dropped = np.full(x.shape, ALPHA * a * p - ALPHA * a)
+    return kept.astype(np.float32), dropped.astype(np.float32)
+
+
+def save(name, module, inputs, extra=None):
+    torch.export.save(torch.export.export(module, inputs), os.path.join(OUT, name + ".pt2"))
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    for file in os.listdir(folder):
+        os.remove(os.path.join(folder, file))
+    with torch.no_grad():
+        outputs = module(*[t.clone() for t in inputs])
+    for i, value in enumerate(outputs):
+        np.save(os.path.join(folder, f"expected_{i}.npy"), np.array(value.numpy(), order="C"))
+    for key, value in (extra or {}).items():
+        np.save(os.path.join(folder, key + ".npy"), np.array(value, order="C"))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    torch.manual_seed(0)
+    # Integer-valued, so that windows hold ties.
+    seq = torch.randint(0, 4, (2, 3, 7)).float()
+    image = torch.randint(0, 5, (2, 3, 5, 7)).float()
+    volume = torch.randint(0, 6, (2, 2, 4, 3, 5)).float()
+    save("pooling_indices", PoolingIndices(), (seq, image, volume))
+
+    boundaries = torch.randn(2, 3, 6).sort(-1).values
+    values = torch.cat([torch.randn(2, 3, 4), boundaries[..., 1:3]], -1)  # some equal to a boundary
+    unsorted = torch.randn(2, 6)
+    flat_values = torch.cat([torch.randn(2, 3), unsorted[:, :2]], -1)
+    edges = torch.linspace(-1.5, 1.5, 7)
+    save("searchsorted", SearchSorted(), (boundaries, values, unsorted, unsorted.argsort(-1), flat_values, edges))
+
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 8)
+    save("flash_attention", FlashAttention(), (q, k, v, torch.randn(5, 7)))
+
+    save("empty_edges", EmptyEdges(), (torch.randn(0, 4, 3), torch.randn(0), torch.randn(0), torch.rand(0),
+                                       torch.tensor(2.5), torch.tensor(0), torch.tensor(-1.25)))
+
+    probabilities = torch.cat([torch.zeros(100), torch.ones(100), torch.rand(800)])  # 0 and 1 are certain
+    inputs = (torch.randn(4, 16, 3, 3), torch.randn(2, 8, 2, 3, 3), torch.randn(4, 16, 3, 3), torch.randn(400),
+              torch.randn(20, 50), probabilities)
+    image, volume, features, flat = (t.numpy() for t in inputs[:4])
+    maps = {}
+    for op, (kept, dropped) in {"dropout2d": dropout_maps(image, 0.5), "dropout3d": dropout_maps(volume, 0.25),
+                                "feature_alpha_dropout": alpha_dropout_maps(features, 0.5),
+                                "alpha_dropout": alpha_dropout_maps(flat, 0.2)}.items():
+        maps[op + "_kept"], maps[op + "_dropped"] = kept, dropped
+    save("random_training", RandomTraining(), inputs, maps)
+    print("wrote pooling_indices, searchsorted, flash_attention, empty_edges, random_training into", OUT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

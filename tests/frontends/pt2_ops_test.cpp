@@ -1,0 +1,179 @@
+// Single ATen ops through the .pt2 importer, on the committed programs of
+// scripts/make_pt2_op_programs.py (tests/data/pt2/): adaptive max pooling's indices, n-d
+// searchsorted, the CPU flash attention's logsumexp and the empty-input edges match eager
+// PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
+// and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
+// are checked element by element against what each element may be (the script's NumPy maps of
+// PyTorch's formulas) and for the spread a random draw has.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "compiler/compile_driver.h"
+#include "frontends/pt2/pt2_importer.h"
+#include "ir/interpreter.h"
+#include "tests/frontends/pt2_test_support.h"
+
+namespace kiln::frontends {
+namespace {
+
+using testing::pt2_difference;
+using testing::pt2_expected;
+using testing::pt2_expected_count;
+using testing::pt2_program;
+
+std::map<std::string, Tensor> clones(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> copies;
+  for (const auto& [name, tensor] : inputs) copies[name] = tensor.clone();
+  return copies;
+}
+
+// (interpreter outputs, CPU backend outputs) of a committed program on its sample inputs.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> run_both(const std::string& name) {
+  std::map<std::string, Tensor> inputs = read_pt2_sample_inputs(pt2_program(name));
+  std::vector<Tensor> interpreted = ir::Interpreter().run(import_pt2(pt2_program(name)), clones(inputs));
+  std::vector<Tensor> compiled = compiler::compile(import_pt2(pt2_program(name))).run(clones(inputs), 1);
+  return {interpreted, compiled};
+}
+
+class Pt2OpPrograms : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
+  const std::string name = GetParam();
+  auto [interpreted, compiled] = run_both(name);
+  for (const auto& [runner, outputs] : {std::pair{"interpreter", interpreted}, std::pair{"cpu", compiled}}) {
+    ASSERT_EQ(outputs.size(), pt2_expected_count(name)) << name << " (" << runner << ")";
+    for (size_t i = 0; i < outputs.size(); ++i)
+      EXPECT_EQ(pt2_difference(pt2_expected(name, "expected_" + std::to_string(i)), outputs[i]), "")
+          << name << " output " << i << " (" << runner << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
+                         ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges"));
+
+// The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
+// probabilities.
+std::vector<Tensor> random_inputs() {
+  std::map<std::string, Tensor> by_name = read_pt2_sample_inputs(pt2_program("random_training"));
+  std::vector<Tensor> inputs;
+  for (const std::string name : {"image", "volume", "features", "flat", "rows", "probabilities"}) {
+    EXPECT_TRUE(by_name.count(name)) << name;
+    inputs.push_back(by_name.at(name));
+  }
+  return inputs;
+}
+
+// Element i of `actual` equals element i of `kept` or of `dropped`, one choice per group of
+// `group` consecutive elements (an (N, C) slice of a feature dropout; 1 for a per-element
+// mask). Returns the fraction of kept groups; fails the test otherwise.
+double kept_fraction(const Tensor& actual, const Tensor& kept, const Tensor& dropped, int64_t group, const std::string& what) {
+  EXPECT_EQ(actual.sizes(), kept.sizes()) << what;
+  if (actual.sizes() != kept.sizes() || actual.numel() == 0) return 0;
+  auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-5 + 1e-5 * std::fabs(b); };
+  int64_t groups = actual.numel() / group, kept_groups = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    bool all_kept = true, all_dropped = true;
+    for (int64_t i = g * group; i < (g + 1) * group; ++i) {
+      all_kept &= near(actual.flat_double(i), kept.flat_double(i));
+      all_dropped &= near(actual.flat_double(i), dropped.flat_double(i));
+    }
+    EXPECT_TRUE(all_kept || all_dropped) << what << ": group " << g << " is neither kept nor dropped as a whole";
+    kept_groups += all_kept ? 1 : 0;
+  }
+  return double(kept_groups) / double(groups);
+}
+
+TEST(Pt2RandomOps, TrainingModeDropoutsRreluAndRandomLikesHaveTheirDistributions) {
+  auto [interpreted, compiled] = run_both("random_training");
+  std::vector<Tensor> inputs = random_inputs();
+  for (const auto& [runner, outputs] : {std::pair{"interpreter", interpreted}, std::pair{"cpu", compiled}}) {
+    ASSERT_EQ(outputs.size(), 9u) << runner;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Tensor expected = pt2_expected("random_training", "expected_" + std::to_string(i));
+      EXPECT_EQ(outputs[i].sizes(), expected.sizes()) << runner << " output " << i;
+      EXPECT_EQ(outputs[i].dtype(), expected.dtype()) << runner << " output " << i;
+    }
+    std::string in = std::string(" (") + runner + ")";
+    auto maps = [](const std::string& op) {
+      return std::pair{pt2_expected("random_training", op + "_kept"), pt2_expected("random_training", op + "_dropped")};
+    };
+    // dropout2d(p=0.5) on [4, 16, 3, 3]: 64 slices of 9, each kept (x * 2) or zero.
+    auto [kept2d, dropped2d] = maps("dropout2d");
+    double fraction = kept_fraction(outputs[0], kept2d, dropped2d, 9, "dropout2d" + in);
+    EXPECT_GT(fraction, 0.25) << in;  // 64 draws of p = 0.5: 4 standard deviations
+    EXPECT_LT(fraction, 0.75) << in;
+    // dropout3d(p=0.25) on [2, 8, 2, 3, 3]: 16 slices of 18.
+    auto [kept3d, dropped3d] = maps("dropout3d");
+    fraction = kept_fraction(outputs[1], kept3d, dropped3d, 18, "dropout3d" + in);
+    EXPECT_GT(fraction, 0.3) << in;
+    EXPECT_LT(fraction, 1.0) << in;
+    // feature_alpha_dropout(p=0.5) on [4, 16, 3, 3].
+    auto [kept_alpha, dropped_alpha] = maps("feature_alpha_dropout");
+    fraction = kept_fraction(outputs[2], kept_alpha, dropped_alpha, 9, "feature_alpha_dropout" + in);
+    EXPECT_GT(fraction, 0.25) << in;
+    EXPECT_LT(fraction, 0.75) << in;
+    // alpha_dropout(p=0.2) on 400 elements, each its own draw.
+    auto [kept_flat, dropped_flat] = maps("alpha_dropout");
+    fraction = kept_fraction(outputs[3], kept_flat, dropped_flat, 1, "alpha_dropout" + in);
+    EXPECT_GT(fraction, 0.72) << in;
+    EXPECT_LT(fraction, 0.88) << in;
+    // rrelu(lower=0.1, upper=0.3): x where x > 0, else x times a slope in [0.1, 0.3], one per element.
+    const Tensor& flat = inputs[3];
+    std::set<double> slopes;
+    double low = 1, high = 0;
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      double x = flat.flat_double(i), y = outputs[4].flat_double(i);
+      if (x > 0) {
+        EXPECT_EQ(y, x) << "rrelu element " << i << in;
+        continue;
+      }
+      double slope = y / x;
+      EXPECT_GE(slope, 0.1 - 1e-6) << "rrelu element " << i << in;
+      EXPECT_LE(slope, 0.3 + 1e-6) << "rrelu element " << i << in;
+      slopes.insert(slope), low = std::min(low, slope), high = std::max(high, slope);
+    }
+    EXPECT_GT(slopes.size(), 150u) << "rrelu draws one slope per negative element" << in;
+    EXPECT_LT(low, 0.12) << in;  // ~200 uniform draws reach both ends of [0.1, 0.3]
+    EXPECT_GT(high, 0.28) << in;
+    // rand_like on 1000 elements: [0, 1), mean 1/2 within 4 standard deviations (0.0091 each).
+    double sum = 0, squares = 0;
+    for (int64_t i = 0; i < outputs[5].numel(); ++i) {
+      double u = outputs[5].flat_double(i);
+      EXPECT_TRUE(u >= 0 && u < 1) << "rand_like element " << i << " is " << u << in;
+      sum += u;
+    }
+    EXPECT_NEAR(sum / 1000, 0.5, 0.037) << in;
+    // randn_like: finite, mean 0 and variance 1 within 4 standard deviations of their estimates.
+    sum = 0;
+    for (int64_t i = 0; i < outputs[6].numel(); ++i) {
+      double z = outputs[6].flat_double(i);
+      EXPECT_TRUE(std::isfinite(z)) << "randn_like element " << i << in;
+      sum += z, squares += z * z;
+    }
+    EXPECT_NEAR(sum / 1000, 0.0, 0.13) << in;
+    EXPECT_NEAR(squares / 1000, 1.0, 0.18) << in;
+    // bernoulli(probabilities): 0 where the probability is 0 (the first 100), 1 where it is 1
+    // (the next 100), 0 or 1 elsewhere; bernoulli.p(rows, 0.3): 0 or 1, 30% ones within 4
+    // standard deviations (0.0145 each).
+    const Tensor& probabilities = inputs[5];
+    for (int64_t i = 0; i < probabilities.numel(); ++i) {
+      double b = outputs[7].flat_double(i), q = probabilities.flat_double(i);
+      EXPECT_TRUE(q == 0 ? b == 0 : q == 1 ? b == 1 : b == 0 || b == 1) << "bernoulli element " << i << " is " << b << in;
+    }
+    double ones = 0;
+    for (int64_t i = 0; i < outputs[8].numel(); ++i) {
+      double b = outputs[8].flat_double(i);
+      EXPECT_TRUE(b == 0 || b == 1) << "bernoulli.p element " << i << " is " << b << in;
+      ones += b;
+    }
+    EXPECT_NEAR(ones / 1000, 0.3, 0.06) << in;
+  }
+  // Both run Kiln's Philox generator with the same seeds: the same draws.
+  for (size_t i = 0; i < interpreted.size(); ++i)
+    EXPECT_EQ(pt2_difference(interpreted[i], compiled[i]), "") << "output " << i << ": the interpreter and the CPU backend differ";
+}
+
+}  // namespace
+}  // namespace kiln::frontends
