@@ -14,7 +14,7 @@ parts:
                         a 0-d self
   random_training.pt2   training-mode dropout2d, dropout3d, feature_alpha_dropout,
                         alpha_dropout, rrelu, rand_like, randn_like, bernoulli (per-element
-                        probabilities, and bernoulli.p): random, so the files hold
+                        probabilities, and bernoulli.p), a second rand_like: random, so the files hold
                         eager's results for their shapes and, computed here in NumPy from
                         PyTorch's formulas, what each element may be (random_training/
                         <op>_kept.npy and <op>_dropped.npy: the value of every element when its
@@ -84,6 +84,7 @@ class RandomTraining(nn.Module):
             torch.randn_like(rows),
             torch.bernoulli(probabilities),
             torch.ops.aten.bernoulli.p(rows, 0.3),
+            torch.rand_like(rows),  # a second draw of output 5's shape: other numbers
         )
 
 

@@ -49,6 +49,7 @@ struct Pt2ImportState {
   std::map<std::string, Pt2Value> values;  // by exported name
   const ExportProgram* program = nullptr;
   int64_t constant_count = 0;  // tensors computed at import time, kept as parameters
+  int64_t random_nodes = 0;    // random nodes emitted so far: the next one's seed
   std::set<std::string> used_names;  // names read by some node or returned by the graph
 };
 

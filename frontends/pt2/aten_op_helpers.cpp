@@ -34,6 +34,8 @@ std::vector<int64_t> wrap_dims(const AtenNodeContext& context, const std::vector
   return wrapped;
 }
 
+int64_t next_random_seed(AtenNodeContext& context) { return context.state().random_nodes++; }
+
 ir::Node* cast_to(AtenNodeContext& context, ir::Node* node, DType dtype) {
   return node->value().dtype == dtype ? node : context.call("cast", {node, dtype});
 }

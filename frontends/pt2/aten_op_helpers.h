@@ -26,6 +26,11 @@ AtenConverter unary(std::string op);
 // x reshaped to `shape` (a reshape node).
 ir::Node* reshape_to(AtenNodeContext& context, ir::Node* x, std::vector<ir::SymInt> shape);
 
+// The seed of the next random node (rand, randn, dropout) of the program being imported: 0, 1,
+// 2, ... in node order, so that each random node draws its own numbers (two dropouts of one
+// shape get different masks) and an import is reproducible.
+int64_t next_random_seed(AtenNodeContext& context);
+
 // `node` cast to `dtype` (itself when it already has it).
 ir::Node* cast_to(AtenNodeContext& context, ir::Node* node, DType dtype);
 

@@ -131,7 +131,7 @@ void convert_rrelu(AtenNodeContext& c) {
     return;
   }
   if (!is_floating(dtype_of(x))) c.fail("rrelu expects a floating-point input, but got ", dtype_name(dtype_of(x)));
-  ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(shape_of(x))}, {{"dtype", dtype_of(x)}});
+  ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(shape_of(x))}, {{"dtype", dtype_of(x)}, {"seed", next_random_seed(c)}});
   ir::Node* slope = c.call("add", {c.call("mul", {uniform, upper - lower}), lower});
   ir::Node* negative = c.call("le", {x, 0.0});
   c.result_node(c.call("where", {negative, c.call("mul", {x, slope}), x}));
@@ -170,7 +170,7 @@ void convert_dropout(AtenNodeContext& c) {
   double p = c.float_arg("p", 0.5);
   bool train = c.bool_arg("train", true);
   if (!train || p == 0.0) return void(c.result_node(c.call("clone", {x})));
-  c.result("dropout", {x, p, true});
+  c.result("dropout", {x, p, true}, {{"seed", next_random_seed(c)}});
 }
 
 // native_dropout(input, p, train) -> (output, mask); train None means training.
@@ -183,7 +183,7 @@ void convert_native_dropout(AtenNodeContext& c) {
     if (c.output_used(1)) c.set_output(1, c.call("full_like", {x, true}, {{"dtype", DType::boolean}}));
     return;
   }
-  ir::Node* keep = c.call("ge", {c.call("rand", {ir::Argument::sym_ints(shape_of(x))}), p});
+  ir::Node* keep = c.call("ge", {c.call("rand", {ir::Argument::sym_ints(shape_of(x))}, {{"seed", next_random_seed(c)}}), p});
   double scale = p >= 1.0 ? 0.0 : 1.0 / (1.0 - p);
   c.set_output(0, c.call("where", {keep, c.call("mul", {x, scale}), 0.0}));
   if (c.output_used(1)) c.set_output(1, keep);
@@ -209,7 +209,7 @@ AtenConverter random_dropout(bool feature, bool alpha) {
       if (noise_shape.size() < 2) c.fail("feature dropout requires at least 2 dimensions in the input, but got ", noise_shape.size());
       for (size_t d = 2; d < noise_shape.size(); ++d) noise_shape[d] = ir::SymInt(1);
     }
-    ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(noise_shape)}, {{"dtype", dtype_of(x)}});
+    ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(noise_shape)}, {{"dtype", dtype_of(x)}, {"seed", next_random_seed(c)}});
     ir::Node* keep = c.call("cast", {c.call("ge", {uniform, p}), dtype_of(x)});
     if (!alpha) return void(c.result_node(c.call("mul", {x, c.call("mul", {keep, 1.0 / (1.0 - p)})})));
     constexpr double kAlpha = 1.7580993408473766;

@@ -55,7 +55,7 @@ AtenConverter like(std::optional<double> value) {
 AtenConverter random_like(std::string op) {
   return [op](AtenNodeContext& c) {
     ir::Node* self = c.tensor("self");
-    c.emit(0, op, {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_or(c, dtype_of(self))}});
+    c.emit(0, op, {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_or(c, dtype_of(self))}, {"seed", next_random_seed(c)}});
   };
 }
 
@@ -70,7 +70,7 @@ void convert_bernoulli(AtenNodeContext& c) {
     if (!(p >= 0 && p <= 1)) c.fail("bernoulli expects p to be in [0, 1], but got p=", p);
     probability = p;
   }
-  ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_of(self)}});
+  ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_of(self)}, {"seed", next_random_seed(c)}});
   c.set_output(0, c.call("cast", {c.call("lt", {uniform, probability}), dtype_of(self)}));
 }
 
@@ -86,7 +86,7 @@ AtenConverter new_filled(std::optional<double> value) {
 AtenConverter random(std::string op) {
   return [op](AtenNodeContext& c) {
     c.require_cpu("device");
-    c.emit(0, op, {ir::Argument::sym_ints(c.sym_ints("size"))}, {{"dtype", dtype_or(c, DType::f32)}});
+    c.emit(0, op, {ir::Argument::sym_ints(c.sym_ints("size"))}, {{"dtype", dtype_or(c, DType::f32)}, {"seed", next_random_seed(c)}});
   };
 }
 

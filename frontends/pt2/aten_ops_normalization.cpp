@@ -152,7 +152,8 @@ void convert_native_group_norm(AtenNodeContext& c) {
   if (!c.output_used(1) && !c.output_used(2)) return;
   // [N, G, C / G * HxW] from the op's own sizes (a -1 cannot be resolved for 0 elements).
   std::optional<int64_t> channels = c.sym_int("C").maybe_constant();
-  if (groups <= 0 || (channels && *channels % groups != 0)) c.fail("native_group_norm: C (", c.sym_int("C").to_string(), ") is not a multiple of group (", groups, ")");
+  if (groups <= 0 || (channels && *channels % groups != 0))
+    c.fail("native_group_norm: C (", c.sym_int("C").to_string(), ") is not a multiple of group (", groups, ")");
   SymInt per_group = channels ? SymInt(*channels / groups) * c.sym_int("HxW") : SymInt(-1);
   ir::Node* grouped = c.call("reshape", {x, ir::Argument::sym_ints({c.sym_int("N"), SymInt(groups), per_group})});
   ir::Node* both = c.call("var_mean", {grouped, ir::Argument::ints({2})}, {{"correction", 0.0}});

@@ -89,7 +89,7 @@ TEST(Pt2RandomOps, TrainingModeDropoutsRreluAndRandomLikesHaveTheirDistributions
   auto [interpreted, compiled] = run_both("random_training");
   std::vector<Tensor> inputs = random_inputs();
   for (const auto& [runner, outputs] : {std::pair{"interpreter", interpreted}, std::pair{"cpu", compiled}}) {
-    ASSERT_EQ(outputs.size(), 9u) << runner;
+    ASSERT_EQ(outputs.size(), 10u) << runner;
     for (size_t i = 0; i < outputs.size(); ++i) {
       Tensor expected = pt2_expected("random_training", "expected_" + std::to_string(i));
       EXPECT_EQ(outputs[i].sizes(), expected.sizes()) << runner << " output " << i;
@@ -169,6 +169,14 @@ TEST(Pt2RandomOps, TrainingModeDropoutsRreluAndRandomLikesHaveTheirDistributions
       ones += b;
     }
     EXPECT_NEAR(ones / 1000, 0.3, 0.06) << in;
+    // A second rand_like of the same shape: its own numbers (each random node has its own seed).
+    int64_t same = 0;
+    for (int64_t i = 0; i < outputs[9].numel(); ++i) {
+      double u = outputs[9].flat_double(i);
+      EXPECT_TRUE(u >= 0 && u < 1) << "second rand_like element " << i << " is " << u << in;
+      same += u == outputs[5].flat_double(i) ? 1 : 0;
+    }
+    EXPECT_LT(same, 10) << "the two rand_like draws are the same numbers" << in;
   }
   // Both run Kiln's Philox generator with the same seeds: the same draws.
   for (size_t i = 0; i < interpreted.size(); ++i)

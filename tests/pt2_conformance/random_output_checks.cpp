@@ -137,7 +137,8 @@ std::string random_slope_difference(const Tensor& actual, const std::map<std::st
       if (std::fabs(y - xi) > atol + rtol * std::fabs(xi)) out << "element " << i << " is " << y << ", expected the input " << xi;
     } else {
       double slope = y / xi;
-      if (!(slope >= -1e-6 && slope <= 1 + 1e-6)) out << "element " << i << " is " << y << ": a slope of " << slope << " on " << xi << ", not in [0, 1]";
+      if (!(slope >= -1e-6 && slope <= 1 + 1e-6))
+        out << "element " << i << " is " << y << ": a slope of " << slope << " on " << xi << ", not in [0, 1]";
       lowest = std::min(lowest, slope), highest = std::max(highest, slope);
       ++negatives;
     }
