@@ -4,15 +4,22 @@
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
-// PyTorch's formulas) and for the spread a random draw has.
+// PyTorch's formulas) and for the spread a random draw has. Arguments these ops refuse (edited
+// into the programs' model.json) give one kiln::Error naming the node.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <functional>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "compiler/compile_driver.h"
 #include "frontends/pt2/pt2_importer.h"
 #include "ir/interpreter.h"
+#include "kiln/error.h"
 #include "tests/frontends/pt2_test_support.h"
 
 namespace kiln::frontends {
@@ -22,6 +29,8 @@ using testing::pt2_difference;
 using testing::pt2_expected;
 using testing::pt2_expected_count;
 using testing::pt2_program;
+using testing::rewrite_archive;
+using nlohmann::json;
 
 std::map<std::string, Tensor> clones(const std::map<std::string, Tensor>& inputs) {
   std::map<std::string, Tensor> copies;
@@ -181,6 +190,76 @@ TEST(Pt2RandomOps, TrainingModeDropoutsRreluAndRandomLikesHaveTheirDistributions
   // Both run Kiln's Philox generator with the same seeds: the same draws.
   for (size_t i = 0; i < interpreted.size(); ++i)
     EXPECT_EQ(pt2_difference(interpreted[i], compiled[i]), "") << "output " << i << ": the interpreter and the CPU backend differ";
+}
+
+// The kiln::Error of importing the committed program `name` with `edit` applied to the
+// arguments of its nodes that call `target` (torch.ops.aten.<target>).
+std::string import_error_when_edited(const std::string& name, const std::string& target,
+                                     const std::function<void(json& inputs)>& edit) {
+  std::filesystem::path edited =
+      std::filesystem::temp_directory_path() / ("kiln_pt2_ops_" + std::to_string(::getpid()) + ".pt2");
+  rewrite_archive(pt2_program(name), edited, [&](const std::string& entry, std::string bytes) -> std::optional<std::string> {
+    if (!entry.ends_with("models/model.json")) return bytes;
+    json model = json::parse(bytes);
+    for (json& node : model["graph_module"]["graph"]["nodes"])
+      if (node["target"] == "torch.ops.aten." + target) edit(node["inputs"]);
+    return model.dump();
+  });
+  std::string message = "no error";
+  try {
+    import_pt2(edited.string());
+  } catch (const kiln::Error& error) {
+    message = error.what();
+  } catch (const std::exception& error) {
+    message = std::string("NOT A kiln::Error: ") + error.what();
+  }
+  std::filesystem::remove(edited);
+  return message;
+}
+
+// The argument `name` of a node's inputs.
+json& argument(json& inputs, const std::string& name) {
+  for (json& input : inputs)
+    if (input["name"] == name) return input["arg"];
+  ADD_FAILURE() << "no argument " << name;
+  return inputs;
+}
+
+void expect_message(const std::string& message, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+}
+
+TEST(Pt2OpArguments, SearchsortedRefusesAnUnknownSideMismatchedLeadingDimsAndAWrongSorter) {
+  expect_message(import_error_when_edited("searchsorted", "searchsorted.Tensor",
+                                          [](json& inputs) {
+                                            for (json& input : inputs)
+                                              if (input["name"] == "side") input["arg"]["as_string"] = "middle";
+                                          }),
+                 {"node 'searchsorted_2' (aten.searchsorted.Tensor)", "side must be 'left' or 'right', but got 'middle'"});
+  expect_message(import_error_when_edited("searchsorted", "searchsorted.Tensor",
+                                          [](json& inputs) {
+                                            if (argument(inputs, "sorted_sequence")["as_tensor"]["name"] == "boundaries")
+                                              argument(inputs, "self")["as_tensor"]["name"] = "flat_values";
+                                          }),
+                 {"(aten.searchsorted.Tensor)",
+                  "n-d boundaries (sorted_sequence) [2, 3, 6] need values with the same leading dims, but got [2, 5]"});
+  expect_message(import_error_when_edited("searchsorted", "searchsorted.Tensor",
+                                          [](json& inputs) {
+                                            for (json& input : inputs)
+                                              if (input["name"] == "sorter") input["arg"]["as_tensor"]["name"] = "values";
+                                          }),
+                 {"node 'searchsorted_3' (aten.searchsorted.Tensor)", "the sorter must have the sorted_sequence's shape"});
+}
+
+TEST(Pt2OpArguments, DropoutsAndBernoulliRefuseProbabilitiesOutsideTheUnitIntervalAndFeatureDropoutA1dInput) {
+  expect_message(import_error_when_edited("random_training", "feature_dropout.default",
+                                          [](json& inputs) { argument(inputs, "p")["as_float"] = 1.5; }),
+                 {"(aten.feature_dropout.default)", "dropout probability has to be between 0 and 1, but got 1.5"});
+  expect_message(import_error_when_edited("random_training", "feature_dropout.default",
+                                          [](json& inputs) { argument(inputs, "input")["as_tensor"]["name"] = "flat"; }),
+                 {"(aten.feature_dropout.default)", "feature dropout requires at least 2 dimensions in the input, but got 1"});
+  expect_message(import_error_when_edited("random_training", "bernoulli.p", [](json& inputs) { argument(inputs, "p")["as_float"] = 2.0; }),
+                 {"(aten.bernoulli.p)", "bernoulli expects p to be in [0, 1], but got p=2"});
 }
 
 }  // namespace
