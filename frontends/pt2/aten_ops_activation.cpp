@@ -202,7 +202,8 @@ AtenConverter random_dropout(bool feature, bool alpha) {
     double p = c.float_arg("p", 0.5);
     if (p < 0 || p > 1) c.fail("dropout probability has to be between 0 and 1, but got ", p);
     if (!c.bool_arg("train", true) || p == 0.0) return void(c.result_node(c.call("clone", {x})));
-    if (!is_floating(dtype_of(x))) c.fail(c.target(), " in training expects a floating-point input, but got ", dtype_name(dtype_of(x)));
+    if (!is_floating(dtype_of(x)))
+      c.fail(c.target(), " in training expects a floating-point input, but got ", dtype_name(dtype_of(x)));
     if (p == 1.0) return void(c.result_node(c.call("mul", {x, 0.0})));
     ir::SymShape noise_shape = shape_of(x);
     if (feature) {

@@ -224,6 +224,8 @@ ir::Node* adaptive_max_pool_indices(AtenNodeContext& c, ir::Node* x, const ir::S
   size_t spatial = out_sizes.size();
   const ir::SymShape& in = shape_of(x);
   if (in.size() < spatial) c.fail("adaptive max pooling to ", spatial, " dims needs an input of at least ", spatial, " dims");
+  if (!is_floating(dtype_of(x)))
+    c.fail("the indices of adaptive max pooling need a floating-point input, but got ", dtype_name(dtype_of(x)));
   size_t batch_dims = in.size() - spatial;
   std::vector<int64_t> sizes;
   for (size_t d = 0; d < spatial; ++d) {
@@ -265,9 +267,9 @@ ir::Node* adaptive_max_pool_indices(AtenNodeContext& c, ir::Node* x, const ir::S
   }
   SymInt planes = 1;
   for (size_t d = 0; d < batch_dims; ++d) planes = planes * in[d];
-  double lowest = is_floating(dtype_of(x)) ? -std::numeric_limits<double>::infinity() : double(std::numeric_limits<int64_t>::min());
   ir::Node* flat = c.call("reshape", {x, ir::Argument::sym_ints({planes, SymInt(plane)})});
-  ir::Node* filler = c.call("full", {ir::Argument::sym_ints({planes, SymInt(1)}), lowest}, {{"dtype", dtype_of(x)}});
+  ir::Node* filler = c.call("full", {ir::Argument::sym_ints({planes, SymInt(1)}), -std::numeric_limits<double>::infinity()},
+                            {{"dtype", dtype_of(x)}});
   ir::Node* extended = c.call("cat", {ir::Argument(std::vector<ir::Argument>{flat, filler}), int64_t(1)});
   ir::Node* lookup = c.constant(Tensor::from_vector({outputs * longest}, table, DType::i64), "adaptive_max_pool_positions");
   ir::Node* windows = c.call("index_select", {extended, int64_t(1), lookup});

@@ -1,7 +1,7 @@
 // ATen ops that create tensors: zeros / ones / full / empty / empty_permuted (empty memory is
 // zero-filled, so results are deterministic) and their _like and new_ forms, arange,
-// scalar_tensor, linspace, eye, and the random creations rand / randn and bernoulli (Kiln's Philox generator:
-// the values differ from PyTorch's).
+// scalar_tensor, linspace, eye, and the random creations rand / randn and bernoulli (Kiln's
+// Philox generator, a seed per random node: the values differ from PyTorch's).
 #include "frontends/pt2/aten_op_helpers.h"
 
 namespace kiln::frontends {
@@ -70,7 +70,8 @@ void convert_bernoulli(AtenNodeContext& c) {
     if (!(p >= 0 && p <= 1)) c.fail("bernoulli expects p to be in [0, 1], but got p=", p);
     probability = p;
   }
-  ir::Node* uniform = c.call("rand", {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_of(self)}, {"seed", next_random_seed(c)}});
+  ir::Node* uniform =
+      c.call("rand", {ir::Argument::sym_ints(shape_of(self))}, {{"dtype", dtype_of(self)}, {"seed", next_random_seed(c)}});
   c.set_output(0, c.call("cast", {c.call("lt", {uniform, probability}), dtype_of(self)}));
 }
 

@@ -258,7 +258,8 @@ TEST(Pt2OpArguments, DropoutsAndBernoulliRefuseProbabilitiesOutsideTheUnitInterv
   expect_message(import_error_when_edited("random_training", "feature_dropout.default",
                                           [](json& inputs) { argument(inputs, "input")["as_tensor"]["name"] = "flat"; }),
                  {"(aten.feature_dropout.default)", "feature dropout requires at least 2 dimensions in the input, but got 1"});
-  expect_message(import_error_when_edited("random_training", "bernoulli.p", [](json& inputs) { argument(inputs, "p")["as_float"] = 2.0; }),
+  expect_message(import_error_when_edited("random_training", "bernoulli.p",
+                                          [](json& inputs) { argument(inputs, "p")["as_float"] = 2.0; }),
                  {"(aten.bernoulli.p)", "bernoulli expects p to be in [0, 1], but got p=2"});
 }
 
