@@ -5,7 +5,8 @@ samples once failed (tests/pt2_conformance/allowlist.txt), on inputs chosen to r
 parts:
 
   pooling_indices.pt2   adaptive_max_pool{1,2,3}d with return_indices (windows of unequal
-                        length; integer-valued inputs, so that ties pick the first maximum)
+                        length; integer-valued inputs, so that ties pick the first maximum;
+                        windows with NaNs, where the last NaN wins)
   searchsorted.pt2      searchsorted with n-d boundaries (left, right, side="right",
                         out_int32) and with a sorter; bucketize
   flash_attention.pt2   _scaled_dot_product_flash_attention_for_cpu's output and logsumexp,
@@ -36,12 +37,13 @@ ALPHA = 1.7580993408473766  # SELU's alpha over its scale: alpha dropout's satur
 
 
 class PoolingIndices(nn.Module):
-    def forward(self, seq, image, volume):
+    def forward(self, seq, image, volume, with_nans):
         p1, i1 = F.adaptive_max_pool1d(seq, 4, return_indices=True)
         p2, i2 = F.adaptive_max_pool2d(image, (3, 4), return_indices=True)
         p3, i3 = F.adaptive_max_pool3d(volume, (3, 2, 4), return_indices=True)
         unbatched, unbatched_i = F.adaptive_max_pool2d(image[0], (2, 5), return_indices=True)
-        return p1, i1, p2, i2, p3, i3, unbatched, unbatched_i
+        nan_i = F.adaptive_max_pool1d(with_nans, 3, return_indices=True)[1]  # the last NaN of a window
+        return p1, i1, p2, i2, p3, i3, unbatched, unbatched_i, nan_i
 
 
 class SearchSorted(nn.Module):
@@ -123,7 +125,9 @@ def main():
     seq = torch.randint(0, 4, (2, 3, 7)).float()
     image = torch.randint(0, 5, (2, 3, 5, 7)).float()
     volume = torch.randint(0, 6, (2, 2, 4, 3, 5)).float()
-    save("pooling_indices", PoolingIndices(), (seq, image, volume))
+    nan = float("nan")
+    with_nans = torch.tensor([[[nan, 1.0, nan, 4.0, 2.0, 4.0, 0.5, nan, 3.0]]])
+    save("pooling_indices", PoolingIndices(), (seq, image, volume, with_nans))
 
     boundaries = torch.randn(2, 3, 6).sort(-1).values
     values = torch.cat([torch.randn(2, 3, 4), boundaries[..., 1:3]], -1)  # some equal to a boundary

@@ -216,9 +216,9 @@ void convert_adaptive_avg_pool(AtenNodeContext& c) {
 // them). Output o's window along a dim of size `in` pooled to `out` is [floor(o * in / out),
 // ceil((o + 1) * in / out)). Each plane is flattened and given a -inf element at its end; a
 // constant table gathers every window, in row-major order and padded with that element to
-// the longest window, into [planes, outputs, longest]; the first maximum of each (argmax, as
-// PyTorch's loop keeps the first) is mapped back to its input position through the table.
-// Spatial sizes must be static.
+// the longest window, into [planes, outputs, longest]; the first maximum of each (argmax), or
+// the last NaN of a window that holds NaNs (PyTorch's loop takes a value when it is greater or
+// NaN), is mapped back to its input position through the table. Spatial sizes must be static.
 ir::Node* adaptive_max_pool_indices(AtenNodeContext& c, ir::Node* x, const ir::SymShape& out_shape,
                                     const std::vector<int64_t>& out_sizes) {
   size_t spatial = out_sizes.size();
@@ -275,6 +275,9 @@ ir::Node* adaptive_max_pool_indices(AtenNodeContext& c, ir::Node* x, const ir::S
   ir::Node* windows = c.call("index_select", {extended, int64_t(1), lookup});
   windows = c.call("reshape", {windows, ir::Argument::sym_ints({planes, SymInt(outputs), SymInt(longest)})});
   ir::Node* local = c.call("argmax", {windows, int64_t(-1), false});  // [planes, outputs]
+  ir::Node* nan_at = c.call("where", {c.call("isnan", {windows}), c.call("iota", {SymInt(longest)}), int64_t(-1)});
+  ir::Node* last_nan = c.call("amax", {nan_at, ir::Argument::ints({-1}), false});
+  local = c.call("where", {c.call("ge", {last_nan, int64_t(0)}), last_nan, local});
   std::vector<int64_t> bases(static_cast<size_t>(outputs));
   for (int64_t o = 0; o < outputs; ++o) bases[size_t(o)] = o * longest;
   ir::Node* base = c.constant(Tensor::from_vector({outputs}, bases, DType::i64), "adaptive_max_pool_window_starts");
