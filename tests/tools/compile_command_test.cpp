@@ -40,7 +40,7 @@ TEST_F(CompileCli, CompilePrintsStagesThenHitsTheCache) {
   EXPECT_THAT(second.out, Not(HasSubstr("c++ compile")));
 }
 
-// -o writes a package (tests/tools/package_test.cpp has the rest).
+// -o writes a package (tests/packages/package_test.cpp has the rest).
 TEST_F(CompileCli, OutputDirectoryHoldsThePackage) {
   fs::path out = dir_ / "artifact";
   CliResult result = kiln("compile " + mlp() + " -o " + out.string());

@@ -107,7 +107,7 @@ TEST_F(TargetFlag, CompileForEachCodeTargetAndRefuseTheOthers) {
     EXPECT_THAT(cuda.out, HasSubstr("compiled: key "));
     EXPECT_THAT(cuda.out, HasSubstr("1 kernel, 2 library calls, sm_80"));
     EXPECT_THAT(kiln("compile " + mlp() + " --target cuda --sm 80").out, HasSubstr("cache hit: key "));
-    // -o: a package, as on cpu (tests/tools/cuda_package_test.cpp tests it further).
+    // -o: a package, as on cpu (tests/packages/cuda_package_test.cpp tests it further).
     CliResult package = kiln("compile " + mlp() + " --target cuda --sm 80 -o " + (dir_ / "cuda").string());
     ASSERT_EQ(package.status, 0) << package.err;
     EXPECT_THAT(package.out, HasSubstr("into package mlp for cuda"));

@@ -25,8 +25,8 @@
 #include <regex>
 #include <string>
 
-#include "cli_runner.h"
-#include "package_cli_test.h"
+#include "tests/tools/cli_runner.h"
+#include "tests/packages/package_cli_test.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "compiler/targets/cuda_package.h"
 #include "kiln/error.h"
@@ -34,7 +34,7 @@
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/package_manifest.h"
-#include "sample_models.h"
+#include "tests/tools/sample_models.h"
 
 namespace kiln {
 namespace {
@@ -94,7 +94,7 @@ class CudaPackage : public cli_test::PackageCliTest {
       module.steps.push_back(step);
     }
     std::ofstream(copy / "emulation.cpp") << codegen::cuda::emulation_source(module);
-    fs::path device = fs::path(KILN_SOURCE_DIR) / "tests" / "tools" / "emulated_package_device.h";
+    fs::path device = fs::path(KILN_SOURCE_DIR) / "tests" / "packages" / "emulated_package_device.h";
     std::string log;
     EXPECT_EQ(shell("cd " + copy.string() + " && c++ -O1 -std=c++17 -shared -fPIC -fno-strict-aliasing -w emulation.cpp " +
                         "-o libemulation.so && c++ -O1 -std=c++17 -shared -fPIC -fvisibility=hidden -Wa,-I" + copy.string() +

@@ -1,5 +1,5 @@
 // A PackageDevice (runtime/cuda/package_cuda.inc) on the host, for the CUDA package tests
-// (tests/tools/cuda_package_test.cpp): a package's host code, NAME_cuda.cpp, compiled with
+// (tests/packages/cuda_package_test.cpp): a package's host code, NAME_cuda.cpp, compiled with
 // -DKILN_PACKAGE_DEVICE_HEADER='"<this file>"' runs its generated launch sequence here instead
 // of on a GPU: device memory is host memory (poisoned, so a read of something never written
 // shows), the kernels are the package's NAME_kernels.cu built for the CPU emulation of generated

@@ -1,7 +1,7 @@
-// What the package tests of the CLI share (tests/tools/package_test.cpp, cuda_package_test.cpp):
+// What the package tests share (tests/packages/package_test.cpp, cuda_package_test.cpp):
 // a KilnCliTest that runs `kiln run` into a folder and reads the outputs back, compares two
 // sets of outputs within a tolerance, and runs shell commands (CMake builds of the apps) with
-// their log. Header-only: the tools suite builds only its *_test.cpp files.
+// their log. Header-only: a suite builds only its *_test.cpp files.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-#include "cli_runner.h"
+#include "tests/tools/cli_runner.h"
 #include "kiln/npy.h"
 #include "kiln/tensor.h"
 

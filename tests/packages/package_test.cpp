@@ -21,13 +21,13 @@
 #include <sstream>
 #include <string>
 
-#include "cli_runner.h"
-#include "package_cli_test.h"
+#include "tests/tools/cli_runner.h"
+#include "tests/packages/package_cli_test.h"
 #include "runtime/cpu_features.h"
 #include "kiln/npy.h"
 #include "runtime/package_manifest.h"
 #include "kiln/safetensors.h"
-#include "sample_models.h"
+#include "tests/tools/sample_models.h"
 
 namespace kiln {
 namespace {
