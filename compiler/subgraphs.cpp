@@ -35,12 +35,17 @@ void add_symbols(const ir::Argument& argument, std::set<std::string>& symbols) {
     for (const ir::Argument& item : argument.list()) add_symbols(item, symbols);
 }
 
-// The size symbols the graph's other nodes use (in their types and arguments): a placeholder
-// that binds one stays even when nothing reads its values.
+// The size symbols the graph uses beyond the placeholders' plain dims (in the other nodes'
+// types and arguments, and in placeholders' compound dims such as s0*s1): a placeholder that
+// binds one (as a plain dim) stays even when nothing reads its values.
 std::set<std::string> symbols_used_beyond_placeholders(const ir::Graph& graph) {
   std::set<std::string> symbols;
   for (const ir::Node* node : graph.nodes()) {
-    if (node->op() == ir::OpKind::placeholder) continue;
+    if (node->op() == ir::OpKind::placeholder) {
+      for (const ir::SymInt& size : node->value().shape)
+        if (!size.is_symbol()) add_symbols(size, symbols);
+      continue;
+    }
     for (const ir::TensorMeta& value : node->meta.values)
       for (const ir::SymInt& size : value.shape) add_symbols(size, symbols);
     for (const ir::Argument& argument : node->args()) add_symbols(argument, symbols);
@@ -54,8 +59,9 @@ std::set<std::string> symbols_used_beyond_placeholders(const ir::Graph& graph) {
 bool still_needed(const ir::Graph& graph, const ir::Node& placeholder, std::set<std::string>& needed) {
   for (const auto& [position, spec] : graph.signature().mutations())
     if (spec.kind == ir::OutputKind::user_input_mutation && spec.target == placeholder.target()) return true;
-  std::set<std::string> bound;
-  for (const ir::SymInt& size : placeholder.value().shape) add_symbols(size, bound);
+  std::set<std::string> bound;  // plain dims only: a dim s0*s1 binds neither symbol
+  for (const ir::SymInt& size : placeholder.value().shape)
+    if (size.is_symbol()) add_symbols(size, bound);
   bool binds = false;
   for (const std::string& symbol : bound)
     if (needed.erase(symbol)) binds = true;  // one placeholder binds it; later ones may go
@@ -70,7 +76,7 @@ void remove_unused(ir::Graph& graph, std::map<std::string, Tensor>* inputs) {
   for (const ir::Node* placeholder : graph.placeholders())  // bound by an input that stays anyway
     if (!placeholder->users().empty())
       for (const ir::SymInt& size : placeholder->value().shape)
-        for (const std::string& symbol : size.free_symbols()) needed.erase(symbol);
+        if (size.is_symbol()) needed.erase(size.free_symbols().front());
   for (ir::Node* placeholder : graph.placeholders()) {
     if (!placeholder->users().empty() || still_needed(graph, *placeholder, needed)) continue;
     if (inputs) inputs->erase(placeholder->target());
