@@ -22,16 +22,11 @@
 namespace kiln::frontends {
 namespace {
 
+using testing::clones;
 using testing::pt2_difference;
 using testing::pt2_expected;
 using testing::pt2_expected_count;
 using testing::pt2_program;
-
-std::map<std::string, Tensor> clones(const std::map<std::string, Tensor>& inputs) {
-  std::map<std::string, Tensor> copies;
-  for (const auto& [name, tensor] : inputs) copies[name] = tensor.clone();
-  return copies;
-}
 
 void expect_outputs(const std::string& name, const std::vector<Tensor>& outputs, const std::string& runner) {
   ASSERT_EQ(outputs.size(), pt2_expected_count(name)) << name << " (" << runner << ")";

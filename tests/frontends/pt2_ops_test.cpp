@@ -25,18 +25,13 @@
 namespace kiln::frontends {
 namespace {
 
+using testing::clones;
 using testing::pt2_difference;
 using testing::pt2_expected;
 using testing::pt2_expected_count;
 using testing::pt2_program;
 using testing::rewrite_archive;
 using nlohmann::json;
-
-std::map<std::string, Tensor> clones(const std::map<std::string, Tensor>& inputs) {
-  std::map<std::string, Tensor> copies;
-  for (const auto& [name, tensor] : inputs) copies[name] = tensor.clone();
-  return copies;
-}
 
 // (interpreter outputs, CPU backend outputs) of a committed program on its sample inputs.
 std::pair<std::vector<Tensor>, std::vector<Tensor>> run_both(const std::string& name) {

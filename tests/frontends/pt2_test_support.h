@@ -33,6 +33,13 @@ inline Tensor pt2_expected(const std::string& name, const std::string& file) {
   return read_npy((kPt2Data / name / (file + ".npy")).string());
 }
 
+// Fresh copies of inputs (the interpreter and compiled models write mutated inputs back).
+inline std::map<std::string, Tensor> clones(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> copies;
+  for (const auto& [name, tensor] : inputs) copies[name] = tensor.clone();
+  return copies;
+}
+
 inline size_t pt2_expected_count(const std::string& name) {
   size_t count = 0;
   while (fs::exists(kPt2Data / name / ("expected_" + std::to_string(count) + ".npy"))) ++count;
