@@ -13,7 +13,10 @@ weights, batch 1). For each model, with the same thread count on every side:
             the compile time;
   ort       the same module through the ONNX exporter (TorchScript, opset 17) in ONNX Runtime (CPU
             provider, all graph optimizations, one inter-op thread).
-Each side reports the median of --iters calls after --warmup calls. A side that fails is
+Each side reports, after --warmup calls, the median of the medians of --rounds interleaved rounds of
+--iters/--rounds calls (every side in turn each round), and each ratio is the median of the rounds' ratios, so load
+from other processes of this shared machine reaches both sides of a ratio alike; the other load is
+recorded per model. A side that fails is
 reported with its error and the run goes on. It prints a table and writes the results as JSON
 (bench/results/compare_pt2-DATE.json by default).
 
@@ -57,15 +60,19 @@ def models_folder():
     return folder
 
 
-def time_calls(fn, iters, warmup):
+def python_timer(fn, warmup):
+    """A side timed in this process: warm-up calls now, then timed(n) gives the median of n calls (ms)."""
     for _ in range(warmup):
         fn()
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return summarize(times)
+
+    def timed(n):
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1e3)
+        return summarize(times)["median_ms"]
+    return timed
 
 
 def run_kiln(args, argv, cache_dir):
@@ -75,26 +82,33 @@ def run_kiln(args, argv, cache_dir):
     return result.stdout
 
 
-def measure_kiln(args, folder, input_name, expected, work):
+def prepare_kiln(args, folder, input_name, expected, work, info):
+    """Compiles the program (timed, empty cache), checks `kiln run` against eager, and returns a timer
+    that runs `kiln bench` (cache warm) for n calls and gives their median (ms)."""
     program = os.path.join(folder, "static.pt2")
     flags = ["--input", f"{input_name}={os.path.join(folder, 'input_1.npy')}"]
     cache_dir = os.path.join(work, "cache")
     out_dir = os.path.join(work, "out")
     start = time.perf_counter()
     run_kiln(args, ["compile", program], cache_dir)
-    compile_s = time.perf_counter() - start
+    info["compile_s"] = time.perf_counter() - start
     run_kiln(args, ["run", program, "--target", "cpu", "--threads", str(args.threads), "--out", out_dir] + flags, cache_dir)
     outputs = [f for f in os.listdir(out_dir) if f.endswith(".npy")]
     got = np.load(os.path.join(out_dir, outputs[0])).astype(np.float64)
     magnitude = float(np.max(np.abs(expected)))
     error = float(np.max(np.abs(got - expected))) / magnitude if got.shape == expected.shape else float("inf")
-    data = json.loads(run_kiln(args, ["bench", program, "--target", "cpu", "--json", "--iters", str(args.iters), "--warmup",
-                                      str(args.warmup), "--threads", str(args.threads)] + flags, cache_dir).strip().splitlines()[-1])
-    return {"median_ms": data["median_ms"], "p10_ms": data["p10_ms"], "p90_ms": data["p90_ms"], "compile_s": compile_s,
-            "err_over_magnitude": error, "ok": error <= CHECK_TOLERANCE}
+    info["err_over_magnitude"] = error
+    info["ok"] = error <= CHECK_TOLERANCE
+
+    def timed(n):
+        data = json.loads(run_kiln(args, ["bench", program, "--target", "cpu", "--json", "--iters", str(n), "--warmup",
+                                          str(args.warmup), "--threads", str(args.threads)] + flags,
+                                   cache_dir).strip().splitlines()[-1])
+        return data["median_ms"]
+    return timed
 
 
-def measure_ort(args, module, x, work):
+def prepare_ort(args, module, x, work, info):
     import onnxruntime as ort
 
     path = os.path.join(work, "model.onnx")
@@ -107,10 +121,23 @@ def measure_ort(args, module, x, work):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     feed = {"x": x.numpy()}
-    return time_calls(lambda: session.run(None, feed), args.iters, args.warmup)
+    return python_timer(lambda: session.run(None, feed), args.warmup)
+
+
+def prepare_compile(args, module, x, info):
+    torch._dynamo.reset()
+    compiled = torch.compile(module)
+    start = time.perf_counter()
+    compiled(x)
+    info["compile_s"] = time.perf_counter() - start
+    return python_timer(lambda: compiled(x), args.warmup)
 
 
 def measure(name, args, folder):
+    """Every side of one model, interleaved: each of --rounds rounds times every side for
+    --iters/--rounds calls in turn, so a change in the shared machine's load reaches every side
+    alike. A side's figure is the median of its rounds' medians; a ratio is the median of the rounds'
+    ratios (Kiln's round median over the other side's, measured one right after the other)."""
     meta = json.load(open(os.path.join(folder, "meta.json")))
     row = {"model": name, "parameters": meta.get("parameters")}
     if meta.get("status") != "exported":
@@ -121,37 +148,46 @@ def measure(name, args, folder):
     x = torch.from_numpy(np.load(os.path.join(folder, "input_1.npy")))
     expected = np.load(os.path.join(folder, "expected_1.npy")).astype(np.float64)
     input_name = "tokens" if name == "transformer_encoder" else "idx" if name == "gpt" else "x"
-    with tempfile.TemporaryDirectory(prefix=f"compare_pt2_{name}_") as work, OtherLoad() as load:
-        for side, fn in (("kiln", lambda: measure_kiln(args, folder, input_name, expected, work)),
-                         ("eager", lambda: time_calls(lambda: module(x), args.iters, args.warmup)),
-                         ("compile", lambda: measure_compile(args, module, x)),
-                         ("ort", lambda: measure_ort(args, module, x, work))):
+    per_round = max(1, args.iters // args.rounds)
+    with tempfile.TemporaryDirectory(prefix=f"compare_pt2_{name}_") as work, OtherLoad() as load, torch.no_grad():
+        timers, info = {}, {}
+        for side, prepare in (("kiln", lambda i: prepare_kiln(args, folder, input_name, expected, work, i)),
+                              ("eager", lambda i: python_timer(lambda: module(x), args.warmup)),
+                              ("compile", lambda i: prepare_compile(args, module, x, i)),
+                              ("ort", lambda i: prepare_ort(args, module, x, work, i))):
             if side not in args.sides:
                 continue
+            info[side] = {}
             try:
-                with torch.no_grad():
-                    row[side] = fn()
+                timers[side] = prepare(info[side])
             except Exception as error:  # a side that fails is reported, the run goes on
                 row[side] = {"error": (str(error).strip().splitlines() or [type(error).__name__])[0][:300]}
-            print(f"  {name} {side}: {row[side]}", flush=True)
+                print(f"  {name} {side}: {row[side]}", flush=True)
+        round_medians = {side: [] for side in timers}
+        for _ in range(args.rounds):
+            for side, timed in list(timers.items()):
+                try:
+                    round_medians[side].append(timed(per_round))
+                except Exception as error:
+                    row[side] = {"error": (str(error).strip().splitlines() or [type(error).__name__])[0][:300]}
+                    del timers[side]
+    for side in timers:
+        rounds = summarize(round_medians[side])
+        row[side] = {"median_ms": rounds["median_ms"], "round_medians_ms": round_medians[side],
+                     "calls": per_round * args.rounds, **info[side]}
+        if side != "kiln" and "kiln" in timers:
+            ratios = [k / o for k, o in zip(round_medians["kiln"], round_medians[side])]
+            row[side]["kiln_ratio"] = summarize(ratios)["median_ms"]
+            row[side]["kiln_ratio_range"] = [min(ratios), max(ratios)]
+        print(f"  {name} {side}: {row[side]}", flush=True)
     row["other_load_cores"] = load.cores
     return row
 
 
-def measure_compile(args, module, x):
-    torch._dynamo.reset()
-    compiled = torch.compile(module)
-    start = time.perf_counter()
-    compiled(x)
-    first_call_s = time.perf_counter() - start
-    timing = time_calls(lambda: compiled(x), args.iters, args.warmup)
-    timing["compile_s"] = first_call_s
-    return timing
-
-
 def print_table(results):
     env = results["environment"]
-    print(f"\n.pt2 models, batch 1, {env['threads']} threads, median of {env['iters']} calls (ms); kiln / best of the others")
+    print(f"\n.pt2 models, batch 1, {env['threads']} threads, median of {env['iters']} calls in {env['rounds']} interleaved rounds (ms);"
+          " kiln/X: median of the rounds' ratios")
     header = f"{'model':<22} {'kiln':>9} {'eager':>9} {'compile':>9} {'ort':>9} {'kiln/eager':>10} {'kiln/comp':>9} {'kiln/ort':>9}  check"
     print(header)
     print("-" * len(header))
@@ -161,8 +197,8 @@ def print_table(results):
             return f"{value['median_ms']:.2f}" if "median_ms" in value else "fail" if "error" in value else "-"
 
         def ratio(side):
-            a, b = row.get("kiln", {}), row.get(side, {})
-            return f"{a['median_ms'] / b['median_ms']:.2f}" if "median_ms" in a and "median_ms" in b else "-"
+            value = row.get(side, {})
+            return f"{value['kiln_ratio']:.2f}" if "kiln_ratio" in value else "-"
 
         kiln = row.get("kiln", {})
         check = "ok" if kiln.get("ok") else f"WRONG {kiln.get('err_over_magnitude', 0):.1e}" if "ok" in kiln else kiln.get("error", row.get("error", ""))[:60]
@@ -177,6 +213,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; each side runs --iters/--rounds calls per round")
     parser.add_argument("--models", help="comma-separated subset of the generated models")
     parser.add_argument("--sides", default="kiln,eager,compile,ort")
     parser.add_argument("--json-out")
@@ -187,7 +224,7 @@ def main():
     names = sorted(n for n in os.listdir(folder) if os.path.exists(os.path.join(folder, n, "meta.json")))
     if args.models:
         names = [n for n in names if n in args.models.split(",")]
-    results = {"environment": {"threads": args.threads, "iters": args.iters, "warmup": args.warmup,
+    results = {"environment": {"threads": args.threads, "iters": args.iters, "warmup": args.warmup, "rounds": args.rounds,
                                "torch": torch.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
                                "load_before": os.getloadavg()[0]},
                "models": []}
