@@ -21,7 +21,7 @@ void TorchValue::flatten_into(std::vector<const TorchValue*>& leaves) const {
       for (const TorchValue& item : items) item.flatten_into(leaves);
       return;
     case Kind::dict:
-      for (const auto& entry : entries) entry.second.flatten_into(leaves);
+      for (const TorchDictEntry& entry : entries) entry.value.flatten_into(leaves);
       return;
     default: leaves.push_back(this);
   }
@@ -276,7 +276,7 @@ class Unpickler {
   void set_items(std::vector<TorchValue> items) {
     if (items.size() % 2) error("a dict with a key but no value");
     TorchValue& target = top_value(TorchValue::Kind::dict, "SETITEMS");
-    for (size_t i = 0; i < items.size(); i += 2) target.entries.emplace_back(std::move(items[i]), std::move(items[i + 1]));
+    for (size_t i = 0; i < items.size(); i += 2) target.entries.push_back({std::move(items[i]), std::move(items[i + 1])});
   }
   StackValue memo(uint64_t key) const {
     auto found = memo_.find(key);

@@ -18,6 +18,8 @@
 
 namespace kiln::frontends {
 
+struct TorchDictEntry;
+
 struct TorchValue {
   // global: a class or function the pickle names (module.name in `string`); the reader
   // resolves every one it accepts, so none is left in a returned value.
@@ -28,13 +30,19 @@ struct TorchValue {
   double floating = 0;
   std::string string;
   std::vector<TorchValue> items;                            // tuple, list
-  std::vector<std::pair<TorchValue, TorchValue>> entries;  // dict, in insertion order
+  std::vector<TorchDictEntry> entries;  // dict, in insertion order
   Tensor tensor;
 
   // The leaves in the order of torch.utils._pytree's flattening: tuple, list and dict children
   // in order (dict values in insertion order), None contributing nothing.
   void flatten_into(std::vector<const TorchValue*>& leaves) const;
   std::string kind_name() const;  // "tensor", "int", ...
+};
+
+// A dict's key and value (a struct, not a std::pair, which needs a complete TorchValue).
+struct TorchDictEntry {
+  TorchValue key;
+  TorchValue value;
 };
 
 // `label` names the file in messages ("'m.pt2': data/sample_inputs/model.pt").
