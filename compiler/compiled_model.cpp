@@ -57,29 +57,30 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
 }
 
 void CompiledModel::write_back_mutations(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs) {
+  write_back_mutation_outputs(graph_, inputs, outputs);
   for (const WriteBack& write_back : write_backs_) {
-    const Tensor& value = outputs.at(write_back.output);
-    if (!write_back.input.empty()) {
-      inputs.at(write_back.input).copy_from(value);
-      continue;
-    }
-    const Tensor& attribute = graph_.parameters().at(write_back.target);
-    attribute.copy_from(value);
-    if (write_back.parameter >= 0) {
-      parameters_[size_t(write_back.parameter)] = attribute.contiguous();  // the same tensor unless it is strided
-      artifact_->parameter_changed(size_t(write_back.parameter));
-    }
+    if (write_back.parameter < 0) continue;
+    // The same tensor unless it is strided.
+    parameters_[size_t(write_back.parameter)] = graph_.parameters().at(write_back.target).contiguous();
+    artifact_->parameter_changed(size_t(write_back.parameter));
+  }
+}
+
+void write_back_mutation_outputs(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
+                                 std::vector<Tensor>& outputs) {
+  std::vector<std::pair<size_t, ir::OutputSpec>> mutations = graph.signature().mutations();
+  if (mutations.empty()) return;
+  std::vector<bool> written(outputs.size(), false);
+  for (const auto& [output, spec] : mutations) {
+    const Tensor& value = outputs.at(output);
+    if (spec.kind == ir::OutputKind::user_input_mutation) inputs.at(spec.target).copy_from(value);
+    else graph.parameters().at(spec.target).copy_from(value);
+    written[output] = true;
   }
   std::vector<Tensor> returned;
-  returned.reserve(outputs.size() - write_backs_.size());
-  size_t next = 0;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (next < write_backs_.size() && write_backs_[next].output == i) {
-      ++next;
-      continue;
-    }
-    returned.push_back(std::move(outputs[i]));
-  }
+  returned.reserve(outputs.size() - mutations.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!written[i]) returned.push_back(std::move(outputs[i]));
   outputs = std::move(returned);
 }
 

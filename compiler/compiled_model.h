@@ -64,4 +64,10 @@ class CompiledModel final : public Executable {
   std::vector<WriteBack> write_backs_;  // in output order
 };
 
+// What CompiledModel::run does with a graph's mutation outputs, for a graph run another way (the
+// interpreter): copies each into what it mutates (the caller's input by name, or the graph's
+// parameter or buffer) and drops it from `outputs`, which held every output of `graph`.
+void write_back_mutation_outputs(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
+                                 std::vector<Tensor>& outputs);
+
 }  // namespace kiln::compiler

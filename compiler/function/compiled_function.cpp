@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "compiler/compile_driver.h"
+#include "compiler/function/dynamic_dims.h"
 #include "compiler/function/guards.h"
 #include "compiler/function/segment_cache.h"
 #include "frontends/module/trace_graph.h"
@@ -36,15 +37,10 @@ struct Variant {
   size_t op_count = 0;
 };
 
-struct DimRange {
-  int64_t min = 2;
-  int64_t max = std::numeric_limits<int64_t>::max();
-};
-
 }  // namespace compiled_function_parts
 
-using compiled_function_parts::DimRange;
 using compiled_function_parts::Variant;
+using compiler::DimRange;
 
 namespace {
 
@@ -76,8 +72,7 @@ struct CompiledFunction::State {
 
   mutable std::shared_mutex mutex;              // variants and what recompiles read and write
   std::vector<std::unique_ptr<Variant>> variants;
-  std::vector<Sizes> first_sizes;               // each input's sizes at the first trace
-  std::map<std::pair<size_t, int64_t>, DimRange> dynamic_dims;  // (input, dim) made or marked dynamic
+  compiler::DynamicDims dynamic_dims;           // made or marked dynamic
   std::atomic<size_t> calls{0};
   size_t traces = 0;
   std::atomic<size_t> fallback_calls{0};
@@ -116,55 +111,19 @@ struct CompiledFunction::State {
 
   // Automatic dynamic: dims whose size differs from the first trace's become dynamic.
   void update_dynamic_dims(const std::vector<Tensor>& inputs) {
-    if (options.dynamic != DynamicShapes::automatic || first_sizes.empty()) return;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (first_sizes[i].size() != inputs[i].sizes().size()) continue;
-      for (size_t d = 0; d < first_sizes[i].size(); ++d) {
-        if (first_sizes[i][d] == inputs[i].sizes()[d] || dynamic_dims.count({i, int64_t(d)})) continue;
-        dynamic_dims[{i, int64_t(d)}] = DimRange{};
-        log("dynamic", options.name + ": " + names[i] + ".size(" + std::to_string(d) + ") changed from " +
-                           std::to_string(first_sizes[i][d]) + " to " + std::to_string(inputs[i].sizes()[d]) +
-                           ": made dynamic");
-      }
-    }
+    if (options.dynamic != DynamicShapes::automatic) return;
+    for (const std::string& note : dynamic_dims.note_sizes(inputs, names)) log("dynamic", options.name + ": " + note);
   }
 
-  // The placeholder types of a trace for these inputs: dynamic dims (by policy) become symbols,
-  // one per distinct size (duck sizing); sizes 0 and 1 and sizes outside a marked range stay static.
+  // The placeholder types of a trace for these inputs (compiler/function/dynamic_dims.h).
   std::vector<ir::TensorMeta> input_types(const std::vector<Tensor>& inputs, bool dynamic,
-                                          std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
-    for (const auto& [dim, range] : dynamic_dims) {
-      if (dim.first >= inputs.size() || dim.second >= inputs[dim.first].dim())
-        fail("kiln::compile: ", options.name, ": dim ", dim.second, " of input ", dim.first,
-             " was marked dynamic, but the call has ", inputs.size(), " inputs",
-             dim.first < inputs.size() ? " and that input has rank " + std::to_string(inputs[dim.first].dim()) : "");
-    }
-    std::vector<ir::TensorMeta> types;
-    std::map<std::pair<int64_t, std::pair<int64_t, int64_t>>, std::string> symbols;  // (size, range) -> name
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      ir::TensorMeta type = example_meta(inputs[i]);
-      type.device = inputs[i].device();
-      for (size_t d = 0; dynamic && d < type.shape.size(); ++d) {
-        int64_t size = inputs[i].sizes()[d];
-        DimRange range;
-        auto marked = dynamic_dims.find({i, int64_t(d)});
-        if (marked != dynamic_dims.end()) range = marked->second;
-        else if (options.dynamic != DynamicShapes::always) continue;
-        std::string where = names[i] + ".size(" + std::to_string(d) + ")";
-        if (size < 2 || size < range.min || size > range.max) {
-          std::string note = where + " is " + std::to_string(size) + ": specialized (" +
-                             (size < 2 ? "sizes 0 and 1 are never symbolic" : "outside its marked range") + ")";
-          log("dynamic", options.name + ": " + note);
-          if (explaining) specializations.push_back(note);
-          continue;
-        }
-        auto [it, fresh] = symbols.emplace(std::make_pair(size, std::make_pair(range.min, range.max)),
-                                           "s" + std::to_string(symbols.size()));
-        if (fresh) ranges[it->second] = {std::max<int64_t>(2, range.min), range.max};  // 0 and 1: static variants
-        type.shape[d] = ir::SymInt::symbol(it->second);
-      }
-      type.strides = contiguous_strides(type.shape);
-      types.push_back(std::move(type));
+                                          compiler::SymbolRanges& ranges) const {
+    dynamic_dims.check_marked(inputs, "kiln::compile: " + options.name);
+    std::vector<std::string> notes;
+    std::vector<ir::TensorMeta> types = dynamic_dims.input_types(inputs, names, options.dynamic, dynamic, ranges, notes);
+    for (const std::string& note : notes) {
+      log("dynamic", options.name + ": " + note);
+      if (explaining) specializations.push_back(note);
     }
     return types;
   }
@@ -243,8 +202,6 @@ struct CompiledFunction::State {
     std::vector<ir::TensorMeta> types;
     std::vector<std::string> breaks;
     ir::Graph graph = trace_for(inputs, scalars, types, ranges, breaks);
-    if (first_sizes.empty())
-      for (const Tensor& input : inputs) first_sizes.push_back(input.sizes());
     ++traces;
     if (!breaks.empty()) {
       has_breaks = true;
@@ -379,7 +336,7 @@ void CompiledFunction::mark_dynamic(size_t input, int64_t dim, int64_t min, int6
   if (min > max) fail("kiln::mark_dynamic: the range [", min, ", ", max, "] is empty");
   if (dim < 0) fail("kiln::mark_dynamic: dim ", dim, " is negative");
   std::unique_lock lock(state_->mutex);
-  state_->dynamic_dims[{input, dim}] = DimRange{min, max};
+  state_->dynamic_dims.mark(input, dim, DimRange{min, max});
 }
 
 CompiledFunctionStats CompiledFunction::stats() const {
@@ -470,7 +427,7 @@ Explanation explain(ScalarFunction fn, const std::vector<Tensor>& inputs, const 
   explanation.specializations = std::move(state.specializations);
   for (size_t i = 0; i < inputs.size(); ++i) {
     for (int64_t d = 0; d < types[i].rank(); ++d) {
-      if (!types[i].shape[size_t(d)].is_constant() || state.dynamic_dims.count({i, d})) continue;
+      if (!types[i].shape[size_t(d)].is_constant() || state.dynamic_dims.contains(i, d)) continue;
       if (state.options.dynamic == DynamicShapes::automatic)
         explanation.specializations.push_back(state.names[i] + ".size(" + std::to_string(d) + ") == " +
                                               std::to_string(inputs[i].size(d)) +

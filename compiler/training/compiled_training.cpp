@@ -3,9 +3,11 @@
 #include "compiler/training/compiled_training.h"
 
 #include <algorithm>
+#include <iostream>
 #include <set>
 #include <utility>
 
+#include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
 #include "frontends/module/trace_graph.h"
 #include "kiln/trace.h"
@@ -25,20 +27,27 @@ std::vector<std::string> placeholder_names(const std::string& prefix, size_t cou
   return names;
 }
 
-// "f32[16, 784] i64[16]": what decides whether a compiled program fits a batch.
+// "f32[16, 784] i64[16]": a batch's tensors, for messages.
 std::string signature(const std::vector<Tensor>& tensors) {
   std::string text;
   for (const Tensor& tensor : tensors) {
-    if (!tensor.defined()) fail("compile_training: a batch holds an undefined tensor");
-    text += std::string(dtype_name(tensor.dtype())) + sizes_to_string(tensor.sizes()) + " ";
+    if (!text.empty()) text += " ";
+    text += std::string(dtype_name(tensor.dtype())) + sizes_to_string(tensor.sizes());
   }
   return text;
 }
 
-std::vector<ir::TensorMeta> example_types(const std::vector<Tensor>& tensors) {
-  std::vector<ir::TensorMeta> types;
-  for (const Tensor& tensor : tensors) types.push_back(example_meta(tensor));
-  return types;
+// The batch's inputs then its targets: the step's placeholders.
+std::vector<Tensor> batch_tensors(const Batch& batch) {
+  std::vector<Tensor> tensors = batch.inputs;
+  tensors.insert(tensors.end(), batch.targets.begin(), batch.targets.end());
+  for (const Tensor& tensor : tensors)
+    if (!tensor.defined()) fail("compile_training: a batch holds an undefined tensor");
+  return tensors;
+}
+
+std::vector<std::string> eval_names(size_t count) {
+  return count == 1 ? std::vector<std::string>{"x"} : placeholder_names("x", count);
 }
 
 // Runs `body` with the module in `training` mode, restoring its mode afterwards.
@@ -65,12 +74,13 @@ std::vector<NamedTensor> parameters_read(const nn::Module& module, const ir::Gra
   return parameters;
 }
 
-// Compiles `graph` after pointing its trainable parameters at the arena's views.
-compiler::CompiledModel compile_over_arena(ir::Graph& graph, const ParameterArena& arena,
-                                      const CompileOptions& options) {
+// Compiles `graph` for options.target (or readies it for the interpreter) after pointing its
+// trainable parameters at the arena's views.
+std::unique_ptr<compiler::Executable> compile_over_arena(ir::Graph& graph, const ParameterArena& arena,
+                                                         const CompileOptions& options) {
   for (const std::string& name : arena.names())
     if (graph.parameter(name)) graph.set_parameter(name, arena.parameter(name));
-  return compiler::compile(graph, options);
+  return compiler::prepare(graph, options);
 }
 
 }  // namespace
@@ -79,14 +89,16 @@ compiler::CompiledModel compile_over_arena(ir::Graph& graph, const ParameterAren
 struct CompiledTraining::StepProgram {
   // The forward returns the buffers it updates (BatchNorm's running statistics) as mutation
   // outputs of its graph signature, which its CompiledModel copies back into the module's buffers
-  // (the graph shares their tensors) and leaves out of the outputs it returns.
+  // (the graph shares their tensors) and leaves out of the outputs it returns; interpreted (past
+  // the recompile limit), the step does that itself.
   passes::Partition partition;
-  std::unique_ptr<compiler::CompiledModel> forward;
-  std::unique_ptr<compiler::CompiledModel> backward;
+  std::unique_ptr<compiler::Executable> forward;
+  std::unique_ptr<compiler::Executable> backward;
+  bool interpreted = false;
 };
 
 struct CompiledTraining::EvalProgram {
-  std::unique_ptr<compiler::CompiledModel> model;
+  std::unique_ptr<compiler::Executable> model;
 };
 
 CompiledTraining::CompiledTraining(nn::Module& module, LossFunction loss, const TrainingOptions& options)
@@ -95,17 +107,14 @@ CompiledTraining::~CompiledTraining() = default;
 CompiledTraining::CompiledTraining(CompiledTraining&&) noexcept = default;
 CompiledTraining& CompiledTraining::operator=(CompiledTraining&&) noexcept = default;
 
-// Trace (train mode) -> functional, decomposed, simplified -> joint graph of the loss against
-// the trainable parameters -> simplified -> min-cut partition. Nothing is compiled here.
-std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(const Batch& batch) const {
-  if (batch.inputs.empty()) fail("compile_training: the batch has no inputs for the module");
+// Trace (train mode) on placeholders of these types (the module's inputs, then the loss's
+// targets) -> functional, decomposed, simplified -> joint graph of the loss against the
+// trainable parameters -> simplified -> min-cut partition. Nothing is compiled here.
+std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(const std::vector<ir::TensorMeta>& types,
+                                                                               size_t num_inputs) const {
+  if (num_inputs == 0) fail("compile_training: the batch has no inputs for the module");
   TraceOptions trace_options;
-  trace_options.input_names = placeholder_names("input", batch.inputs.size());
-  for (const std::string& name : placeholder_names("target", batch.targets.size()))
-    trace_options.input_names.push_back(name);
-  std::vector<ir::TensorMeta> types = example_types(batch.inputs);
-  for (const ir::TensorMeta& type : example_types(batch.targets)) types.push_back(type);
-  const size_t num_inputs = batch.inputs.size();
+  trace_options.input_names = steps_.names;
   nn::Module& module = *module_;
   const LossFunction& loss_fn = loss_;
   ir::Graph graph = in_mode(module, true, [&] {
@@ -141,14 +150,30 @@ std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(c
   return program;
 }
 
+void CompiledTraining::compile_step(StepProgram& program, const CompileOptions& options) {
+  program.forward = compile_over_arena(program.partition.forward, *arena_, options);
+  program.backward = compile_over_arena(program.partition.backward, *arena_, options);
+  program.interpreted = options.target == "interp";
+  if (!program.interpreted) model_compiles_ += 2;
+}
+
 CompiledTraining CompiledTraining::compile(nn::Module& module, LossFunction loss, const OptimizerOptions& optimizer,
                                            const Batch& example, const TrainingOptions& options) {
+  if (options.recompile_limit < 1)
+    fail("compile_training: recompile_limit is ", options.recompile_limit, "; it must be at least 1");
   CompiledTraining training(module, std::move(loss), options);
-  std::unique_ptr<StepProgram> program = training.build_program(example);
+  training.batch_inputs_ = example.inputs.size();
+  training.batch_targets_ = example.targets.size();
+  training.steps_.names = placeholder_names("input", example.inputs.size());
+  for (const std::string& name : placeholder_names("target", example.targets.size()))
+    training.steps_.names.push_back(name);
+  // The first variant is traced before the arena exists: the parameters its loss reads make the
+  // arena, and the optimizer is built over it; then it compiles.
+  StepProgram& first = training.program_for(example);
   std::map<std::string, Tensor> module_parameters;
   for (auto& [name, value] : module.named_parameters()) module_parameters.emplace(name, value);
   std::vector<NamedTensor> parameters;
-  for (const std::string& name : program->partition.wrt) parameters.push_back({name, module_parameters.at(name)});
+  for (const std::string& name : first.partition.wrt) parameters.push_back({name, module_parameters.at(name)});
   training.arena_ = std::make_unique<ParameterArena>(parameters);
   for (const NamedTensor& parameter : parameters)
     training.module_parameters_.emplace_back(parameter.value, training.arena_->parameter(parameter.name));
@@ -162,29 +187,84 @@ CompiledTraining CompiledTraining::compile(nn::Module& module, LossFunction loss
         }
       },
       optimizer));
-  training.first_signature_ = signature(example.inputs) + "| " + signature(example.targets);
-  training.programs_[training.first_signature_] = std::move(program);
-  training.program_for(example);  // compiles the example's forward and backward
+  training.compile_step(first, options.compile);
   return training;
 }
 
+// The variant of `variants` whose guards accept `tensors`; else, below the recompile limit, a new
+// one: traced by make(types, compile_options) on placeholder types with the dynamic dims as
+// symbols (static when a symbolic trace fails) and guarded by make_guards; past the limit, one
+// made for these tensors' static types and run interpreted. `what` names the callable.
+template <typename Program, typename Make>
+Program& CompiledTraining::variant_for(Variants<Program>& variants, const std::vector<Tensor>& tensors,
+                                       const std::string& what, Make make) {
+  std::string failure;
+  for (auto& [guards, program] : variants.compiled) {
+    int failing = compiler::first_failing_guard(guards, tensors, {});
+    if (failing < 0) return *program;
+    failure = compiler::describe_guard(guards[size_t(failing)], variants.names) + " failed: " +
+              compiler::describe_actual(guards[size_t(failing)], tensors, {});
+  }
+  const DynamicShapes policy = options_.dynamic;
+  if (policy == DynamicShapes::automatic)
+    for (const std::string& note : variants.dims.note_sizes(tensors, variants.names))
+      log("dynamic", "compile_training: " + what + ": " + note);
+  compiler::SymbolRanges ranges;
+  std::vector<std::string> notes;
+  if (int(variants.compiled.size()) >= options_.recompile_limit) {
+    if (!variants.warned_limit) {
+      variants.warned_limit = true;
+      std::cerr << "kiln: warning: compile_training: " << what << " reached its recompile limit ("
+                << options_.recompile_limit << " variants); the guard that kept failing: " << failure
+                << "; batches that no variant accepts now run in the interpreter (raise "
+                   "TrainingOptions::recompile_limit, or set TrainingOptions::dynamic)\n";
+    }
+    CompileOptions interpreted = options_.compile;
+    interpreted.target = "interp";
+    variants.interpreted = make(variants.dims.input_types(tensors, variants.names, policy, false, ranges, notes),
+                                interpreted);
+    return *variants.interpreted;
+  }
+  if (!variants.compiled.empty())
+    log("recompiles", "compile_training: " + what + ": recompiling (variant " +
+                          std::to_string(variants.compiled.size()) + "): " + failure);
+  std::vector<ir::TensorMeta> types =
+      variants.dims.input_types(tensors, variants.names, policy, policy != DynamicShapes::never, ranges, notes);
+  bool symbolic = std::any_of(types.begin(), types.end(), [](const ir::TensorMeta& type) { return !type.is_static(); });
+  std::unique_ptr<Program> program;
+  try {
+    program = make(types, options_.compile);
+  } catch (const Error& error) {
+    if (!symbolic) throw;
+    // The module needs a static size somewhere (Var::size() of a symbolic dim, a reshape to
+    // constants): this variant is static.
+    notes.push_back(std::string("every dim static: tracing with symbolic sizes failed: ") + error.what());
+    ranges.clear();
+    types = variants.dims.input_types(tensors, variants.names, policy, false, ranges, notes);
+    program = make(types, options_.compile);
+  }
+  for (const std::string& note : notes) log("dynamic", "compile_training: " + what + ": " + note);
+  std::vector<compiler::Guard> guards = compiler::make_guards(types, ranges, {}, nullptr);
+  if (log_enabled("guards")) {
+    std::string text = "compile_training: " + what + ": variant " + std::to_string(variants.compiled.size()) + " guards:";
+    for (const compiler::Guard& guard : guards) text += "\n  " + compiler::describe_guard(guard, variants.names);
+    log("guards", text);
+  }
+  variants.compiled.emplace_back(std::move(guards), std::move(program));
+  return *variants.compiled.back().second;
+}
+
 CompiledTraining::StepProgram& CompiledTraining::program_for(const Batch& batch) {
-  const std::string key = signature(batch.inputs) + "| " + signature(batch.targets);
-  std::unique_ptr<StepProgram>& program = programs_[key];
-  if (!program) {
-    if (programs_.size() > 1)
-      log("recompiles", "compile_training: a new batch signature " + key + " (the first was " + first_signature_ +
-                            "): tracing and compiling its forward and backward");
-    program = build_program(batch);
-  }
-  if (!program->forward) {
-    program->forward = std::make_unique<compiler::CompiledModel>(
-        compile_over_arena(program->partition.forward, *arena_, options_.compile));
-    program->backward = std::make_unique<compiler::CompiledModel>(
-        compile_over_arena(program->partition.backward, *arena_, options_.compile));
-    model_compiles_ += 2;
-  }
-  return *program;
+  if (batch.inputs.size() != batch_inputs_ || batch.targets.size() != batch_targets_)
+    fail("compile_training: the batch has ", batch.inputs.size(), " inputs and ", batch.targets.size(),
+         " targets; the example batch had ", batch_inputs_, " and ", batch_targets_);
+  std::vector<Tensor> tensors = batch_tensors(batch);
+  return variant_for(steps_, tensors, "the step (batch " + signature(tensors) + ")",
+                     [&](const std::vector<ir::TensorMeta>& types, const CompileOptions& options) {
+                       std::unique_ptr<StepProgram> program = build_program(types, batch.inputs.size());
+                       if (arena_) compile_step(*program, options);  // the first waits for the arena
+                       return program;
+                     });
 }
 
 float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
@@ -198,6 +278,7 @@ float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
   // The loss and the other forward outputs, then the saved values (the buffer updates are
   // copied back by the forward's CompiledModel and not returned).
   std::vector<Tensor> forward_outputs = program.forward->run(forward_inputs, options_.num_threads);
+  if (program.interpreted) compiler::write_back_mutation_outputs(partition.forward, forward_inputs, forward_outputs);
 
   std::map<std::string, Tensor> saved;
   const size_t first_saved = forward_outputs.size() - partition.saved.size();
@@ -228,23 +309,38 @@ void CompiledTraining::copy_parameters_to_module() const {
   for (const auto& [in_module, in_arena] : module_parameters_) in_module.copy_from(in_arena);
 }
 
+CompiledTraining::EvalProgram& CompiledTraining::eval_program_for(const std::vector<Tensor>& inputs) {
+  if (inputs.size() != batch_inputs_)
+    fail("compile_training: evaluate takes the module's ", batch_inputs_, " inputs; got ", inputs.size());
+  for (const Tensor& input : inputs)
+    if (!input.defined()) fail("compile_training: evaluate's inputs hold an undefined tensor");
+  if (evals_.names.empty()) evals_.names = eval_names(inputs.size());
+  return variant_for(evals_, inputs, "evaluate (inputs " + signature(inputs) + ")",
+                     [&](const std::vector<ir::TensorMeta>& types, const CompileOptions& options) {
+                       nn::Module& module = *module_;
+                       TraceOptions trace_options;
+                       trace_options.input_names = evals_.names;
+                       ir::Graph graph = in_mode(module, false, [&] {
+                         module.assign_paths();
+                         return trace_graph([&](const std::vector<Var>& vars) { return module(vars); }, types,
+                                            trace_options);
+                       });
+                       auto program = std::make_unique<EvalProgram>();
+                       program->model = compile_over_arena(graph, *arena_, options);
+                       if (options.target != "interp") ++model_compiles_;
+                       return program;
+                     });
+}
+
 std::vector<Tensor> CompiledTraining::evaluate(const std::vector<Tensor>& inputs) {
-  std::unique_ptr<EvalProgram>& program = eval_programs_[signature(inputs)];
-  if (!program) {
-    nn::Module& module = *module_;
-    ir::Graph graph = in_mode(module, false, [&] { return trace_graph(module, inputs); });
-    program = std::make_unique<EvalProgram>();
-    program->model = std::make_unique<compiler::CompiledModel>(compile_over_arena(graph, *arena_, options_.compile));
-    ++model_compiles_;
-  }
+  EvalProgram& program = eval_program_for(inputs);
   std::map<std::string, Tensor> named;
-  std::vector<std::string> names = inputs.size() == 1 ? std::vector<std::string>{"x"} : placeholder_names("x", inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) named[names[i]] = inputs[i];
-  return program->model->run(named, options_.num_threads);
+  for (size_t i = 0; i < inputs.size(); ++i) named[evals_.names[i]] = inputs[i];
+  return program.model->run(named, options_.num_threads);
 }
 
 size_t CompiledTraining::compile_count() const { return model_compiles_ + optimizer_->compile_count(); }
 
-const passes::Partition& CompiledTraining::partition() const { return programs_.at(first_signature_)->partition; }
+const passes::Partition& CompiledTraining::partition() const { return steps_.compiled.front().second->partition; }
 
 }  // namespace kiln::training

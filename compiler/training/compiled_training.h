@@ -27,10 +27,16 @@
 // what has accumulated, zero_grad() clears it (set_to_none=False). step(batch) is
 // zero_grad(); accumulate(batch); apply() and returns the loss.
 //
-// Compiles. Each distinct batch signature (dtypes and shapes of inputs and targets) is traced
-// and compiled once; later batches of a known signature reuse it (compile_count() counts every
-// graph compiled, the optimizer's included). evaluate() traces the module alone in eval mode,
-// also once per input signature.
+// Compiles, with kiln::compile(fn)'s guards and automatic dynamic shapes
+// (compiler/function/guards.h, dynamic_dims.h). Each compiled step is a variant guarded on the
+// batch's dtypes, ranks and sizes; a batch that no variant accepts traces and compiles another.
+// With TrainingOptions::dynamic automatic (the default), a dim whose size changed since the
+// first batch (the batch size, typically) is traced as a symbol, so one variant then serves
+// every size (0 and 1 stay static, as in PyTorch); `always` makes every dim symbolic from the
+// first batch, `never` compiles each new size. Past options.recompile_limit variants, a batch no
+// variant accepts runs interpreted (one warning naming the guard that kept failing).
+// compile_count() counts every graph compiled, the optimizer's included. evaluate() traces the
+// module alone in eval mode, its variants kept the same way.
 //
 // The module must outlive this object and must not change its structure while it lives.
 #pragma once
@@ -44,6 +50,8 @@
 #include <vector>
 
 #include "compiler/compile_driver.h"
+#include "compiler/function/dynamic_dims.h"
+#include "compiler/function/guards.h"
 #include "compiler/training/fused_optimizer.h"
 #include "compiler/training/optimizer_options.h"
 #include "kiln/training.h"
@@ -84,19 +92,37 @@ class CompiledTraining {
   const std::vector<std::string>& parameter_names() const { return arena_->names(); }
   FusedOptimizer& optimizer() { return *optimizer_; }
 
-  // Graphs compiled so far: forward and backward per batch signature, eval forward per input
-  // signature, and the optimizer's update kernels.
+  // Graphs compiled so far: forward and backward per step variant, the eval forward per eval
+  // variant, and the optimizer's update kernels.
   size_t compile_count() const;
-  // The partition of the first (example) batch signature: saved values, saved bytes.
+  // Variants compiled so far: of the step, and of evaluate().
+  size_t step_variant_count() const { return steps_.compiled.size(); }
+  size_t eval_variant_count() const { return evals_.compiled.size(); }
+  // The partition of the first (example) batch's variant: saved values, saved bytes.
   const passes::Partition& partition() const;
 
  private:
   struct StepProgram;
   struct EvalProgram;
+  // The variants of one traced callable (the step, or evaluate): each its guards over the
+  // placeholders and what it compiled; the dims made dynamic; the placeholders' names.
+  template <typename Program>
+  struct Variants {
+    std::vector<std::pair<std::vector<compiler::Guard>, std::unique_ptr<Program>>> compiled;
+    compiler::DynamicDims dims;
+    std::vector<std::string> names;
+    bool warned_limit = false;
+    std::unique_ptr<Program> interpreted;  // past the recompile limit: the latest call's
+  };
   CompiledTraining(nn::Module& module, LossFunction loss, const TrainingOptions& options);
 
   StepProgram& program_for(const Batch& batch);
-  std::unique_ptr<StepProgram> build_program(const Batch& batch) const;
+  EvalProgram& eval_program_for(const std::vector<Tensor>& inputs);
+  template <typename Program, typename Make>
+  Program& variant_for(Variants<Program>& variants, const std::vector<Tensor>& tensors, const std::string& what,
+                       Make make);
+  std::unique_ptr<StepProgram> build_program(const std::vector<ir::TensorMeta>& types, size_t num_inputs) const;
+  void compile_step(StepProgram& program, const CompileOptions& options);
   void copy_parameters_to_module() const;
 
   nn::Module* module_;
@@ -106,9 +132,9 @@ class CompiledTraining {
   std::unique_ptr<FusedOptimizer> optimizer_;
   // Each trainable parameter's tensor in the module, paired with the arena's view of it.
   std::vector<std::pair<Tensor, Tensor>> module_parameters_;
-  std::map<std::string, std::unique_ptr<StepProgram>> programs_;  // by batch signature
-  std::map<std::string, std::unique_ptr<EvalProgram>> eval_programs_;  // by input signature
-  std::string first_signature_;
+  Variants<StepProgram> steps_;
+  Variants<EvalProgram> evals_;
+  size_t batch_inputs_ = 0, batch_targets_ = 0;  // the example batch's counts
   size_t model_compiles_ = 0;
 };
 

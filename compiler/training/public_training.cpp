@@ -27,6 +27,8 @@ Tensor CompiledTraining::parameter(const std::string& name) const { return train
 Tensor CompiledTraining::gradient(const std::string& name) const { return training_->gradient(name); }
 const std::vector<std::string>& CompiledTraining::parameter_names() const { return training_->parameter_names(); }
 size_t CompiledTraining::compile_count() const { return training_->compile_count(); }
+size_t CompiledTraining::step_variant_count() const { return training_->step_variant_count(); }
+size_t CompiledTraining::eval_variant_count() const { return training_->eval_variant_count(); }
 
 CompiledTraining compile_training(nn::Module& module, LossFunction loss_fn, const OptimizerOptions& optimizer,
                                   const Batch& example, const TrainingOptions& options) {

@@ -52,16 +52,15 @@
 #include <string>
 #include <vector>
 
-#include "kiln/var.h"
+#include "kiln/compile_options.h"
 #include "kiln/tensor.h"
+#include "kiln/var.h"
 
 namespace kiln {
 
 namespace nn {
 class Module;
 }
-
-enum class DynamicShapes { automatic, always, never };
 
 // Dim `dim` of input `input` is symbolic from the first compile on, for sizes in [min, max].
 struct DynamicDim {

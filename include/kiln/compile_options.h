@@ -14,6 +14,11 @@
 
 namespace kiln {
 
+// Which input dims a compiled callable (kiln::compile(fn), kiln::compile_training) traces as
+// symbols: automatic, a dim once it changes between calls (TorchDynamo's automatic dynamic
+// shapes); always, every dim from the first call; never, none (each new size recompiles).
+enum class DynamicShapes { automatic, always, never };
+
 struct CompileOptions {
   std::string target = "cpu";  // cpu, cuda (compiled), interp or eager (run as a graph): `kiln --help`
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache's

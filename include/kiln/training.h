@@ -13,6 +13,8 @@
 // Gradient accumulation as in PyTorch: training.zero_grad(); training.accumulate(b1, 0.5);
 // training.accumulate(b2, 0.5); training.apply();
 //
+// A batch of a new shape compiles again, as kiln::compile(fn) does: a changed batch size becomes
+// a symbolic dim (TrainingOptions::dynamic), up to TrainingOptions::recompile_limit variants.
 // What a step runs, how parameters and gradients live, and when it compiles again: see
 // compiler/training/compiled_training.h, the object behind this handle (Kiln's own code reaches
 // it through compiler/training/training_access.h).
@@ -50,6 +52,12 @@ using OptimizerOptions = std::variant<SgdOptions, AdamOptions>;
 struct TrainingOptions {
   CompileOptions compile;  // for every graph compiled (forward, backward, optimizer, eval)
   int num_threads = 0;     // 0: the OpenMP default
+  // Batches of a new shape: a dim that changed becomes symbolic (automatic), every dim is
+  // symbolic from the first batch (always), or each new size compiles again (never).
+  DynamicShapes dynamic = DynamicShapes::automatic;
+  // Compiled variants of the step (and of evaluate) at most; past it, a batch that no variant
+  // accepts runs in the interpreter, with one warning naming the guard that kept failing.
+  int recompile_limit = 8;
 };
 
 class CompiledTraining;  // compiler/training/compiled_training.h
@@ -92,9 +100,14 @@ class CompiledTraining {
   Tensor parameter(const std::string& name) const;
   Tensor gradient(const std::string& name) const;
   const std::vector<std::string>& parameter_names() const;
-  // Graphs compiled so far: forward and backward per batch signature, eval forward per input
-  // signature, and the optimizer's update kernels.
+  // Graphs compiled so far: forward and backward per step variant, the eval forward per eval
+  // variant, and the optimizer's update kernels.
   size_t compile_count() const;
+  // Variants compiled so far, of the step and of evaluate(): each guarded on its batch's dtypes
+  // and sizes; a changed dim becomes symbolic (TrainingOptions::dynamic), so a new batch size
+  // normally adds one variant for all sizes.
+  size_t step_variant_count() const;
+  size_t eval_variant_count() const;
 
  private:
   friend struct TrainingAccess;  // compiler/training/training_access.h

@@ -10,40 +10,12 @@
 
 #include "frontends/module/trace_graph.h"
 #include "ir/interpreter.h"
-#include "passes/autodiff.h"
-#include "passes/pass_manager.h"
 #include "tests/training_step/training_models.h"
 
 namespace kiln::training_step_test {
 namespace {
 
 using ::testing::HasSubstr;
-
-// The joint graph of the module's mean cross_entropy against its parameters, built here from
-// the public passes (trace, default pipeline, autodiff), and run by the reference interpreter
-// on the module's current parameters: the gradients by parameter name.
-std::map<std::string, Tensor> interpreted_gradients(nn::Module& module, const Batch& batch) {
-  module.assign_paths();
-  ir::Graph graph = trace_graph(
-      [&](const std::vector<Var>& in) { return std::vector<Var>{cross_entropy_loss(module(in[0]), in[1])}; },
-      {example_meta(batch.inputs[0]), example_meta(batch.targets[0])}, {{"x", "y"}});
-  passes::run_pipeline(graph, "simplified");
-  passes::JointGraph joint = passes::build_joint_graph(graph, passes::AutodiffOptions::for_loss(0));
-  std::vector<Tensor> outputs = ir::interpret(joint.graph, {{"x", batch.inputs[0]}, {"y", batch.targets[0]}});
-  std::map<std::string, Tensor> gradients;
-  for (size_t i = 0; i < joint.wrt.size(); ++i) gradients[joint.wrt[i]] = outputs.at(size_t(joint.num_forward_outputs) + i);
-  return gradients;
-}
-
-// max |a - e| / (max |e| + 1e-12) over a tensor.
-double relative_difference(const Tensor& expected, const Tensor& actual) {
-  double difference = 0, scale = 0;
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    difference = std::max(difference, std::fabs(actual.flat_double(i) - expected.flat_double(i)));
-    scale = std::max(scale, std::fabs(expected.flat_double(i)));
-  }
-  return difference / (scale + 1e-12);
-}
 
 template <typename Model>
 void expect_gradients_as_interpreted(const std::string& model_name) {
