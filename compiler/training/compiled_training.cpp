@@ -1,4 +1,4 @@
-// CompiledTraining: the training pipeline per batch signature, and the step that runs it.
+// CompiledTraining: the training pipeline per step variant (guarded, dynamic dims), and the step that runs it.
 // See compiler/training/compiled_training.h.
 #include "compiler/training/compiled_training.h"
 
@@ -85,7 +85,7 @@ std::unique_ptr<compiler::Executable> compile_over_arena(ir::Graph& graph, const
 
 }  // namespace
 
-// One batch signature's compiled forward and backward.
+// One step variant's compiled (or interpreted) forward and backward.
 struct CompiledTraining::StepProgram {
   // The forward returns the buffers it updates (BatchNorm's running statistics) as mutation
   // outputs of its graph signature, which its CompiledModel copies back into the module's buffers
