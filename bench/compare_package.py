@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """A package against `kiln run`'s compiled model, side by side in one run (issue 15 item 9).
 
-Compiles MODEL into a package in a scratch folder (`kiln compile MODEL -o DIR`), then times, in
-alternating rounds so that both see the same machine, `kiln bench MODEL --target cpu` (the
-compiled model behind Kiln's runtime) and `kiln bench DIR` (the package's own library, as an app
-links it), and prints each one's median of medians, their ratio, and the package's sizes: its
-weights file and its shared library (all instruction sets). Extra arguments go to both benches
-(e.g. --dim s0=32 --threads 2). Only the standard library: no reference Python is needed.
+Compiles MODEL into a package in a scratch folder (`kiln compile MODEL -o DIR`: convolutions as
+im2col + GEMM, needing only a compiler, OpenMP and BLAS), and with --onednn also a package
+whose convolutions call oneDNN (`kiln compile --onednn`, as `kiln run --target cpu` does when
+Kiln has oneDNN), then times, in alternating rounds so that all see the same machine,
+`kiln bench MODEL --target cpu` (the compiled model behind Kiln's runtime) and `kiln bench DIR`
+for each package (the package's own library, as an app links it), and prints each one's median
+of medians, their ratios to `kiln run`, and the package's sizes: its weights file, its shared
+library (all instruction sets), and each instruction set's kernels (text + data + bss of
+NAME_<isa>.o in libNAME.a, `size`) besides the API's (NAME.o). Extra arguments go to every
+bench (e.g. --dim s0=32 --threads 2). Only the standard library (and binutils' `size`).
 
   bench/compare_package.py samples/models/mlp.kiln --dim s0=64 --threads 2
+  bench/compare_package.py .cache/onnx-tests/resnet18/model.onnx --onednn --threads 2 --rounds 5 --iters 10
 """
 import argparse
 import json
@@ -27,37 +32,67 @@ def bench(kiln, target, extra, iters):
     return json.loads(result.stdout)["median_ms"]
 
 
+def object_sizes(archive):
+    """text + data + bss of each member of a static library, by member name."""
+    result = subprocess.run(["size", archive], capture_output=True, text=True, check=True)
+    sizes = {}
+    for line in result.stdout.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 6:
+            sizes[fields[5].split("(")[0].split(" ")[0]] = int(fields[3])
+    return sizes
+
+
+def compile_package(kiln, model, folder, extra):
+    compiled = subprocess.run([kiln, "compile", model, "-o", folder, "--name", "model"] + extra, capture_output=True, text=True)
+    if compiled.returncode != 0:
+        sys.exit(f"compare_package: kiln compile -o {' '.join(extra)} failed: {compiled.stderr.strip()}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--kiln", default="build/tools/kiln")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--onednn", action="store_true", help="also time a package compiled with --onednn")
     parser.add_argument("--json", help="also write the results to this file")
     args, extra = parser.parse_known_args()
     with tempfile.TemporaryDirectory() as scratch:
-        package = os.path.join(scratch, "package")
-        compiled = subprocess.run([args.kiln, "compile", args.model, "-o", package, "--name", "model"],
-                                  capture_output=True, text=True)
-        if compiled.returncode != 0:
-            sys.exit(f"compare_package: kiln compile -o failed: {compiled.stderr.strip()}")
-        model_ms, package_ms = [], []
+        packages = {"package": os.path.join(scratch, "package")}
+        compile_package(args.kiln, args.model, packages["package"], [])
+        if args.onednn:
+            packages["package_onednn"] = os.path.join(scratch, "package_onednn")
+            compile_package(args.kiln, args.model, packages["package_onednn"], ["--onednn"])
+        times = {"kiln_run": []}
+        times.update({name: [] for name in packages})
         for _ in range(args.rounds):
-            model_ms.append(bench(args.kiln, args.model, ["--target", "cpu"] + extra, args.iters))
-            package_ms.append(bench(args.kiln, package, extra, args.iters))
+            times["kiln_run"].append(bench(args.kiln, args.model, ["--target", "cpu"] + extra, args.iters))
+            for name, folder in packages.items():
+                times[name].append(bench(args.kiln, folder, extra, args.iters))
+        medians = {name: statistics.median(values) for name, values in times.items()}
         result = {
             "model": args.model,
             "arguments": extra,
-            "kiln_run_median_ms": statistics.median(model_ms),
-            "package_median_ms": statistics.median(package_ms),
-            "package_over_kiln_run": statistics.median(package_ms) / statistics.median(model_ms),
-            "rounds": {"kiln_run_ms": model_ms, "package_ms": package_ms},
-            "weights_bytes": os.path.getsize(os.path.join(package, "model.safetensors")),
-            "shared_library_bytes": os.path.getsize(os.path.join(package, "libmodel.so")),
+            "medians_ms": medians,
+            "over_kiln_run": {name: medians[name] / medians["kiln_run"] for name in packages},
+            "rounds_ms": times,
+            "weights_bytes": os.path.getsize(os.path.join(packages["package"], "model.safetensors")),
+            "sizes": {},
         }
-    print(f"{args.model}: kiln run (cpu) {result['kiln_run_median_ms']:.4f} ms, package {result['package_median_ms']:.4f} ms "
-          f"(ratio {result['package_over_kiln_run']:.3f}); weights {result['weights_bytes']} bytes, "
-          f"libmodel.so {result['shared_library_bytes']} bytes (all instruction sets)")
+        for name, folder in packages.items():
+            result["sizes"][name] = {
+                "shared_library_bytes": os.path.getsize(os.path.join(folder, "libmodel.so")),
+                "objects_text_data_bss": object_sizes(os.path.join(folder, "libmodel.a")),
+            }
+    line = f"{args.model}: kiln run (cpu) {medians['kiln_run']:.4f} ms"
+    for name in packages:
+        line += f", {name} {medians[name]:.4f} ms (x{result['over_kiln_run'][name]:.3f})"
+    print(line)
+    print(f"weights {result['weights_bytes']} bytes")
+    for name, sizes in result["sizes"].items():
+        objects = ", ".join(f"{member} {size}" for member, size in sorted(sizes["objects_text_data_bss"].items()))
+        print(f"{name}: libmodel.so {sizes['shared_library_bytes']} bytes (all instruction sets); per object: {objects}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=2)

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "codegen/loop_printer.h"
@@ -54,16 +55,17 @@ struct Generated {
 
 // passes -> lower -> schedule -> emit: the steps every target shares, then its emitter. With
 // `titled`, the source's first comment names the graph by its size ("a graph of 12 nodes");
-// without, it keeps the emitter's default title (as dumps print it).
+// without, it keeps the emitter's default title (as dumps print it). `lowering`: how to lower
+// (default: the target's lowering_options()).
 Generated generate(const ir::Graph& graph, const CodeTarget* target, const CompileOptions& options, StopAfter stop,
-                   bool titled, StageTimer& timer) {
+                   bool titled, StageTimer& timer, const std::optional<codegen::LoweringOptions>& lowering = std::nullopt) {
   Generated g;
   g.graph = simplified_graph(graph, options.freeze);
   timer.done("passes");
   // The dump stages before code (loops, scheduled) have no target: they show what the cpu
   // target compiles.
   const CodeTarget& lowering_target = target != nullptr ? *target : find_code_target("cpu");
-  g.loops = codegen::lower(g.graph, lowering_target.lowering_options());
+  g.loops = codegen::lower(g.graph, lowering ? *lowering : lowering_target.lowering_options());
   inject_lowering_fault(g.graph, g.loops);
   timer.done("lower");
   if (stop == StopAfter::lower) return g;
@@ -223,8 +225,15 @@ CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
 
 PackageResult write_package(const ir::Graph& graph, const CompileOptions& options, const PackageOptions& package) {
   const CodeTarget& target = find_code_target(options.target);
+  // A package needs only a C++ compiler, OpenMP and BLAS: its convolutions lower to im2col +
+  // GEMM unless it asks for the convolution library (oneDNN) the target calls.
+  codegen::LoweringOptions lowering = target.lowering_options();
+  if (package.library_convolution && !lowering.library_convolution)
+    fail("--onednn: Kiln was built without oneDNN (install libdnnl-dev and rebuild), or the target '", options.target,
+         "' calls no convolution library");
+  lowering.library_convolution = package.library_convolution;
   StageTimer timer(options);
-  Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer);
+  Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer, lowering);
   PackageResult result = target.write_package(*g.code, g.graph, package);
   timer.done("package");
   return result;

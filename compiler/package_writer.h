@@ -28,6 +28,10 @@ struct PackageOptions {
   // three (avx512, avx2, scalar).
   std::vector<Isa> isas;
   bool embed_weights = false;  // also compile the weights into the libraries
+  // Convolutions call the target's convolution library (the cpu target's oneDNN, `--onednn`),
+  // which the package then links and its manifest requires. Default: im2col + GEMM, so that the
+  // package needs only a C++ compiler, OpenMP and BLAS.
+  bool library_convolution = false;
   bool overwrite = false;      // write into a folder that is not empty
   bool build = true;           // false: the sources, weights and manifest only
 };

@@ -1,11 +1,11 @@
 // `kiln compile MODEL [-o DIR] [--target cpu|cuda] [--isa scalar|avx2|avx512] [--sm N] [--no-cache]
-// [--force] [--freeze] [--train [--loss NAME]] [--name NAME] [--embed-weights]`: compiles a model
+// [--force] [--freeze] [--train [--loss NAME]] [--name NAME] [--embed-weights] [--onednn]`: compiles a model
 // for a code target of the registry (compiler/target_registry.h; cpu: C++ and the system
 // compiler; cuda: CUDA source and NVRTC, no GPU needed) through the one driver
 // (compiler/compile_driver.h) into the compile cache, printing each stage with its time. With
 // -o it writes a package into DIR instead (compiler/package_writer.h: NAME.h, the sources,
-// NAME.safetensors, libNAME.so and libNAME.a; cpu: built for --isa all by default; cuda: the
-// device code built by nvcc, else NVRTC, for --sm); with --train, -o writes the artifacts
+// NAME.safetensors, libNAME.so and libNAME.a; cpu: built for --isa all by default, convolutions
+// as im2col + GEMM unless --onednn; cuda: the device code built by nvcc, else NVRTC, for --sm); with --train, -o writes the artifacts
 // (module.so, manifest.json, module.cpp). With
 // --train it compiles the model's training step: the joint graph of the loss output (--loss,
 // default the only floating scalar output) against every floating parameter, split by the
@@ -43,6 +43,7 @@ struct CompileOptions {
   std::string loss;
   std::string name;
   bool embed_weights = false;
+  bool onednn = false;
 };
 
 void print_timing(const std::string& stage, double ms) {
@@ -86,6 +87,7 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
   package.name = options.name.empty() ? compiler::default_package_name(options.model) : options.name;
   package.source = options.model;
   package.embed_weights = options.embed_weights;
+  package.library_convolution = options.onednn;
   package.overwrite = options.force;
   if (!options.isa.empty() && options.isa != "all") package.isas = {parse_isa(options.isa)};
   compile_options.isa.reset();
@@ -108,9 +110,10 @@ int run_compile(const CompileOptions& options) {
   if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
   if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
   bool package = !options.out_dir.empty() && (options.target == "cpu" || options.target == "cuda") && !options.train;
-  if (!package && (!options.name.empty() || options.embed_weights || options.isa == "all"))
-    fail(!options.name.empty() ? "--name" : options.embed_weights ? "--embed-weights" : "--isa all",
+  if (!package && (!options.name.empty() || options.embed_weights || options.isa == "all" || options.onednn))
+    fail(!options.name.empty() ? "--name" : options.embed_weights ? "--embed-weights" : options.onednn ? "--onednn" : "--isa all",
          " applies only to packages: -o DIR with --target cpu or cuda, without --train");
+  if (options.onednn && options.target != "cpu") fail("--onednn applies only to --target cpu packages (not --target ", options.target, ")");
   if (options.sm != 0 && options.target != "cuda") fail("--sm applies only to --target cuda (not --target ", options.target, ")");
   ir::Graph graph = compiler::load_model(options.model);
   kiln::CompileOptions compile_options;
@@ -149,6 +152,9 @@ void add_compile_command(CLI::App& app) {
                       "Packages: the name every symbol, file and class of the package starts with (default: the model file's stem)");
   compile->add_flag("--embed-weights", options->embed_weights,
                     "Packages: also compile the weights into the libraries (NAME_create(NULL) uses them)");
+  compile->add_flag("--onednn", options->onednn,
+                    "cpu packages: run 2-d f32 convolutions through oneDNN, as `kiln run` does when Kiln was built with it "
+                    "(the package then links libdnnl; default: im2col + GEMM, needing only a C++ compiler, OpenMP and BLAS)");
   compile->add_option("--sm", options->sm, "--target cuda: architecture, e.g. 90 for sm_90 (default: the GPU's, else 80)")
       ->check(CLI::Range(30, 200));
   compile->add_flag("--no-cache", options->no_cache, "Build without reading or writing the compile cache");
