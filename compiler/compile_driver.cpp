@@ -234,7 +234,9 @@ PackageResult write_package(const ir::Graph& graph, const CompileOptions& option
   lowering.library_convolution = package.library_convolution;
   StageTimer timer(options);
   Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer, lowering);
-  PackageResult result = target.write_package(*g.code, g.graph, package);
+  PackageOptions named = package;
+  named.output_names = graph.output_names();
+  PackageResult result = target.write_package(*g.code, g.graph, named);
   timer.done("package");
   return result;
 }

@@ -32,6 +32,9 @@ struct PackageOptions {
   // which the package then links and its manifest requires. Default: im2col + GEMM, so that the
   // package needs only a C++ compiler, OpenMP and BLAS.
   bool library_convolution = false;
+  // The names of the model's outputs as `kiln run` prints them (those of the graph as loaded,
+  // ir::Graph::output_names); write_package sets them.
+  std::vector<std::string> output_names;
   bool overwrite = false;      // write into a folder that is not empty
   bool build = true;           // false: the sources, weights and manifest only
 };

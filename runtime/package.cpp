@@ -75,6 +75,11 @@ std::vector<Tensor> Package::run(const std::vector<Tensor>& inputs, int num_thre
   std::vector<KilnTensor> outputs(state_->manifest.outputs.size());
   if (state_->run(state_->model, arguments.data(), int64_t(arguments.size()), outputs.data(), int64_t(outputs.size())) != KILN_OK)
     fail(state_->last_error());
+  // The inputs the model writes in place: back into the caller's tensor when it was copied.
+  for (const std::string& name : state_->manifest.mutated_inputs)
+    for (size_t i = 0; i < inputs.size() && i < state_->manifest.inputs.size(); ++i)
+      if (state_->manifest.inputs[i].name == name && contiguous[i].data_ptr() != inputs[i].data_ptr())
+        inputs[i].copy_from(contiguous[i]);
   std::vector<Tensor> results;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Sizes sizes(outputs[i].sizes, outputs[i].sizes + outputs[i].rank);

@@ -88,6 +88,7 @@ std::string package_manifest_to_json(const PackageManifest& m) {
               {"header", m.header},
               {"libraries", {{"shared", m.shared_library}, {"static", m.static_library}}},
               {"requires", m.requires_}};
+  if (!m.mutated_inputs.empty()) out["mutated_inputs"] = m.mutated_inputs;
   return out.dump(2) + "\n";
 }
 
@@ -124,6 +125,7 @@ PackageManifest read_package_manifest(const std::filesystem::path& file) {
   m.shared_library = r.string(libraries, "libraries.", "shared");
   m.static_library = r.string(libraries, "libraries.", "static");
   m.requires_ = r.strings(root, "", "requires");
+  if (root.contains("mutated_inputs")) m.mutated_inputs = r.strings(root, "", "mutated_inputs");
   return m;
 }
 

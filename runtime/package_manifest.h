@@ -9,11 +9,15 @@
 //    "parameters": [{"name": "fc1.weight", "dtype": "f32", "shape": [128, 784], "offset": 64, "bytes": 401408}],
 //    "weights": {"file": "mlp.safetensors", "bytes": 401472, "xxh64": "<16 hex digits>"},
 //    "embedded_weights": false, "header": "mlp.h",
-//    "libraries": {"shared": "libmlp.so", "static": "libmlp.a"}, "requires": ["openmp", "blas"]}
+//    "libraries": {"shared": "libmlp.so", "static": "libmlp.a"}, "requires": ["openmp", "blas"],
+//    "mutated_inputs": ["y"]}
 // - abi: KILN_PACKAGE_ABI (runtime/package_abi.h) of the package's C API;
 // - shapes: each dim as text, an integer or a shape symbol (outputs may hold expressions of them);
 // - parameters: in the kernels' order; offset and bytes locate each in the weights file;
-// - requires: what the libraries link beyond libc and libstdc++ ("openmp", "blas", "onednn").
+// - outputs: the model's outputs as `kiln run` prints them (names, order; no mutation outputs);
+// - requires: what the libraries link beyond libc and libstdc++ ("openmp", "blas", "onednn");
+// - mutated_inputs (optional, absent when none): the inputs each run writes in place, as the
+//   model's in-place ops write them (`kiln run` writes them back too).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +56,7 @@ struct PackageManifest {
   std::string shared_library;
   std::string static_library;
   std::vector<std::string> requires_;
+  std::vector<std::string> mutated_inputs;
 };
 
 inline constexpr const char* kPackageFormat = "kiln-package";

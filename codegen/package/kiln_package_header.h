@@ -36,7 +36,8 @@ typedef struct @NAME@_model @NAME@_model;
 KilnStatus @NAME@_create(const char* weights_path, @NAME@_model** model);
 // Runs the model: `inputs` in the order of @NAME@_input(i); on success `outputs[i]` describe
 // the results, in the order of @NAME@_output(i), in memory the model owns until its next run
-// or its destruction.
+// or its destruction. The inputs the model writes in place (its in-place ops on them: listed
+// at the top, when any) hold their new values afterwards.
 KilnStatus @NAME@_run(@NAME@_model* model, const KilnTensor* inputs, int64_t num_inputs, KilnTensor* outputs,
                       int64_t num_outputs);
 void @NAME@_destroy(@NAME@_model* model);  // NULL is ignored

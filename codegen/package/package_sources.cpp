@@ -82,9 +82,29 @@ std::string isa_tables(const PackageSpec& spec) {
   return text + "};\n";
 }
 
+// Which kernel output each output is, and the write-backs (PackageWriteBack).
+std::string output_tables(const PackageSpec& spec) {
+  const std::vector<PackageTensor>& kernel_outputs = spec.kernel_outputs.empty() ? spec.outputs : spec.kernel_outputs;
+  std::string text = tensor_table("kKernelOutputs", kernel_outputs);
+  text += "const int64_t kNumKernelOutputs = " + std::to_string(kernel_outputs.size()) + ";\n";
+  text += "const int64_t kOutputPositions[] = {";
+  for (size_t i = 0; i < spec.outputs.size(); ++i)
+    text += std::to_string(spec.output_positions.empty() ? int64_t(i) : spec.output_positions.at(i)) + ", ";
+  text += "-1};\n";
+  text += "// Kernel outputs copied back after a run: into input `input`, or parameter `parameter`'s own copy.\n"
+          "struct WriteBack {\n  int64_t output, input, parameter;\n};\n"
+          "const WriteBack kWriteBacks[] = {\n";
+  for (const PackageWriteBack& w : spec.write_backs)
+    text += "    {" + std::to_string(w.output) + ", " + std::to_string(w.input) + ", " + std::to_string(w.parameter) +
+            "},  // " + kernel_outputs.at(size_t(w.output)).name + "\n";
+  text += "    {-1, -1, -1},  // (no array is empty)\n};\n";
+  text += "const int64_t kNumWriteBacks = " + std::to_string(spec.write_backs.size()) + ";\n";
+  return text;
+}
+
 std::string tables(const PackageSpec& spec) {
   std::string text = isa_tables(spec) + "\n";
-  text += tensor_table("kInputs", spec.inputs) + tensor_table("kOutputs", spec.outputs);
+  text += tensor_table("kInputs", spec.inputs) + tensor_table("kOutputs", spec.outputs) + output_tables(spec);
   text += "const Parameter kParameters[] = {\n";
   for (const PackageParameter& p : spec.parameters)
     text += "    {" + quoted(p.name) + ", " + std::to_string(p.offset) + ", " + std::to_string(p.bytes) + "},\n";
@@ -135,6 +155,14 @@ std::string describe(const PackageSpec& spec) {
   for (const PackageTensor& t : spec.inputs) text += " " + t.name + " " + std::string(dtype_name(t.dtype)) + shape_text(t) + ";";
   text += "\n// Outputs:";
   for (const PackageTensor& t : spec.outputs) text += " " + t.name + " " + std::string(dtype_name(t.dtype)) + shape_text(t) + ";";
+  std::string written;
+  for (const PackageWriteBack& w : spec.write_backs)
+    if (w.input >= 0) written += " " + spec.inputs.at(size_t(w.input)).name + ";";
+  if (!written.empty()) text += "\n// Inputs written in place by each run (as the model's in-place ops write them):" + written;
+  size_t buffers = 0;
+  for (const PackageWriteBack& w : spec.write_backs) buffers += w.parameter >= 0 ? 1 : 0;
+  if (buffers > 0)
+    text += "\n// Buffers each run updates (" + std::to_string(buffers) + "), kept per model: later runs read them.";
   if (is_cuda(spec)) {
     text += "\n// Device: CUDA (" + spec.cuda_architecture + " device code in " + spec.device_image_file + ", in the library)";
   } else {

@@ -40,13 +40,29 @@ struct PackageParameter {
   int64_t bytes = 0;
 };
 
+// A value the kernels compute that run copies back after each run instead of returning it (the
+// mutations of the graph's signature, as `kiln run` writes them back: ir/graph_signature.h):
+// kernel output `output` into the caller's input `input`, or into the model's own copy of
+// parameter `parameter` (a buffer such as batch norm's running mean), which later runs read.
+struct PackageWriteBack {
+  int64_t output = 0;
+  int64_t input = -1;
+  int64_t parameter = -1;
+};
+
 struct PackageSpec {
   std::string name;            // a C identifier: every exported symbol starts with it
   std::string source;          // the model file, for the header's first line
   std::string kiln_version;
   std::string description;     // the header's summary of inputs and outputs (filled by package_files)
   std::vector<PackageTensor> inputs;
+  // The model's outputs as `kiln run` prints them: names, order, and no mutation outputs.
   std::vector<PackageTensor> outputs;
+  // The kernels' outputs (their names are the simplified graph's), which kernel output each of
+  // `outputs` is, and the write-backs of the others. Empty kernel_outputs: the same as outputs.
+  std::vector<PackageTensor> kernel_outputs;
+  std::vector<int64_t> output_positions;
+  std::vector<PackageWriteBack> write_backs;
   std::vector<PackageParameter> parameters;  // in the order the kernels take them
   int64_t symbol_count = 0;
   uint64_t weights_bytes = 0;

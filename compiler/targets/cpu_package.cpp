@@ -18,13 +18,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-codegen::PackageSpec package_spec(const CpuPackageCode& code, const PackageOptions& options, const PackageWeights& weights) {
+codegen::PackageSpec package_spec(const CpuPackageCode& code, const ir::Graph& graph, const PackageOptions& options,
+                                  const PackageWeights& weights) {
   codegen::PackageSpec spec;
   spec.name = options.name;
   spec.source = options.source.empty() ? "a graph" : fs::path(options.source).filename().string();
   spec.kiln_version = KILN_VERSION;
   spec.inputs = code.inputs;
-  spec.outputs = code.outputs;
+  set_package_outputs(spec, code.outputs, graph, options.output_names, code.parameters, /*device_parameters=*/false);
   set_package_weights(spec, weights);
   spec.symbol_count = int64_t(code.symbols.size());
   spec.isas = options.isas.empty() ? std::vector<Isa>{Isa::avx512, Isa::avx2, Isa::scalar} : options.isas;
@@ -70,7 +71,7 @@ PackageResult write_cpu_package(const CpuPackageCode& code, const ir::Graph& gra
   std::string fallback_handler = codegen::package_fallback_handler(graph, code.module->fallbacks, options.name);
   prepare_package_directory(options.directory, options.overwrite);
   PackageWeights weights = package_weights(code.parameters, graph, options.name);
-  codegen::PackageSpec spec = package_spec(code, options, weights);
+  codegen::PackageSpec spec = package_spec(code, graph, options, weights);
   spec.fallback_handler = std::move(fallback_handler);
   PackageResult result;
   result.directory = options.directory;

@@ -120,16 +120,16 @@ PackageResult write_cuda_package(const CudaPackageCode& code, const ir::Graph& g
   }
   const codegen::LoopProgram& p = code.scheduled->program;
   std::vector<ArtifactParameter> parameters = cuda_package_parameters(p);
-  prepare_package_directory(options.directory, options.overwrite);
-  PackageWeights weights = package_weights(parameters, graph, options.name);
-
   codegen::PackageSpec spec;
   spec.name = options.name;
   spec.source = options.source.empty() ? "a graph" : fs::path(options.source).filename().string();
   spec.kiln_version = KILN_VERSION;
   spec.target = "cuda";
   spec.inputs = package_tensors(p, p.inputs);
-  spec.outputs = package_tensors(p, p.outputs);
+  // Before anything is written: throws for a buffer the model updates (no device state kept).
+  set_package_outputs(spec, package_tensors(p, p.outputs), graph, options.output_names, parameters, /*device_parameters=*/true);
+  prepare_package_directory(options.directory, options.overwrite);
+  PackageWeights weights = package_weights(parameters, graph, options.name);
   set_package_weights(spec, weights);
   spec.symbol_count = int64_t(p.symbols.size());
   spec.embed_weights = options.embed_weights;

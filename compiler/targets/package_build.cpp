@@ -26,6 +26,43 @@ std::vector<codegen::PackageTensor> package_tensors(const codegen::LoopProgram& 
   return tensors;
 }
 
+void set_package_outputs(codegen::PackageSpec& spec, const std::vector<codegen::PackageTensor>& kernel_outputs,
+                         const ir::Graph& graph, const std::vector<std::string>& output_names,
+                         const std::vector<ArtifactParameter>& parameters, bool device_parameters) {
+  spec.kernel_outputs = kernel_outputs;
+  spec.outputs.clear();
+  spec.output_positions.clear();
+  spec.write_backs.clear();
+  std::vector<bool> mutation(kernel_outputs.size(), false);
+  for (const auto& [position, output] : graph.signature().mutations()) {
+    KILN_CHECK(position < kernel_outputs.size(), "mutation output ", position, " is not among the kernels' outputs");
+    mutation[position] = true;
+    codegen::PackageWriteBack write_back;
+    write_back.output = int64_t(position);
+    if (output.kind == ir::OutputKind::user_input_mutation) {
+      for (size_t i = 0; i < spec.inputs.size(); ++i)
+        if (spec.inputs[i].name == output.target) write_back.input = int64_t(i);
+      KILN_CHECK(write_back.input >= 0, "the mutated input '", output.target, "' is not among the kernels' inputs");
+    } else {
+      for (size_t i = 0; i < parameters.size(); ++i)
+        if (parameters[i].name == output.target) write_back.parameter = int64_t(i);
+      if (write_back.parameter < 0) continue;  // no kernel reads it: nothing to keep
+      if (device_parameters)
+        fail("the model updates its buffer '", output.target, "' in each run (", kernel_outputs[position].name,
+             "), and CUDA packages keep no buffer state across runs yet; package it with --target cpu, or run it with "
+             "`kiln run --target cuda`");
+    }
+    spec.write_backs.push_back(write_back);
+  }
+  for (size_t i = 0; i < kernel_outputs.size(); ++i) {
+    if (mutation[i]) continue;
+    codegen::PackageTensor output = kernel_outputs[i];
+    if (spec.outputs.size() < output_names.size()) output.name = output_names[spec.outputs.size()];
+    spec.outputs.push_back(std::move(output));
+    spec.output_positions.push_back(int64_t(i));
+  }
+}
+
 void prepare_package_directory(const fs::path& directory, bool overwrite) {
   if (fs::exists(directory) && !fs::is_directory(directory)) fail("output directory ", directory.string(), " is a file");
   if (fs::exists(directory) && !fs::is_empty(directory) && !overwrite)
@@ -74,6 +111,8 @@ PackageManifest common_package_manifest(const codegen::PackageSpec& spec, const 
   m.source = spec.source;
   for (const codegen::PackageTensor& t : spec.inputs) m.inputs.push_back({t.name, t.dtype, t.shape});
   for (const codegen::PackageTensor& t : spec.outputs) m.outputs.push_back({t.name, t.dtype, t.shape});
+  for (const codegen::PackageWriteBack& w : spec.write_backs)
+    if (w.input >= 0) m.mutated_inputs.push_back(spec.inputs.at(size_t(w.input)).name);
   m.symbols = symbols;
   for (size_t i = 0; i < parameters.size(); ++i) {
     const ArtifactParameter& p = parameters[i];

@@ -22,6 +22,17 @@ namespace kiln::compiler {
 // "784", "s0*4").
 std::vector<codegen::PackageTensor> package_tensors(const codegen::LoopProgram& program, const std::vector<int>& ids);
 
+// Sets spec.outputs, kernel_outputs, output_positions and write_backs (codegen/package/
+// package_sources.h) from the kernels' outputs, which are `graph`'s (the simplified graph, whose
+// signature marks the mutation outputs): the outputs are the others, in order, named
+// `output_names` (as `kiln run` names the model's outputs: PackageOptions::output_names; the
+// kernels' names when empty); a mutation of an input (spec.inputs) or of one of the kernels'
+// `parameters` becomes a write-back. `device_parameters`: the parameters live on a device,
+// where a buffer's write-back is refused (kiln::Error naming it).
+void set_package_outputs(codegen::PackageSpec& spec, const std::vector<codegen::PackageTensor>& kernel_outputs,
+                         const ir::Graph& graph, const std::vector<std::string>& output_names,
+                         const std::vector<ArtifactParameter>& parameters, bool device_parameters);
+
 // Throws kiln::Error when `directory` is a file, or a folder that is not empty (without `overwrite`).
 void prepare_package_directory(const std::filesystem::path& directory, bool overwrite);
 

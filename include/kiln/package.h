@@ -46,8 +46,10 @@ class Package {
 
   // Inputs in the order of inputs(), or by name (each exactly once); outputs in the order of
   // outputs(), copied out of the package's buffers. `num_threads`: OpenMP threads (0: the
-  // default). Throws kiln::Error with the package's message when it refuses the inputs (wrong
-  // dtype, rank, size: its compiled guards) or fails.
+  // default). The inputs the model writes in place (the manifest's mutated_inputs: a model with
+  // in-place ops on its inputs) hold their new values afterwards, as with `kiln run MODEL`.
+  // Throws kiln::Error with the package's message when it refuses the inputs (wrong dtype,
+  // rank, size: its compiled guards) or fails.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, int num_threads = 0);
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, int num_threads = 0);
 
