@@ -72,21 +72,9 @@ std::string spatial_list(const std::vector<int64_t>& values, size_t spatial) {
 
 int64_t rank_of(const ir::OpCall& call, size_t index) { return int64_t(call.tensor(index).rank()); }
 
-// The driver call that computes `node`, or "" when the package cannot (`why`: " on f16
-// tensors" when the op is covered but not its dtypes).
-std::string driver_call(const ir::Node& node, std::string& why) {
+// The driver call that computes `node`, or "" when the package cannot.
+std::string driver_call(const ir::Node& node) {
   ir::OpCall call = ir::OpCall::of(node);
-  for (const ir::TensorMeta& meta : node.meta.values)
-    if (meta.dtype == DType::f16 || meta.dtype == DType::bf16) {
-      why = " on " + std::string(dtype_name(meta.dtype)) + " tensors";
-      return "";
-    }
-  for (const ir::Node* input : node.input_nodes())
-    for (const ir::TensorMeta& meta : input->meta.values)
-      if (meta.dtype == DType::f16 || meta.dtype == DType::bf16) {
-        why = " on " + std::string(dtype_name(meta.dtype)) + " tensors";
-        return "";
-      }
   std::vector<std::vector<int>> at = input_positions(call);
   const std::string& op = node.target();
   if (op == "cumsum") {
@@ -158,6 +146,16 @@ std::string driver_call(const ir::Node& node, std::string& why) {
   return "";
 }
 
+// runtime/half.h's functions (the body of its namespace kiln).
+std::string half_conversions() {
+  std::string_view text = half_conversions_text();
+  const std::string_view open = "namespace kiln {\n", close = "}  // namespace kiln";
+  size_t begin = text.find(open), end = text.rfind(close);
+  KILN_CHECK(begin != std::string_view::npos && end != std::string_view::npos && begin < end,
+             "runtime/half.h: the namespace block was not found");
+  return std::string(text.substr(begin + open.size(), end - begin - open.size()));
+}
+
 }  // namespace
 
 std::string package_fallback_handler(const ir::Graph& graph, const std::vector<std::string>& fallbacks,
@@ -167,10 +165,9 @@ std::string package_fallback_handler(const ir::Graph& graph, const std::vector<s
   for (size_t i = 0; i < fallbacks.size(); ++i) {
     const ir::Node* node = graph.find(fallbacks[i]);
     KILN_CHECK(node != nullptr, "fallback node ", fallbacks[i], " is not in the graph");
-    std::string why;
-    std::string driver = driver_call(*node, why);
+    std::string driver = driver_call(*node);
     if (driver.empty()) {
-      refused += std::string(refused.empty() ? "" : ", ") + "%" + node->name() + " (" + node->target() + why + ")";
+      refused += std::string(refused.empty() ? "" : ", ") + "%" + node->name() + " (" + node->target() + ")";
       continue;
     }
     std::string prefix = "node %" + node->name() + " (" + node->target() + "): ";
@@ -179,12 +176,13 @@ std::string package_fallback_handler(const ir::Graph& graph, const std::vector<s
   }
   if (!refused.empty())
     fail("the model has nodes that the code generator does not compile and a package cannot carry: ", refused,
-         "; a package computes such nodes for cumsum, scatter, index_put, topk, det and convolution only, on f32, "
-         "f64, integer and bool tensors. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
+         "; a package computes such nodes for cumsum, scatter, index_put, topk, det and convolution only. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
   std::string ns = package_name + "_fallback_kernels";
   return "// The model's fallback nodes (ops the code generator does not lower), computed with the math of\n"
          "// Kiln's reference kernels (ir/kernels/portable_kernels.h, below).\n"
-         "#define KILN_PORTABLE_NAMESPACE " + ns + "\n" + std::string(portable_kernels_text()) +
+         "#define KILN_PORTABLE_NAMESPACE " + ns + "\n#define KILN_PORTABLE_STANDALONE\n"
+         "// ---- runtime/half.h: f16 and bf16 read and written as the interpreter does\n"
+         "#include <cstdint>\n#include <cstring>\nnamespace " + ns + " {\n" + half_conversions() + "}  // namespace " + ns + "\n" + std::string(portable_kernels_text()) +
          "\nnamespace {\n\nnamespace fallback_kernels = " + ns + ";\n\n"
          "fallback_kernels::View view(const KilnTensorDesc& tensor) {\n"
          "  return {tensor.data, fallback_kernels::Shape(tensor.sizes, tensor.sizes + tensor.rank),\n"

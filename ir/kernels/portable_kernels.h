@@ -12,7 +12,11 @@
 // So it needs the C++17 standard library alone: row-major sizes, element strides, plain
 // pointers. Values are computed as the interpreter computes them: floating values in double,
 // integers in int64 with wrap, each result rounded once on its store by runtime/tensor.cpp's
-// rules (repeated here for the dtypes packages carry: f32, f64, i64, i32, i8, u8, bool).
+// rules (repeated here for the dtypes packages carry: f32, f64, i64, i32, i8, u8, bool; f16
+// and bf16 through runtime/half.h's conversions, as the interpreter reads and writes them:
+// widened to float then double, and rounded from double to float, then to 16 bits). A package
+// defines KILN_PORTABLE_STANDALONE and pastes runtime/half.h's functions into
+// KILN_PORTABLE_NAMESPACE before this text (codegen/package/package_fallbacks.cpp).
 // Errors throw KernelFailure with the interpreter's message (the caller adds the node).
 #ifndef KILN_PORTABLE_KERNELS_H
 #define KILN_PORTABLE_KERNELS_H
@@ -27,11 +31,22 @@
 #include <type_traits>
 #include <vector>
 
+#ifndef KILN_PORTABLE_STANDALONE
+#include "runtime/half.h"
+#endif
+
 #ifndef KILN_PORTABLE_NAMESPACE
 #define KILN_PORTABLE_NAMESPACE kiln::portable
 #endif
 
 namespace KILN_PORTABLE_NAMESPACE {
+
+#ifndef KILN_PORTABLE_STANDALONE
+using kiln::bf16_to_float;
+using kiln::f16_to_float;
+using kiln::float_to_bf16;
+using kiln::float_to_f16;
+#endif
 
 struct KernelFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -563,6 +578,8 @@ inline size_t code_size(int32_t dtype) {
 inline double load_double(int32_t dtype, const void* p) {
   switch (dtype) {
     case kF32: return read_raw<float>(p);
+    case kF16: return f16_to_float(read_raw<uint16_t>(p));
+    case kBF16: return bf16_to_float(read_raw<uint16_t>(p));
     case kF64: return read_raw<double>(p);
     case kI64: return double(read_raw<int64_t>(p));
     case kI32: return read_raw<int32_t>(p);
@@ -591,8 +608,8 @@ inline void store_double(int32_t dtype, void* p, double value) {
     case kF32: write_raw(p, float(value)); return;
     case kF64: write_raw(p, value); return;
     case kBool: write_raw(p, uint8_t(value != 0.0)); return;
-    case kF16:
-    case kBF16: unsupported_dtype(dtype);
+    case kF16: write_raw(p, float_to_f16(float(value))); return;
+    case kBF16: write_raw(p, float_to_bf16(float(value))); return;
     default: store_int(dtype, p, saturate<int64_t>(value)); return;
   }
 }
