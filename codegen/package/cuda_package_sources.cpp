@@ -152,13 +152,70 @@ class CudaPackageStepsPrinter {
     w_.close();
   }
 
+  // A fallback node on the host: the buffers it touches copied to host staging, the package's
+  // fallback handler (args->fallback: the portable kernels NAME.cpp carries) on views of them,
+  // the buffers it writes copied back; the stream drained before the handler and after the copies.
+  void fallback_step(size_t index, const LoopNode& node) {
+    const ExternCall& call = node.extern_call;
+    int fallback = fallbacks_seen_++;
+    KILN_CHECK(size_t(fallback) < module_.fallbacks.size() && module_.fallbacks[size_t(fallback)] == call.graph_node,
+               "fallback step ", node.name, " is not the module's fallback ", fallback);
+    w_.open("");
+    w_.line("// step " + std::to_string(index) + ": fallback node " + call.graph_node + " (" + node.name +
+            ") on the host: its buffers copied in and out");
+    std::vector<int> buffers;
+    for (const std::vector<StridedView>* views : {&call.inputs, &call.outputs})
+      for (const StridedView& v : *views)
+        if (std::find(buffers.begin(), buffers.end(), v.buffer) == buffers.end()) buffers.push_back(v.buffer);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      int id = buffers[i];
+      w_.line("unsigned char* h" + std::to_string(id) + " = nullptr;");
+      w_.line("if (!run.to_host(" + std::to_string(i) + ", b[" + std::to_string(id) + "], " + bytes(id) + ", &h" +
+              std::to_string(id) + ")) return false;  // " + p_.buffer(id).name);
+    }
+    w_.line("if (!run.wait()) return false;");
+    describe(call.inputs, "in");
+    describe(call.outputs, "out");
+    w_.open("if (args->fallback == nullptr)");
+    w_.line("return run.host_failure(\"node " + call.graph_node + " runs on the host's kernels, and no fallback handler was given\");");
+    w_.close();
+    w_.line("if (args->fallback(args->fallback_state, " + std::to_string(fallback) + ", in, " + std::to_string(call.inputs.size()) +
+            ", out, " + std::to_string(call.outputs.size()) + ", args->error, args->error_capacity) != 0)");
+    w_.line("  return run.host_failure(args->error);");
+    std::vector<int> written;
+    for (const StridedView& v : call.outputs)
+      if (std::find(written.begin(), written.end(), v.buffer) == written.end()) written.push_back(v.buffer);
+    for (int id : written)
+      w_.line("if (!run.to_device(b[" + std::to_string(id) + "], h" + std::to_string(id) + ", " + bytes(id) + ")) return false;");
+    w_.line("if (!run.wait()) return false;");
+    w_.close();
+  }
+
+  // KilnTensorDesc NAME[] over the host copies of `views`' buffers.
+  void describe(const std::vector<StridedView>& views, const std::string& name) {
+    w_.line("KilnTensorDesc " + name + "[" + std::to_string(std::max<size_t>(views.size(), 1)) + "] = {};");
+    for (size_t i = 0; i < views.size(); ++i) {
+      const StridedView& v = views[i];
+      std::string sizes = name + "_sizes" + std::to_string(i), strides = name + "_strides" + std::to_string(i);
+      size_t n = std::max<size_t>(v.shape.size(), 1);
+      std::string size_list = v.shape.empty() ? "{0}" : list(v.shape), stride_list = v.strides.empty() ? "{0}" : list(v.strides);
+      w_.line("const int64_t " + sizes + "[" + std::to_string(n) + "] = " + size_list + ";");
+      w_.line("const int64_t " + strides + "[" + std::to_string(n) + "] = " + stride_list + ";");
+      DType dtype = p_.buffer(v.buffer).dtype;
+      w_.line(name + "[" + std::to_string(i) + "] = {h" + std::to_string(v.buffer) + " + (" + sizes_.index_text(v.offset) + ") * " +
+              std::to_string(dtype_size(dtype)) + ", " + sizes + ", " + strides + ", " + std::to_string(int(dtype)) + ", " +
+              std::to_string(v.shape.size()) + "};");
+    }
+  }
+
   void library_step(size_t index, const cuda::LaunchStep& step) {
     const LoopNode& node = p_.nodes.at(size_t(step.loop_node));
     const ExternCall& call = node.extern_call;
-    if (call.kind != ExternKind::Gemm)
-      fail("the model runs ", call.graph_node.empty() ? node.name : call.graph_node,
-           " on the host's reference kernels (an op the code generator does not compile), and packages cannot carry them yet; "
-           "run it with `kiln run --target cuda` or embed Kiln (include/kiln)");
+    if (call.kind == ExternKind::Fallback) {
+      fallback_step(index, node);
+      return;
+    }
+    KILN_CHECK(call.kind == ExternKind::Gemm, "library step ", node.name, " is neither a matrix product nor a fallback");
     const StridedView &a = call.inputs.at(0), &b = call.inputs.at(1), &out = call.outputs.at(0);
     const DType dtype = p_.buffer(out.buffer).dtype;
     w_.open("");
@@ -189,6 +246,7 @@ class CudaPackageStepsPrinter {
   CudaPackageSizePrinter sizes_;
   std::vector<std::string> kernels_;
   CSourceWriter w_;
+  int fallbacks_seen_ = 0;
 };
 
 }  // namespace
@@ -205,7 +263,7 @@ std::string cuda_package_host_source(const PackageSpec& spec, const ScheduledPro
   check_package_name(spec.name);
   KILN_CHECK(!spec.device_image_file.empty(), "a CUDA package needs its device code's file");
   const std::string& n = spec.name;
-  const std::string steps = CudaPackageStepsPrinter(scheduled, module).run();  // first: it refuses fallbacks
+  const std::string steps = CudaPackageStepsPrinter(scheduled, module).run();
   std::string text =
       "// " + n + "_cuda.cpp: the host side of package " + n + "'s CUDA kernels (" + n + "_kernels.cu, built into " +
       spec.device_image_file + "), compiled by Kiln " + KILN_VERSION +

@@ -10,8 +10,9 @@
 //   - the launch plan as straight-line code (as AOTInductor's wrapper is): every buffer placed
 //     (inputs copied in, parameters on the device since create, outputs and the workspace kept
 //     across runs), each kernel launched with its grid over the shape symbols and its arguments,
-//     each matrix product planned and called (cuBLAS, or cuBLASLt with its fused epilogue), the
-//     outputs copied out and the fault flags read;
+//     each matrix product planned and called (cuBLAS, or cuBLASLt with its fused epilogue), each
+//     fallback node run on the host (a round trip of its buffers), the outputs copied out and
+//     the fault flags read;
 //   - NAME_cuda_open / _close / _run_on, the device entries of NAME.cpp's table.
 // The device code (the module's kernels built by nvcc or NVRTC) is .incbin'ed from the package
 // folder's `spec.device_image_file`. Nothing of Kiln is included; nothing of CUDA is linked.
@@ -30,8 +31,10 @@ namespace kiln::codegen {
 // in the device code).
 std::vector<std::string> cuda_package_kernels(const cuda::CudaModule& module);
 
-// NAME_cuda.cpp for `spec` (target "cuda"). Throws kiln::Error for a module with fallback nodes
-// (packages cannot carry the reference kernels yet).
+// NAME_cuda.cpp for `spec` (target "cuda"). A fallback node (an op the code generator does not
+// lower) runs on the host: its buffers copied from the device, NAME.cpp's fallback handler
+// (spec.fallback_handler: the portable kernels, as a cpu package's), the written buffers copied
+// back, the stream synchronized around it.
 std::string cuda_package_host_source(const PackageSpec& spec, const ScheduledProgram& scheduled,
                                      const cuda::CudaModule& module);
 

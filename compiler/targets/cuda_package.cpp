@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "codegen/package/cuda_package_sources.h"
+#include "codegen/package/package_fallbacks.h"
 #include "compiler/targets/cpu_toolchain.h"
 #include "compiler/targets/package_build.h"
 #include "kiln/error.h"
@@ -39,7 +40,9 @@ std::vector<ArtifactParameter> cuda_package_parameters(const codegen::LoopProgra
 
 bool multiplies_matrices(const CudaPackageCode& code) {
   for (const codegen::cuda::LaunchStep& step : code.module->steps)
-    if (step.kind == codegen::cuda::LaunchStep::Kind::Library) return true;
+    if (step.kind == codegen::cuda::LaunchStep::Kind::Library &&
+        code.scheduled->program.nodes.at(size_t(step.loop_node)).extern_call.kind == codegen::ExternKind::Gemm)
+      return true;
   return false;
 }
 
@@ -111,13 +114,9 @@ PackageResult write_cuda_package(const CudaPackageCode& code, const ir::Graph& g
   PackageOptions options = given;
   options.directory = fs::absolute(given.directory);  // the build steps run inside it
   codegen::check_package_name(options.name);
-  if (!code.module->fallbacks.empty()) {
-    std::string nodes;
-    for (const std::string& node : code.module->fallbacks) nodes += (nodes.empty() ? "" : ", ") + node;
-    fail("the model needs the reference kernels of Kiln's runtime for ", nodes,
-         " (ops the code generator does not compile), and CUDA packages cannot carry them yet (cpu packages can: "
-         "--target cpu); run it with `kiln run --target cuda` or embed Kiln (include/kiln)");
-  }
+  // Before anything is written: throws naming the fallback nodes a package cannot compute. The
+  // others run on the host, as in a cpu package (codegen/package/cuda_package_sources.h).
+  std::string fallback_handler = codegen::package_fallback_handler(graph, code.module->fallbacks, options.name);
   const codegen::LoopProgram& p = code.scheduled->program;
   std::vector<ArtifactParameter> parameters = cuda_package_parameters(p);
   codegen::PackageSpec spec;
@@ -134,6 +133,7 @@ PackageResult write_cuda_package(const CudaPackageCode& code, const ir::Graph& g
   spec.symbol_count = int64_t(p.symbols.size());
   spec.embed_weights = options.embed_weights;
   spec.uses_blas = multiplies_matrices(code);
+  spec.fallback_handler = std::move(fallback_handler);
 
   PackageResult result;
   result.directory = options.directory;

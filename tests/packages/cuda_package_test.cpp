@@ -12,7 +12,9 @@
 //     fault flags) runs on the CPU emulation of generated CUDA (tests/tools/
 //     emulated_package_device.h) through the package's own C API, to the interpreter's numbers;
 //     its guards refuse bad inputs (wrong sizes, a symbol outside its range) with the messages a
-//     cpu package gives; --embed-weights needs no weights file;
+//     cpu package gives; --embed-weights needs no weights file; fallback nodes run on the host
+//     (a round trip of their buffers through the package's portable kernels), to the
+//     interpreter's numbers and messages;
 //   - on a GPU (tests/gpu/check_cuda_packages.sh runs these there), every sample's package runs
 //     to the interpreter's numbers.
 #include <gmock/gmock.h>
@@ -28,9 +30,11 @@
 #include "tests/tools/cli_runner.h"
 #include "tests/packages/package_cli_test.h"
 #include "codegen/cuda/cuda_emitter.h"
+#include "compiler/model_files.h"
 #include "compiler/targets/cuda_package.h"
 #include "kiln/error.h"
 #include "kiln/npy.h"
+#include "kiln/package.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/package_manifest.h"
@@ -45,8 +49,8 @@ using cli_test::expect_user_error;
 using cli_test::read_file;
 using ::testing::HasSubstr;
 
-// The samples CUDA packages take (the inplace sample's index_put runs on the reference kernels, which only cpu
-// packages carry: refused).
+// The samples without fallback nodes (the inplace sample's index_put runs on the host: see
+// FallbackNodesRunOnTheHost).
 const char* const kSamples[] = {"mlp", "attention", "cnn"};
 
 // A driver library that cannot load: create's "no CUDA device" path on any machine.
@@ -130,10 +134,6 @@ TEST_F(CudaPackage, EverySampleBecomesAPackageOfTheCpuPackagesKind) {
     // The device code is the package's: nvcc's fatbin of NAME_kernels.cu, .incbin'ed.
     EXPECT_THAT(read_file(dir / (n + "_cuda.cpp")), HasSubstr(".incbin \\\"" + n + ".fatbin\\\""));
   }
-  expect_user_error(kiln("compile " + cli_test::sample_model("inplace") + " --target cuda --sm 80 -o " + (dir_ / "inplace").string()),
-                    "the model needs the reference kernels of Kiln's runtime for index_put, index_put_1, index_put_2, index_put_3 "
-                    "(ops the code generator does not compile), and CUDA packages cannot carry them yet (cpu packages can: --target cpu); "
-                    "run it with `kiln run --target cuda`");
 }
 
 TEST_F(CudaPackage, WithoutNvccNvrtcBuildsTheDeviceCode) {
@@ -216,6 +216,86 @@ TEST_F(CudaPackage, TheLaunchSequenceRunsOnTheCpuEmulationAsTheInterpreterRunsTh
     CliResult bench = kiln("bench " + dir.string() + " -n 2 --warmup 1 --dim s0=5", environment);
     EXPECT_EQ(bench.status, 0) << bench.err;
   }
+}
+
+// Fallback nodes (ops the code generator does not lower) run on the host in the launch
+// sequence: their buffers copied from the device, the portable kernels NAME.cpp carries (as a
+// cpu package's), the results copied back. The inplace sample (index_put) and every fallback op
+// of tests/data/packages/fallback_ops.kiln, on the CPU emulation, against the interpreter; a
+// fallback's run-time error is the interpreter's message.
+TEST_F(CudaPackage, FallbackNodesRunOnTheHost) {
+  std::string environment;
+  fs::path inplace = emulated(package("inplace", "inplace"), "inplace", environment);
+  std::string host = read_file(inplace / "inplace_cuda.cpp");
+  EXPECT_THAT(host, HasSubstr("fallback node index_put"));
+  EXPECT_THAT(host, HasSubstr("run.to_host("));
+  EXPECT_THAT(read_file(inplace / "inplace.cpp"), HasSubstr("namespace fallback_kernels = inplace_fallback_kernels;"));
+  expect_close(run_outputs(inplace.string() + " --random-inputs 3", "inplace_package", environment),
+               run_outputs(cli_test::sample_model("inplace") + " --random-inputs 3", "inplace_interpreter"), 1e-6);
+
+  std::string model = (fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "packages" / "fallback_ops.kiln").string();
+  fs::path built = dir_ / "fallback_ops";
+  CliResult compiled = kiln("compile " + model + " --target cuda --sm 80 -o " + built.string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  fs::path dir = emulated(built, "fallback_ops", environment);
+  for (const char* size : {"2", "5"}) {
+    SCOPED_TRACE(std::string("s0=") + size);
+    std::string inputs = std::string(" --random-inputs 7 --dim s0=") + size;
+    std::map<std::string, Tensor> expected = run_outputs(model + inputs, std::string("interp_") + size);
+    EXPECT_EQ(expected.size(), 13u);
+    expect_close(run_outputs(dir.string() + inputs, std::string("package_") + size, environment), expected, 1e-5);
+  }
+  // A fallback's failure (an index out of range) is the interpreter's message.
+  fs::path scatter = dir_ / "scatter_ones.kiln";
+  std::ofstream(scatter) << R"(graph():
+    %x : f32[2, 6] [num_users=1] = placeholder[target=x]
+    %index : i64[2, 2] [num_users=1] = placeholder[target=index]
+    %scatter : f32[2, 6] [num_users=1] = call_function[target=scatter](args = (%x, 1, %index, 1.0), kwargs = {})
+    return (scatter,)
+)";
+  compiled = kiln("compile " + scatter.string() + " --target cuda --sm 80 -o " + (dir_ / "scatter_ones").string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  fs::path scatter_dir = emulated(dir_ / "scatter_ones", "scatter_ones", environment);
+  write_npy((dir_ / "x.npy").string(), Tensor::zeros({2, 6}, DType::f32));
+  Tensor index = Tensor::zeros({2, 2}, DType::i64);
+  index.data<int64_t>()[3] = 9;
+  write_npy((dir_ / "bad.npy").string(), index);
+  std::string bad = " --input x=" + (dir_ / "x.npy").string() + " --input index=" + (dir_ / "bad.npy").string();
+  expect_user_error(kiln("run " + scatter_dir.string() + bad, environment),
+                    "scatter_ones: run: node %scatter (scatter): scatter(): index 9 is out of bounds for dimension of size 6");
+}
+
+// The exported program of in-place view writes (tests/data/pt2/inplace_views.pt2: index_put
+// runs on the host) as a CUDA package, through kiln::Package on the CPU emulation: PyTorch's
+// outputs under `kiln run`'s names, and the input y written in place as the program writes it.
+TEST_F(CudaPackage, InPlaceWritesReachTheCallersInputs) {
+  fs::path data = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "pt2";
+  std::string model = (data / "inplace_views.pt2").string();
+  CliResult compiled = kiln("compile " + model + " --target cuda --sm 80 -o " + (dir_ / "inplace_views").string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  std::string environment;
+  fs::path dir = emulated(dir_ / "inplace_views", "inplace_views", environment);
+  PackageManifest manifest = read_package_manifest(dir / "manifest.json");
+  ASSERT_EQ(manifest.outputs.size(), 3u);
+  EXPECT_EQ(manifest.outputs[2].name, "mul");
+  EXPECT_EQ(manifest.mutated_inputs, std::vector<std::string>{"y"});
+  const std::string variable = "KILN_TEST_EMULATION_LIBRARY=";
+  ASSERT_EQ(environment.rfind(variable, 0), 0u);
+  ASSERT_EQ(setenv("KILN_TEST_EMULATION_LIBRARY", environment.substr(variable.size()).c_str(), 1), 0);
+  std::map<std::string, Tensor> inputs = compiler::model_sample_inputs(model);
+  for (auto& [name, tensor] : inputs) tensor = tensor.clone();
+  std::vector<Tensor> outputs = Package::load(dir).run(inputs);
+  unsetenv("KILN_TEST_EMULATION_LIBRARY");
+  ASSERT_EQ(outputs.size(), 3u);
+  auto expect_near = [](const Tensor& got, const Tensor& want, const std::string& what) {
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.flat_double(i), want.flat_double(i), 1e-6 * (1 + std::fabs(want.flat_double(i)))) << what << " " << i;
+  };
+  for (size_t i = 0; i < outputs.size(); ++i)
+    expect_near(outputs[i], read_npy((data / "inplace_views" / ("expected_" + std::to_string(i) + ".npy")).string()),
+                "output " + std::to_string(i));
+  expect_near(inputs.at("y"), read_npy((data / "inplace_views" / "after_y.npy").string()), "y after the run");
 }
 
 // --embed-weights: the weights compiled into the library, as in a cpu package.
