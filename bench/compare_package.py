@@ -7,7 +7,8 @@ whose convolutions call oneDNN (`kiln compile --onednn`, as `kiln run --target c
 Kiln has oneDNN), then times, in alternating rounds so that all see the same machine,
 `kiln bench MODEL --target cpu` (the compiled model behind Kiln's runtime) and `kiln bench DIR`
 for each package (the package's own library, as an app links it), and prints each one's median
-of medians, their ratios to `kiln run`, and the package's sizes: its weights file, its shared
+of medians and its fastest run (the least disturbed by other load on a shared machine), their
+ratios to `kiln run` (and the median of the rounds' own ratios), and the package's sizes: its weights file, its shared
 library (all instruction sets), and each instruction set's kernels (text + data + bss of
 NAME_<isa>.o in libNAME.a, `size`) besides the API's (NAME.o). Extra arguments go to every
 bench (e.g. --dim s0=32 --threads 2). Only the standard library (and binutils' `size`).
@@ -29,7 +30,8 @@ def bench(kiln, target, extra, iters):
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"compare_package: {' '.join(command)} failed: {result.stderr.strip()}")
-    return json.loads(result.stdout)["median_ms"]
+    timing = json.loads(result.stdout)
+    return timing["median_ms"], timing["min_ms"]
 
 
 def object_sizes(archive):
@@ -66,17 +68,26 @@ def main():
             compile_package(args.kiln, args.model, packages["package_onednn"], ["--onednn"])
         times = {"kiln_run": []}
         times.update({name: [] for name in packages})
+        minimums = {name: [] for name in times}
         for _ in range(args.rounds):
-            times["kiln_run"].append(bench(args.kiln, args.model, ["--target", "cpu"] + extra, args.iters))
-            for name, folder in packages.items():
-                times[name].append(bench(args.kiln, folder, extra, args.iters))
+            for name, target, flags in [("kiln_run", args.model, ["--target", "cpu"])] + [(n, f, []) for n, f in packages.items()]:
+                median, minimum = bench(args.kiln, target, flags + extra, args.iters)
+                times[name].append(median)
+                minimums[name].append(minimum)
         medians = {name: statistics.median(values) for name, values in times.items()}
+        fastest = {name: min(values) for name, values in minimums.items()}
         result = {
             "model": args.model,
             "arguments": extra,
             "medians_ms": medians,
             "over_kiln_run": {name: medians[name] / medians["kiln_run"] for name in packages},
+            # Each round's ratio, then their median: a round's sides saw about the same load.
+            "round_ratio_median": {name: statistics.median(p / k for p, k in zip(times[name], times["kiln_run"]))
+                                   for name in packages},
+            "fastest_ms": fastest,
+            "fastest_over_kiln_run": {name: fastest[name] / fastest["kiln_run"] for name in packages},
             "rounds_ms": times,
+            "rounds_fastest_ms": minimums,
             "weights_bytes": os.path.getsize(os.path.join(packages["package"], "model.safetensors")),
             "sizes": {},
         }
@@ -87,7 +98,11 @@ def main():
             }
     line = f"{args.model}: kiln run (cpu) {medians['kiln_run']:.4f} ms"
     for name in packages:
-        line += f", {name} {medians[name]:.4f} ms (x{result['over_kiln_run'][name]:.3f})"
+        line += f", {name} {medians[name]:.4f} ms (x{result['over_kiln_run'][name]:.3f}, median of the rounds' ratios x{result['round_ratio_median'][name]:.3f})"
+    print(line)
+    line = f"fastest run: kiln run (cpu) {fastest['kiln_run']:.4f} ms"
+    for name in packages:
+        line += f", {name} {fastest[name]:.4f} ms (x{result['fastest_over_kiln_run'][name]:.3f})"
     print(line)
     print(f"weights {result['weights_bytes']} bytes")
     for name, sizes in result["sizes"].items():

@@ -1,7 +1,9 @@
 // Stage 1 of the scheduler (codegen/schedule.h): pointwise nodes inlined into their readers
 // (vertical fusion, and pointwise producers into reduction loads), unless the value must exist
-// in memory: a graph output, a library call's input, an expensive value read by several nodes,
-// or a read whose index does not map back to the producer's elements (the index inversion here).
+// in memory: a graph output, a library call's input, an expensive value read by several nodes
+// or by a node that visits each of its elements several times (an im2col reads each once per
+// kernel tap), or a read whose index does not map back to the producer's elements (the index
+// inversion here).
 #include <algorithm>
 #include <optional>
 
@@ -16,6 +18,11 @@ namespace {
 // A pointwise value read by several nodes is recomputed in each while its expression is this
 // small; past it, the value is computed once and stored.
 constexpr size_t kMaxInlinedSizeWithManyReaders = 24;
+// A reader that visits more points than the value has elements (an im2col over a batch norm
+// and relu: each element once per kernel tap) recomputes it at each visit while its expression
+// is this small; past it, the value is computed once and stored (one more pass over memory
+// instead of KH*KW evaluations: ResNet-18's im2col kernels spent 90% of their time so).
+constexpr size_t kMaxRecomputedSize = 8;
 
 SymShape contiguous(const SymShape& shape) {
   SymShape strides(shape.size());
@@ -183,6 +190,34 @@ std::optional<std::vector<SymInt>> invert_contiguous_index(const SymInt& index, 
   return coords;
 }
 
+// The points `node` visits: its x and r ranges' product.
+SymInt visited_points(const LoopNode& node) {
+  SymInt points = 1;
+  for (const SymInt& range : node.ranges) points = points * range;
+  for (const SymInt& range : node.reduction_ranges) points = points * range;
+  return points;
+}
+
+// True when `reader` provably visits more points than `producer` computes and each of its
+// loads of `buffer` varies with every loop variable of the reader (a load that ignores one, a
+// broadcast such as a row's rstd read along the row, is hoisted out of that loop later, so it
+// recomputes nothing).
+bool revisits(const LoopNode& reader, const LoopNode& producer, int buffer) {
+  std::optional<int64_t> visited = visited_points(reader).maybe_constant();
+  std::optional<int64_t> computed = visited_points(producer).maybe_constant();
+  if (!visited || !computed || *visited <= *computed) return false;
+  std::vector<const ExprNode*> loads;
+  collect_loads(reader.body, buffer, loads);
+  for (const ExprNode* load : loads) {
+    std::vector<std::string> used = load->index.free_symbols();
+    for (const VarRange& var : node_vars(reader)) {
+      if (var.range == SymInt(1)) continue;
+      if (std::find(used.begin(), used.end(), var.var.to_string()) == used.end()) return false;
+    }
+  }
+  return !loads.empty();
+}
+
 bool read_by_extern(SchedulingState& state, int buffer) {
   for (int reader : state.program().readers(buffer)) {
     if (state.program().nodes[size_t(reader)].kind == NodeKind::Extern) return true;
@@ -232,6 +267,15 @@ void inline_pointwise(SchedulingState& state) {
       state.note(node.name + " is stored: " + std::to_string(load_count) + " reads of an expression of " +
                  std::to_string(size) + " operations");
       continue;
+    }
+    if (size > kMaxRecomputedSize) {
+      auto revisiting = std::find_if(readers.begin(), readers.end(),
+                                     [&](int reader) { return revisits(p.nodes[size_t(reader)], node, buffer); });
+      if (revisiting != readers.end()) {
+        state.note(node.name + " is stored: " + p.nodes[size_t(*revisiting)].name +
+                   " visits its elements several times, and it is an expression of " + std::to_string(size) + " operations");
+        continue;
+      }
     }
     for (int reader_id : readers) {
       LoopNode& reader = p.nodes[size_t(reader_id)];

@@ -1,6 +1,7 @@
 // Tests of the scheduler (codegen/scheduler.cpp): how many kernels common patterns become
 // (softmax and layer_norm one each, GEMM epilogues fused, the MLP sample), the memory plan
-// (reuse by liveness, peak no more than the naive sum), and the fusion log.
+// (reuse by liveness, peak no more than the naive sum), the fusion log, and an expensive value
+// an im2col revisits stored rather than recomputed.
 #include "codegen/schedule.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 
 #include "codegen/lowering.h"
 #include "ir/model_file.h"
+#include "ir/parser.h"
 #include "passes/pass_manager.h"
 
 namespace kiln::codegen {
@@ -142,6 +144,36 @@ TEST(Scheduler, FusionLogSaysWhyAValueIsStored) {
   bool found = false;
   for (const std::string& line : s.fusion_log) found = found || line.find("library call reads it") != std::string::npos;
   EXPECT_TRUE(found) << print_schedule(s);
+}
+
+// An im2col visits each element of its input once per kernel tap: an expensive pointwise input
+// (a batch norm and activation's worth) is computed once and stored rather than recomputed at
+// each tap, while a cheap one (relu) is still inlined into the im2col.
+TEST(Scheduler, AnExpensiveValueAnIm2colRevisitsIsStored) {
+  auto im2col_over = [](const std::string& producer, int x_users) {
+    std::string text = R"(graph():
+    %x : f32[1, 4, 8, 8] [num_users=)" + std::to_string(x_users) + R"(] = placeholder[target=x]
+    %w : f32[4, 4, 3, 3] [num_users=1] = placeholder[target=w]
+)" + producer + R"(
+    %convolution : f32[1, 4, 8, 8] [num_users=1] = call_function[target=convolution](args = (%h, %w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})
+    return (convolution,)
+)";
+    return schedule_graph(ir::parse_graph(text));
+  };
+  auto stored = [](const ScheduledProgram& s, const std::string& value) {
+    for (const std::string& line : s.fusion_log)
+      if (line.find(value + " is stored: convolution_columns visits its elements several times") != std::string::npos) return true;
+    return false;
+  };
+  ScheduledProgram expensive = im2col_over(R"(    %scaled : f32[1, 4, 8, 8] [num_users=1] = call_function[target=mul](args = (%x, 2.0), kwargs = {})
+    %shifted : f32[1, 4, 8, 8] [num_users=1] = call_function[target=add](args = (%scaled, 1.0), kwargs = {})
+    %gate : f32[1, 4, 8, 8] [num_users=1] = call_function[target=sigmoid](args = (%shifted,), kwargs = {})
+    %gated : f32[1, 4, 8, 8] [num_users=1] = call_function[target=mul](args = (%gate, %x), kwargs = {})
+    %h : f32[1, 4, 8, 8] [num_users=1] = call_function[target=tanh](args = (%gated,), kwargs = {}))", 2);
+  EXPECT_TRUE(stored(expensive, "h")) << print_schedule(expensive);
+  ScheduledProgram cheap = im2col_over(R"(    %h : f32[1, 4, 8, 8] [num_users=1] = call_function[target=relu](args = (%x,), kwargs = {}))", 1);
+  EXPECT_FALSE(stored(cheap, "h")) << print_schedule(cheap);
+  EXPECT_EQ(cheap.kernels.size() + 1, expensive.kernels.size()) << print_schedule(cheap) << print_schedule(expensive);
 }
 
 TEST(Scheduler, WithoutFusionEveryNodeIsAKernel) {
