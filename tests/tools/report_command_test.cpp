@@ -175,6 +175,28 @@ TEST_F(ReportCommand, FallbacksAndWarnings) {
   EXPECT_THAT(page, HasSubstr("it was rebuilt</li>"));
 }
 
+// Without Graphviz's dot each graph stage says so in one line (the page is still whole); a compile
+// that fails still leaves the page, saying why, and the command fails with the compile's error.
+TEST_F(ReportCommand, WithoutDotAndWhenTheCompileFails) {
+  CliResult no_dot = kiln("report " + sample_model("mlp") + " -o " + (dir_ / "no_dot.html").string() + " --target none",
+                          "PATH=/nonexistent");
+  ASSERT_EQ(no_dot.status, 0) << no_dot.err;
+  std::string page = read_file(dir_ / "no_dot.html");
+  size_t notes = 0;
+  const std::string note = "No picture: Graphviz&#39;s dot is not installed (install graphviz)";
+  for (size_t at = page.find(note); at != std::string::npos; at = page.find(note, at + 1)) ++notes;
+  EXPECT_EQ(notes, 4u);  // traced, functional, decomposed, simplified
+  checked_sections("no_dot");
+
+  CliResult failed = kiln("report " + sample_model("mlp") + " -o " + (dir_ / "failed.html").string(), "CXX=/bin/false");
+  EXPECT_EQ(failed.status, 1);
+  EXPECT_THAT(failed.err, ::testing::StartsWith("kiln: error: the compile for cpu failed (the page shows the stages before it): "
+                                                "the C++ compiler '/bin/false' failed"));
+  std::string failed_page = read_file(dir_ / "failed.html");
+  EXPECT_THAT(failed_page, HasSubstr("The compile failed: the C++ compiler &#39;/bin/false&#39; failed"));
+  checked_sections("failed");
+}
+
 TEST_F(ReportCommand, BadFlagsAndFilesAreOneLineErrors) {
   const std::string out = (dir_ / "page.html").string();
   expect_usage_error(kiln("report " + sample_model("mlp")), "--out");
