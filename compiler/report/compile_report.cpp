@@ -52,7 +52,7 @@ class StderrCapture {
   std::streambuf* previous_;
 };
 
-std::string type_text(const codegen::Buffer& buffer) {
+std::string buffer_type_text(const codegen::Buffer& buffer) {
   return std::string(dtype_name(buffer.dtype)) + ir::shape_string(buffer.shape);
 }
 
@@ -70,7 +70,7 @@ std::vector<std::string> artifact_guards(const codegen::LoopProgram& program, si
     const codegen::Buffer& b = program.buffer(id);
     std::string who = "input '" + b.source + "'";
     guards.push_back(who + ": dtype " + std::string(dtype_name(b.dtype)) + ", rank " + std::to_string(b.shape.size()) +
-                     " (" + type_text(b) + ")");
+                     " (" + buffer_type_text(b) + ")");
     for (size_t d = 0; d < b.shape.size(); ++d) {
       const ir::SymInt& size = b.shape[d];
       std::string dim = who + " dim " + std::to_string(d);
@@ -94,7 +94,7 @@ std::vector<std::string> artifact_guards(const codegen::LoopProgram& program, si
   return guards;
 }
 
-std::string kind_of(const codegen::Kernel& kernel, const codegen::LoopProgram& program) {
+std::string report_kernel_kind(const codegen::Kernel& kernel, const codegen::LoopProgram& program) {
   if (kernel.kind == codegen::KernelKind::Pointwise) return "pointwise";
   if (kernel.kind == codegen::KernelKind::Reduction) return "reduction";
   switch (program.nodes[size_t(kernel.extern_node)].extern_call.kind) {
@@ -105,13 +105,13 @@ std::string kind_of(const codegen::Kernel& kernel, const codegen::LoopProgram& p
   return "extern";
 }
 
-std::string loop_header(const std::string& var, const ir::SymShape& ranges) {
+std::string report_loop_header(const std::string& var, const ir::SymShape& ranges) {
   std::string vars, line = "for ";
   for (size_t d = 0; d < ranges.size(); ++d) vars += (d ? ", " : "") + var + std::to_string(d);
   return line + "(" + vars + ") in " + ir::shape_string(ranges);
 }
 
-std::string step_text(const codegen::KernelStep& step, const codegen::LoopProgram& program) {
+std::string report_step_text(const codegen::KernelStep& step, const codegen::LoopProgram& program) {
   static const char* const kReductions[] = {"sum", "prod", "max", "min", "argmax", "argmin", "welford"};
   std::string text = step.kind == codegen::KernelStep::Kind::Reduce
                          ? std::string("reduce ") + kReductions[int(step.reduction)]
@@ -122,7 +122,7 @@ std::string step_text(const codegen::KernelStep& step, const codegen::LoopProgra
 }
 
 // The kernel's loops, one per line, indented as they nest.
-std::string loop_nest(const codegen::Kernel& kernel, const codegen::LoopProgram& program) {
+std::string report_loop_nest(const codegen::Kernel& kernel, const codegen::LoopProgram& program) {
   if (kernel.kind == codegen::KernelKind::Extern) {
     const codegen::ExternCall& call = program.nodes[size_t(kernel.extern_node)].extern_call;
     std::string text = "library call:";
@@ -130,22 +130,41 @@ std::string loop_nest(const codegen::Kernel& kernel, const codegen::LoopProgram&
     text += " <-";
     for (const codegen::StridedView& in : call.inputs) text += " " + program.buffer(in.buffer).name + ir::shape_string(in.shape);
     if (call.kind == codegen::ExternKind::Convolution) text += "\n" + codegen::geometry_text(call.convolution);
-    for (const codegen::KernelStep& step : kernel.steps) text += "\nepilogue per block of rows: " + step_text(step, program);
+    for (const codegen::KernelStep& step : kernel.steps) text += "\nepilogue per block of rows: " + report_step_text(step, program);
     return text;
   }
-  std::string text = loop_header("x", kernel.outer) + "  (parallel)";
+  std::string text = report_loop_header("x", kernel.outer) + "  (parallel)";
   for (const codegen::KernelStep& step : kernel.steps) {
-    if (step.kind == codegen::KernelStep::Kind::StoreOuter) text += "\n    " + step_text(step, program);
-    else text += "\n    " + loop_header("r", kernel.inner) + ": " + step_text(step, program);
+    if (step.kind == codegen::KernelStep::Kind::StoreOuter) text += "\n    " + report_step_text(step, program);
+    else text += "\n    " + report_loop_header("r", kernel.inner) + ": " + report_step_text(step, program);
   }
   return text;
 }
 
-std::vector<KernelReport> kernel_reports(const CodegenPrograms& programs, const std::string& code) {
+// "128 points" or "128 points (16*s0)": how many points a kernel's loops visit (a library call:
+// how many elements it writes), under the picture's symbol values.
+std::string kernel_size(const codegen::Kernel& kernel, const codegen::LoopProgram& program,
+                        const std::map<std::string, int64_t>& bindings) {
+  ir::SymInt count = 1;
+  const char* what = " points";
+  if (kernel.kind == codegen::KernelKind::Extern) {
+    what = " elements written";
+    for (const codegen::StridedView& out : program.nodes[size_t(kernel.extern_node)].extern_call.outputs)
+      count = count * codegen::numel(out.shape);
+  } else {
+    count = codegen::numel(kernel.outer) * codegen::numel(kernel.inner);
+  }
+  std::string text = std::to_string(count.evaluate(bindings)) + what;
+  return count.is_constant() ? text : text + " (" + count.to_string() + ")";
+}
+
+std::vector<KernelReport> kernel_reports(const CodegenPrograms& programs, const std::string& code,
+                                         const std::map<std::string, int64_t>& bindings) {
   const codegen::LoopProgram& program = programs.scheduled.program;
   std::vector<KernelReport> kernels;
   for (const codegen::Kernel& kernel : programs.scheduled.kernels) {
-    KernelReport report{kernel.name, kind_of(kernel, program), loop_nest(kernel, program), {}, {}};
+    KernelReport report{kernel.name, report_kernel_kind(kernel, program), report_loop_nest(kernel, program),
+                        kernel_size(kernel, program, bindings), {}, {}};
     std::set<std::string> seen;
     for (const std::string& origin : kernel.origins) {
       if (!seen.insert(origin).second) continue;
@@ -159,8 +178,8 @@ std::vector<KernelReport> kernel_reports(const CodegenPrograms& programs, const 
 }
 
 // The value a symbol takes in the memory picture: the user's, else 8 moved into its range.
-int64_t picture_value(const std::string& symbol, const codegen::LoopProgram& program,
-                      const std::map<std::string, int64_t>& dims) {
+int64_t memory_picture_value(const std::string& symbol, const codegen::LoopProgram& program,
+                             const std::map<std::string, int64_t>& dims) {
   if (auto given = dims.find(symbol); given != dims.end()) return given->second;
   int64_t value = 8;
   for (const auto& range : program.symbol_ranges) {
@@ -171,17 +190,30 @@ int64_t picture_value(const std::string& symbol, const codegen::LoopProgram& pro
   return value;
 }
 
-MemoryReport memory_report(const codegen::ScheduledProgram& scheduled, const std::map<std::string, int64_t>& dims) {
-  const codegen::LoopProgram& program = scheduled.program;
-  for (const auto& [symbol, value] : dims)
+// Every shape symbol's value for the pictures and sizes. Throws kiln::Error for a --dim that
+// names no symbol of the model or lies outside its symbol's range.
+std::map<std::string, int64_t> picture_bindings(const codegen::LoopProgram& program, const std::map<std::string, int64_t>& dims) {
+  for (const auto& [symbol, value] : dims) {
     if (std::find(program.symbols.begin(), program.symbols.end(), symbol) == program.symbols.end())
       fail("--dim ", symbol, "=", value, ": the model has no shape symbol ", symbol, program.symbols.empty() ? " (its shapes are static)" : "");
+    for (const auto& range : program.symbol_ranges)
+      if (range.symbol == symbol && (value < range.min || (range.max && value > *range.max)))
+        fail("--dim ", symbol, "=", value, " is outside the range [", range.min, ", ",
+             range.max ? std::to_string(*range.max) : std::string("int_oo"), "] the model was compiled for");
+  }
+  std::map<std::string, int64_t> bindings;
+  for (const std::string& symbol : program.symbols) bindings[symbol] = memory_picture_value(symbol, program, dims);
+  return bindings;
+}
+
+MemoryReport memory_report(const codegen::ScheduledProgram& scheduled, const std::map<std::string, int64_t>& bindings) {
+  const codegen::LoopProgram& program = scheduled.program;
   MemoryReport memory;
-  for (const std::string& symbol : program.symbols) memory.bindings[symbol] = picture_value(symbol, program, dims);
+  memory.bindings = bindings;
   for (const codegen::Kernel& kernel : scheduled.kernels) memory.kernels.push_back(kernel.name);
   for (const auto& [buffer, offset] : scheduled.memory.offsets) {
     const codegen::BufferLifetime& life = scheduled.memory.lifetimes.at(buffer);
-    memory.blocks.push_back({program.buffer(buffer).name, type_text(program.buffer(buffer)), life.first_kernel, life.last_kernel,
+    memory.blocks.push_back({program.buffer(buffer).name, buffer_type_text(program.buffer(buffer)), life.first_kernel, life.last_kernel,
                              offset.to_string(), offset.evaluate(memory.bindings), life.bytes.evaluate(memory.bindings)});
   }
   memory.peak_expression = scheduled.memory.peak_bytes.to_string();
@@ -235,9 +267,10 @@ CompileReport make_compile_report(const ir::Graph& graph, const ReportOptions& o
     report.stages.push_back({stage.name, stage.summary, text, "", false, -1});
   }
   CodegenPrograms programs = codegen_programs(graph, stage_options, target.empty() ? "cpu" : target);
-  report.kernels = kernel_reports(programs, code);
+  std::map<std::string, int64_t> bindings = picture_bindings(programs.scheduled.program, options.dims);
+  report.kernels = kernel_reports(programs, code, bindings);
   report.fusion_decisions = programs.scheduled.fusion_log;
-  report.memory = memory_report(programs.scheduled, options.dims);
+  report.memory = memory_report(programs.scheduled, bindings);
   for (const codegen::Kernel& kernel : programs.scheduled.kernels) {
     const codegen::LoopProgram& program = programs.scheduled.program;
     if (kernel.kind == codegen::KernelKind::Extern &&

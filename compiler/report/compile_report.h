@@ -25,7 +25,8 @@ struct ReportOptions {
   // on_stage is the report's own.
   CompileOptions compile;
   bool show_source = false;  // stage texts and kernels say where each node comes from
-  // Values of the shape symbols for the memory picture; a symbol not given takes 8, within its range.
+  // Values of the shape symbols for the memory picture and the kernels' sizes; a symbol not given
+  // takes 8, moved into its range.
   std::map<std::string, int64_t> dims;
 };
 
@@ -49,7 +50,8 @@ struct FusedNode {
 struct KernelReport {
   std::string name;
   std::string kind;       // "pointwise", "reduction", "gemm", "convolution", "fallback"
-  std::string loop_nest;  // "for x0 < 16 (parallel): for r0 < 32: welford ...", one loop per line
+  std::string loop_nest;  // "for (x0) in [16]  (parallel)" and its steps, one per line
+  std::string size;       // "512 points" or "64 points (8*s0)" (a library call: "... elements written")
   std::vector<FusedNode> fused;
   std::string source;  // its function in the generated code (empty with no code target)
 };

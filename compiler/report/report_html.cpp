@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "compiler/report/report_pictures.h"
 
@@ -65,13 +66,13 @@ constexpr SectionTitle kSections[] = {
     {"warnings", "Fallbacks and warnings"},
 };
 
-std::string milliseconds_text(double ms) {
+std::string report_milliseconds(double ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f ms", ms);
   return text;
 }
 
-std::string bytes_text(int64_t bytes) {
+std::string report_bytes(int64_t bytes) {
   std::string text = std::to_string(bytes) + " bytes";
   if (bytes >= 10 * 1024) {
     char kib[32];
@@ -82,89 +83,89 @@ std::string bytes_text(int64_t bytes) {
 }
 
 // A name usable inside an id attribute: letters, digits, '-' and '_'.
-std::string id_part(const std::string& name) {
+std::string report_id_part(const std::string& name) {
   std::string id;
   for (char c : name) id += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
   return id;
 }
 
-void open_section(std::ostringstream& html, const std::string& id) {
+void open_report_section(std::ostringstream& html, const std::string& id) {
   const char* title = "";
   for (const SectionTitle& s : kSections)
     if (id == s.id) title = s.title;
   html << "<section id=\"" << id << "\">\n<h2>" << title << "</h2>\n";
 }
 
-void row(std::ostringstream& html, const std::string& name, const std::string& value_html) {
+void report_row(std::ostringstream& html, const std::string& name, const std::string& value_html) {
   html << "<tr><th>" << escape_html(name) << "</th><td>" << value_html << "</td></tr>\n";
 }
 
 void compile_section(std::ostringstream& html, const CompileReport& r) {
-  open_section(html, "compile");
+  open_report_section(html, "compile");
   html << "<table>\n";
-  row(html, "model", "<code>" + escape_html(r.model) + "</code> (" + std::to_string(r.graph_nodes) + " nodes as loaded)");
-  row(html, "target", "<code>" + escape_html(r.target) + "</code>");
-  row(html, "options", r.options.empty() ? "(none)" : "<code>" + escape_html(r.options) + "</code>");
-  row(html, "Kiln version", escape_html(r.kiln_version));
+  report_row(html, "model", "<code>" + escape_html(r.model) + "</code> (" + std::to_string(r.graph_nodes) + " nodes as loaded)");
+  report_row(html, "target", "<code>" + escape_html(r.target) + "</code>");
+  report_row(html, "options", r.options.empty() ? "(none)" : "<code>" + escape_html(r.options) + "</code>");
+  report_row(html, "Kiln version", escape_html(r.kiln_version));
   if (r.result) {
-    row(html, "cache key", "<code>" + escape_html(r.result->key) + "</code>");
-    row(html, "cache", r.result->cache_hit ? "<span class=\"hit\">hit</span> (the artifact was already built)"
+    report_row(html, "cache key", "<code>" + escape_html(r.result->key) + "</code>");
+    report_row(html, "cache", r.result->cache_hit ? "<span class=\"hit\">hit</span> (the artifact was already built)"
                                            : "<span class=\"miss\">miss</span> (built now and stored)");
-    row(html, "artifact", "<code>" + escape_html(r.result->artifact_dir.string()) + "</code>");
-    row(html, "kernels", std::to_string(r.result->kernel_count) + "; " + escape_html(r.result->details));
-    row(html, "total time", milliseconds_text(r.total_milliseconds));
+    report_row(html, "artifact", "<code>" + escape_html(r.result->artifact_dir.string()) + "</code>");
+    report_row(html, "kernels", std::to_string(r.result->kernel_count) + "; " + escape_html(r.result->details));
+    report_row(html, "total time", report_milliseconds(r.total_milliseconds));
   } else if (!r.compile_error.empty()) {
-    row(html, "compile", "<span class=\"problem\">failed: " + escape_html(r.compile_error) + "</span>");
+    report_row(html, "compile", "<span class=\"problem\">failed: " + escape_html(r.compile_error) + "</span>");
   } else {
-    row(html, "compile", "not compiled (target none: the stages stop after scheduling)");
+    report_row(html, "compile", "not compiled (target none: the stages stop after scheduling)");
   }
   html << "</table>\n</section>\n";
 }
 
 void guards_section(std::ostringstream& html, const CompileReport& r) {
-  open_section(html, "guards");
+  open_report_section(html, "guards");
   html << "<p>What the compiled artifact checks on every call, before any kernel runs (a failed guard names "
           "itself and the values):</p>\n<ul>\n";
   for (const std::string& guard : r.guards) html << "<li><code>" << escape_html(guard) << "</code></li>\n";
   html << "</ul>\n</section>\n";
 }
 
-void times_table(std::ostringstream& html, const std::vector<std::pair<std::string, double>>& times) {
+void report_times_table(std::ostringstream& html, const std::vector<std::pair<std::string, double>>& times) {
   double longest = 0;
   for (const auto& [stage, ms] : times) longest = std::max(longest, ms);
   html << "<table>\n<tr><th>stage</th><th>time</th><th></th></tr>\n";
   for (const auto& [stage, ms] : times) {
     int width = longest > 0 ? int(200.0 * ms / longest) : 0;
-    html << "<tr><td class=\"mono\">" << escape_html(stage) << "</td><td class=\"number\">" << milliseconds_text(ms)
+    html << "<tr><td class=\"mono\">" << escape_html(stage) << "</td><td class=\"number\">" << report_milliseconds(ms)
          << "</td><td><span class=\"bar\" style=\"width: " << width << "px\"></span></td></tr>\n";
   }
   html << "</table>\n";
 }
 
 void times_section(std::ostringstream& html, const CompileReport& r) {
-  open_section(html, "times");
+  open_report_section(html, "times");
   if (!r.compile_times.empty()) {
-    html << "<p>The compile, stage by stage (the driver's own times; total " << milliseconds_text(r.total_milliseconds)
+    html << "<p>The compile, stage by stage (the driver's own times; total " << report_milliseconds(r.total_milliseconds)
          << "):</p>\n";
-    times_table(html, r.compile_times);
+    report_times_table(html, r.compile_times);
   }
   std::vector<std::pair<std::string, double>> graph_times;
   for (const StageReport& stage : r.stages)
     if (stage.graph) graph_times.emplace_back(stage.name, stage.milliseconds);
   html << "<p>The graph stages (the pass pipeline's time to reach each, in the report's own run):</p>\n";
-  times_table(html, graph_times);
+  report_times_table(html, graph_times);
   html << "</section>\n";
 }
 
 void stages_section(std::ostringstream& html, const CompileReport& r) {
-  open_section(html, "stages");
+  open_report_section(html, "stages");
   html << "<p>Each stage's text is what <code>kiln dump --stage NAME</code> prints; the last graph stage's "
           "picture is open, the others open on a click (or <i>expand all</i>).</p>\n";
   std::string last_graph;
   for (const StageReport& stage : r.stages)
     if (stage.graph) last_graph = stage.name;
   for (const StageReport& stage : r.stages) {
-    std::string id = "stage-" + id_part(stage.name);
+    std::string id = "stage-" + report_id_part(stage.name);
     html << "<section class=\"stage\" id=\"" << id << "\">\n<h3>" << escape_html(stage.name) << "</h3>\n<p>"
          << escape_html(stage.summary) << "</p>\n";
     if (stage.graph) {
@@ -183,13 +184,16 @@ void stages_section(std::ostringstream& html, const CompileReport& r) {
 }
 
 void kernels_section(std::ostringstream& html, const CompileReport& r) {
-  open_section(html, "kernels");
+  open_report_section(html, "kernels");
   html << "<p>" << r.kernels.size() << (r.kernels.size() == 1 ? " kernel" : " kernels")
-       << ", in the order the wrapper runs them.</p>\n";
+       << ", in the order the wrapper runs them"
+       << (r.target == "cuda" ? " (as lowered for cuda: the scheduled stage above is kiln dump's, lowered for cpu)" : "")
+       << ".</p>\n";
   for (size_t k = 0; k < r.kernels.size(); ++k) {
     const KernelReport& kernel = r.kernels[k];
-    html << "<section class=\"kernel\" id=\"kernel-" << id_part(kernel.name) << "\">\n<h3>" << k << ": "
-         << escape_html(kernel.name) << " <small>(" << escape_html(kernel.kind) << ")</small></h3>\n";
+    html << "<section class=\"kernel\" id=\"kernel-" << report_id_part(kernel.name) << "\">\n<h3>" << k << ": "
+         << escape_html(kernel.name) << " <small>(" << escape_html(kernel.kind) << ", " << escape_html(kernel.size)
+         << ")</small></h3>\n";
     html << "<table>\n<tr><th>graph node fused</th><th>op</th><th>from</th></tr>\n";
     for (const FusedNode& node : kernel.fused)
       html << "<tr><td class=\"mono\">%" << escape_html(node.name) << "</td><td class=\"mono\">" << escape_html(node.op)
@@ -209,10 +213,10 @@ void kernels_section(std::ostringstream& html, const CompileReport& r) {
 
 void memory_section(std::ostringstream& html, const CompileReport& r) {
   const MemoryReport& m = r.memory;
-  open_section(html, "memory");
-  html << "<p>Peak workspace: <b>" << bytes_text(m.peak_bytes) << "</b>";
+  open_report_section(html, "memory");
+  html << "<p>Peak workspace: <b>" << report_bytes(m.peak_bytes) << "</b>";
   if (m.peak_expression != std::to_string(m.peak_bytes)) html << " (<code>" << escape_html(m.peak_expression) << "</code>)";
-  html << "; without reuse " << bytes_text(m.naive_bytes) << ". " << m.blocks.size()
+  html << "; without reuse " << report_bytes(m.naive_bytes) << ". " << m.blocks.size()
        << " buffers live in the workspace; inputs, outputs and parameters are the caller's.";
   if (!m.bindings.empty()) {
     html << " Drawn for";
@@ -231,7 +235,7 @@ void memory_section(std::ostringstream& html, const CompileReport& r) {
 }
 
 void warnings_section(std::ostringstream& html, const CompileReport& r) {
-  open_section(html, "warnings");
+  open_report_section(html, "warnings");
   if (!r.compile_error.empty()) html << "<p class=\"problem\">The compile failed: " << escape_html(r.compile_error) << "</p>\n";
   if (r.fallbacks.empty()) {
     html << "<p>No fallbacks: every node runs in generated code or a library call.</p>\n";
@@ -251,15 +255,6 @@ void warnings_section(std::ostringstream& html, const CompileReport& r) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& report_section_ids() {
-  static const std::vector<std::string> ids = [] {
-    std::vector<std::string> list;
-    for (const SectionTitle& s : kSections) list.emplace_back(s.id);
-    return list;
-  }();
-  return ids;
-}
 
 std::string render_report_html(const CompileReport& report) {
   std::ostringstream html;

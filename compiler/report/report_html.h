@@ -15,14 +15,10 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "compiler/report/compile_report.h"
 
 namespace kiln::compiler {
-
-// The ids of the page's top-level sections, in order.
-const std::vector<std::string>& report_section_ids();
 
 std::string render_report_html(const CompileReport& report);
 

@@ -213,6 +213,8 @@ TEST_F(ReportCommand, BadFlagsAndFilesAreOneLineErrors) {
   expect_user_error(kiln("report " + sample_model("mlp") + " -o " + out + " --dim t9=4 --target none"),
                     "the model has no shape symbol t9");
   expect_user_error(kiln("report " + sample_model("mlp") + " -o " + dir_.string()), "is a directory");
+  expect_user_error(kiln("report " + kPt2 + "dynamic_mlp.pt2 -o " + out + " --dim s77=1000 --target none"),
+                    "--dim s77=1000 is outside the range [2, 64] the model was compiled for");
   EXPECT_FALSE(fs::exists(out));
   report(sample_model("mlp"), "page", "--target none");
   expect_user_error(kiln("report " + sample_model("mlp") + " -o " + out + " --target none"), "exists (pass --force");
