@@ -36,6 +36,7 @@ void plan_memory(SchedulingState& state) {
     SymInt bytes = numel(b.shape) * SymInt(int64_t(dtype_size(b.dtype)));
     bytes = floordiv(bytes + 63, 64) * 64;
     lifetimes.push_back({b.id, made->second.kernel, last, bytes});
+    state.result.memory.lifetimes[b.id] = {made->second.kernel, last, bytes};
   }
   SymInt naive = 0;
   bool all_static = true;

@@ -64,9 +64,18 @@ struct Kernel {
   std::vector<std::string> origins;  // graph nodes computed here
 };
 
+// When a planned buffer is alive: from the kernel that makes it to the last kernel that reads it
+// (kernel ids), and the bytes it takes in the workspace (its size rounded up to 64).
+struct BufferLifetime {
+  int first_kernel = -1;
+  int last_kernel = -1;
+  SymInt bytes;
+};
+
 struct MemoryPlan {
   // Intermediate buffers that exist in memory: their byte offset in the workspace (64-aligned).
   std::map<int, SymInt> offsets;
+  std::map<int, BufferLifetime> lifetimes;  // the same buffers: the liveness the offsets were planned by
   SymInt peak_bytes;  // workspace size
   SymInt naive_bytes;  // the sum of every planned buffer's size: what no reuse would need
 };

@@ -158,9 +158,17 @@ void copy_artifact(const CodeTarget& target, const fs::path& from, const fs::pat
   }
 }
 
+// Whether `line` of generated code begins the definition of kernel `name`: it names it followed
+// by "(" (not as the tail of a longer name), does not end in ";" and returns nothing.
+bool defines_kernel(const std::string& line, const std::string& name) {
+  size_t at = line.find(name + "(");
+  bool named = at != std::string::npos && (at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_'));
+  return named && !line.empty() && line.back() != ';' && line.find("return") == std::string::npos;
+}
+
 // Generated code with a "// from ..." line before the definition of each kernel that has
 // known sources (`kiln dump --stage cpp --show-source`). A kernel's definition is the first
-// line that names it followed by "(" and does not end in ";".
+// line that defines_kernel.
 std::string with_kernel_sources(const std::string& code, const codegen::ScheduledProgram& scheduled,
                                 const codegen::SourceNotes* sources) {
   if (sources == nullptr) return code;
@@ -171,9 +179,7 @@ std::string with_kernel_sources(const std::string& code, const codegen::Schedule
   std::string out, line;
   while (std::getline(lines, line)) {
     for (auto it = notes.begin(); it != notes.end(); ++it) {
-      size_t at = line.find(it->first + "(");
-      bool named = at != std::string::npos && (at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_'));
-      if (named && !line.empty() && line.back() != ';' && line.find("return") == std::string::npos) {
+      if (defines_kernel(line, it->first)) {
         size_t indent = line.find_first_not_of(' ');
         out += std::string(indent == std::string::npos ? 0 : indent, ' ') + "// " + it->second + "\n";
         notes.erase(it);
@@ -248,6 +254,39 @@ std::string default_package_name(const std::string& model_path) {
   if (name.empty()) return "model";
   if (std::isdigit(static_cast<unsigned char>(name[0]))) name = "m_" + name;
   return name;
+}
+
+std::string kernel_source(const std::string& code, const std::string& kernel) {
+  std::vector<std::string> lines;
+  std::istringstream in(code);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  auto trimmed = [&](size_t i) {
+    size_t start = lines[i].find_first_not_of(' ');
+    return start == std::string::npos ? std::string() : lines[i].substr(start);
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!defines_kernel(lines[i], kernel)) continue;
+    size_t first = i;
+    while (first > 0 && trimmed(first - 1).rfind("//", 0) == 0) --first;  // the comment lines just above it
+    std::string text;
+    int depth = 0;
+    bool opened = false;
+    for (size_t j = first; j < lines.size(); ++j) {
+      text += lines[j] + "\n";
+      if (j < i) continue;
+      for (char c : lines[j]) {
+        depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+        opened |= c == '{';
+      }
+      if (opened && depth <= 0) break;
+    }
+    return text;
+  }
+  // No function of its own (a library call the wrapper makes): the comment lines that name it.
+  std::string text;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (trimmed(i).rfind("// " + kernel + ":", 0) == 0) text += trimmed(i) + "\n";
+  return text;
 }
 
 std::vector<CodegenStage> codegen_stages() {

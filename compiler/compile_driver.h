@@ -50,6 +50,11 @@ struct CodegenStageOptions {
 // kiln::Error for an unknown stage, listing the known ones.
 std::string dump_codegen_stage(const ir::Graph& graph, std::string_view stage, const CodegenStageOptions& options = {});
 
+// The definition of kernel `kernel` in generated `code` (a code stage's text), with the comment
+// lines just above it; for a kernel that has no function of its own (a library call the wrapper
+// makes), the comment lines that name it; empty when the code does not name it.
+std::string kernel_source(const std::string& code, const std::string& kernel);
+
 // The driver's steps on a copy of `graph` up to scheduling, lowered for code target `target`
 // (the cpu target's lowering by default: the kernels `kiln dump --stage scheduled` prints), from
 // which `kiln kernel` picks.

@@ -25,6 +25,7 @@
 #include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
 #include "runtime/cpu_features.h"
+#include "tools/codegen_flags.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -33,12 +34,9 @@ namespace {
 struct CompileOptions {
   std::string model;
   std::string out_dir;
-  std::string isa;
   std::string target = "cpu";
-  int sm = 0;  // cuda: 0 means the device's architecture, else sm_80
-  bool no_cache = false;
+  CodegenFlags codegen;  // --isa, --sm, --no-cache, --freeze
   bool force = false;
-  bool freeze = false;
   bool train = false;
   std::string loss;
   std::string name;
@@ -89,7 +87,7 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
   package.embed_weights = options.embed_weights;
   package.library_convolution = options.onednn;
   package.overwrite = options.force;
-  if (!options.isa.empty() && options.isa != "all") package.isas = {parse_isa(options.isa)};
+  if (!options.codegen.isa.empty() && options.codegen.isa != "all") package.isas = {parse_isa(options.codegen.isa)};
   compile_options.isa.reset();
   std::cout << "compiling " << options.model << " into package " << package.name << " for " << options.target << "\n";
   double total = 0;
@@ -108,20 +106,14 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
 int run_compile(const CompileOptions& options) {
   compiler::find_code_target(options.target);  // an unknown target, or one that compiles nothing, fails first
   if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
-  if (!options.isa.empty() && options.target != "cpu") fail("--isa applies only to --target cpu (not --target ", options.target, ")");
+  check_codegen_flags(options.target, options.codegen);
   bool package = !options.out_dir.empty() && (options.target == "cpu" || options.target == "cuda") && !options.train;
-  if (!package && (!options.name.empty() || options.embed_weights || options.isa == "all" || options.onednn))
+  if (!package && (!options.name.empty() || options.embed_weights || options.codegen.isa == "all" || options.onednn))
     fail(!options.name.empty() ? "--name" : options.embed_weights ? "--embed-weights" : options.onednn ? "--onednn" : "--isa all",
          " applies only to packages: -o DIR with --target cpu or cuda, without --train");
   if (options.onednn && options.target != "cpu") fail("--onednn applies only to --target cpu packages (not --target ", options.target, ")");
-  if (options.sm != 0 && options.target != "cuda") fail("--sm applies only to --target cuda (not --target ", options.target, ")");
   ir::Graph graph = compiler::load_model(options.model);
-  kiln::CompileOptions compile_options;
-  compile_options.target = options.target;
-  if (!options.isa.empty() && options.isa != "all") compile_options.isa = parse_isa(options.isa);
-  if (options.sm != 0) compile_options.sm = options.sm;
-  compile_options.use_cache = !options.no_cache;
-  compile_options.freeze = options.freeze;
+  kiln::CompileOptions compile_options = codegen_compile_options(options.target, options.codegen);
   compile_options.overwrite = options.force;
   if (!options.out_dir.empty()) compile_options.output_dir = options.out_dir;
   if (options.train) {
@@ -144,10 +136,7 @@ void add_compile_command(CLI::App& app) {
                       "cuda: with the device code, run through the driver loaded at run time); "
                       "with --train, the artifacts and their generated source");
   add_target_option(*compile, options->target, "What to compile for (the targets that generate code):")->capture_default_str();
-  compile->add_option("--isa", options->isa,
-                      "--target cpu: instruction set, scalar, avx2 or avx512 (default: $KILN_ISA, else the host's best); "
-                      "packages: all (the default: each set, chosen at run time) or one of them")
-      ->check(CLI::IsMember({"scalar", "avx2", "avx512", "all"}));
+  add_codegen_flags(*compile, options->codegen, /*packages=*/true);
   compile->add_option("--name", options->name,
                       "Packages: the name every symbol, file and class of the package starts with (default: the model file's stem)");
   compile->add_flag("--embed-weights", options->embed_weights,
@@ -155,11 +144,7 @@ void add_compile_command(CLI::App& app) {
   compile->add_flag("--onednn", options->onednn,
                     "cpu packages: run 2-d f32 convolutions through oneDNN, as `kiln run` does when Kiln was built with it "
                     "(the package then links libdnnl; default: im2col + GEMM, needing only a C++ compiler, OpenMP and BLAS)");
-  compile->add_option("--sm", options->sm, "--target cuda: architecture, e.g. 90 for sm_90 (default: the GPU's, else 80)")
-      ->check(CLI::Range(30, 200));
-  compile->add_flag("--no-cache", options->no_cache, "Build without reading or writing the compile cache");
   compile->add_flag("--force", options->force, "Overwrite DIR when it is not empty");
-  compile->add_flag("--freeze", options->freeze, "Let constant folding fold parameters");
   compile->add_flag("--train", options->train,
                     "Compile the training step: the forward and backward graphs of the loss against every floating "
                     "parameter (min-cut partition), with the saved-bytes report");

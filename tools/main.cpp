@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       "  kiln run samples/models/cnn.kiln --input x=image.npy --out results/\n"
       "  kiln kernel --expr 'gelu(x * w + b)' --input x=f32[s0,4096] --input w=f32[4096] --input b=f32[4096] --name fused_gelu\n"
       "  kiln verify samples/models/attention.kiln\n"
+      "  kiln report samples/models/attention.kiln -o attention.html\n"
       "  kiln cache stats\n"
       "Run 'kiln COMMAND --help' for a command's options.");
 
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_bench_command(app);
   kiln::tools::add_kernel_command(app);
   kiln::tools::add_verify_command(app);
+  kiln::tools::add_report_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,14 +1,10 @@
 // The system C++ toolchain of the cpu target. See compiler/targets/cpu_toolchain.h.
 #include "compiler/targets/cpu_toolchain.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 
+#include "compiler/child_process.h"
 #include "kiln/error.h"
 
 #ifndef KILN_BLAS_LIBRARY
@@ -23,34 +19,6 @@
 namespace kiln::compiler {
 
 namespace {
-
-// Runs argv in `directory` with stdout and stderr to `log`; returns the exit status (127 when
-// the program could not be started).
-int run_process(const std::vector<std::string>& argv, const std::filesystem::path& directory,
-                const std::filesystem::path& log) {
-  pid_t pid = fork();
-  if (pid < 0) fail("cannot start '", argv[0], "': fork failed");
-  if (pid == 0) {
-    if (chdir(directory.c_str()) != 0) _exit(126);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail("cannot wait for '", argv[0], "'");
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
 
 std::string read_head(const std::filesystem::path& file, size_t max_lines) {
   std::ifstream in(file);
@@ -78,7 +46,7 @@ std::string dnnl_library() { return KILN_DNNL_LIBRARY; }
 
 void run_build_step(const std::vector<std::string>& argv, const std::filesystem::path& directory,
                     const std::filesystem::path& log, const std::string& what) {
-  int status = run_process(argv, directory, log);
+  int status = run_child_process(argv, directory, log);
   if (status == 127) {
     if (argv[0] == cxx_command())
       fail("the C++ compiler '", argv[0], "' was not found: install g++ or set $CXX to a C++ compiler");
