@@ -9,7 +9,7 @@
 //
 // Covered: cumsum, scatter (with reduce), index_put (integer and bool indices, None dims,
 // accumulate), topk, det and convolution (transposed, or of dtypes the GEMM does not take), on
-// f32, f64, i64, i32, i8, u8 and bool tensors. Any other fallback node (grid_sample,
+// f32, f64, i64, i32, i16, i8, u8 and bool tensors. Any other fallback node (grid_sample,
 // roi_align, deform_conv2d, matmul of integers, gather/index_select of a 0-d tensor; any op on
 // f16 and bf16 tensors) makes package_fallback_handler throw a kiln::Error naming every
 // such node with its op and what to do.
