@@ -20,6 +20,7 @@ double lowest(DType dtype) {
   switch (dtype) {
     case DType::i64: return double(std::numeric_limits<int64_t>::min());
     case DType::i32: return double(std::numeric_limits<int32_t>::min());
+    case DType::i16: return double(std::numeric_limits<int16_t>::min());
     case DType::i8: return -128;
     case DType::u8:
     case DType::boolean: return 0;

@@ -25,10 +25,10 @@ DType promote_types(DType a, DType b) {
   if (a_float) return a;
   if (b_float) return b;
   // Both integral. u8 is the only unsigned type: with a wider signed type the signed one
-  // wins; with i8 PyTorch picks i16, which Kiln lacks, so i32.
+  // wins; with i8 (as wide) PyTorch picks i16, the narrowest signed type that holds both.
   if (a == DType::u8 || b == DType::u8) {
     DType signed_type = a == DType::u8 ? b : a;
-    return signed_type == DType::i8 ? DType::i32 : signed_type;
+    return signed_type == DType::i8 ? DType::i16 : signed_type;
   }
   return dtype_size(a) >= dtype_size(b) ? a : b;
 }

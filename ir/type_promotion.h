@@ -1,10 +1,9 @@
-// Owns type promotion: PyTorch's rules for the dtype of an op's result, for Kiln's nine
-// dtypes (f32 f16 bf16 f64 i64 i32 i8 u8 bool).
+// Owns type promotion: PyTorch's rules for the dtype of an op's result, for Kiln's ten
+// dtypes (f32 f16 bf16 f64 i64 i32 i16 i8 u8 bool).
 //
 //  - Categories are ordered bool < integral < floating.
-//  - promote_types(a, b) is PyTorch's table: the smallest dtype that holds both. Two
-//    differences from PyTorch come from dtypes Kiln lacks: u8 + i8 is i16 in PyTorch, here
-//    i32 (we have no i16); complex types do not exist.
+//  - promote_types(a, b) is PyTorch's table: the smallest dtype that holds both (u8 + i8 is
+//    i16). Kiln lacks PyTorch's complex types and its unsigned types wider than u8.
 //  - result_type over operands of three priorities, highest first: dimensioned tensors,
 //    zero-dim tensors, Python scalars. A lower-priority operand changes the result only when
 //    its category is higher (i32 tensor + 2 -> i32, i64 tensor + 2.5 -> f32, f16 tensor +
@@ -29,7 +28,7 @@ enum class DTypeCategory : uint8_t { boolean, integral, floating };
 DTypeCategory dtype_category(DType dtype);
 
 // The smallest dtype both a and b convert to without losing their category (PyTorch's
-// torch.promote_types, with u8 + i8 -> i32).
+// torch.promote_types).
 DType promote_types(DType a, DType b);
 
 // Whether a value of dtype `from` may be written into a tensor of dtype `to` (torch.can_cast).

@@ -13,6 +13,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::f64: return "f64";
     case DType::i64: return "i64";
     case DType::i32: return "i32";
+    case DType::i16: return "i16";
     case DType::i8: return "i8";
     case DType::u8: return "u8";
     case DType::boolean: return "bool";
@@ -29,6 +30,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
       {"f64", DType::f64},     {"float64", DType::f64}, {"double", DType::f64},
       {"i64", DType::i64},     {"int64", DType::i64},   {"long", DType::i64},
       {"i32", DType::i32},     {"int32", DType::i32},   {"int", DType::i32},
+      {"i16", DType::i16},     {"int16", DType::i16},   {"short", DType::i16},
       {"i8", DType::i8},       {"int8", DType::i8},
       {"u8", DType::u8},       {"uint8", DType::u8},
       {"bool", DType::boolean},
@@ -45,7 +47,8 @@ size_t dtype_size(DType dtype) {
     case DType::f32:
     case DType::i32: return 4;
     case DType::f16:
-    case DType::bf16: return 2;
+    case DType::bf16:
+    case DType::i16: return 2;
     case DType::i8:
     case DType::u8:
     case DType::boolean: return 1;
@@ -58,7 +61,8 @@ bool is_floating(DType dtype) {
 }
 
 bool is_integral(DType dtype) {
-  return dtype == DType::i64 || dtype == DType::i32 || dtype == DType::i8 || dtype == DType::u8;
+  return dtype == DType::i64 || dtype == DType::i32 || dtype == DType::i16 || dtype == DType::i8 ||
+         dtype == DType::u8;
 }
 
 bool is_signed(DType dtype) { return dtype != DType::u8 && dtype != DType::boolean; }

@@ -3,7 +3,9 @@
 // descriptions of a model's inputs and outputs, and the status codes. Every package header
 // pastes this text (codegen embeds it), under one include guard shared by all packages, so that
 // the headers of several packages compile together in one translation unit; kiln::Package (runtime/package.cpp)
-// loads packages with the same declarations. Bump KILN_PACKAGE_ABI on any change.
+// loads packages with the same declarations. Bump KILN_PACKAGE_ABI on any change to the layout
+// or meaning of what is declared; a new dtype is appended to KilnDType (a new code, never a
+// renumbering) without a bump, as a package of the older Kiln never passes it.
 #ifndef KILN_PACKAGE_ABI
 #define KILN_PACKAGE_ABI 2
 
@@ -24,7 +26,8 @@ typedef enum KilnDType {
   KILN_I32 = 5,
   KILN_I8 = 6,
   KILN_U8 = 7,
-  KILN_BOOL = 8
+  KILN_BOOL = 8,
+  KILN_I16 = 9
 } KilnDType;
 
 // What NAME_create and NAME_run return; NAME_last_error() says more.

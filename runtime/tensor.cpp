@@ -94,6 +94,7 @@ double load_double(DType dtype, const void* address) {
     case DType::bf16: return bf16_to_float(*static_cast<const uint16_t*>(address));
     case DType::i64: return double(*static_cast<const int64_t*>(address));
     case DType::i32: return *static_cast<const int32_t*>(address);
+    case DType::i16: return *static_cast<const int16_t*>(address);
     case DType::i8: return *static_cast<const int8_t*>(address);
     case DType::u8: return *static_cast<const uint8_t*>(address);
     case DType::boolean: return *static_cast<const uint8_t*>(address) != 0 ? 1.0 : 0.0;
@@ -105,6 +106,7 @@ int64_t load_int(DType dtype, const void* address) {
   switch (dtype) {
     case DType::i64: return *static_cast<const int64_t*>(address);
     case DType::i32: return *static_cast<const int32_t*>(address);
+    case DType::i16: return *static_cast<const int16_t*>(address);
     case DType::i8: return *static_cast<const int8_t*>(address);
     case DType::u8: return *static_cast<const uint8_t*>(address);
     case DType::boolean: return *static_cast<const uint8_t*>(address) != 0;
@@ -128,6 +130,7 @@ void store_int(DType dtype, void* address, int64_t value) {
   switch (dtype) {
     case DType::i64: *static_cast<int64_t*>(address) = value; return;
     case DType::i32: *static_cast<int32_t*>(address) = int32_t(uint32_t(uint64_t(value))); return;
+    case DType::i16: *static_cast<int16_t*>(address) = int16_t(uint16_t(uint64_t(value))); return;
     case DType::i8: *static_cast<int8_t*>(address) = int8_t(uint8_t(uint64_t(value))); return;
     case DType::u8: *static_cast<uint8_t*>(address) = uint8_t(uint64_t(value)); return;
     case DType::boolean: *static_cast<uint8_t*>(address) = value != 0; return;

@@ -41,7 +41,7 @@ IR_FOR_OPSET = {11: 6, 12: 7, 13: 7, 14: 7, 15: 8, 16: 8, 17: 8, 18: 8, 19: 9, 2
 ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
              np.dtype(np.int32): TensorProto.INT32, np.dtype(np.bool_): TensorProto.BOOL,
              np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.uint8): TensorProto.UINT8,
-             np.dtype(np.int8): TensorProto.INT8}
+             np.dtype(np.int8): TensorProto.INT8, np.dtype(np.int16): TensorProto.INT16}
 
 
 def run_reference(model_bytes, feeds, evaluator=False):
@@ -104,10 +104,12 @@ def graph_model(nodes, inputs, outputs, opset=17, initializers=None, name="case"
     return model
 
 
-def op_case(case, op, inputs, attributes=None, opset=17, initializers=None, outputs=1, input_names=None, check=True):
+def op_case(case, op, inputs, attributes=None, opset=17, initializers=None, outputs=1, input_names=None, check=True,
+            evaluator=False):
     """One node of `op`: graph inputs `inputs` (arrays), then initializers (arrays, or None
     for an omitted optional input) in the order given. `check`: run ONNX's checker (off only
-    for forms the current ONNX deprecates but exporters still write)."""
+    for forms the current ONNX deprecates but exporters still write). `evaluator`: the expected
+    outputs from ONNX's reference evaluator (for types ONNX Runtime has no kernel for)."""
     names = list(input_names or [f"x{k}" for k in range(len(inputs))])
     graph_inputs = dict(zip(names, inputs))
     node_inputs = list(names)
@@ -119,7 +121,7 @@ def op_case(case, op, inputs, attributes=None, opset=17, initializers=None, outp
     output_names = [f"y{k}" for k in range(outputs)]
     node = helper.make_node(op, node_inputs, output_names, name=f"{case}_node", **(attributes or {}))
     model = graph_model([node], graph_inputs, output_names, opset, constants, case)
-    write_case(os.path.join(ROOT, "ops", case), model, inputs, check)
+    write_case(os.path.join(ROOT, "ops", case), model, inputs, check, evaluator)
 
 
 def f32(*shape, low=-2.0, high=2.0):
@@ -620,6 +622,39 @@ def make_node_test_op_cases():
             {"pads": [0, 0, 0, 0]}, opset=19, initializers={"bias": f32(2), "mask": f32(1, 4, 4, 4, low=0.0, high=1.0)})
 
 
+def make_int16_cases():
+    """INT16 tensors: graph inputs, an initializer (int32_data), Cast to and from INT16 (float
+    to int truncates) and int16 arithmetic. ONNX Runtime's CPU provider has no int16 kernels
+    for most ops, so the expected outputs are those of ONNX's reference evaluator."""
+    reseed(9)
+    values = RNG.integers(-32768, 32768, size=(2, 3, 4)).astype(np.int16)
+    others = RNG.integers(-300, 300, size=(3, 4)).astype(np.int16)
+    others[others == 0] = 7
+    op_case("int16_max", "Max", [values, others], opset=13, evaluator=True)
+    op_case("int16_min", "Min", [values, others], opset=13, evaluator=True)
+    op_case("int16_mod", "Mod", [values, others], opset=13, evaluator=True)
+    op_case("int16_fmod", "Mod", [values, others], {"fmod": 1}, opset=13, evaluator=True)
+    op_case("int16_bitwise_and", "BitwiseAnd", [values, others], opset=18, evaluator=True)
+    op_case("int16_bitwise_xor", "BitwiseXor", [values, others], opset=18, evaluator=True)
+    op_case("int16_bitwise_not", "BitwiseNot", [values], opset=18, evaluator=True)
+    op_case("int16_cast_to_float", "Cast", [values], {"to": TensorProto.FLOAT}, evaluator=True)
+    floats = np.array([[-32768.0, -1234.9, -2.5, -0.7, 0.0, 0.7, 2.5, 1234.9, 32767.0]], np.float32)
+    op_case("int16_cast_from_float", "Cast", [floats], {"to": TensorProto.INT16}, evaluator=True)
+    op_case("int16_cast_from_int64", "Cast", [i64(-32768, -5, 0, 5, 32767)], {"to": TensorProto.INT16}, evaluator=True)
+    # A chain on an int16 graph input and an int16 initializer stored as int32_data (as some
+    # exporters write small integer types), cast back to float at the end.
+    cast = helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT16)
+    biggest = helper.make_node("Max", ["xi", "w"], ["m"])
+    back = helper.make_node("Cast", ["m"], ["y0"], to=TensorProto.FLOAT)
+    graph = helper.make_graph([cast, biggest, back], "int16_chain", [value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_empty_tensor_value_info("y0"), helper.make_empty_tensor_value_info("m")],
+                              initializer=[helper.make_tensor("w", TensorProto.INT16, [3], [-7, 300, -32768])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = IR_FOR_OPSET[13]
+    write_case(os.path.join(ROOT, "ops", "int16_chain"), model, [f32(2, 3, low=-500.0, high=500.0)],
+               evaluator=True)
+
+
 def other_domain_case(case, op, domain, version, inputs, outputs, attributes, evaluator=False):
     """One node of `op` in `domain` (the model imports that domain only), graph inputs {name: array}."""
     node = helper.make_node(op, list(inputs), outputs, name=f"{case}_node", domain=domain, **attributes)
@@ -898,7 +933,8 @@ def write_covered_ops():
 
 GROUPS = {"ops": lambda: make_op_cases(), "models": lambda: make_model_cases(), "dynamic": lambda: make_dynamic_cases(),
           "bad": lambda: make_bad_cases(), "slice_edges": lambda: make_slice_edge_cases(),
-          "specialize": lambda: make_specialize_cases(), "node_test_ops": lambda: make_node_test_op_cases()}
+          "specialize": lambda: make_specialize_cases(), "node_test_ops": lambda: make_node_test_op_cases(),
+          "int16": lambda: make_int16_cases()}
 
 
 def main():

@@ -20,6 +20,9 @@ parts:
                         PyTorch's formulas, what each element may be (random_training/
                         <op>_kept.npy and <op>_dropped.npy: the value of every element when its
                         mask keeps or drops it)
+  int16_ops.pt2         torch.int16: an int16 buffer (a weight), int16 inputs, to(int16) of
+                        floats, wrapping arithmetic, floor division and remainder, sum (int64),
+                        bitwise ops, promotion with uint8 and float, full(dtype=int16), to(int8)
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order).
 """
 
@@ -90,6 +93,30 @@ class RandomTraining(nn.Module):
         )
 
 
+class Int16Ops(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.tensor([-32768, -300, 0, 7, 32767], dtype=torch.int16))
+
+    def forward(self, x, s, u):
+        return (
+            x.to(torch.int16),  # truncates, wraps past 32767
+            s + self.table,  # wraps
+            s * 3,
+            s // 7,
+            s % -7,
+            s.sum(),  # int64
+            s.amax(0),
+            s & self.table,
+            s >> 3,
+            s + u,  # uint8 with int16: int16
+            s.float() * x,
+            torch.full((2, 5), 12345, dtype=torch.int16) - s,
+            s.to(torch.int8),
+            s.abs(),
+        )
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -152,7 +179,10 @@ def main():
                                 "alpha_dropout": alpha_dropout_maps(flat, 0.2)}.items():
         maps[op + "_kept"], maps[op + "_dropped"] = kept, dropped
     save("random_training", RandomTraining(), inputs, maps)
-    print("wrote pooling_indices, searchsorted, flash_attention, empty_edges, random_training into", OUT)
+
+    shorts = torch.randint(-32768, 32768, (2, 5), dtype=torch.int16)
+    save("int16_ops", Int16Ops(), (torch.randn(2, 5) * 30000, shorts, torch.randint(0, 256, (5,), dtype=torch.uint8)))
+    print("wrote pooling_indices, searchsorted, flash_attention, empty_edges, random_training, int16_ops into", OUT)
 
 
 if __name__ == "__main__":

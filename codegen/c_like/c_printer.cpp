@@ -79,6 +79,7 @@ std::string CPrinter::ctype(DType dtype) const {
     case DType::bf16: return dialect_.bf16_storage;
     case DType::i64: return "int64_t";
     case DType::i32: return "int32_t";
+    case DType::i16: return "int16_t";
     case DType::i8: return "int8_t";
     case DType::u8: return "uint8_t";
     case DType::boolean: return "bool";
@@ -111,6 +112,7 @@ std::string CPrinter::lowest(DType dtype) const {
     case DType::f64: return "(-" + dialect_.f64_infinity + ")";
     case DType::i64: return int_literal(std::numeric_limits<int64_t>::min());
     case DType::i32: return "int32_t(-2147483647 - 1)";
+    case DType::i16: return "int16_t(-32768)";
     case DType::i8: return "int8_t(-128)";
     case DType::u8: return "uint8_t(0)";
     case DType::boolean: return "false";
@@ -126,6 +128,7 @@ std::string CPrinter::highest(DType dtype) const {
     case DType::f64: return dialect_.f64_infinity;
     case DType::i64: return "int64_t(9223372036854775807LL)";
     case DType::i32: return "int32_t(2147483647)";
+    case DType::i16: return "int16_t(32767)";
     case DType::i8: return "int8_t(127)";
     case DType::u8: return "uint8_t(255)";
     case DType::boolean: return "true";

@@ -43,8 +43,12 @@ void CppSourcePrinter::emit_message_helpers(bool maybe_unused) {
   w_.line("  }");
   w_.line("  if (capacity > 0) out[at] = 0;");
   w_.line("}");
-  w_.line(storage + "const char* const kiln_dtype_names[] = {\"f32\", \"f16\", \"bf16\", \"f64\", \"i64\", \"i32\", \"i8\", \"u8\", \"bool\"};");
-  w_.line(storage + "const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 9 ? kiln_dtype_names[code] : \"(unknown dtype)\"; }");
+  // The names by dtype code (kiln/dtype.h's enum order).
+  std::string names;
+  for (DType dtype : kAllDTypes) names += (names.empty() ? "\"" : ", \"") + std::string(dtype_name(dtype)) + "\"";
+  w_.line(storage + "const char* const kiln_dtype_names[] = {" + names + "};");
+  w_.line(storage + "const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < " +
+          std::to_string(std::size(kAllDTypes)) + " ? kiln_dtype_names[code] : \"(unknown dtype)\"; }");
 }
 
 // The OpenMP reductions of max and min that reduction kernels name in their simd clauses.

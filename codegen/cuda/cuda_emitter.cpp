@@ -367,10 +367,11 @@ class Emitter : public CPrinter {
     w_.close();
   }
 
-  // Reductions of 1-byte types accumulate in int32 (shuffles move 4-byte words); the results
-  // wrap back to the type exactly as the narrow arithmetic would.
+  // Reductions of 1- and 2-byte integer types accumulate in int32 (shuffles move 4-byte words);
+  // the results wrap back to the type exactly as the narrow arithmetic would.
   static DType accumulator_dtype(DType dtype) {
-    return dtype == DType::boolean || dtype == DType::i8 || dtype == DType::u8 ? DType::i32 : dtype;
+    bool narrow = dtype == DType::boolean || dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i16;
+    return narrow ? DType::i32 : dtype;
   }
 
   struct ReductionText {

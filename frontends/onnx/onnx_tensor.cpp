@@ -27,6 +27,7 @@ std::optional<DType> dtype_from_onnx(int32_t element_type) {
     case onnx::TensorProto::DOUBLE: return DType::f64;
     case onnx::TensorProto::INT64: return DType::i64;
     case onnx::TensorProto::INT32: return DType::i32;
+    case onnx::TensorProto::INT16: return DType::i16;
     case onnx::TensorProto::INT8: return DType::i8;
     case onnx::TensorProto::UINT8: return DType::u8;
     case onnx::TensorProto::BOOL: return DType::boolean;
@@ -42,6 +43,7 @@ int32_t onnx_type_of(DType dtype) {
     case DType::f64: return onnx::TensorProto::DOUBLE;
     case DType::i64: return onnx::TensorProto::INT64;
     case DType::i32: return onnx::TensorProto::INT32;
+    case DType::i16: return onnx::TensorProto::INT16;
     case DType::i8: return onnx::TensorProto::INT8;
     case DType::u8: return onnx::TensorProto::UINT8;
     case DType::boolean: return onnx::TensorProto::BOOL;
@@ -106,7 +108,7 @@ Tensor OnnxTensorReader::read(const onnx::TensorProto& proto, const std::string&
   std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
   if (!dtype)
     fail("'", model_path_, "': ", what, " has element type ", onnx_type_name(proto.data_type()),
-         ", which Kiln does not support (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL)");
+         ", which Kiln does not support (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64, INT32, INT16, INT8, UINT8, BOOL)");
   if (proto.has_segment()) fail("'", model_path_, "': ", what, " is segmented, which Kiln does not support");
   Sizes sizes;
   for (int64_t dim : proto.dims()) {
@@ -154,7 +156,7 @@ Tensor OnnxTensorReader::read_typed_fields(const onnx::TensorProto& proto, DType
       for (int64_t i = 0; i < count; ++i) bits[i] = uint16_t(proto.int32_data(int(i)));
       break;
     }
-    default:  // INT32, INT8, UINT8, BOOL: values in int32_data
+    default:  // INT32, INT16, INT8, UINT8, BOOL: values in int32_data
       check_count(proto.int32_data_size(), "int32_data");
       for (int64_t i = 0; i < count; ++i)
         store_int(dtype, static_cast<char*>(tensor.data_ptr()) + size_t(i) * dtype_size(dtype), proto.int32_data(int(i)));

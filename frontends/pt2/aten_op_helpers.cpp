@@ -21,6 +21,15 @@ void add_op_and_inplace(AtenOpTable& table, const std::string& name, const std::
   add_op(table, name, overload, std::move(converter), true);
 }
 
+void add_python_operator(AtenOpTable& table, const std::string& name, const std::string& overload,
+                         AtenConverter converter) {
+  table.add("aten.__" + name + "__." + overload, converter);
+  table.add("aten.__i" + name + "__." + overload, [converter](AtenNodeContext& context) {
+    context.set_inplace(context.tensor("self"));
+    converter(context);
+  });
+}
+
 int64_t wrap_dim(const AtenNodeContext& context, int64_t dim, int64_t rank) {
   int64_t bound = rank == 0 ? 1 : rank;
   if (dim < -bound || dim >= bound)

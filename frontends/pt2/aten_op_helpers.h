@@ -16,6 +16,10 @@ void add_op(AtenOpTable& table, const std::string& name, const std::string& over
             bool inplace = false);
 // add_op with the in-place form.
 void add_op_and_inplace(AtenOpTable& table, const std::string& name, const std::string& overload, AtenConverter converter);
+// Registers a Python operator's ATen ops: "aten.__<name>__.<overload>" (a & b, x >> 3) and its
+// in-place form "aten.__i<name>__.<overload>" (a &= b).
+void add_python_operator(AtenOpTable& table, const std::string& name, const std::string& overload,
+                         AtenConverter converter);
 
 // A dim wrapped into [0, rank) (rank 0 accepts 0 and -1), failing with the node named.
 int64_t wrap_dim(const AtenNodeContext& context, int64_t dim, int64_t rank);

@@ -512,6 +512,10 @@ void register_aten_composite_ops(AtenOpTable& table) {
     add_op(table, "bitwise_left_shift", overload, shift(true));
     add_op(table, "bitwise_right_shift", overload, shift(false));
   }
+  for (const char* overload : {"Tensor", "Scalar"}) {
+    add_python_operator(table, "lshift", overload, shift(true));
+    add_python_operator(table, "rshift", overload, shift(false));
+  }
   add_op(table, "bucketize", "Tensor", convert_bucketize);
   add_op(table, "bucketize", "Scalar", convert_bucketize);
   add_op(table, "searchsorted", "Tensor", convert_searchsorted);

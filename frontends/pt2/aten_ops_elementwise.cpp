@@ -140,6 +140,10 @@ void register_aten_elementwise_ops(AtenOpTable& table) {
     add_op_and_inplace(table, op, "Scalar", bitwise(op));
     add_op(table, op, "Scalar_Tensor", bitwise(op));
   }
+  for (auto [name, op] : {std::pair{"and", "bitwise_and"}, {"or", "bitwise_or"}, {"xor", "bitwise_xor"}}) {
+    add_python_operator(table, name, "Tensor", bitwise(op));
+    add_python_operator(table, name, "Scalar", bitwise(op));
+  }
   add_op_and_inplace(table, "bitwise_not", "default", unary("bitwise_not"));
 
   add_op(table, "where", "self", convert_where);

@@ -15,7 +15,7 @@ struct ScalarTypeRow {
 
 constexpr ScalarTypeRow kScalarTypes[] = {
     {1, "torch.uint8", DType::u8},          {2, "torch.int8", DType::i8},
-    {3, "torch.int16", std::nullopt},       {4, "torch.int32", DType::i32},
+    {3, "torch.int16", DType::i16},         {4, "torch.int32", DType::i32},
     {5, "torch.int64", DType::i64},         {6, "torch.float16", DType::f16},
     {7, "torch.float32", DType::f32},       {8, "torch.float64", DType::f64},
     {9, "torch.complex32", std::nullopt},   {10, "torch.complex64", std::nullopt},
@@ -51,7 +51,8 @@ std::optional<DType> dtype_from_storage_class(const std::string& name) {
   static const std::map<std::string, DType> classes = {
       {"FloatStorage", DType::f32}, {"DoubleStorage", DType::f64}, {"HalfStorage", DType::f16},
       {"BFloat16Storage", DType::bf16}, {"LongStorage", DType::i64}, {"IntStorage", DType::i32},
-      {"CharStorage", DType::i8}, {"ByteStorage", DType::u8}, {"BoolStorage", DType::boolean},
+      {"ShortStorage", DType::i16}, {"CharStorage", DType::i8}, {"ByteStorage", DType::u8},
+      {"BoolStorage", DType::boolean},
   };
   auto found = classes.find(name);
   if (found == classes.end()) return std::nullopt;

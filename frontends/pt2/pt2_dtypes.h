@@ -1,7 +1,7 @@
 // PyTorch's element types as a .pt2 archive names them, mapped to Kiln's DType: the export
 // schema's ScalarType codes (torch/_export/serde/schema.py) and torch.save's storage classes
-// ("FloatStorage"). Types Kiln has no dtype for (int16, uint16/32/64, complex, float8) are
-// reported by name.
+// ("FloatStorage"). Types Kiln has no dtype for (uint16/32/64, complex, float8) are reported
+// by name.
 #pragma once
 
 #include <cstdint>

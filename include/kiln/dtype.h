@@ -9,18 +9,21 @@
 
 namespace kiln {
 
-enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, boolean };
+// The order is the packages' dtype codes (runtime/package_abi.h): new dtypes are appended.
+enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, boolean, i16 };
 
-inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64,
-                                       DType::i32, DType::i8,  DType::u8,   DType::boolean};
+// Every dtype, in enum order (the index of each is its code).
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16,    DType::f64, DType::i64,
+                                       DType::i32, DType::i8,  DType::u8,      DType::boolean, DType::i16};
 
-// Short name as printed in the IR: "f32", "bf16", "i64", "bool".
+// Short name as printed in the IR: "f32", "bf16", "i64", "i16", "bool".
 std::string_view dtype_name(DType dtype);
-// Parses a short name ("f32") or a PyTorch name ("float32", "float", "int64", "long", "bool").
+// Parses a short name ("f32") or a PyTorch name ("float32", "float", "int64", "long", "int16",
+// "short", "bool").
 std::optional<DType> parse_dtype(std::string_view name);
 size_t dtype_size(DType dtype);
 bool is_floating(DType dtype);  // f32 f16 bf16 f64
-bool is_integral(DType dtype);  // i64 i32 i8 u8 (not bool)
+bool is_integral(DType dtype);  // i64 i32 i16 i8 u8 (not bool)
 bool is_signed(DType dtype);
 
 // C++ type for a dtype; f16/bf16 are stored as uint16_t bit patterns (see runtime/half.h).
@@ -31,6 +34,7 @@ template <> struct dtype_cpp<DType::f16> { using type = uint16_t; };
 template <> struct dtype_cpp<DType::bf16> { using type = uint16_t; };
 template <> struct dtype_cpp<DType::i64> { using type = int64_t; };
 template <> struct dtype_cpp<DType::i32> { using type = int32_t; };
+template <> struct dtype_cpp<DType::i16> { using type = int16_t; };
 template <> struct dtype_cpp<DType::i8> { using type = int8_t; };
 template <> struct dtype_cpp<DType::u8> { using type = uint8_t; };
 template <> struct dtype_cpp<DType::boolean> { using type = bool; };

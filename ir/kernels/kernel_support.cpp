@@ -6,6 +6,7 @@
 #include <optional>
 #include <numeric>
 
+#include "ir/type_promotion.h"
 #include "kiln/error.h"
 
 namespace kiln::ir::kernels {
@@ -164,46 +165,8 @@ Tensor map_rows(const Tensor& tensor, int64_t dim, DType out_dtype,
 
 // ---- type promotion ----
 
-namespace {
-enum class Category : uint8_t { boolean, integer, floating };
-Category category(DType dtype) {
-  if (dtype == DType::boolean) return Category::boolean;
-  return is_floating(dtype) ? Category::floating : Category::integer;
-}
-int integer_rank(DType dtype) {
-  switch (dtype) {
-    case DType::u8: case DType::i8: return 1;
-    case DType::i32: return 3;
-    case DType::i64: return 4;
-    default: return 0;
-  }
-}
-int float_rank(DType dtype) {
-  switch (dtype) {
-    case DType::f16: case DType::bf16: return 1;
-    case DType::f32: return 2;
-    case DType::f64: return 3;
-    default: return 0;
-  }
-}
-}  // namespace
-
-DType promote_dtypes(DType a, DType b) {
-  if (a == b) return a;
-  if (a == DType::boolean) return b;
-  if (b == DType::boolean) return a;
-  Category ca = category(a), cb = category(b);
-  if (ca == Category::floating && cb != Category::floating) return a;
-  if (cb == Category::floating && ca != Category::floating) return b;
-  if (ca == Category::floating) {
-    // f16 with bf16: neither holds the other, so f32.
-    if (float_rank(a) == float_rank(b)) return DType::f32;
-    return float_rank(a) > float_rank(b) ? a : b;
-  }
-  // Two different integers. u8 with i8 needs i16, which Kiln lacks: i32.
-  if ((a == DType::u8 && b == DType::i8) || (a == DType::i8 && b == DType::u8)) return DType::i32;
-  return integer_rank(a) > integer_rank(b) ? a : b;
-}
+// The interpreter promotes by the IR's table, so that shape inference and kernels agree.
+DType promote_dtypes(DType a, DType b) { return promote_types(a, b); }
 
 TypeOperand TypeOperand::of(const Tensor& tensor) {
   return {tensor.dtype(), tensor.dim() == 0 ? Priority::zero_dim : Priority::dimensioned};

@@ -86,8 +86,8 @@ Tensor map_rows(const Tensor& tensor, int64_t dim, DType out_dtype,
 
 // ---- type promotion (PyTorch's rules) ----
 
-// PyTorch's promote_types for two dtypes (the lattice bool < integers < floats; f16 with bf16 is f32;
-// u8 with i8 is i32 since Kiln has no i16).
+// PyTorch's promote_types for two dtypes (ir/type_promotion.h's table: the lattice bool <
+// integers < floats; f16 with bf16 is f32; u8 with i8 is i16).
 DType promote_dtypes(DType a, DType b);
 
 // One participant of common_dtype: a tensor with dims, a 0-d tensor, or a Python number.

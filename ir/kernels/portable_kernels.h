@@ -12,8 +12,8 @@
 // So it needs the C++17 standard library alone: row-major sizes, element strides, plain
 // pointers. Values are computed as the interpreter computes them: floating values in double,
 // integers in int64 with wrap, each result rounded once on its store by runtime/tensor.cpp's
-// rules (repeated here for the dtypes packages carry: f32, f64, i64, i32, i8, u8, bool; f16
-// and bf16 through runtime/half.h's conversions, as the interpreter reads and writes them:
+// rules (repeated here for the dtypes packages carry: f32, f64, i64, i32, i16, i8, u8, bool;
+// f16 and bf16 through runtime/half.h's conversions, as the interpreter reads and writes them:
 // widened to float then double, and rounded from double to float, then to 16 bits). A package
 // defines KILN_PORTABLE_STANDALONE and pastes runtime/half.h's functions into
 // KILN_PORTABLE_NAMESPACE before this text (codegen/package/package_fallbacks.cpp).
@@ -515,13 +515,16 @@ inline void convolution_sums(const ConvolutionGeometry& g, const double* x, cons
 // ---------------------------------------------------------------- strided tensors (packages)
 
 // The dtype codes of kiln::DType (kiln/dtype.h), as packages pass them.
-enum DTypeCode : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3, kI64 = 4, kI32 = 5, kI8 = 6, kU8 = 7, kBool = 8 };
+enum DTypeCode : int32_t {
+  kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3, kI64 = 4, kI32 = 5, kI8 = 6, kU8 = 7, kBool = 8, kI16 = 9,
+  kLastDTypeCode = kI16
+};
 
 inline bool floating_code(int32_t dtype) { return dtype == kF32 || dtype == kF16 || dtype == kBF16 || dtype == kF64; }
 
 inline const char* dtype_code_name(int32_t dtype) {
-  static const char* const names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"};
-  return dtype >= 0 && dtype <= kBool ? names[dtype] : "an unknown dtype";
+  static const char* const names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16"};
+  return dtype >= 0 && dtype <= kLastDTypeCode ? names[dtype] : "an unknown dtype";
 }
 
 // A tensor as a package's kernels pass it: data, row-major sizes, strides in elements, dtype.
@@ -569,8 +572,8 @@ void write_raw(void* address, T value) {
 }
 
 inline size_t code_size(int32_t dtype) {
-  static const size_t sizes[] = {4, 2, 2, 8, 8, 4, 1, 1, 1};
-  if (dtype < 0 || dtype > kBool) unsupported_dtype(dtype);
+  static const size_t sizes[] = {4, 2, 2, 8, 8, 4, 1, 1, 1, 2};
+  if (dtype < 0 || dtype > kLastDTypeCode) unsupported_dtype(dtype);
   return sizes[dtype];
 }
 
@@ -583,6 +586,7 @@ inline double load_double(int32_t dtype, const void* p) {
     case kF64: return read_raw<double>(p);
     case kI64: return double(read_raw<int64_t>(p));
     case kI32: return read_raw<int32_t>(p);
+    case kI16: return read_raw<int16_t>(p);
     case kI8: return read_raw<int8_t>(p);
     case kU8: return read_raw<uint8_t>(p);
     case kBool: return read_raw<uint8_t>(p) != 0 ? 1.0 : 0.0;
@@ -594,6 +598,7 @@ inline int64_t load_int(int32_t dtype, const void* p) {
   switch (dtype) {
     case kI64: return read_raw<int64_t>(p);
     case kI32: return read_raw<int32_t>(p);
+    case kI16: return read_raw<int16_t>(p);
     case kI8: return read_raw<int8_t>(p);
     case kU8: return read_raw<uint8_t>(p);
     case kBool: return read_raw<uint8_t>(p) != 0;
@@ -618,6 +623,7 @@ inline void store_int(int32_t dtype, void* p, int64_t value) {
   switch (dtype) {
     case kI64: write_raw(p, value); return;
     case kI32: write_raw(p, int32_t(uint32_t(uint64_t(value)))); return;
+    case kI16: write_raw(p, int16_t(uint16_t(uint64_t(value)))); return;
     case kI8: write_raw(p, int8_t(uint8_t(uint64_t(value)))); return;
     case kU8: write_raw(p, uint8_t(uint64_t(value))); return;
     case kBool: write_raw(p, uint8_t(value != 0)); return;

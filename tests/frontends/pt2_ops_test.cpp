@@ -1,6 +1,7 @@
 // Single ATen ops through the .pt2 importer, on the committed programs of
 // scripts/make_pt2_op_programs.py (tests/data/pt2/): adaptive max pooling's indices, n-d
-// searchsorted, the CPU flash attention's logsumexp and the empty-input edges match eager
+// searchsorted, the CPU flash attention's logsumexp, the empty-input edges and torch.int16
+// (an int16 weight and inputs, to(int16), wrapping arithmetic) match eager
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
@@ -55,7 +56,8 @@ TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
-                         ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges"));
+                         ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges",
+                                           "int16_ops"));
 
 // The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
 // probabilities.

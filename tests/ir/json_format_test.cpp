@@ -50,6 +50,18 @@ TEST(JsonFormat, RoundTripIsExact) {
   }
 }
 
+TEST(JsonFormat, Int16RoundTrips) {
+  Graph graph;
+  Node* x = graph.create_placeholder("x", TensorMeta::contiguous(DType::i16, {2, 3}));
+  graph.create_output({graph.create_call("cast", {graph.create_call("neg", {x}), DType::i16})});
+  json document = graph_to_json(graph);
+  EXPECT_NE(document.dump().find("\"i16\""), std::string::npos) << document.dump();
+  Graph back = graph_from_json(json::parse(document.dump()), options_with(graph));
+  EXPECT_EQ(back.find("x")->value().dtype, DType::i16);
+  EXPECT_EQ(print_graph(back), print_graph(graph));
+  verify(back);
+}
+
 TEST(JsonFormat, TopLevelAndPlaceholderLayout) {
   json document = graph_to_json(all_arguments_graph());
   EXPECT_EQ(document["format"], "kiln-graph");

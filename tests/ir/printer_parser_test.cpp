@@ -106,6 +106,21 @@ TEST(RoundTrip, HandWrittenTextPrintsCanonically) {
   expect_golden("hand_written.expected.kiln", print_graph(parsed));
 }
 
+TEST(RoundTrip, Int16TypesAndArguments) {
+  const std::string text =
+      "graph():\n"
+      "    %x : i16[2, 3] [num_users=1] = placeholder[target=x]\n"
+      "    %add : i16[2, 3] [num_users=1] = call_function[target=add](args = (%x, 5), kwargs = {})\n"
+      "    %cast : i16[2, 3] [num_users=1] = call_function[target=cast](args = (%add, i16), kwargs = {})\n"
+      "    %sum : i64[] [num_users=1] = call_function[target=sum](args = (%cast,), kwargs = {})\n"
+      "    return (sum,)\n";
+  Graph parsed = parse_graph(text, "t.kiln");
+  EXPECT_EQ(parsed.find("x")->value().dtype, DType::i16);
+  EXPECT_EQ(parsed.find("add")->value().dtype, DType::i16);  // i16 tensor + int: i16
+  EXPECT_EQ(print_graph(parsed), text);
+  verify(parsed);
+}
+
 TEST(Parser, MetasAreReinferredNotCopied) {
   Graph parsed = reparse(mlp_graph());
   // The text does not show strides; the transpose's view strides come from its shape rule.
@@ -235,7 +250,7 @@ TEST(ParseErrors, Garbage) {
 
 TEST(ParseErrors, BadTypes) {
   EXPECT_EQ(parse_error(kHeader + "    %y : f33[2] = placeholder[target=y]\n"),
-            "t.kiln:3:10: expected a dtype (f32, f16, bf16, f64, i64, i32, i8, u8, bool), found 'f33'");
+            "t.kiln:3:10: expected a dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8, bool), found 'f33'");
   std::string message = parse_error(kHeader + "    %y : f32[s0 +] = placeholder[target=y]\n");
   EXPECT_EQ(message.rfind("t.kiln:3:", 0), 0u) << message;
   EXPECT_NE(message.find("bad dimension 's0 +'"), std::string::npos) << message;

@@ -56,7 +56,7 @@ TEST_F(Elementwise, PromotesTensorsAndScalars) {
   EXPECT_EQ(type("mul", {input(f16, {2}), 2.0}), "f16[2]");
   EXPECT_EQ(type("add", {input(b, {2}), 2}), "i64[2]");
   EXPECT_EQ(type("logical_and", {input(b, {2}), true}), "bool[2]");
-  EXPECT_EQ(type("add", {input(u8, {2}), input(i8, {2})}), "i32[2]");
+  EXPECT_EQ(type("add", {input(u8, {2}), input(i8, {2})}), "i16[2]");
   EXPECT_EQ(type("add", {input(i32, {2}), input(f64, {})}), "f64[2]");
   EXPECT_EQ(type("add", {input(f16, {2}), input(f32, {})}), "f16[2]");
   EXPECT_EQ(type("add", {input(i32, {2}), input(i64, {})}), "i32[2]");

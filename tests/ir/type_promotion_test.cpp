@@ -1,6 +1,6 @@
-// Type promotion against tables written from PyTorch's documentation (torch.promote_types,
-// torch.result_type, torch.can_cast), with Kiln's one documented difference: u8 + i8 is i32
-// (PyTorch: i16, a dtype Kiln lacks).
+// Type promotion against tables written from PyTorch (torch.promote_types over Kiln's ten
+// dtypes, as PyTorch 2.x prints it; torch.result_type and torch.can_cast from its
+// documentation).
 #include "ir/type_promotion.h"
 
 #include <gtest/gtest.h>
@@ -9,25 +9,26 @@ namespace kiln::ir {
 namespace {
 
 constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16, f64 = DType::f64, i64 = DType::i64,
-                i32 = DType::i32, i8 = DType::i8, u8 = DType::u8, b = DType::boolean;
+                i32 = DType::i32, i16 = DType::i16, i8 = DType::i8, u8 = DType::u8, b = DType::boolean;
 
 TEST(PromoteTypes, MatchesPyTorchTable) {
-  // Rows and columns in this order; entries from PyTorch's promotion table.
-  const DType order[] = {u8, i8, i32, i64, f16, f32, f64, b, bf16};
-  const DType table[9][9] = {
-      //        u8    i8   i32   i64   f16   f32   f64     b  bf16
-      /* u8 */ {u8, i32, i32, i64, f16, f32, f64, u8, bf16},
-      /* i8 */ {i32, i8, i32, i64, f16, f32, f64, i8, bf16},
-      /*i32 */ {i32, i32, i32, i64, f16, f32, f64, i32, bf16},
-      /*i64 */ {i64, i64, i64, i64, f16, f32, f64, i64, bf16},
-      /*f16 */ {f16, f16, f16, f16, f16, f32, f64, f16, f32},
-      /*f32 */ {f32, f32, f32, f32, f32, f32, f64, f32, f32},
-      /*f64 */ {f64, f64, f64, f64, f64, f64, f64, f64, f64},
-      /*  b */ {u8, i8, i32, i64, f16, f32, f64, b, bf16},
-      /*bf16*/ {bf16, bf16, bf16, bf16, f32, f32, f64, bf16, bf16},
+  // Rows and columns in this order; entries as torch.promote_types gives them.
+  const DType order[] = {u8, i8, i16, i32, i64, f16, f32, f64, b, bf16};
+  const DType table[10][10] = {
+      //        u8    i8   i16   i32   i64   f16   f32   f64     b  bf16
+      /* u8 */ {u8, i16, i16, i32, i64, f16, f32, f64, u8, bf16},
+      /* i8 */ {i16, i8, i16, i32, i64, f16, f32, f64, i8, bf16},
+      /*i16 */ {i16, i16, i16, i32, i64, f16, f32, f64, i16, bf16},
+      /*i32 */ {i32, i32, i32, i32, i64, f16, f32, f64, i32, bf16},
+      /*i64 */ {i64, i64, i64, i64, i64, f16, f32, f64, i64, bf16},
+      /*f16 */ {f16, f16, f16, f16, f16, f16, f32, f64, f16, f32},
+      /*f32 */ {f32, f32, f32, f32, f32, f32, f32, f64, f32, f32},
+      /*f64 */ {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64},
+      /*  b */ {u8, i8, i16, i32, i64, f16, f32, f64, b, bf16},
+      /*bf16*/ {bf16, bf16, bf16, bf16, bf16, f32, f32, f64, bf16, bf16},
   };
-  for (int row = 0; row < 9; ++row)
-    for (int column = 0; column < 9; ++column)
+  for (int row = 0; row < 10; ++row)
+    for (int column = 0; column < 10; ++column)
       EXPECT_EQ(promote_types(order[row], order[column]), table[row][column])
           << dtype_name(order[row]) << " + " << dtype_name(order[column]);
 }
@@ -57,7 +58,9 @@ Operand scalar_bool() { return Operand::scalar(b); }
 
 TEST(ResultType, DimensionedTensorsPromoteAsTable) {
   EXPECT_EQ(result({tensor(i32), tensor(f16)}), f16);
-  EXPECT_EQ(result({tensor(u8), tensor(i8)}), i32);
+  EXPECT_EQ(result({tensor(u8), tensor(i8)}), i16);
+  EXPECT_EQ(result({tensor(i16), tensor(u8)}), i16);
+  EXPECT_EQ(result({tensor(i16), tensor(i32)}), i32);
   EXPECT_EQ(result({tensor(b), tensor(b)}), b);
 }
 
@@ -72,6 +75,8 @@ TEST(ResultType, PythonScalarsOnlyRaiseTheCategory) {
   EXPECT_EQ(result({tensor(b), scalar_float()}), f32);
   EXPECT_EQ(result({tensor(b), scalar_bool()}), b);
   EXPECT_EQ(result({tensor(i32), scalar_bool()}), i32);
+  EXPECT_EQ(result({tensor(i16), scalar_int()}), i16);    // int16 tensor + 5 -> int16
+  EXPECT_EQ(result({tensor(i16), scalar_float()}), f32);
 }
 
 TEST(ResultType, ZeroDimTensorsRankBetweenTensorsAndScalars) {
@@ -83,6 +88,9 @@ TEST(ResultType, ZeroDimTensorsRankBetweenTensorsAndScalars) {
   EXPECT_EQ(result({zero_dim(i32), scalar_float()}), f32);
   EXPECT_EQ(result({zero_dim(f16), zero_dim(f32)}), f32);
   EXPECT_EQ(result({tensor(u8), zero_dim(i8), scalar_float()}), f32);
+  EXPECT_EQ(result({tensor(i16), zero_dim(i64)}), i16);
+  EXPECT_EQ(result({tensor(i16), zero_dim(f64)}), f64);
+  EXPECT_EQ(result({tensor(i16), zero_dim(bf16)}), bf16);
 }
 
 TEST(ResultType, OnlyScalars) {
@@ -99,12 +107,16 @@ TEST(CanCast, FollowsPyTorch) {
   EXPECT_TRUE(can_cast(b, b));
   EXPECT_FALSE(can_cast(f32, i64));
   EXPECT_FALSE(can_cast(f16, u8));
+  EXPECT_TRUE(can_cast(i16, i8));
+  EXPECT_FALSE(can_cast(f32, i16));
+  EXPECT_FALSE(can_cast(i16, b));
   EXPECT_FALSE(can_cast(i32, b));
   EXPECT_FALSE(can_cast(f32, b));
 }
 
 TEST(FloatOps, IntegralInputsBecomeDefaultFloat) {
   EXPECT_EQ(to_floating(i64), f32);
+  EXPECT_EQ(to_floating(i16), f32);
   EXPECT_EQ(to_floating(b), f32);
   EXPECT_EQ(to_floating(f16), f16);
   EXPECT_EQ(to_floating(f64), f64);
@@ -113,6 +125,7 @@ TEST(FloatOps, IntegralInputsBecomeDefaultFloat) {
 TEST(SumDType, IntegralAndBoolAccumulateAsI64) {
   EXPECT_EQ(sum_dtype(i32), i64);
   EXPECT_EQ(sum_dtype(u8), i64);
+  EXPECT_EQ(sum_dtype(i16), i64);
   EXPECT_EQ(sum_dtype(b), i64);
   EXPECT_EQ(sum_dtype(bf16), bf16);
 }

@@ -134,6 +134,32 @@ TEST_F(PackageCli, FallbackErrorsAreTheInterpretersMessages) {
   expect_user_error(kiln("run " + dir.string() + bad), "scatter_ones: run: " + message);
 }
 
+// i16 through a package's C API (dtype code KILN_I16, 2-byte elements): an i16 input and
+// outputs, wrapping arithmetic, and a fallback op (cumsum, in i64) reading i16; the outputs are
+// the interpreter's exactly.
+TEST_F(PackageCli, Int16InputsAndOutputs) {
+  std::string model = write_model(dir_, "shorts", R"(graph():
+    %x : i16[2, 5] [num_users=3] = placeholder[target=x]
+    %mul : i16[2, 5] [num_users=1] = call_function[target=mul](args = (%x, 3), kwargs = {})
+    %neg : i16[2, 5] [num_users=1] = call_function[target=neg](args = (%x,), kwargs = {})
+    %cumsum : i64[2, 5] [num_users=1] = call_function[target=cumsum](args = (%x, 1), kwargs = {})
+    return (mul, neg, cumsum)
+)");
+  fs::path dir = dir_ / "shorts_package";
+  CliResult compiled = kiln("compile " + model + " -o " + dir.string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  EXPECT_THAT(read_file(dir / "shorts.cpp"), HasSubstr("fallback_kernels::"));
+  Tensor x = Tensor::from_doubles({2, 5}, std::vector<double>{-32768, -12000, -1, 0, 1, 7, 11000, 20000, 32767, -300},
+                                  DType::i16);
+  write_npy((dir_ / "x.npy").string(), x);
+  std::string input = " --input x=" + (dir_ / "x.npy").string();
+  std::map<std::string, Tensor> from_package = run_outputs(dir.string() + input, "package");
+  expect_close(from_package, run_outputs(model + input, "interp"), 0);
+  ASSERT_TRUE(from_package.count("mul"));
+  EXPECT_EQ(from_package.at("mul").dtype(), DType::i16);
+  EXPECT_EQ(from_package.at("mul").flat_int(6), int16_t(33000));  // 11000 * 3 wraps
+}
+
 // Fallback ops a package cannot carry are refused before anything is written, naming each node,
 // its op and why.
 TEST_F(PackageCli, UncoveredFallbackOpsAreRefusedByName) {

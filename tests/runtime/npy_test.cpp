@@ -92,7 +92,7 @@ TEST(Npy, ShapeTuplesFollowPythonRepr) {
 
 TEST(Npy, EveryDTypeRoundTrips) {
   std::vector<double> values = {0, 1, -2, 3, 100, -7};
-  for (DType dtype : {DType::f32, DType::f16, DType::f64, DType::i64, DType::i32, DType::i8}) {
+  for (DType dtype : {DType::f32, DType::f16, DType::f64, DType::i64, DType::i32, DType::i16, DType::i8}) {
     Tensor tensor = Tensor::from_vector({2, 3}, values, dtype);
     Tensor back = parse_npy(serialize_npy(tensor));
     ASSERT_EQ(back.dtype(), dtype) << dtype_name(dtype);
@@ -141,6 +141,16 @@ TEST(Npy, ReadsBigEndianData) {
   Tensor value = parse_npy(longs);
   EXPECT_EQ(value.dtype(), DType::i64);
   EXPECT_EQ(value.flat_int(0), 258);
+  // numpy's int16 ('<i2' as np.save writes it, '>i2'): -2 is fe ff little-endian, ff fe big.
+  std::string shorts = npy_bytes(1, "{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }",
+                                 std::string("\xff\xfe\x01\x02", 4));
+  Tensor short_values = parse_npy(shorts);
+  EXPECT_EQ(short_values.dtype(), DType::i16);
+  EXPECT_EQ(short_values.flat_int(0), -2);
+  EXPECT_EQ(short_values.flat_int(1), 258);
+  std::string written = serialize_npy(short_values);
+  EXPECT_NE(written.find("'descr': '<i2'"), std::string::npos) << written;
+  EXPECT_EQ(written.substr(written.size() - 4), std::string("\xfe\xff\x02\x01", 4));
 }
 
 TEST(Npy, ReadsVersions2And3) {
@@ -222,7 +232,7 @@ TEST(NpyErrors, FortranOrder) {
 TEST(NpyErrors, UnsupportedDTypeIsNamed) {
   std::string complex = npy_bytes(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", raw<float>({1, 2}));
   EXPECT_EQ(error_of([&] { parse_npy(complex, "c.npy"); }),
-            "c.npy: unsupported .npy dtype '<c8'; Kiln reads f4, f2, f8, i8, i4, i1, u1 and b1 in either byte order");
+            "c.npy: unsupported .npy dtype '<c8'; Kiln reads f4, f2, f8, i8, i4, i2, i1, u1 and b1 in either byte order");
   std::string opaque = npy_bytes(1, "{'descr': '<V2', 'fortran_order': False, 'shape': (1,), }", "ab");
   std::string hint = "'<V2' (opaque 2-byte records, as ml_dtypes saves bfloat16";
   EXPECT_NE(error_of([&] { parse_npy(opaque, "b.npy"); }).find(hint), std::string::npos);

@@ -90,7 +90,7 @@ TEST(Safetensors, EveryDTypeAndMetadataRoundTripThroughAFile) {
   TempDir dir;
   std::map<std::string, Tensor> tensors;
   std::vector<double> values = {0, 1, -2, 3};
-  std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64, DType::i32, DType::i8};
+  std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64, DType::i32, DType::i16, DType::i8};
   for (DType dtype : dtypes) tensors[std::string(dtype_name(dtype))] = Tensor::from_vector({2, 2}, values, dtype);
   tensors["u8"] = Tensor::from_vector<int>({4}, {0, 1, 128, 255}, DType::u8);
   tensors["bool"] = Tensor::from_vector<int>({2}, {1, 0}, DType::boolean);
@@ -127,6 +127,18 @@ TEST(Safetensors, ReadsAFileWrittenByAnotherWriter) {
   EXPECT_EQ(contents.tensors.at("v").flat_int(0), -3);
   EXPECT_EQ(contents.tensors.at("w").flat_int(0), int64_t(1) << 40);
   EXPECT_EQ(contents.tensors.at("w").flat_int(1), -1);
+}
+
+TEST(Safetensors, Int16IsI16) {
+  // torch.int16 as safetensors' torch writer names it ("I16"), read and written back.
+  std::string header = R"({"s":{"dtype":"I16","shape":[3],"data_offsets":[0,6]}})";
+  SafetensorsContents contents = parse_safetensors(file_bytes(header, raw<int16_t>({-32768, 7, 32767})));
+  const Tensor& s = contents.tensors.at("s");
+  EXPECT_EQ(s.dtype(), DType::i16);
+  EXPECT_EQ(s.flat_int(0), -32768);
+  EXPECT_EQ(s.flat_int(2), 32767);
+  std::string bytes = serialize_safetensors({{"s", s}}, {});
+  EXPECT_NE(bytes.find(R"("dtype":"I16")"), std::string::npos) << bytes.substr(0, 80);
 }
 
 TEST(Safetensors, TensorsAreViewsThatOutliveTheMapAndTheFile) {
@@ -204,7 +216,7 @@ TEST(SafetensorsErrors, BadJson) {
 TEST(SafetensorsErrors, UnknownDTypeNamesTheTensor) {
   std::string header = R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})";
   EXPECT_EQ(error_of([&] { parse_safetensors(file_bytes(header, "x"), "d.safetensors"); }),
-            "d.safetensors: tensor 'w': unknown dtype \"F8_E4M3\" (Kiln reads F32, F16, BF16, F64, I64, I32, I8, U8 "
+            "d.safetensors: tensor 'w': unknown dtype \"F8_E4M3\" (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8 "
             "and BOOL)");
 }
 
@@ -285,7 +297,7 @@ TEST(Safetensors, HostileHeadersAreRefusedOnOneShortLine) {
   header = "{\"" + name + "\": {\"dtype\": \"F99\", \"shape\": [], \"data_offsets\": [0, 0]}}";
   std::string message = error_of([&] { parse_safetensors(file_bytes(header, ""), "n.safetensors"); });
   EXPECT_EQ(message, "n.safetensors: tensor '" + std::string(80, 'n') +
-                         "... (5000 bytes)': unknown dtype \"F99\" (Kiln reads F32, F16, BF16, F64, I64, I32, I8, U8 and BOOL)");
+                         "... (5000 bytes)': unknown dtype \"F99\" (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8 and BOOL)");
   message = error_of([&] { parse_safetensors(file_bytes("{\"a\": \x01" + std::string(3000, '\x02') + "}", ""), "n.safetensors"); });
   EXPECT_TRUE(is_printable(message)) << message.substr(0, 200);
   EXPECT_LT(message.size(), 400u);

@@ -25,6 +25,12 @@ TEST(DType, NamesSizesAndCategories) {
   EXPECT_EQ(parse_dtype("float32"), DType::f32);
   EXPECT_EQ(parse_dtype("bf16"), DType::bf16);
   EXPECT_EQ(parse_dtype("long"), DType::i64);
+  EXPECT_EQ(parse_dtype("int16"), DType::i16);
+  EXPECT_EQ(parse_dtype("short"), DType::i16);
+  EXPECT_EQ(dtype_name(DType::i16), "i16");
+  EXPECT_EQ(dtype_size(DType::i16), 2u);
+  EXPECT_TRUE(is_integral(DType::i16));
+  EXPECT_TRUE(is_signed(DType::i16));
   EXPECT_EQ(parse_dtype("complex64"), std::nullopt);
   EXPECT_EQ(dtype_size(DType::f64), 8u);
   EXPECT_EQ(dtype_size(DType::bf16), 2u);
@@ -210,6 +216,28 @@ TEST(Tensor, CopiesAndConversions) {
   copy.copy_from(big);
   EXPECT_EQ(copy.flat_int(0), (int64_t(1) << 60) + 1);
   EXPECT_THROW(copy.copy_from(t), Error);
+}
+
+TEST(Tensor, Int16Conversions) {
+  // Expected values as PyTorch converts (x.to(torch.int16), ...): float to i16 truncates, then
+  // wraps modulo 2^16 like int64 to i16; Kiln's rule beyond int64 (1e30) saturates to int64
+  // first, whose low 16 bits are -1 (PyTorch leaves that case to the platform).
+  Tensor floats = Tensor::from_doubles({6}, std::vector<double>{40000.7, -40000.2, 2.7, -2.7, NAN, 1e30}, DType::f32);
+  Tensor shorts = floats.to(DType::i16);
+  EXPECT_EQ(shorts.dtype(), DType::i16);
+  EXPECT_EQ(shorts.element_size(), 2u);
+  const int64_t from_floats[] = {-25536, 25536, 2, -2, 0, -1};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(shorts.flat_int(i), from_floats[i]) << i;
+  Tensor longs = Tensor::from_doubles({4}, std::vector<double>{40000, -40000, 70000, -32768}, DType::i64);
+  const int64_t from_longs[] = {-25536, 25536, 4464, -32768};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(longs.to(DType::i16).flat_int(i), from_longs[i]) << i;
+  Tensor narrow = Tensor::from_doubles({3}, std::vector<double>{300, -129, -1}, DType::i16);
+  EXPECT_EQ(narrow.to(DType::i8).flat_int(0), 44);
+  EXPECT_EQ(narrow.to(DType::i8).flat_int(1), 127);
+  EXPECT_EQ(narrow.to(DType::u8).flat_int(2), 255);
+  EXPECT_EQ(narrow.to(DType::f32).flat_double(1), -129.0);
+  EXPECT_EQ(narrow.to(DType::boolean).flat_int(2), 1);
+  EXPECT_EQ(narrow.to(DType::i64).flat_int(1), -129);
 }
 
 TEST(Tensor, ForEachIndexOrderAndEmpty) {

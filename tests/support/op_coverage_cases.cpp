@@ -109,6 +109,73 @@ OpCoverageCase integer_ops() {
   return c;
 }
 
+// i16 end to end: arithmetic that wraps (values near +-32767), integer division and remainder,
+// bitwise ops and shifts past the width, promotion with u8, i8, i32, Python numbers and f32,
+// reductions (sum and prod in i64, max, argmax, cumsum), casts to and from every kind, and
+// copies (transpose, cat, gather, where).
+OpCoverageCase int16_ops() {
+  OpCoverageCase c{"int16_ops", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* a = input(graph, "a", {3, 17}, DType::i16);
+  Node* b = input(graph, "b", {17}, DType::i16);
+  Node* u = input(graph, "u", {17}, DType::u8);
+  Node* x = input(graph, "x", {3, 17});
+  Node* nonzero = graph.create_call("add", {graph.create_call("abs", {b}), 1});
+  Node* shift = graph.create_call("remainder", {graph.create_call("abs", {b}), 20});
+  graph.create_output({
+      graph.create_call("add", {a, b}),
+      graph.create_call("mul", {a, b}),
+      graph.create_call("sub", {b, a}),
+      graph.create_call("div", {a, nonzero}, {{"rounding_mode", std::string("floor")}}),
+      graph.create_call("div", {a, nonzero}, {{"rounding_mode", std::string("trunc")}}),
+      graph.create_call("div", {a, nonzero}),
+      graph.create_call("remainder", {a, nonzero}),
+      graph.create_call("fmod", {a, nonzero}),
+      graph.create_call("maximum", {a, b}),
+      graph.create_call("minimum", {a, b}),
+      graph.create_call("le", {a, b}),
+      graph.create_call("eq", {a, graph.create_call("neg", {a})}),
+      graph.create_call("neg", {a}),
+      graph.create_call("abs", {a}),
+      graph.create_call("sign", {a}),
+      graph.create_call("clamp", {a, -1000, 20000}),
+      graph.create_call("bitwise_and", {a, b}),
+      graph.create_call("bitwise_or", {a, 0x0f0f}),
+      graph.create_call("bitwise_xor", {a, b}),
+      graph.create_call("bitwise_not", {a}),
+      graph.create_call("bitwise_left_shift", {a, shift}),
+      graph.create_call("bitwise_right_shift", {a, shift}),
+      graph.create_call("add", {a, u}),                                             // i16
+      graph.create_call("add", {graph.create_call("cast", {u, DType::i8}), u}),     // i8 + u8: i16
+      graph.create_call("mul", {a, graph.create_call("cast", {b, DType::i32})}),    // i32
+      graph.create_call("add", {a, 30000}),                                         // i16, wraps
+      graph.create_call("mul", {a, 0.5}),                                           // f32
+      graph.create_call("add", {a, x}),                                             // f32
+      graph.create_call("sum", {a, ints({1})}),
+      graph.create_call("prod", {graph.create_call("sign", {a}), ints({0})}),
+      graph.create_call("amax", {a, ints({0})}),
+      graph.create_call("amin", {a, ints({1})}),
+      graph.create_call("argmax", {a, 1}),
+      graph.create_call("cumsum", {a, 1}),
+      graph.create_call("cast", {a, DType::f32}),
+      graph.create_call("cast", {a, DType::f16}),
+      graph.create_call("cast", {a, DType::i8}),
+      graph.create_call("cast", {a, DType::u8}),
+      graph.create_call("cast", {a, DType::i64}),
+      graph.create_call("cast", {a, DType::boolean}),
+      graph.create_call("cast", {graph.create_call("mul", {x, 20000.0}), DType::i16}),  // wraps past 32767
+      graph.create_call("cast", {graph.create_call("cast", {a, DType::bf16}), DType::i16}),
+      graph.create_call("transpose", {a, 0, 1}),
+      graph.create_call("cat", {std::vector<ir::Argument>{a, graph.create_call("unsqueeze", {b, 0})}, 0}),
+      graph.create_call("where", {graph.create_call("gt", {a, 0}), a, b}),
+  });
+  c.input_sets = {{{"a", random_tensor({3, 17}, DType::f32, 50, -32768, 32767).to(DType::i16)},
+                   {"b", random_tensor({17}, DType::f32, 51, -300, 300).to(DType::i16)},
+                   {"u", random_tensor({17}, DType::f32, 52, 0, 255).to(DType::u8)},
+                   {"x", random_tensor({3, 17}, DType::f32, 53, -3, 3)}}};
+  return c;
+}
+
 OpCoverageCase copies_creation_random_fallbacks() {
   OpCoverageCase c{"copies_creation_random_fallbacks", Graph(), {}, 1e-4, 1e-5};
   Graph& graph = c.graph;
@@ -305,6 +372,7 @@ std::vector<OpCoverageCase> op_coverage_cases() {
   cases.push_back(unary_ops());
   cases.push_back(binary_ops());
   cases.push_back(integer_ops());
+  cases.push_back(int16_ops());
   cases.push_back(copies_creation_random_fallbacks());
   cases.push_back(selection_and_sampling_fallbacks());
   cases.push_back(saturating_casts());

@@ -1,10 +1,10 @@
 // Graphs that cover every core op, for differential tests of a backend against the reference
 // interpreter: each case is a graph, inputs to run it with and the tolerance to compare at.
 // The set follows the CPU backend's coverage (tests/compiler/cpu_backend_test.cpp): every
-// unary and binary op, integer and bool exactness, copies, creation, Philox, fallback ops,
-// half and narrow casts, saturating casts, whole-tensor reductions (with a NaN), odd row sizes
-// for the pointwise chain / softmax / layer_norm / reductions, views, transposes, a symbolic
-// batch, batched and broadcast matmul, convolution and pooling.
+// unary and binary op, integer and bool exactness, i16 end to end, copies, creation, Philox,
+// fallback ops, half and narrow casts, saturating casts, whole-tensor reductions (with a NaN),
+// odd row sizes for the pointwise chain / softmax / layer_norm / reductions, views,
+// transposes, a symbolic batch, batched and broadcast matmul, convolution and pooling.
 #pragma once
 
 #include <map>

@@ -245,8 +245,8 @@ static void kiln_message(char* out, int64_t capacity, const char* const* parts, 
   }
   if (capacity > 0) out[at] = 0;
 }
-static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"};
-static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 9 ? kiln_dtype_names[code] : "(unknown dtype)"; }
+static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16"};
+static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 10 ? kiln_dtype_names[code] : "(unknown dtype)"; }
 #pragma omp declare reduction(kiln_max_f32 : float : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inff())
 #pragma omp declare reduction(kiln_min_f32 : float : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inff())
 #pragma omp declare reduction(kiln_max_f64 : double : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inf())
