@@ -28,6 +28,9 @@ std::shared_ptr<Storage> Storage::allocate_cpu(size_t nbytes) {
 }
 
 int64_t numel_of(const Sizes& sizes) {
+  // A zero dim first: the product of the others may not fit (a fuzzed ONNX initializer had
+  // [2, 69242844270821375, 101, 0]).
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   int64_t count = 1;
   for (int64_t size : sizes) count *= size;
   return count;

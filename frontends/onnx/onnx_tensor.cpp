@@ -115,6 +115,10 @@ Tensor OnnxTensorReader::read(const onnx::TensorProto& proto, const std::string&
     if (dim < 0) fail("'", model_path_, "': ", what, " has a negative dimension ", dim);
     sizes.push_back(dim);
   }
+  // Every byte count below is then exact (no int64 or size_t overflow).
+  if (!checked_nbytes(sizes, *dtype))
+    fail("'", model_path_, "': ", what, " has the shape ", sizes_to_string(sizes), " of ", dtype_name(*dtype),
+         ", whose byte count overflows");
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) return read_external(proto, *dtype, sizes, what);
   if (proto.has_raw_data()) {
     size_t expected = size_t(numel_of(sizes)) * dtype_size(*dtype);

@@ -4,7 +4,7 @@
 // out of range (too new; older ones are converted), missing or escaping external data, unsupported ops (all listed at once), an
 // unsupported element type, a shape-deciding input fed at run time, attributes out of range
 // for ONNX's own shape inference, more outputs than an op has, a declared output type that
-// disagrees with the node, and a wrong input at run time.
+// disagrees with the node, an initializer whose byte count overflows, and a wrong input at run time.
 #include <gmock/gmock.h>
 #include <unistd.h>
 
@@ -183,6 +183,17 @@ TEST_F(OnnxBadInput, AGraphOutputDeclaredWithAnotherShapeThanItsNodeComputes) {
             "'" + bad("declared_output_shape_wrong.onnx") +
                 "': node 'flatten' (Flatten): output 'y' is declared f32[2, 3, 1] in the model, but the node computes "
                 "f32[2, 3] from its inputs");
+}
+
+// Found by the bounded fuzz run (scripts/fuzz onnx_importer): an initializer whose dims'
+// product overflows int64 was multiplied out unchecked (undefined behaviour).
+TEST_F(OnnxBadInput, AnInitializerWhoseByteCountOverflows) {
+  std::string path = (kOnnxData.parent_path() / "../fuzz/regressions/onnx_importer/initializer_byte_count_overflows.onnx")
+                         .lexically_normal()
+                         .string();
+  EXPECT_THAT(error_of([&] { import_onnx(path); }),
+              AllOf(HasSubstr("'" + path + "': "), HasSubstr("'axes'"),
+                    HasSubstr("[2, 69242844270821375, 101, 18, 0, 0, 0, 0, 0, 0] of i64, whose byte count overflows")));
 }
 
 TEST_F(OnnxBadInput, WrongInputShapeAtRunTime) {

@@ -280,6 +280,7 @@ TEST(Tensor, AnOverflowingSizeIsOutOfMemoryNotAWrappedByteCount) {
   EXPECT_EQ(checked_numel({0, huge, huge}), std::nullopt);  // the strides still overflow
   EXPECT_EQ(checked_numel({0, 5}), 0);
   EXPECT_EQ(checked_numel({}), 1);
+  EXPECT_EQ(numel_of({2, 69242844270821375, 101, 0}), 0);  // no overflow on the way to the zero
   EXPECT_EQ(checked_nbytes({int64_t(1) << 62}, DType::f32), std::nullopt);  // 2^64 bytes
   EXPECT_EQ(checked_nbytes({int64_t(1) << 61}, DType::f32), size_t(1) << 63);
 }
