@@ -917,6 +917,14 @@ def make_bad_cases():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     save_bad("declared_output_shape_wrong.onnx", model)
+    # Resize by a scale whose output size no int64 holds (1e30 x 4 elements): refused, never cast.
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", name="resize")
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                              [value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.array([1, 1, 1e30, 1], np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    save_bad("resize_scale_overflows.onnx", model)
 
 
 def write_covered_ops():

@@ -186,6 +186,26 @@ ir::Node* resize_by_matrix(OnnxNodeContext& context, ir::Node* x, int64_t axis, 
   return axis == rank - 1 ? result : context.call("transpose", {result, axis, rank - 1});
 }
 
+// The most entries of the index or coefficient tables Resize's import builds for one axis (2^24:
+// 128 MiB of doubles). Real models resize images, far below it; a model past it is refused at
+// import rather than left to exhaust memory or time building tables.
+constexpr int64_t kMaxResizeTable = int64_t(1) << 24;
+
+// One axis's output size: floor(in_size * scale) for a scale, else the size given, checked to be
+// a positive count that int64 holds (a scale of 1e30, NaN or inf is an error, not a cast).
+int64_t resized_size(const OnnxNodeContext& context, int64_t axis, int64_t in_size, bool by_scale, double scale,
+                     int64_t size) {
+  if (!by_scale) {
+    if (size <= 0) context.fail("resizing dim ", axis, " to ", size, " elements is not possible");
+    return size;
+  }
+  double resized = std::floor(double(in_size) * scale);
+  if (!(scale > 0) || !(resized >= 1) || !(resized < 9.2e18))
+    context.fail("resizing dim ", axis, " of ", in_size, " elements by scale ", scale, " gives ",
+                 resized, " elements, which is not possible");
+  return int64_t(resized);
+}
+
 void convert_resize(OnnxNodeContext& context) {
   std::string mode = context.string_attribute("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
@@ -243,10 +263,16 @@ void convert_resize(OnnxNodeContext& context) {
     if (unchanged) continue;
     if (!dim.is_constant()) context.fail("resizing dim ", axis, " needs its size to be static, but it is ", dim);
     int64_t in_size = dim.constant();
-    int64_t out_size = by_scale ? int64_t(std::floor(double(in_size) * scales[size_t(axis)])) : sizes[size_t(axis)];
+    int64_t out_size = resized_size(context, axis, in_size, by_scale, scales[size_t(axis)], sizes[size_t(axis)]);
     double scale = by_scale ? scales[size_t(axis)] : double(out_size) / double(in_size);
-    if (out_size <= 0 || scale <= 0) context.fail("resizing dim ", axis, " to ", out_size, " elements is not possible");
-    if (antialias || transform == "tf_crop_and_resize") {
+    // The tables below are built here, at import: antialias and tf_crop_and_resize hold a matrix
+    // of out_size x in_size coefficients, the other modes a few entries per output index.
+    int64_t table = out_size;
+    bool by_matrix = antialias || transform == "tf_crop_and_resize";
+    if ((by_matrix && __builtin_mul_overflow(out_size, in_size, &table)) || table > kMaxResizeTable)
+      context.fail("resizing dim ", axis, " from ", in_size, " to ", out_size, " elements needs import-time tables of more than ",
+                   kMaxResizeTable, " entries, more than Kiln builds");
+    if (by_matrix) {
       result = resize_by_matrix(context, result, axis, in_size, out_size, scale, transform, regions[size_t(axis)]);
       continue;
     }

@@ -4,7 +4,8 @@
 // out of range (too new; older ones are converted), missing or escaping external data, unsupported ops (all listed at once), an
 // unsupported element type, a shape-deciding input fed at run time, attributes out of range
 // for ONNX's own shape inference, more outputs than an op has, a declared output type that
-// disagrees with the node, an initializer whose byte count overflows, and a wrong input at run time.
+// disagrees with the node, an initializer whose byte count overflows, a Resize too large to import,
+// and a wrong input at run time.
 #include <gmock/gmock.h>
 #include <unistd.h>
 
@@ -194,6 +195,23 @@ TEST_F(OnnxBadInput, AnInitializerWhoseByteCountOverflows) {
   EXPECT_THAT(error_of([&] { import_onnx(path); }),
               AllOf(HasSubstr("'" + path + "': "), HasSubstr("'axes'"),
                     HasSubstr("[2, 69242844270821375, 101, 18, 0, 0, 0, 0, 0, 0] of i64, whose byte count overflows")));
+}
+
+// Found by the bounded fuzz run: a Resize to sizes near 2^60 spent minutes building its index
+// tables at import; tables past kMaxResizeTable entries are refused.
+TEST_F(OnnxBadInput, AResizeTooLargeForItsImportTimeTablesIsRefused) {
+  std::string path = (kOnnxData.parent_path() / "../fuzz/regressions/onnx_importer/resize_to_an_enormous_size.onnx")
+                         .lexically_normal()
+                         .string();
+  EXPECT_THAT(error_of([&] { import_onnx(path); }),
+              AllOf(HasSubstr("'" + path + "': "), HasSubstr("(Resize): resizing dim "),
+                    HasSubstr("elements needs import-time tables of more than 16777216 entries, more than Kiln builds")));
+}
+
+TEST_F(OnnxBadInput, AResizeScaleWhoseSizeNoIntegerHoldsIsRefused) {
+  EXPECT_EQ(error_of([] { import_onnx(bad("resize_scale_overflows.onnx")); }),
+            "'" + bad("resize_scale_overflows.onnx") +
+                "': node 'resize' (Resize): resizing dim 2 of 4 elements by scale 1e+30 gives 4e+30 elements, which is not possible");
 }
 
 TEST_F(OnnxBadInput, WrongInputShapeAtRunTime) {
