@@ -17,6 +17,7 @@
 #include "compiler/function/guards.h"
 #include "compiler/function/segment_cache.h"
 #include "frontends/module/trace_graph.h"
+#include "frontends/module/tracer.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "kiln/nn/module.h"
@@ -142,42 +143,60 @@ struct CompiledFunction::State {
     return result;
   }
 
-  // The value provider of a trace on these inputs: each needed value ends a graph there (a
-  // graph break), which is compiled (once per structure), run, and its value handed to fn.
-  // With options.fullgraph a break is an error naming its line.
-  ValueProvider break_graphs(const std::vector<Tensor>& inputs, std::vector<std::string>& breaks) {
-    return [this, &inputs, &breaks](const ir::Graph& graph, const ir::Node& value, const std::string& where) {
+  // What a graph of a trace on these inputs is fed: the inputs by name, then the values
+  // carried across the breaks so far.
+  std::map<std::string, Tensor> feeds(const std::vector<Tensor>& inputs, const frontends::BreakCarrier& carrier) const {
+    std::map<std::string, Tensor> result = named(inputs);
+    for (const auto& [name, value] : carrier.carried) result.emplace(name, value);
+    return result;
+  }
+
+  // Sets `carrier` up for a trace on these inputs: each needed value ends a graph there (a graph
+  // break), which is compiled (once per structure) and run; its first output is handed to fn,
+  // the others (the values live Vars hold) carry on into the next graph as its inputs
+  // (frontends/module/tracer.h: BreakCarrier). With options.fullgraph a break is an error
+  // naming its line.
+  void set_up_breaks(frontends::BreakCarrier& carrier, const std::vector<Tensor>& inputs,
+                     std::vector<std::string>& breaks) {
+    carrier.carried.clear();
+    carrier.run = [this, &inputs, &breaks, &carrier](const ir::Graph& segment, const std::string& where,
+                                                     bool recomputed) {
       if (options.fullgraph)
         fail("kiln::compile: ", options.name, ": graph break at ", where,
              ": the code needs the value of a traced tensor (options.fullgraph is set; use kiln::cond for a "
              "data-dependent branch)");
-      ir::Graph segment = graph.clone();
-      segment.create_output({segment.find(value.name())});
       breaks.push_back(where);
+      std::map<std::string, Tensor> fed = feeds(inputs, carrier);
+      if (recomputed)  // the graph after the break does the segment's input mutations again
+        for (auto& [name, value] : fed) value = value.clone();
       if (explaining) {
         explained_graphs.push_back({op_count(segment), "graph break at " + where, ir::print_graph(segment)});
-        return ir::interpret(segment, named(inputs)).at(0).item();
+        return ir::interpret(segment, fed);
       }
-      double result = run_cached(*break_segments, segment, inputs).at(0).item();
+      std::vector<Tensor> values = run_cached(*break_segments, segment, fed);
       log("graph_breaks", options.name + ": graph break at " + where + ": a graph of " +
-                              std::to_string(op_count(segment)) + " ops ran and gave " + compiler::number_text(result));
-      return result;
+                              std::to_string(op_count(segment)) + " ops ran and gave " +
+                              compiler::number_text(values.at(0).item()) + "; " + std::to_string(values.size() - 1) +
+                              " more values carried into the next graph");
+      return values;
     };
   }
 
   // Traces fn for these inputs (the dynamic dims as symbols where fn allows it); `types` and
   // `ranges` get the placeholders' types and the symbols' ranges.
+  // `carrier` gets the values carried across the trace's breaks (the graph's extra inputs).
   ir::Graph trace_for(const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
                       std::vector<ir::TensorMeta>& types, std::map<std::string, std::pair<int64_t, int64_t>>& ranges,
-                      std::vector<std::string>& breaks) {
+                      std::vector<std::string>& breaks, frontends::BreakCarrier& carrier) {
     types = input_types(inputs, options.dynamic != DynamicShapes::never, ranges);
     bool symbolic = false;
     for (const ir::TensorMeta& type : types) symbolic = symbolic || !type.is_static();
-    TraceOptions trace_options{.input_names = names, .on_value = break_graphs(inputs, breaks)};
+    set_up_breaks(carrier, inputs, breaks);
+    TraceOptions trace_options{.input_names = names, .on_value = {}};
     auto traced = [&](const std::vector<Var>& vars) { return fn(vars, scalars); };
     if (module != nullptr) module->assign_paths();
     try {
-      return trace_graph(traced, types, trace_options);
+      return trace_graph(traced, types, trace_options, &carrier);
     } catch (const Error& error) {
       if (!symbolic || options.fullgraph) throw;
       // fn needs a static size somewhere (Var::size() of a symbolic dim, a reshape to constants):
@@ -190,8 +209,9 @@ struct CompiledFunction::State {
     ranges.clear();
     breaks.clear();
     explained_graphs.clear();
+    carrier.carried.clear();
     types = input_types(inputs, false, ranges);
-    return trace_graph(traced, types, trace_options);
+    return trace_graph(traced, types, trace_options, &carrier);
   }
 
   // The first call, or a recompile (the caller holds the lock exclusively): traces fn and keeps
@@ -201,12 +221,13 @@ struct CompiledFunction::State {
     std::map<std::string, std::pair<int64_t, int64_t>> ranges;
     std::vector<ir::TensorMeta> types;
     std::vector<std::string> breaks;
-    ir::Graph graph = trace_for(inputs, scalars, types, ranges, breaks);
+    frontends::BreakCarrier carrier;
+    ir::Graph graph = trace_for(inputs, scalars, types, ranges, breaks, carrier);
     ++traces;
     if (!breaks.empty()) {
       has_breaks = true;
       last_breaks = breaks.size();
-      return run_final(graph, inputs);
+      return run_final(graph, feeds(inputs, carrier));
     }
     size_t ops = op_count(graph);
     auto variant = std::make_unique<Variant>(
@@ -222,19 +243,19 @@ struct CompiledFunction::State {
   }
 
   // The graph after a function's last break: compiled once per structure, run.
-  std::vector<Tensor> run_final(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
-    return run_cached(*final_graphs, graph, inputs);
+  std::vector<Tensor> run_final(const ir::Graph& graph, const std::map<std::string, Tensor>& feeds) {
+    return run_cached(*final_graphs, graph, feeds);
   }
 
   // Runs a graph of a function with breaks: compiled once per structure; past the cache's
   // capacity, in the interpreter (with one warning).
   std::vector<Tensor> run_cached(compiler::SegmentCache& cache, const ir::Graph& graph,
-                                 const std::vector<Tensor>& inputs) {
+                                 const std::map<std::string, Tensor>& feeds) {
     compiler::SegmentCache::Lookup lookup = cache.get(graph, compile_options());
     if (lookup.compiled && cache.size() > 1)
       log("recompiles", options.name + ": a new graph " + (&cache == final_graphs.get() ? "after" : "before") +
                             " a break (another path or another shape), compiled");
-    if (lookup.model != nullptr) return lookup.model->run(named(inputs));
+    if (lookup.model != nullptr) return lookup.model->run(feeds);
     ++fallback_calls;
     {
       std::lock_guard<std::mutex> lock(warning_mutex);  // not `mutex`: a trace may hold it
@@ -245,7 +266,7 @@ struct CompiledFunction::State {
                   << " a break); new graphs now run in the interpreter\n";
       }
     }
-    return ir::interpret(graph, named(inputs));
+    return ir::interpret(graph, feeds);
   }
 
   // A call of a function with graph breaks: trace it again (its control flow runs natively;
@@ -259,13 +280,14 @@ struct CompiledFunction::State {
     std::map<std::string, std::pair<int64_t, int64_t>> ranges;
     std::vector<ir::TensorMeta> types;
     std::vector<std::string> breaks;
+    frontends::BreakCarrier carrier;
     ir::Graph graph;
     {
       std::shared_lock lock(mutex);  // the dynamic dims, read by the trace
-      graph = trace_for(inputs, scalars, types, ranges, breaks);
+      graph = trace_for(inputs, scalars, types, ranges, breaks, carrier);
     }
     last_breaks = breaks.size();
-    return run_final(graph, inputs);
+    return run_final(graph, feeds(inputs, carrier));
   }
 
   // Past the recompile limit: the interpreter on a static trace of this call, or an error.
@@ -421,7 +443,8 @@ Explanation explain(ScalarFunction fn, const std::vector<Tensor>& inputs, const 
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;
   std::vector<ir::TensorMeta> types;
   Explanation explanation;
-  ir::Graph graph = state.trace_for(inputs, scalars, types, ranges, explanation.breaks);
+  frontends::BreakCarrier carrier;
+  ir::Graph graph = state.trace_for(inputs, scalars, types, ranges, explanation.breaks, carrier);
   explanation.graphs = std::move(state.explained_graphs);
   explanation.graphs.push_back({op_count(graph), "the function's return", ir::print_graph(graph)});
   explanation.specializations = std::move(state.specializations);

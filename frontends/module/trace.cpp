@@ -33,11 +33,12 @@ ir::TensorMeta example_meta(const Tensor& example) {
 }
 
 ir::Graph trace_graph(const TracedFunction& function, const std::vector<ir::TensorMeta>& input_types,
-                const TraceOptions& options) {
+                const TraceOptions& options, frontends::BreakCarrier* carrier) {
   ir::Graph graph;
   {
     frontends::Tracer tracer(graph);
     tracer.set_value_provider(&options.on_value);
+    tracer.set_break_carrier(carrier);
     std::vector<std::string> names = input_names(input_types.size(), options);
     std::vector<Var> inputs;
     for (size_t i = 0; i < input_types.size(); ++i) inputs.emplace_back(tracer.placeholder(names[i], input_types[i]));
@@ -49,6 +50,7 @@ ir::Graph trace_graph(const TracedFunction& function, const std::vector<ir::Tens
       values.emplace_back(outputs[i].node());
     }
     graph.create_output(std::move(values));
+    tracer.drop_unused_carried_values();
   }
   ir::verify(graph);
   return graph;

@@ -2,7 +2,9 @@
 #include "frontends/module/tracer.h"
 
 #include <atomic>
+#include <set>
 
+#include "ir/op_registry.h"
 #include "kiln/error.h"
 
 namespace kiln::frontends {
@@ -40,6 +42,20 @@ Tracer::Tracer(ir::Graph& graph) : graph_(graph), id_(++last_trace_id), previous
 }
 
 Tracer::~Tracer() { active_tracer = previous_; }
+
+Tracer* Tracer::running(uint64_t trace_id) {
+  for (Tracer* tracer = active_tracer; tracer != nullptr; tracer = tracer->previous_)
+    if (tracer->id_ == trace_id) return tracer;
+  return nullptr;
+}
+
+void Tracer::track_var(Var* var, uint64_t trace_id) {
+  if (Tracer* tracer = running(trace_id)) tracer->live_vars_.insert(var);
+}
+
+void Tracer::untrack_var(Var* var, uint64_t trace_id) {
+  if (Tracer* tracer = running(trace_id)) tracer->live_vars_.erase(var);
+}
 
 Tracer& Tracer::active(const std::source_location& loc) {
   if (!active_tracer) {
@@ -115,7 +131,7 @@ ir::SourceInfo Tracer::source_info(const std::source_location& loc) const {
 }
 
 double Tracer::value_of(ir::Node* node, const char* what, const std::source_location& loc) {
-  if (value_provider_ == nullptr || !*value_provider_) {
+  if (carrier_ == nullptr && (value_provider_ == nullptr || !*value_provider_)) {
     fail(where(loc), ": ", what, " needs the value of a traced tensor, which kiln::trace does not compute (",
          "kiln::compile(fn) breaks the graph there and runs it; kiln::cond keeps both branches in one graph)");
   }
@@ -123,7 +139,70 @@ double Tracer::value_of(ir::Node* node, const char* what, const std::source_loca
   std::optional<Sizes> shape = meta.static_shape();
   if (!shape || numel_of(*shape) != 1)
     fail(where(loc), ": ", what, " of a tensor of type ", meta.type_string(), "; it needs exactly one element");
+  if (carrier_ != nullptr) return break_and_carry(node, where(loc));
   return (*value_provider_)(graph_, *node, where(loc));
+}
+
+void Tracer::drop_unused_carried_values() {
+  if (carrier_ == nullptr) return;
+  std::set<const ir::Node*> live;
+  for (const Var* var : live_vars_) live.insert(var->node_);
+  std::vector<std::pair<std::string, Tensor>> kept;
+  for (auto& [name, value] : carrier_->carried) {
+    ir::Node* placeholder = graph_.find(name);
+    if (placeholder != nullptr && placeholder->users().empty() && live.count(placeholder) == 0) {
+      graph_.erase(placeholder);
+      continue;
+    }
+    kept.emplace_back(name, std::move(value));
+  }
+  carrier_->carried = std::move(kept);
+}
+
+double Tracer::break_and_carry(ir::Node* node, const std::string& where) {
+  drop_unused_carried_values();
+  // The values the code after the break can still reach: those of live Vars; with a view or an
+  // in-place result among them, only the needed value (BreakCarrier, tracer.h).
+  std::set<const ir::Node*> live;
+  bool aliasing = false;
+  for (const Var* var : live_vars_) {
+    if (var->node_->op() != ir::OpKind::call_function) continue;
+    const ir::OpInfo* info = ir::OpRegistry::global().find(var->node_->target());
+    aliasing = aliasing || info == nullptr || info->is_view || info->is_inplace();
+    live.insert(var->node_);
+  }
+  std::vector<ir::Node*> carried = {node};
+  if (!aliasing)
+    for (ir::Node* candidate : graph_.nodes())
+      if (candidate != node && live.count(candidate) > 0) carried.push_back(candidate);
+
+  ir::Graph segment = graph_.clone();
+  std::vector<ir::Argument> outputs;
+  for (ir::Node* value : carried) outputs.emplace_back(segment.find(value->name()));
+  segment.create_output(std::move(outputs));
+  std::vector<Tensor> values = carrier_->run(segment, where, aliasing);
+  KILN_CHECK(values.size() == carried.size(), "a graph break's segment gave ", values.size(), " values for ",
+             carried.size());
+  double value = values[0].item();
+  if (aliasing) return value;
+
+  // The carried values become placeholders; every computed node before the break leaves.
+  std::string prefix = "break" + std::to_string(breaks_++) + "_";
+  std::map<const ir::Node*, ir::Node*> replacements;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    if (carried[i]->op() != ir::OpKind::call_function) continue;  // an input or parameter stays itself
+    const ir::TensorMeta& meta = carried[i]->value();
+    std::string name = prefix + carried[i]->name();
+    replacements[carried[i]] = graph_.create_placeholder(name, ir::TensorMeta::contiguous(meta.dtype, meta.shape));
+    carrier_->carried.emplace_back(name, values[i]);
+  }
+  for (Var* var : live_vars_)
+    if (auto found = replacements.find(var->node_); found != replacements.end()) var->node_ = found->second;
+  std::vector<ir::Node*> computed;
+  for (ir::Node* candidate : graph_.nodes())
+    if (candidate->op() == ir::OpKind::call_function) computed.push_back(candidate);
+  for (auto it = computed.rbegin(); it != computed.rend(); ++it) graph_.erase(*it);
+  return value;
 }
 
 std::string Tracer::where(const std::source_location& loc) const {

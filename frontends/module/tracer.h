@@ -13,6 +13,8 @@
 #include <map>
 #include <source_location>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -20,6 +22,21 @@
 #include "kiln/tensor.h"
 
 namespace kiln::frontends {
+
+// How kiln::compile(fn) breaks a graph where traced code needs a value (Var::item(), `if (var)`):
+// `run` runs `segment`, the graph recorded so far whose outputs are the needed value and then
+// every value a live Var still refers to, and returns their tensors. The trace then goes on
+// with those values as new placeholders (named in `carried`, with their tensors), so the graph
+// after the break starts from them rather than computing them again; everything recorded
+// before the break leaves the graph (its input mutations were written back by the segment).
+// While a live Var is a view or an in-place result (it aliases another value, which a copy would
+// not), the segment's outputs are the needed value only and the graph keeps everything, to be
+// computed again after the break: `recomputed` is then true, and `run` must leave the inputs
+// unmutated (the graph after the break mutates them).
+struct BreakCarrier {
+  std::function<std::vector<Tensor>(const ir::Graph& segment, const std::string& where, bool recomputed)> run;
+  std::vector<std::pair<std::string, Tensor>> carried;  // filled by the trace, in order
+};
 
 class Tracer {
  public:
@@ -55,6 +72,17 @@ class Tracer {
   void set_value_provider(const std::function<double(const ir::Graph&, const ir::Node&, const std::string&)>* provider) {
     value_provider_ = provider;
   }
+  // Set: value_of breaks the graph through `carrier` (above), instead of the value provider.
+  void set_break_carrier(BreakCarrier* carrier) { carrier_ = carrier; }
+
+  // With a break carrier: the values carried across earlier breaks that nothing uses any more
+  // (no node, no live Var) leave the graph and the carrier (called at each break and at the end).
+  void drop_unused_carried_values();
+
+  // The live Vars of the running trace `trace_id` on this thread (Var's constructors and
+  // destructor call these; a Var of a trace that ended is not tracked).
+  static void track_var(Var* var, uint64_t trace_id);
+  static void untrack_var(Var* var, uint64_t trace_id);
 
   // The source info of a node recorded now at `loc`.
   ir::SourceInfo source_info(const std::source_location& loc) const;
@@ -67,6 +95,9 @@ class Tracer {
     std::source_location call_site;
   };
   void check_argument(const ir::Argument& argument, const std::source_location& loc) const;
+  // value_of through carrier_: runs the graph so far, carries the live values across.
+  double break_and_carry(ir::Node* node, const std::string& where);
+  static Tracer* running(uint64_t trace_id);
 
   ir::Graph& graph_;
   uint64_t id_;
@@ -74,6 +105,9 @@ class Tracer {
   std::vector<ModuleCall> module_calls_;
   std::map<std::string, ir::Node*> attributes_;
   const std::function<double(const ir::Graph&, const ir::Node&, const std::string&)>* value_provider_ = nullptr;
+  BreakCarrier* carrier_ = nullptr;
+  std::unordered_set<Var*> live_vars_;
+  int breaks_ = 0;
 };
 
 // The id of the thread's active trace; 0 when none runs. Every trace gets a new id.

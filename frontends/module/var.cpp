@@ -26,7 +26,26 @@ Var require_defined(const Var& var, const char* what, const SourceLocation& loc)
 
 }  // namespace
 
-Var::Var(ir::Node* node) : node_(node), trace_id_(frontends::active_trace_id()) {}
+Var::Var(ir::Node* node) : node_(node), trace_id_(frontends::active_trace_id()) { track(); }
+Var::Var(const Var& other) : node_(other.node_), trace_id_(other.trace_id_) { track(); }
+Var::Var(Var&& other) noexcept : node_(other.node_), trace_id_(other.trace_id_) { track(); }
+Var& Var::operator=(const Var& other) {
+  if (this != &other) {
+    untrack();
+    node_ = other.node_;
+    trace_id_ = other.trace_id_;
+    track();
+  }
+  return *this;
+}
+Var& Var::operator=(Var&& other) noexcept { return *this = static_cast<const Var&>(other); }
+Var::~Var() { untrack(); }
+void Var::track() {
+  if (node_ != nullptr) frontends::Tracer::track_var(this, trace_id_);
+}
+void Var::untrack() {
+  if (node_ != nullptr) frontends::Tracer::untrack_var(this, trace_id_);
+}
 
 ir::Node* Var::node() const {
   if (node_ && trace_id_ != frontends::active_trace_id()) {

@@ -28,7 +28,10 @@
 // Such a function is traced on every call (its C++ control flow runs natively, so another
 // outcome takes another path) and each graph it records is compiled once per structure, up to
 // recompile_limit graphs before a break and as many after; past that they run in the
-// interpreter (one warning). The graph after a break recomputes what came before it.
+// interpreter (one warning). The graph after a break starts from the values that live Vars
+// hold (they are the graph before it's outputs too), not from fn's inputs: nothing is computed
+// twice, except while a view or an in-place result is live across the break (a copy would not
+// alias its base), when the graph after it computes everything again.
 // options.fullgraph makes a break an error naming its line; kiln::cond (kiln/var.h) keeps both
 // branches of a data-dependent choice in one graph.
 //

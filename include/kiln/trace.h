@@ -17,7 +17,7 @@
 // extra outputs (BUFFER_MUTATION in the graph signature, named "<name>_mutated") that the
 // backends copy back into the buffers.
 // Code that needs a traced value (Var::item(), `if (var)`) is an error unless
-// TraceOptions::on_value supplies it (kiln::compile(fn) does: a graph break).
+// TraceOptions::on_value supplies it (kiln::compile(fn) breaks the graph there instead).
 // The graph passes ir::verify.
 #pragma once
 
@@ -40,8 +40,8 @@ class Node;
 
 // Supplies the value of a traced Var while tracing (Var::item(), a Var used as a bool): `graph`
 // is the graph recorded so far, `value` the node whose value is wanted, `where` the user's source
-// location ("model.cpp:12"). kiln::compile(fn) sets one to break the graph there (the graph
-// types are Kiln's own: a user's provider can only answer by `where`).
+// location ("model.cpp:12"). The graph types are Kiln's own: a user's provider can only answer
+// by `where`. (kiln::compile(fn) breaks the graph there through its own hook instead.)
 using ValueProvider = std::function<double(const ir::Graph& graph, const ir::Node& value, const std::string& where)>;
 
 struct TraceOptions {

@@ -42,6 +42,10 @@ class Argument;
 struct TensorMeta;
 }  // namespace ir
 
+namespace frontends {
+class Tracer;  // the state of a running trace (frontends/module/tracer.h)
+}  // namespace frontends
+
 using SourceLocation = std::source_location;
 
 class Operand;
@@ -51,6 +55,13 @@ class Var {
   Var() = default;  // undefined: None
   // A Var of `node` in the active trace.
   explicit Var(ir::Node* node);
+  // The trace knows its live Vars (kiln::compile(fn) carries their values across a graph
+  // break instead of computing them again), so copies, moves and destruction tell it.
+  Var(const Var& other);
+  Var(Var&& other) noexcept;
+  Var& operator=(const Var& other);
+  Var& operator=(Var&& other) noexcept;
+  ~Var();
 
   bool defined() const { return node_ != nullptr; }
   // The recorded node (nullptr when undefined). A Var of a trace that is not the active one
@@ -170,6 +181,10 @@ class Var {
                  SourceLocation loc = SourceLocation::current()) const;
 
  private:
+  friend class frontends::Tracer;  // repoints live Vars at a graph break
+  void track();    // joins its trace's live Vars (when that trace is running)
+  void untrack();  // leaves them
+
   ir::Node* node_ = nullptr;
   uint64_t trace_id_ = 0;  // of the trace that recorded node_
 };

@@ -101,6 +101,83 @@ TEST(GraphBreak, PastTheRecompileLimitNewGraphsRunInTheInterpreter) {
   EXPECT_GT(stats.fallback_calls, 0u);
 }
 
+// The graph after a break takes the values live Vars hold from the graph before it, as inputs,
+// rather than computing them again from the function's inputs.
+TEST(GraphBreak, ValuesComputedBeforeABreakCarryOverRatherThanBeingComputedAgain) {
+  TensorFunction fn = [](const std::vector<Var>& in) {
+    Var h = (in[0] * 3).exp();
+    double total = h.sum().item();
+    return std::vector<Var>{h + total};
+  };
+  Tensor x = values({0.5, -1, 0.25});
+  Explanation explanation = explain(fn, {x}, test_options());
+  ASSERT_EQ(explanation.graphs.size(), 2u);
+  EXPECT_THAT(explanation.graphs[0].text, HasSubstr("exp"));
+  EXPECT_THAT(explanation.graphs[1].text, ::testing::Not(HasSubstr("exp(")));
+  EXPECT_THAT(explanation.graphs[1].text, HasSubstr("break0_exp"));
+  EXPECT_EQ(explanation.graphs[1].op_count, 1u);  // the add
+  CompiledFunction f = compile(fn, test_options());
+  for (int call = 0; call < 2; ++call) {
+    std::vector<Tensor> out = f(x);
+    double total = 0;
+    for (int64_t i = 0; i < 3; ++i) total += std::exp(3 * x.flat_double(i));
+    for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(out[0].flat_double(i), std::exp(3 * x.flat_double(i)) + total, 1e-5 * total);
+  }
+  EXPECT_EQ(f.stats().break_graphs, 2u);
+}
+
+// An in-place update of an input before a break happens once: the graph before the break does
+// it (and writes it back), the graph after it reads the updated input.
+TEST(GraphBreak, AnInputUpdatedInPlaceBeforeABreakIsUpdatedOnce) {
+  TensorFunction fn = [](const std::vector<Var>& in) {
+    in[0].add_(1);
+    if (in[0].sum().item() > 0) return std::vector<Var>{in[0] * 2};
+    return std::vector<Var>{in[0] * -2};
+  };
+  CompiledFunction f = compile(fn, test_options());
+  Tensor x = values({1, 2, 3});
+  std::vector<Tensor> out = f(x);
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_FLOAT_EQ(float(x.flat_double(i)), float(i + 2)) << "the caller's input after the call";
+    EXPECT_FLOAT_EQ(float(out[0].flat_double(i)), float(2 * (i + 2)));
+  }
+}
+
+// A live view made before a break aliases its base, which a copied value would not: such values
+// are computed again after the break, and an in-place update through the view reaches the base.
+TEST(GraphBreak, AViewLiveAcrossABreakStillAliasesItsBase) {
+  TensorFunction fn = [](const std::vector<Var>& in) {
+    Var base = in[0] * 1;
+    Var row = base.select(0, 0);
+    double first = row.sum().item();
+    row.mul_(first);
+    return std::vector<Var>{base};
+  };
+  CompiledFunction f = compile(fn, test_options());
+  std::vector<double> data = {1, 2, 3, 4};
+  Tensor x = Tensor::from_doubles({2, 2}, data, DType::f32);
+  std::vector<Tensor> out = f(x);
+  std::vector<double> expected = {3, 6, 3, 4};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(float(out[0].flat_double(i)), float(expected[size_t(i)]));
+}
+
+// With a view live across the break the graph after it computes everything again, the input
+// update included: the graph before it must not have updated the caller's input already.
+TEST(GraphBreak, AnInputUpdatedInPlaceBeforeABreakWithAViewLiveIsUpdatedOnce) {
+  TensorFunction fn = [](const std::vector<Var>& in) {
+    in[0].add_(1);
+    Var row = in[0].select(0, 0);
+    if (row.sum().item() > 0) return std::vector<Var>{row * 2};
+    return std::vector<Var>{row * -2};
+  };
+  CompiledFunction f = compile(fn, test_options());
+  std::vector<double> data = {1, 2, 3, 4};
+  Tensor x = Tensor::from_doubles({2, 2}, data, DType::f32);
+  std::vector<Tensor> out = f(x);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(float(x.flat_double(i)), float(data[size_t(i)] + 1)) << i;
+  for (int64_t i = 0; i < 2; ++i) EXPECT_FLOAT_EQ(float(out[0].flat_double(i)), float(2 * (data[size_t(i)] + 1))) << i;
+}
+
 TEST(GraphBreak, AVarUsedAsABoolBreaksToo) {
   TensorFunction fn = [](const std::vector<Var>& in) {
     if (in[0].sum() > 0) return std::vector<Var>{in[0].relu()};
