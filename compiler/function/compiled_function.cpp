@@ -174,10 +174,15 @@ struct CompiledFunction::State {
         return ir::interpret(segment, fed);
       }
       std::vector<Tensor> values = run_cached(*break_segments, segment, fed);
-      log("graph_breaks", options.name + ": graph break at " + where + ": a graph of " +
-                              std::to_string(op_count(segment)) + " ops ran and gave " +
-                              compiler::number_text(values.at(0).item()) + "; " + std::to_string(values.size() - 1) +
-                              " more values carried into the next graph");
+      if (log_enabled("graph_breaks")) {
+        const Tensor& value = values.at(0);
+        std::string gave = value.numel() == 1 ? compiler::number_text(value.item())
+                                              : "a tensor of " + std::string(dtype_name(value.dtype())) + "[" +
+                                                    std::to_string(value.numel()) + " elements]";
+        log("graph_breaks", options.name + ": graph break at " + where + ": a graph of " +
+                                std::to_string(op_count(segment)) + " ops ran and gave " + gave + "; " +
+                                std::to_string(values.size() - 1) + " more values carried into the next graph");
+      }
       return values;
     };
   }

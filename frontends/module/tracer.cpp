@@ -139,8 +139,22 @@ double Tracer::value_of(ir::Node* node, const char* what, const std::source_loca
   std::optional<Sizes> shape = meta.static_shape();
   if (!shape || numel_of(*shape) != 1)
     fail(where(loc), ": ", what, " of a tensor of type ", meta.type_string(), "; it needs exactly one element");
-  if (carrier_ != nullptr) return break_and_carry(node, where(loc));
+  if (carrier_ != nullptr) return break_and_carry(node, where(loc)).item();
   return (*value_provider_)(graph_, *node, where(loc));
+}
+
+ir::Node* Tracer::data_dependent(ir::Node* input, const char* what, const std::function<Tensor(const Tensor&)>& compute,
+                                 const std::source_location& loc) {
+  if (carrier_ == nullptr)
+    fail(where(loc), ": ", what, "() gives a shape that depends on the data, which kiln::trace does not compute ",
+         "(kiln::compile(fn) breaks the graph there and runs it)");
+  Tensor result = compute(break_and_carry(input, where(loc)));
+  std::string name = what;
+  for (int k = 1; graph_.find(name) != nullptr; ++k) name = std::string(what) + "_" + std::to_string(k);
+  ir::Node* placeholder =
+      graph_.create_placeholder(name, ir::TensorMeta::contiguous(result.dtype(), ir::SymShape(result.sizes().begin(), result.sizes().end())));
+  carrier_->carried.emplace_back(name, result);
+  return placeholder;
 }
 
 void Tracer::drop_unused_carried_values() {
@@ -159,7 +173,7 @@ void Tracer::drop_unused_carried_values() {
   carrier_->carried = std::move(kept);
 }
 
-double Tracer::break_and_carry(ir::Node* node, const std::string& where) {
+Tensor Tracer::break_and_carry(ir::Node* node, const std::string& where) {
   drop_unused_carried_values();
   // The values the code after the break can still reach: those of live Vars; with a view or an
   // in-place result among them, only the needed value (BreakCarrier, tracer.h).
@@ -183,7 +197,7 @@ double Tracer::break_and_carry(ir::Node* node, const std::string& where) {
   std::vector<Tensor> values = carrier_->run(segment, where, aliasing);
   KILN_CHECK(values.size() == carried.size(), "a graph break's segment gave ", values.size(), " values for ",
              carried.size());
-  double value = values[0].item();
+  Tensor value = values[0];
   if (aliasing) return value;
 
   // The carried values become placeholders; every computed node before the break leaves.

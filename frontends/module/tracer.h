@@ -72,6 +72,12 @@ class Tracer {
   void set_value_provider(const std::function<double(const ir::Graph&, const ir::Node&, const std::string&)>* provider) {
     value_provider_ = provider;
   }
+  // A value whose shape depends on the data (Var::nonzero), made by `compute` from the value of
+  // `input`: through the break carrier, the graph breaks at `input` and the result enters the
+  // graph that goes on as a placeholder (a value carried across, named after `what`); without
+  // one, a kiln::Error naming `what` and where() of `loc`.
+  ir::Node* data_dependent(ir::Node* input, const char* what, const std::function<Tensor(const Tensor&)>& compute,
+                           const std::source_location& loc);
   // Set: value_of breaks the graph through `carrier` (above), instead of the value provider.
   void set_break_carrier(BreakCarrier* carrier) { carrier_ = carrier; }
 
@@ -95,8 +101,9 @@ class Tracer {
     std::source_location call_site;
   };
   void check_argument(const ir::Argument& argument, const std::source_location& loc) const;
-  // value_of through carrier_: runs the graph so far, carries the live values across.
-  double break_and_carry(ir::Node* node, const std::string& where);
+  // A break through carrier_: runs the graph so far, carries the live values across, and
+  // returns the value of `node`.
+  Tensor break_and_carry(ir::Node* node, const std::string& where);
   static Tracer* running(uint64_t trace_id);
 
   ir::Graph& graph_;

@@ -226,6 +226,27 @@ Var Var::index(const Var& indices, SourceLocation loc) const {
   result_shape.insert(result_shape.end(), own.begin() + 1, own.end());
   return index_select(0, indices.reshape({-1}, loc), loc).reshape(result_shape, loc);
 }
+Var Var::nonzero(SourceLocation loc) const {
+  require_defined(*this, "nonzero()", loc);
+  auto coordinates = [](const Tensor& value) {
+    Sizes sizes = value.sizes();
+    int64_t rank = int64_t(sizes.size()), count = value.numel();
+    std::vector<int64_t> found, index(size_t(rank), 0);
+    for (int64_t flat = 0; flat < count; ++flat) {
+      if (value.flat_double(flat) != 0) found.insert(found.end(), index.begin(), index.end());
+      for (int64_t d = rank - 1; d >= 0 && ++index[size_t(d)] == sizes[size_t(d)]; --d) index[size_t(d)] = 0;
+    }
+    return Tensor::from_vector({int64_t(found.size()) / std::max<int64_t>(rank, 1), rank}, found, DType::i64);
+  };
+  return Var(Tracer::active(loc).data_dependent(node(), "nonzero", coordinates, loc));
+}
+Var Var::masked_select(const Var& mask, SourceLocation loc) const {
+  require_defined(mask, "the mask", loc);
+  if (mask.dtype() != DType::boolean)
+    fail(Tracer::active(loc).where(loc), ": masked_select needs a bool mask, got ", mask.type_string());
+  Var flat_mask = mask.expand(sym_sizes(), loc).reshape({-1}, loc);
+  return reshape({-1}, loc).index_select(0, flat_mask.nonzero(loc).reshape({-1}, loc), loc);
+}
 Var Var::index_select(int64_t dim, const Var& indices, SourceLocation loc) const {
   return record("index_select", {node(), dim, require_defined(indices, "the index", loc).node()}, {}, loc);
 }

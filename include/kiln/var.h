@@ -158,6 +158,13 @@ class Var {
   // self[indices] with an integer tensor: result shape indices.shape + self.shape[1:].
   Var index(const Var& indices, SourceLocation loc = SourceLocation::current()) const;
   Var index_select(int64_t dim, const Var& indices, SourceLocation loc = SourceLocation::current()) const;
+  // The coordinates of the nonzero elements, i64[n, dim()] in row-major order (torch.nonzero).
+  // n depends on the data: under kiln::compile(fn) a graph break (the graph so far runs, and the
+  // result enters the rest as an input); under kiln::trace an error naming the line.
+  Var nonzero(SourceLocation loc = SourceLocation::current()) const;
+  // The elements where `mask` (bool, broadcast to this Var's shape) is true, flattened
+  // (torch.masked_select); a break like nonzero().
+  Var masked_select(const Var& mask, SourceLocation loc = SourceLocation::current()) const;
   Var gather(int64_t dim, const Var& indices, SourceLocation loc = SourceLocation::current()) const;
 
   // ---- in place: record the registry's in-place ops ----

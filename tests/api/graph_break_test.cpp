@@ -178,6 +178,50 @@ TEST(GraphBreak, AnInputUpdatedInPlaceBeforeABreakWithAViewLiveIsUpdatedOnce) {
   for (int64_t i = 0; i < 2; ++i) EXPECT_FLOAT_EQ(float(out[0].flat_double(i)), float(2 * (data[size_t(i)] + 1))) << i;
 }
 
+// nonzero's result has as many rows as the data has nonzero elements: the graph breaks there, and
+// the coordinates enter the rest as an input; each count is another final graph.
+TEST(GraphBreak, NonzeroBreaksAndItsCoordinatesFeedTheRest) {
+  TensorFunction fn = [](const std::vector<Var>& in) {
+    Var positive = (in[0] > 0).nonzero();  // i64[n, 2]
+    Var rows = positive.select(1, 0);
+    return std::vector<Var>{positive, in[0].index_select(0, rows).sum(), in[0].masked_select(in[0] < 0)};
+  };
+  CompiledFunction f = compile(fn, test_options());
+  for (std::vector<double> data : {std::vector<double>{1, -2, 0, 3, -1, 5}, {-1, -2, -3, -4, -5, -6}, {2, 2, 2, 2, 2, 2}}) {
+    Tensor x = Tensor::from_doubles({3, 2}, data, DType::f32);
+    std::vector<Tensor> out = f(x);
+    std::vector<int64_t> coordinates;
+    std::vector<double> negatives;
+    double picked = 0;
+    for (int64_t i = 0; i < 6; ++i) {
+      if (data[size_t(i)] > 0) {
+        coordinates.insert(coordinates.end(), {i / 2, i % 2});
+        picked += data[size_t(i / 2 * 2)] + data[size_t(i / 2 * 2 + 1)];
+      }
+      if (data[size_t(i)] < 0) negatives.push_back(data[size_t(i)]);
+    }
+    ASSERT_EQ(out[0].sizes(), (Sizes{int64_t(coordinates.size() / 2), 2}));
+    EXPECT_EQ(out[0].dtype(), DType::i64);
+    for (size_t k = 0; k < coordinates.size(); ++k) EXPECT_EQ(out[0].flat_double(int64_t(k)), double(coordinates[k]));
+    EXPECT_FLOAT_EQ(float(out[1].item()), float(picked));
+    ASSERT_EQ(out[2].sizes(), (Sizes{int64_t(negatives.size())}));
+    for (size_t k = 0; k < negatives.size(); ++k) EXPECT_EQ(out[2].flat_double(int64_t(k)), negatives[k]);
+  }
+  EXPECT_GE(f.stats().graph_breaks, 2u);
+}
+
+TEST(GraphBreak, NonzeroUnderKilnTraceOrFullgraphIsAnErrorNamingTheLine) {
+  TensorFunction fn = [](const std::vector<Var>& in) { return std::vector<Var>{in[0].nonzero()}; };
+  std::string traced = error_of([&] { trace_graph(fn, {example_meta(values({1, 0}))}); });
+  EXPECT_THAT(traced, HasSubstr("graph_break_test.cpp:"));
+  EXPECT_THAT(traced, HasSubstr("nonzero() gives a shape that depends on the data"));
+  CompiledFunction f = compile(fn, test_options({.fullgraph = true}));
+  EXPECT_THAT(error_of([&] { f(values({1, 0})); }), HasSubstr("fullgraph"));
+  TensorFunction int_mask = [](const std::vector<Var>& in) { return std::vector<Var>{in[0].masked_select(in[0])}; };
+  CompiledFunction g = compile(int_mask, test_options());
+  EXPECT_THAT(error_of([&] { g(values({1, 0})); }), HasSubstr("masked_select needs a bool mask, got f32[2]"));
+}
+
 TEST(GraphBreak, AVarUsedAsABoolBreaksToo) {
   TensorFunction fn = [](const std::vector<Var>& in) {
     if (in[0].sum() > 0) return std::vector<Var>{in[0].relu()};
