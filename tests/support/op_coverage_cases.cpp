@@ -1,8 +1,8 @@
 // Graphs that cover every core op. See tests/support/op_coverage_cases.h.
 #include "tests/support/op_coverage_cases.h"
 
-#include <array>
 #include <cmath>
+#include <utility>
 
 #include "tests/support/differential.h"
 
@@ -192,10 +192,8 @@ OpCoverageCase unsigned_ops() {
   Node* qb = input(graph, "qb", {17}, DType::u64);
   Node* x = input(graph, "x", {3, 17});
   std::vector<ir::Argument> outputs;
-  for (Node* const* pair : {std::array<Node*, 2>{h, hb}.data(), std::array<Node*, 2>{w, wb}.data(),
-                            std::array<Node*, 2>{q, qb}.data()}) {
-    Node* a = pair[0];
-    Node* b = pair[1];
+  const std::pair<Node*, Node*> pairs[] = {{h, hb}, {w, wb}, {q, qb}};
+  for (const auto& [a, b] : pairs) {
     Node* nonzero = graph.create_call("add", {graph.create_call("remainder", {b, 1000}), 1});
     Node* shift = graph.create_call("remainder", {b, 70});
     for (const char* op : {"add", "sub", "mul", "maximum", "minimum", "lt", "ge", "eq", "bitwise_and", "bitwise_or",
