@@ -23,6 +23,9 @@ double lowest(DType dtype) {
     case DType::i16: return double(std::numeric_limits<int16_t>::min());
     case DType::i8: return -128;
     case DType::u8:
+    case DType::u16:
+    case DType::u32:
+    case DType::u64:
     case DType::boolean: return 0;
     default: return -std::numeric_limits<double>::infinity();
   }

@@ -264,7 +264,7 @@ class Parser {
     std::string word(next_word());
     std::optional<DType> dtype = parse_dtype(word);
     if (!dtype || dtype_name(*dtype) != word)
-      error_at(start, "expected a dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8, bool), found ", describe_next());
+      error_at(start, "expected a dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8, u16, u32, u64, bool), found ", describe_next());
     position_ += word.size();
     TensorMeta meta;
     meta.dtype = *dtype;

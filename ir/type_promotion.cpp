@@ -12,8 +12,16 @@ DTypeCategory dtype_category(DType dtype) {
   return is_floating(dtype) ? DTypeCategory::floating : DTypeCategory::integral;
 }
 
+namespace {
+bool is_wide_unsigned(DType dtype) { return dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64; }
+}  // namespace
+
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
+  // PyTorch promotes u16, u32 and u64 only with floating types (and refuses the rest).
+  if ((is_wide_unsigned(a) && !is_floating(b)) || (is_wide_unsigned(b) && !is_floating(a)))
+    fail("promotion of ", dtype_name(a), " with ", dtype_name(b),
+         " is not supported (as in PyTorch, u16, u32 and u64 promote only with floating types): cast one operand first");
   if (a == DType::boolean) return b;
   if (b == DType::boolean) return a;
   bool a_float = is_floating(a), b_float = is_floating(b);
@@ -24,7 +32,7 @@ DType promote_types(DType a, DType b) {
   }
   if (a_float) return a;
   if (b_float) return b;
-  // Both integral. u8 is the only unsigned type: with a wider signed type the signed one
+  // Both integral. u8 is the only unsigned type left: with a wider signed type the signed one
   // wins; with i8 (as wide) PyTorch picks i16, the narrowest signed type that holds both.
   if (a == DType::u8 || b == DType::u8) {
     DType signed_type = a == DType::u8 ? b : a;

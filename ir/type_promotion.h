@@ -1,9 +1,10 @@
-// Owns type promotion: PyTorch's rules for the dtype of an op's result, for Kiln's ten
-// dtypes (f32 f16 bf16 f64 i64 i32 i16 i8 u8 bool).
+// Owns type promotion: PyTorch's rules for the dtype of an op's result, for Kiln's thirteen
+// dtypes (f32 f16 bf16 f64 i64 i32 i16 i8 u8 u16 u32 u64 bool).
 //
 //  - Categories are ordered bool < integral < floating.
 //  - promote_types(a, b) is PyTorch's table: the smallest dtype that holds both (u8 + i8 is
-//    i16). Kiln lacks PyTorch's complex types and its unsigned types wider than u8.
+//    i16). As in PyTorch, u16, u32 and u64 promote with floating types only (u32 + f16 is f16);
+//    with any other dtype promote_types throws kiln::Error. Kiln lacks the complex types.
 //  - result_type over operands of three priorities, highest first: dimensioned tensors,
 //    zero-dim tensors, Python scalars. A lower-priority operand changes the result only when
 //    its category is higher (i32 tensor + 2 -> i32, i64 tensor + 2.5 -> f32, f16 tensor +
@@ -28,7 +29,7 @@ enum class DTypeCategory : uint8_t { boolean, integral, floating };
 DTypeCategory dtype_category(DType dtype);
 
 // The smallest dtype both a and b convert to without losing their category (PyTorch's
-// torch.promote_types).
+// torch.promote_types; kiln::Error where PyTorch refuses: u16/u32/u64 with a non-float).
 DType promote_types(DType a, DType b);
 
 // Whether a value of dtype `from` may be written into a tensor of dtype `to` (torch.can_cast).

@@ -16,6 +16,9 @@ std::string_view dtype_name(DType dtype) {
     case DType::i16: return "i16";
     case DType::i8: return "i8";
     case DType::u8: return "u8";
+    case DType::u16: return "u16";
+    case DType::u32: return "u32";
+    case DType::u64: return "u64";
     case DType::boolean: return "bool";
   }
   KILN_CHECK(false, "bad dtype ", int(dtype));
@@ -33,6 +36,9 @@ std::optional<DType> parse_dtype(std::string_view name) {
       {"i16", DType::i16},     {"int16", DType::i16},   {"short", DType::i16},
       {"i8", DType::i8},       {"int8", DType::i8},
       {"u8", DType::u8},       {"uint8", DType::u8},
+      {"u16", DType::u16},     {"uint16", DType::u16},
+      {"u32", DType::u32},     {"uint32", DType::u32},
+      {"u64", DType::u64},     {"uint64", DType::u64},
       {"bool", DType::boolean},
   };
   for (const Alias& alias : aliases)
@@ -43,12 +49,15 @@ std::optional<DType> parse_dtype(std::string_view name) {
 size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::f64:
-    case DType::i64: return 8;
+    case DType::i64:
+    case DType::u64: return 8;
     case DType::f32:
-    case DType::i32: return 4;
+    case DType::i32:
+    case DType::u32: return 4;
     case DType::f16:
     case DType::bf16:
-    case DType::i16: return 2;
+    case DType::i16:
+    case DType::u16: return 2;
     case DType::i8:
     case DType::u8:
     case DType::boolean: return 1;
@@ -62,9 +71,12 @@ bool is_floating(DType dtype) {
 
 bool is_integral(DType dtype) {
   return dtype == DType::i64 || dtype == DType::i32 || dtype == DType::i16 || dtype == DType::i8 ||
-         dtype == DType::u8;
+         dtype == DType::u8 || dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64;
 }
 
-bool is_signed(DType dtype) { return dtype != DType::u8 && dtype != DType::boolean; }
+bool is_signed(DType dtype) {
+  return dtype != DType::u8 && dtype != DType::u16 && dtype != DType::u32 && dtype != DType::u64 &&
+         dtype != DType::boolean;
+}
 
 }  // namespace kiln

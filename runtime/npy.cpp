@@ -33,6 +33,7 @@ struct NpyType {
 constexpr NpyType kTypes[] = {
     {"f4", DType::f32}, {"f2", DType::f16}, {"f8", DType::f64}, {"i8", DType::i64},
     {"i4", DType::i32}, {"i2", DType::i16}, {"i1", DType::i8},  {"u1", DType::u8},  {"b1", DType::boolean},
+    {"u2", DType::u16}, {"u4", DType::u32}, {"u8", DType::u64},
 };
 
 struct Descr {
@@ -246,7 +247,7 @@ Header interpret_header(std::string_view text, const std::string& name) {
     if (descr->kind == PyValue::Kind::string && (descr->string == "<V2" || descr->string == "|V2"))
       hint = " (opaque 2-byte records, as ml_dtypes saves bfloat16: save it as float32 instead)";
     fail(name, ": unsupported .npy dtype ", excerpt(descr->text, 40), hint,
-         "; Kiln reads f4, f2, f8, i8, i4, i2, i1, u1 and b1 in either byte order");
+         "; Kiln reads f4, f2, f8, i8, i4, i2, i1, u1, u2, u4, u8 and b1 in either byte order");
   }
   header.descr = *parsed;
 

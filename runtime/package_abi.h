@@ -27,7 +27,10 @@ typedef enum KilnDType {
   KILN_I8 = 6,
   KILN_U8 = 7,
   KILN_BOOL = 8,
-  KILN_I16 = 9
+  KILN_I16 = 9,
+  KILN_U16 = 10,
+  KILN_U32 = 11,
+  KILN_U64 = 12
 } KilnDType;
 
 // What NAME_create and NAME_run return; NAME_last_error() says more.

@@ -42,6 +42,7 @@ struct DTypeName {
 constexpr DTypeName kDTypeNames[] = {
     {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64},       {"I64", DType::i64},
     {"I32", DType::i32}, {"I16", DType::i16}, {"I8", DType::i8},     {"U8", DType::u8},        {"BOOL", DType::boolean},
+    {"U16", DType::u16}, {"U32", DType::u32}, {"U64", DType::u64},
 };
 
 std::optional<DType> parse_dtype_name(std::string_view name) {
@@ -99,7 +100,7 @@ Entry parse_entry(const std::string& file, const std::string& name, const nlohma
   std::optional<DType> parsed = dtype.is_string() ? parse_dtype_name(dtype.get<std::string>()) : std::nullopt;
   if (!parsed)
     tensor_error(file, name, "unknown dtype ", json_brief(dtype),
-                 " (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8 and BOOL)");
+                 " (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8, U16, U32, U64 and BOOL)");
   entry.dtype = *parsed;
 
   const nlohmann::json& shape = info["shape"];

@@ -100,6 +100,9 @@ double load_double(DType dtype, const void* address) {
     case DType::i16: return *static_cast<const int16_t*>(address);
     case DType::i8: return *static_cast<const int8_t*>(address);
     case DType::u8: return *static_cast<const uint8_t*>(address);
+    case DType::u16: return *static_cast<const uint16_t*>(address);
+    case DType::u32: return *static_cast<const uint32_t*>(address);
+    case DType::u64: return double(*static_cast<const uint64_t*>(address));
     case DType::boolean: return *static_cast<const uint8_t*>(address) != 0 ? 1.0 : 0.0;
   }
   KILN_CHECK(false, "bad dtype");
@@ -112,6 +115,10 @@ int64_t load_int(DType dtype, const void* address) {
     case DType::i16: return *static_cast<const int16_t*>(address);
     case DType::i8: return *static_cast<const int8_t*>(address);
     case DType::u8: return *static_cast<const uint8_t*>(address);
+    case DType::u16: return *static_cast<const uint16_t*>(address);
+    case DType::u32: return *static_cast<const uint32_t*>(address);
+    // The bits: values from 2^63 up read as negative int64, and wrap back on their store.
+    case DType::u64: return int64_t(*static_cast<const uint64_t*>(address));
     case DType::boolean: return *static_cast<const uint8_t*>(address) != 0;
     default: return saturate_cast<int64_t>(load_double(dtype, address));
   }
@@ -124,6 +131,14 @@ void store_double(DType dtype, void* address, double value) {
     case DType::f16: *static_cast<uint16_t*>(address) = float_to_f16(float(value)); return;
     case DType::bf16: *static_cast<uint16_t*>(address) = float_to_bf16(float(value)); return;
     case DType::boolean: *static_cast<uint8_t*>(address) = value != 0.0; return;
+    // u64 holds values from 2^63 up, which int64 does not: they saturate to the u64 range.
+    case DType::u64:
+      if (value >= 0x1p63) {
+        *static_cast<uint64_t*>(address) = value >= 0x1p64 ? UINT64_MAX : uint64_t(value);
+        return;
+      }
+      store_int(dtype, address, saturate_cast<int64_t>(value));
+      return;
     // Integer targets wrap like a C cast through int64 (PyTorch's behaviour for in-range values).
     default: store_int(dtype, address, saturate_cast<int64_t>(value)); return;
   }
@@ -136,6 +151,9 @@ void store_int(DType dtype, void* address, int64_t value) {
     case DType::i16: *static_cast<int16_t*>(address) = int16_t(uint16_t(uint64_t(value))); return;
     case DType::i8: *static_cast<int8_t*>(address) = int8_t(uint8_t(uint64_t(value))); return;
     case DType::u8: *static_cast<uint8_t*>(address) = uint8_t(uint64_t(value)); return;
+    case DType::u16: *static_cast<uint16_t*>(address) = uint16_t(uint64_t(value)); return;
+    case DType::u32: *static_cast<uint32_t*>(address) = uint32_t(uint64_t(value)); return;
+    case DType::u64: *static_cast<uint64_t*>(address) = uint64_t(value); return;
     case DType::boolean: *static_cast<uint8_t*>(address) = value != 0; return;
     default: store_double(dtype, address, double(value)); return;
   }

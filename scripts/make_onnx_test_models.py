@@ -840,10 +840,10 @@ def make_bad_cases():
     save_bad("reshape_runtime_shape.onnx", model)
     # An input of an element type Kiln has no dtype for.
     node = helper.make_node("Identity", ["x"], ["y"])
-    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.UINT16, [3])], [value_info("y", TensorProto.UINT16, [3])])
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.STRING, [3])], [value_info("y", TensorProto.STRING, [3])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    save_bad("uint16_input.onnx", model)
+    save_bad("string_input.onnx", model)
     # Unsupported ops (random draws Kiln cannot reproduce): Bernoulli twice, RandomUniformLike
     # once, and an op of another domain.
     nodes = [
@@ -927,6 +927,49 @@ def make_bad_cases():
     save_bad("resize_scale_overflows.onnx", model)
 
 
+def make_sequence_cases():
+    """Sequence and optional ops inside models with tensor inputs and outputs (Kiln resolves
+    them at import time), with ONNX Runtime's outputs."""
+    reseed(21)
+    def sequence_case(case, nodes, inputs, outputs, initializers=None):
+        model = graph_model(nodes, inputs, outputs, 18, initializers, case)
+        write_case(os.path.join(ROOT, "ops", case), model, list(inputs.values()))
+    # Split, insert at the front, erase the second, the last element, the rest concatenated, the length.
+    sequence_case("sequence_split_insert_erase", [
+        helper.make_node("SplitToSequence", ["x", "sizes"], ["pieces"], axis=0),
+        helper.make_node("SequenceInsert", ["pieces", "t", "front"], ["inserted"]),
+        helper.make_node("SequenceErase", ["inserted", "second"], ["erased"]),
+        helper.make_node("SequenceAt", ["erased", "last"], ["y0"]),
+        helper.make_node("ConcatFromSequence", ["erased"], ["y1"], axis=0),
+        helper.make_node("SequenceLength", ["erased"], ["y2"]),
+    ], {"x": f32(4, 3), "t": f32(2, 3)}, ["y0", "y1", "y2"],
+        {"sizes": i64(1, 3), "front": np.array(0, np.int64), "second": np.array(1, np.int64), "last": np.array(-1, np.int64)})
+    # SequenceConstruct, SequenceMap with a tensor input beside the sequence, stacked on a new axis.
+    body = helper.make_graph([helper.make_node("Mul", ["e", "w"], ["p"])], "body",
+                             [value_info("e", TensorProto.FLOAT, [2, 3]), value_info("w", TensorProto.FLOAT, [3])],
+                             [value_info("p", TensorProto.FLOAT, [2, 3])])
+    sequence_case("sequence_construct_map", [
+        helper.make_node("SequenceConstruct", ["x", "z"], ["s"]),
+        helper.make_node("SequenceMap", ["s", "w"], ["m"], body=body),
+        helper.make_node("ConcatFromSequence", ["m"], ["y0"], axis=1, new_axis=1),
+    ], {"x": f32(2, 3), "z": f32(2, 3), "w": f32(3)}, ["y0"])
+    # SequenceEmpty and Optional: an optional sequence read back, present and empty optionals,
+    # SplitToSequence without sizes (size-1 pieces, squeezed).
+    sequence_type = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))
+    sequence_case("sequence_empty_optional", [
+        helper.make_node("SequenceEmpty", [], ["empty"], dtype=TensorProto.FLOAT),
+        helper.make_node("SequenceInsert", ["empty", "x"], ["s"]),
+        helper.make_node("Optional", ["s"], ["o"]),
+        helper.make_node("OptionalGetElement", ["o"], ["s2"]),
+        helper.make_node("ConcatFromSequence", ["s2"], ["y0"], axis=0),
+        helper.make_node("OptionalHasElement", ["o"], ["y1"]),
+        helper.make_node("Optional", [], ["none"], type=sequence_type),
+        helper.make_node("OptionalHasElement", ["none"], ["y2"]),
+        helper.make_node("SplitToSequence", ["x"], ["singles"], keepdims=0),
+        helper.make_node("ConcatFromSequence", ["singles"], ["y3"], axis=0, new_axis=1),
+    ], {"x": f32(3)}, ["y0", "y1", "y2", "y3"])
+
+
 def write_covered_ops():
     """covered_ops.txt: every op type used by a case model, one a line (the C++ tests check
     that each op the importer supports is among them)."""
@@ -942,7 +985,7 @@ def write_covered_ops():
 GROUPS = {"ops": lambda: make_op_cases(), "models": lambda: make_model_cases(), "dynamic": lambda: make_dynamic_cases(),
           "bad": lambda: make_bad_cases(), "slice_edges": lambda: make_slice_edge_cases(),
           "specialize": lambda: make_specialize_cases(), "node_test_ops": lambda: make_node_test_op_cases(),
-          "int16": lambda: make_int16_cases()}
+          "int16": lambda: make_int16_cases(), "sequences": lambda: make_sequence_cases()}
 
 
 def main():

@@ -82,6 +82,9 @@ std::string CPrinter::ctype(DType dtype) const {
     case DType::i16: return "int16_t";
     case DType::i8: return "int8_t";
     case DType::u8: return "uint8_t";
+    case DType::u16: return "uint16_t";
+    case DType::u32: return "uint32_t";
+    case DType::u64: return "uint64_t";
     case DType::boolean: return "bool";
   }
   return "?";
@@ -115,6 +118,9 @@ std::string CPrinter::lowest(DType dtype) const {
     case DType::i16: return "int16_t(-32768)";
     case DType::i8: return "int8_t(-128)";
     case DType::u8: return "uint8_t(0)";
+    case DType::u16: return "uint16_t(0)";
+    case DType::u32: return "uint32_t(0)";
+    case DType::u64: return "uint64_t(0)";
     case DType::boolean: return "false";
     default: break;
   }
@@ -131,6 +137,9 @@ std::string CPrinter::highest(DType dtype) const {
     case DType::i16: return "int16_t(32767)";
     case DType::i8: return "int8_t(127)";
     case DType::u8: return "uint8_t(255)";
+    case DType::u16: return "uint16_t(65535)";
+    case DType::u32: return "uint32_t(4294967295U)";
+    case DType::u64: return "uint64_t(18446744073709551615ULL)";
     case DType::boolean: return "true";
     default: break;
   }
@@ -148,6 +157,7 @@ std::string CPrinter::convert(const std::string& value, DType from, DType to) co
   // Float to integer: the interpreter's store rule (truncate, NaN to 0, saturate to int64, then
   // wrap to the narrower type), never the undefined behaviour of a plain cast.
   if ((from == DType::f32 || from == DType::f64) && !is_floating(to)) {
+    if (to == DType::u64) return "kiln_saturate_to_u64(double(" + value + "))";  // holds values past 2^63
     return ctype(to) + "(kiln_saturate_to_i64(" + value + "))";
   }
   return ctype(to) + "(" + value + ")";

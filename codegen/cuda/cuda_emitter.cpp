@@ -370,7 +370,8 @@ class Emitter : public CPrinter {
   // Reductions of 1- and 2-byte integer types accumulate in int32 (shuffles move 4-byte words);
   // the results wrap back to the type exactly as the narrow arithmetic would.
   static DType accumulator_dtype(DType dtype) {
-    bool narrow = dtype == DType::boolean || dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i16;
+    bool narrow = dtype == DType::boolean || dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i16 ||
+                  dtype == DType::u16;
     return narrow ? DType::i32 : dtype;
   }
 

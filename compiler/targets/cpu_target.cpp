@@ -88,14 +88,17 @@ class CpuTarget final : public CodeTarget {
 
   std::string dump(const GeneratedCode& code) const override { return code.source; }
 
-  // 128 bits of XXH64 (two seeds) over everything that decides the built module.
-  std::string cache_key(const GeneratedCode& code, const CompileOptions& options) const override {
+  // 128 bits of XXH64 (two seeds) over everything that decides the built module, and its
+  // manifest: two graphs whose code is the same may name their parameters and outputs
+  // differently (a cached artifact of one would ask the other for parameters it lacks).
+  std::string cache_key(const GeneratedCode& generated, const CompileOptions& options) const override {
+    const CpuCode& code = static_cast<const CpuCode&>(generated);
     Isa isa = resolve_isa(options.isa);
     std::string content = "kiln " KILN_VERSION "\nabi " + std::to_string(kKilnAbiVersion) + "\nisa " +
                           std::string(isa_name(isa)) + "\ncxx " + cxx_command() + "\nfuse " +
                           (options.fuse ? "1" : "0") + "\nblas " + blas_library() + "\ndnnl " + dnnl_library() + "\n";
     for (const std::string& flag : generated_code_flags(isa)) content += flag + " ";
-    content += "\n" + code.source;
+    content += "\n" + code.source + "\nmanifest\n" + artifact_manifest_to_json(code.manifest);
     Checksum64 a(0), b(0x9E3779B97F4A7C15ULL);
     a.update(content.data(), content.size());
     b.update(content.data(), content.size());

@@ -406,7 +406,7 @@ ExpressionInput parse_expression_input(std::string_view spec) {
   std::string dtype_text = trimmed(std::string_view(type).substr(0, open));
   std::optional<DType> dtype = parse_dtype(dtype_text);
   if (!dtype || dtype_name(*dtype) != dtype_text)
-    fail(shown, ": unknown dtype '", excerpt(dtype_text, 20), "' (f32, f16, bf16, f64, i64, i32, i16, i8, u8, bool)");
+    fail(shown, ": unknown dtype '", excerpt(dtype_text, 20), "' (f32, f16, bf16, f64, i64, i32, i16, i8, u8, u16, u32, u64, bool)");
   ir::SymShape shape;
   for (const std::string& dim : split_dims(std::string_view(type).substr(open + 1, type.size() - open - 2))) {
     if (dim.empty()) fail(shown, ": an empty dim", form);

@@ -83,6 +83,11 @@ std::string onnx_type_text(const onnx::TypeProto::Tensor& tensor_type) {
 // is the importer's bug (kiln::InternalError).
 void check_against_onnx_type(const OnnxValue& value, const onnx::TypeProto& type, bool declared, const std::string& where) {
   if (!type.has_tensor_type()) return;
+  if (!value.is_tensor()) {
+    if (declared) fail(where, ": output '", value.name, "' is declared a tensor in the model, but the node computes ", value.kind_text());
+    throw InternalError(where + ": the importer produced " + value.kind_text() + " for '" + value.name +
+                        "', but ONNX infers a tensor");
+  }
   const auto& tensor_type = type.tensor_type();
   std::optional<DType> expected = dtype_from_onnx(tensor_type.elem_type());
   bool agrees = !expected || *expected == value.dtype();
@@ -161,7 +166,8 @@ void freeze_inputs(OnnxModel& model, const std::map<std::string, Tensor>& values
 
 class Importer {
  public:
-  explicit Importer(OnnxModel model) : model_(std::move(model)), reader_(model_.proto, model_.path) {
+  Importer(OnnxModel model, const OnnxImportOptions& options)
+      : model_(std::move(model)), options_(options), reader_(model_.proto, model_.path) {
     state_.model_path = model_.path;
     state_.file_label = std::filesystem::path(model_.path).filename().string();
     if (model_.converted_from_opset)
@@ -219,7 +225,9 @@ class Importer {
  private:
   void add_input(const onnx::ValueInfoProto& input) {
     auto where = [&] { return "'" + model_.path + "': graph input '" + input.name() + "'"; };
-    if (!input.type().has_tensor_type()) fail(where(), " is not a tensor (Kiln imports tensor inputs only)");
+    if (input.type().has_sequence_type() || input.type().has_optional_type()) return add_collection_input(input);
+    if (!input.type().has_tensor_type())
+      fail(where(), " is not a tensor (Kiln imports tensors, and sequences and optionals of tensors)");
     const auto& tensor_type = input.type().tensor_type();
     std::optional<DType> dtype = dtype_from_onnx(tensor_type.elem_type());
     if (!dtype) fail(where(), " has element type ", onnx_type_name(tensor_type.elem_type()), ", which Kiln does not support");
@@ -240,6 +248,88 @@ class Importer {
     ir::Node* node = state_.graph.create_placeholder(name, ir::TensorMeta::contiguous(*dtype, shape));
     node->source.file = state_.file_label;
     OnnxValue value = OnnxValue::of_node(node);
+    value.name = input.name();
+    state_.values[input.name()] = std::move(value);
+  }
+
+  // A sequence or optional graph input, from the tensors fed for it (see the header).
+  void add_collection_input(const onnx::ValueInfoProto& input) {
+    std::string where = "'" + model_.path + "': graph input '" + input.name() + "'";
+    const onnx::TypeProto& type = input.type();
+    bool optional = type.has_optional_type();
+    const onnx::TypeProto& inner = optional ? type.optional_type().elem_type() : type;
+    bool sequence = inner.has_sequence_type();
+    if (!sequence && !inner.has_tensor_type())
+      fail(where, " is not a tensor (Kiln imports tensors, and sequences and optionals of tensors)");
+    const onnx::TypeProto& element = sequence ? inner.sequence_type().elem_type() : inner;
+    if (!element.has_tensor_type())
+      fail(where, " is a sequence of non-tensors (Kiln imports sequences of tensors)");
+    std::optional<DType> declared;
+    if (element.tensor_type().elem_type() != 0) {
+      declared = dtype_from_onnx(element.tensor_type().elem_type());
+      if (!declared)
+        fail(where, " holds element type ", onnx_type_name(element.tensor_type().elem_type()), ", which Kiln does not support");
+    }
+    std::string base = onnx_value_name(input.name());
+    if (options_.collection_inputs) options_.collection_inputs->push_back(base);
+    if (!options_.fed_types)
+      fail(where, " is ", sequence ? "a sequence" : "an optional", ": Kiln specializes it on the tensors fed at run time (",
+           sequence ? "its elements as " + base + "_0, " + base + "_1, ..." : "the tensor " + base + ", or none",
+           "), so give them (kiln run --input ...)");
+    // The tensors fed: a sequence's consecutive elements, an optional's one tensor.
+    std::vector<std::string> names;
+    auto is_fed = [&](const std::string& name) { return options_.fed_types->count(name) > 0; };
+    if (sequence) {
+      while (is_fed(onnx_value_name(input.name() + "." + std::to_string(names.size()))))
+        names.push_back(onnx_value_name(input.name() + "." + std::to_string(names.size())));
+    } else if (is_fed(base)) {
+      names.push_back(base);
+    }
+    // A dim_param of the element type is the symbol it names (shared with other inputs) where
+    // every tensor fed agrees on that size; ONNX lets a sequence's elements differ in shape,
+    // and there each element keeps the size fed.
+    std::vector<bool> shared(size_t(element.tensor_type().shape().dim_size()), true);
+    for (size_t axis = 0; axis < shared.size(); ++axis)
+      for (const std::string& name : names) {
+        const ir::SymShape& shape = options_.fed_types->at(name).shape;
+        const ir::SymShape& first = options_.fed_types->at(names.front()).shape;
+        shared[axis] = shared[axis] && axis < shape.size() && axis < first.size() && shape[axis] == first[axis];
+      }
+    // One fed tensor as a placeholder: the element type's declared dims, the fed sizes where it
+    // declares none.
+    auto fed = [&](const std::string& name) -> OnnxValue {
+      ir::TensorMeta meta = options_.fed_types->at(name);
+      if (declared && meta.dtype != *declared)
+        fail(where, ": the tensor fed as '", name, "' is ", dtype_name(meta.dtype), ", but the input holds ",
+             onnx_type_name(element.tensor_type().elem_type()));
+      if (element.tensor_type().has_shape()) {
+        const auto& dims = element.tensor_type().shape().dim();
+        if (dims.size() != int(meta.shape.size()))
+          fail(where, ": the tensor fed as '", name, "' has rank ", meta.shape.size(), ", but the input's elements have rank ",
+               dims.size());
+        for (int axis = 0; axis < dims.size(); ++axis) {
+          if (dims[axis].has_dim_value() && !(meta.shape[size_t(axis)] == ir::SymInt(dims[axis].dim_value())))
+            fail(where, ": the tensor fed as '", name, "' has size ", meta.shape[size_t(axis)], " at axis ", axis,
+                 ", but the input's elements have ", dims[axis].dim_value());
+          if (!dims[axis].has_dim_value() && !dims[axis].dim_param().empty() && shared[size_t(axis)])
+            meta.shape[size_t(axis)] = symbols_.for_dim_param(dims[axis].dim_param());
+        }
+        meta = ir::TensorMeta::contiguous(meta.dtype, meta.shape);
+      }
+      ir::Node* node = state_.graph.create_placeholder(name, meta);
+      node->source.file = state_.file_label;
+      OnnxValue value = OnnxValue::of_node(node);
+      value.name = name;
+      return value;
+    };
+    OnnxValue value;
+    if (sequence) {
+      std::vector<OnnxValue> elements;
+      for (const std::string& name : names) elements.push_back(fed(name));
+      value = optional && elements.empty() ? OnnxValue::none() : OnnxValue::sequence(std::move(elements), declared);
+    } else {
+      value = names.empty() ? OnnxValue::none() : fed(base);
+    }
     value.name = input.name();
     state_.values[input.name()] = std::move(value);
   }
@@ -310,6 +400,8 @@ class Importer {
     ir::Graph scratch;
     OnnxNodeContext context(state_, node, scratch);
     converter(context);
+    for (const std::optional<OnnxValue>& value : context.outputs())
+      if (value && !value->is_tensor()) return false;  // a sequence's elements stay values of the graph
     std::vector<ir::Argument> computed;
     std::vector<size_t> indices;
     size_t output_bytes = 0;
@@ -379,11 +471,23 @@ class Importer {
     std::vector<ir::Argument> results;
     std::set<ir::Node*> named;  // nodes that already carry an output's name
     for (const auto& output : graph.output()) {
-      if (!state_.values.count(output.name()))
+      auto found = state_.values.find(output.name());
+      if (found == state_.values.end())
         fail("'", model_.path, "': graph output '", output.name(), "' is not computed by any node");
+      OnnxValue& value = found->second;
+      if (value.is_none) continue;  // an empty optional is left out
+      if (value.is_sequence) {
+        for (size_t k = 0; k < value.elements.size(); ++k) {
+          std::string name = onnx_value_name(output.name() + "." + std::to_string(k));
+          results.emplace_back(named_output(state_.materialize(value.elements[k]), name, named));
+        }
+        continue;
+      }
       results.emplace_back(named_output(state_.node_of(output.name()), onnx_value_name(output.name()), named));
     }
-    if (results.empty()) fail("'", model_.path, "' has no graph outputs");
+    if (graph.output_size() == 0) fail("'", model_.path, "' has no graph outputs");
+    if (results.empty())
+      fail("'", model_.path, "': every graph output is an empty sequence or optional here, so the model computes no tensor");
     state_.graph.create_output(results);
   }
 
@@ -415,6 +519,7 @@ class Importer {
   }
 
   OnnxModel model_;
+  const OnnxImportOptions& options_;
   std::vector<std::pair<std::string, std::string>> converted_;  // (output name, its node) in order
   OnnxTensorReader reader_;
   OnnxImportState state_;
@@ -428,7 +533,7 @@ ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options)
   freeze_inputs(model, options.input_values);
   report_unsupported_ops(model);
   std::set<std::string> declared = declared_type_names(model.proto->graph());
-  Importer importer(std::move(model));
+  Importer importer(std::move(model), options);
   importer.convert_all();
   infer_onnx_shapes(importer.model());
   importer.check_types(declared);

@@ -30,9 +30,24 @@
 //     renamed, or, for an output that is a graph input or another output's value (Identity,
 //     Clip without bounds, ...), a copy of it gets the name.
 // Each node records the ONNX node name and op type in its SourceInfo.
+//
+// Sequences and optionals (onnx_value.h) are resolved at import time, specialized on what is
+// fed at run time, as TorchDynamo specializes a Python list on its length:
+//  - a sequence graph input `s` is fed as tensors named `s.0`, `s.1`, ... (Kiln names s_0,
+//    s_1: `kiln run m.onnx --input s_0=a.npy --input s_1=b.npy`); its length is the number of
+//    consecutive elements given (none: an empty sequence), each element a placeholder of the
+//    type fed. An optional tensor input `o` is fed as `o`, or not at all (an empty optional);
+//    an optional sequence as a sequence, and it is empty (none) when no element is given.
+//    OnnxImportOptions::fed_types carries what is fed; without it such a model is refused in
+//    one line;
+//  - a sequence graph output `y` comes out as tensors named `y.0`, `y.1`, ... (Kiln names
+//    y_0, y_1); an empty optional output is left out, one holding a value is that value;
+//  - every sequence position, split and length must be known when the model is imported
+//    (positions fed at run time are specialized on, like Reshape's shape).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +61,11 @@ struct OnnxImportOptions {
   // an initializer, so that the importer knows shape-deciding values. Each must be a graph
   // input without an initializer, of its declared element type, rank and static sizes.
   std::map<std::string, Tensor> input_values;
+  // The tensors fed at run time, by Kiln name, with their types: the elements of sequence and
+  // optional graph inputs are read from them (see above).
+  std::optional<std::map<std::string, ir::TensorMeta>> fed_types;
+  // Receives the Kiln names of the model's sequence and optional graph inputs (when not null).
+  std::vector<std::string>* collection_inputs = nullptr;
 };
 
 // Throws kiln::Error for everything a model file can get wrong, naming the file (and node).

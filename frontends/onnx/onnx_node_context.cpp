@@ -92,6 +92,7 @@ std::vector<std::string> OnnxImportState::run_time_sources(const std::string& on
 ir::Node* OnnxImportState::node_of(const std::string& onnx_name) { return materialize(values.at(onnx_name)); }
 
 ir::Node* OnnxImportState::materialize(OnnxValue& value) {
+  KILN_CHECK(value.is_tensor(), "a graph node for ", value.kind_text(), " '", value.name, "'");
   if (value.node) return value.node;
   if (value.constant) {
     std::string name = parameter_name(value.name.empty() ? "constant" : value.name);
@@ -126,8 +127,16 @@ const OnnxValue& OnnxNodeContext::input(size_t index) const {
   return found->second;
 }
 
-ir::Node* OnnxNodeContext::tensor(size_t index) {
+const OnnxValue& OnnxNodeContext::tensor_value(size_t index) const {
   const OnnxValue& value = input(index);
+  if (!value.is_tensor())
+    fail("input ", index, " '", node_.input(int(index)), "' is ", value.kind_text(), ", where ", op_type(),
+         " takes a tensor");
+  return value;
+}
+
+ir::Node* OnnxNodeContext::tensor(size_t index) {
+  const OnnxValue& value = tensor_value(index);
   if (!folding_) return value.node ? value.node : state_.node_of(value.name);
   if (auto found = scratch_inputs_.find(index); found != scratch_inputs_.end()) return found->second;
   KILN_CHECK(value.constant, "only constants are folded");
@@ -139,12 +148,12 @@ ir::Node* OnnxNodeContext::tensor(size_t index) {
 }
 
 const Tensor* OnnxNodeContext::constant(size_t index) const {
-  const OnnxValue& value = input(index);
+  const OnnxValue& value = tensor_value(index);
   return value.constant ? &*value.constant : nullptr;
 }
 
 std::optional<ir::SymShape> OnnxNodeContext::int_values(size_t index) const {
-  const OnnxValue& value = input(index);
+  const OnnxValue& value = tensor_value(index);
   if (value.symbolic) return value.symbolic;
   if (!value.constant || value.constant->dim() > 1) return std::nullopt;
   if (!is_integral(value.constant->dtype())) return std::nullopt;
@@ -194,7 +203,7 @@ double OnnxNodeContext::constant_scalar(size_t index, std::string_view what) con
 }
 
 const Tensor& OnnxNodeContext::constant_input(size_t index, std::string_view what) const {
-  const OnnxValue& value = input(index);
+  const OnnxValue& value = tensor_value(index);
   if (!value.constant) need_known(index, what, "it is computed at run time");
   return *value.constant;
 }

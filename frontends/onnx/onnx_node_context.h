@@ -78,9 +78,12 @@ class OnnxNodeContext {
   // ---- inputs ----
   size_t input_count() const { return size_t(node_.input_size()); }
   bool has_input(size_t index) const;  // given, with a non-empty name
-  const OnnxValue& input(size_t index) const;  // fails when absent
-  DType dtype(size_t index) const { return input(index).dtype(); }
-  ir::SymShape shape(size_t index) const { return input(index).shape(); }
+  const OnnxValue& input(size_t index) const;  // fails when absent; any kind (a sequence, ...)
+  // The input, which must be a tensor (fails for a sequence or an empty optional). Every
+  // accessor below reads inputs through it.
+  const OnnxValue& tensor_value(size_t index) const;
+  DType dtype(size_t index) const { return tensor_value(index).dtype(); }
+  ir::SymShape shape(size_t index) const { return tensor_value(index).shape(); }
   int64_t rank(size_t index) const { return int64_t(shape(index).size()); }
   // The input as a graph node (constants become parameters, symbolic values are computed).
   ir::Node* tensor(size_t index);

@@ -26,6 +26,7 @@ const OnnxOpTable& OnnxOpTable::global() {
     register_onnx_recurrent_ops(built);
     register_onnx_text_ops(built);
     register_onnx_ml_ops(built);
+    register_onnx_sequence_ops(built);
     return built;
   }();
   return table;

@@ -57,5 +57,6 @@ void register_onnx_control_flow_ops(OnnxOpTable& table); // onnx_ops_control_flo
 void register_onnx_recurrent_ops(OnnxOpTable& table);    // onnx_ops_recurrent.cpp
 void register_onnx_text_ops(OnnxOpTable& table);         // onnx_ops_text.cpp
 void register_onnx_ml_ops(OnnxOpTable& table);           // onnx_ops_ml.cpp
+void register_onnx_sequence_ops(OnnxOpTable& table);     // onnx_ops_sequence.cpp
 
 }  // namespace kiln::frontends

@@ -2,7 +2,8 @@
 // flow of their own):
 //  - If: a condition known at import time inlines its branch. A condition computed at run
 //    time compiles both branches and selects their results elementwise (where) when they agree
-//    in type and shape; otherwise the importer asks for the values the condition is computed
+//    in type and shape (sequences: element by element; two empty optionals: none); otherwise
+//    the importer asks for the values the condition is computed
 //    from (OnnxInputValuesNeeded: the model is specialized on them, one compiled graph per
 //    branch taken).
 //  - Loop: unrolled. The trip count and the loop condition must be known when the model is
@@ -29,7 +30,31 @@ std::optional<bool> constant_condition(const OnnxValue& value) {
   return value.constant->flat_double(0) != 0;
 }
 
-bool same_type(const OnnxValue& a, const OnnxValue& b) { return a.dtype() == b.dtype() && a.shape() == b.shape(); }
+// Whether two branch results can be selected elementwise: tensors of one type and shape,
+// sequences of one length whose elements can be, or two empty optionals.
+bool selectable(const OnnxValue& a, const OnnxValue& b) {
+  if (a.is_none || b.is_none) return a.is_none && b.is_none;
+  if (a.is_sequence || b.is_sequence) {
+    if (!a.is_sequence || !b.is_sequence || a.elements.size() != b.elements.size()) return false;
+    for (size_t i = 0; i < a.elements.size(); ++i)
+      if (!selectable(a.elements[i], b.elements[i])) return false;
+    return true;
+  }
+  return a.dtype() == b.dtype() && a.shape() == b.shape();
+}
+
+// `then_value` where the condition holds, else `else_value` (selectable ones).
+OnnxValue select(OnnxNodeContext& context, ir::Node* condition, OnnxValue& then_value, OnnxValue& else_value) {
+  if (then_value.is_none) return OnnxValue::none();
+  if (then_value.is_sequence) {
+    std::vector<OnnxValue> elements;
+    for (size_t i = 0; i < then_value.elements.size(); ++i)
+      elements.push_back(select(context, condition, then_value.elements[i], else_value.elements[i]));
+    return OnnxValue::sequence(std::move(elements), then_value.element_dtype);
+  }
+  return OnnxValue::of_node(
+      context.call("where", {condition, context.node_of(then_value), context.node_of(else_value)}));
+}
 
 void convert_if(OnnxNodeContext& context) {
   const onnx::GraphProto& then_branch = context.graph_attribute("then_branch");
@@ -44,12 +69,16 @@ void convert_if(OnnxNodeContext& context) {
   std::vector<OnnxValue> then_outputs = context.convert_subgraph(then_branch, {});
   std::vector<OnnxValue> else_outputs = context.convert_subgraph(else_branch, {});
   for (size_t i = 0; i < then_outputs.size(); ++i)
-    if (!same_type(then_outputs[i], else_outputs[i]))
+    if (!selectable(then_outputs[i], else_outputs[i]))
       context.need_known(0, "cond", "the branches' results differ in type or shape, so one must be chosen");
   ir::Node* condition = context.tensor(0);
   if (condition->value().rank() > 0) condition = context.call("reshape", {condition, ir::Argument::ints({})});
-  for (size_t i = 0; i < then_outputs.size(); ++i)
-    context.emit(i, "where", {condition, context.node_of(then_outputs[i]), context.node_of(else_outputs[i])});
+  for (size_t i = 0; i < then_outputs.size(); ++i) {
+    if (then_outputs[i].is_tensor())
+      context.emit(i, "where", {condition, context.node_of(then_outputs[i]), context.node_of(else_outputs[i])});
+    else
+      context.set_output(i, select(context, condition, then_outputs[i], else_outputs[i]));
+  }
 }
 
 // The per-iteration values of a scan output stacked along `axis` (a new dim).

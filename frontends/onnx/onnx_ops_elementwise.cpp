@@ -86,9 +86,15 @@ void convert_mod(OnnxNodeContext& context) {
 }
 
 void convert_pow(OnnxNodeContext& context) {
-  // ONNX's result has the base's type, whatever the exponent's.
+  // ONNX's result has the base's type, whatever the exponent's. Kiln's pow promotes its operands
+  // as PyTorch does, which refuses u16/u32/u64 with any integer: such an exponent of an integer
+  // base is taken as i64 (every exponent up to 2^63 is exact there; larger ones wrap).
   DType base = context.dtype(0);
-  ir::Node* result = context.call("pow", {context.tensor(0), operand(context, 1, context.rank(0))});
+  ir::Argument exponent = operand(context, 1, context.rank(0));
+  DType exponent_dtype = context.dtype(1);
+  bool wide_unsigned = exponent_dtype == DType::u16 || exponent_dtype == DType::u32 || exponent_dtype == DType::u64;
+  if (wide_unsigned && !is_floating(base) && exponent.is_node()) exponent = context.call("cast", {exponent, DType::i64});
+  ir::Node* result = context.call("pow", {context.tensor(0), exponent});
   if (result->value().dtype != base) result = context.call("cast", {result, base});
   context.set_output(0, result);
 }

@@ -1,4 +1,4 @@
-// ONNX's linear quantization on int8/uint8/int16 tensors, as its reference defines it:
+// ONNX's linear quantization on int8/uint8/int16/uint16 tensors, as its reference defines it:
 //  - QuantizeLinear: saturate(round_half_even(x / scale) + zero_point) in the zero point's
 //    type (uint8 when there is none, or output_dtype); scale and zero point per tensor, per
 //    axis or per block (block_size: each value repeated block_size times along the axis);
@@ -22,6 +22,7 @@ std::pair<double, double> integer_range(DType dtype) {
   if (dtype == DType::u8) return {0, 255};
   if (dtype == DType::i8) return {-128, 127};
   if (dtype == DType::i16) return {-32768, 32767};
+  if (dtype == DType::u16) return {0, 65535};
   if (dtype == DType::i32) return {-2147483648.0, 2147483647.0};
   throw InternalError("no quantized range for this dtype");
 }
@@ -83,8 +84,8 @@ void convert_quantize_linear(OnnxNodeContext& context) {
     if (!wanted) context.fail("output_dtype ", onnx_type_name(int32_t(attribute->i())), " is not supported");
     dtype = *wanted;
   }
-  if (dtype != DType::u8 && dtype != DType::i8 && dtype != DType::i16)
-    context.fail("quantizing to ", dtype_name(dtype), " is not supported (int8, uint8, int16)");
+  if (dtype != DType::u8 && dtype != DType::i8 && dtype != DType::i16 && dtype != DType::u16)
+    context.fail("quantizing to ", dtype_name(dtype), " is not supported (int8, uint8, int16, uint16)");
   DType work = is_floating(x->value().dtype) && x->value().dtype != DType::f64 ? DType::f32 : DType::f64;
   ir::Node* scale = as(context, broadcast_parameter(context, 1, shape, axis, block_size), work);
   ir::Node* zero_point = context.has_input(2) ? broadcast_parameter(context, 2, shape, axis, block_size) : nullptr;

@@ -1,6 +1,5 @@
-// ONNX ops that create, select and move tensor data: Constant, Identity (and the optional ops
-// on tensors: OptionalHasElement, OptionalGetElement), Dropout
-// (inference), Concat, Split, Slice, Gather, GatherElements, ScatterElements, Trilu, Pad.
+// ONNX ops that create, select and move tensor data: Constant, Identity (of any value: a
+// tensor, a sequence or an optional), Dropout (inference), Concat, Split, Slice, Gather, GatherElements, ScatterElements, Trilu, Pad.
 // Selecting from a value known at import time (Gather/Slice/Concat of shape values) keeps it
 // known; negative indices count from the end as ONNX says.
 #include <algorithm>
@@ -315,11 +314,6 @@ void convert_pad(OnnxNodeContext& context) {
 void register_onnx_tensor_ops(OnnxOpTable& table) {
   table.add("Constant", convert_constant);
   table.add("Identity", [](OnnxNodeContext& c) { c.set_output(0, c.input(0)); });
-  // Optional values that are plain tensors (Kiln has no optional type): present when given.
-  table.add("OptionalHasElement", [](OnnxNodeContext& c) {
-    c.set_output(0, OnnxValue::of_constant(Tensor::scalar(c.has_input(0) ? 1.0 : 0.0, DType::boolean)));
-  });
-  table.add("OptionalGetElement", [](OnnxNodeContext& c) { c.set_output(0, c.input(0)); });
   table.add("Dropout", convert_dropout);
   table.add("Concat", convert_concat);
   table.add("Split", convert_split);

@@ -50,6 +50,19 @@ OnnxSpecializedModel::Specialization& OnnxSpecializedModel::specialize(const std
 
 std::string OnnxSpecializedModel::key_of(const std::map<std::string, Tensor>& inputs) const {
   std::string key;
+  // Sequence and optional inputs: which tensors are fed for them (their lengths) and their types.
+  for (const std::string& base : collection_inputs_) {
+    auto add = [&](const std::string& name) {
+      auto found = inputs.find(name);
+      if (found == inputs.end()) return false;
+      key += name + '\0' + std::string(dtype_name(found->second.dtype())) + sizes_to_string(found->second.sizes()) + '\0';
+      return true;
+    };
+    add(base);
+    for (size_t k = 0; add(base + "_" + std::to_string(k)); ++k) {
+    }
+    key += '\1';
+  }
   for (const std::string& name : value_inputs_) {
     auto found = inputs.find(name);
     if (found == inputs.end())
@@ -67,6 +80,11 @@ OnnxSpecializedModel::Specialization& OnnxSpecializedModel::import_for(const std
     std::string key = key_of(inputs);  // fails when a value input is missing
     if (auto found = specializations_.find(key); found != specializations_.end()) return *found->second;
     OnnxImportOptions options;
+    options.fed_types.emplace();
+    for (const auto& [name, value] : inputs)
+      (*options.fed_types)[name] = ir::TensorMeta::contiguous(value.dtype(), ir::SymShape(value.sizes().begin(), value.sizes().end()));
+    std::vector<std::string> collections;
+    options.collection_inputs = &collections;
     std::map<std::string, Tensor> values;
     for (const std::string& name : value_inputs_) {
       values[name] = inputs.at(name);
@@ -79,6 +97,11 @@ OnnxSpecializedModel::Specialization& OnnxSpecializedModel::import_for(const std
     try {
       ir::Graph graph = import_onnx(path_, options);
       imported_once_ = true;
+      if (collections != collection_inputs_) {  // learnt on the first import: the key covers them
+        collection_inputs_ = collections;
+        key = key_of(inputs);
+        if (auto found = specializations_.find(key); found != specializations_.end()) return *found->second;
+      }
       auto made = std::make_unique<Specialization>(Specialization{key, std::move(values), std::move(graph), nullptr});
       return *(specializations_[key] = std::move(made));
     } catch (const OnnxInputValuesNeeded& needed) {

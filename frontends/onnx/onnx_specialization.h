@@ -16,6 +16,8 @@
 //  - The compiled graph runs on the other inputs.
 // A model that needs no values has one specialization, under the empty key. Inputs and value
 // inputs are named as the graph's placeholders are (onnx_value_name of the ONNX names).
+// Sequence and optional inputs (onnx_importer.h) are specialized likewise: the key holds which
+// of their tensors are fed (a sequence's length) and their dtypes and shapes.
 //
 //   frontends::OnnxSpecializedModel model("model.onnx", [](const ir::Graph& graph) {
 //     auto compiled = std::make_shared<compiler::CompiledModel>(compiler::compile(graph));
@@ -75,6 +77,7 @@ class OnnxSpecializedModel {
   bool imported_once_ = false;
   std::vector<std::string> value_inputs_;           // placeholder names
   std::map<std::string, std::string> onnx_names_;  // placeholder name -> ONNX input name
+  std::vector<std::string> collection_inputs_;     // Kiln names of sequence and optional inputs
   std::map<std::string, std::unique_ptr<Specialization>> specializations_;  // by key
 };
 

@@ -30,6 +30,9 @@ std::optional<DType> dtype_from_onnx(int32_t element_type) {
     case onnx::TensorProto::INT16: return DType::i16;
     case onnx::TensorProto::INT8: return DType::i8;
     case onnx::TensorProto::UINT8: return DType::u8;
+    case onnx::TensorProto::UINT16: return DType::u16;
+    case onnx::TensorProto::UINT32: return DType::u32;
+    case onnx::TensorProto::UINT64: return DType::u64;
     case onnx::TensorProto::BOOL: return DType::boolean;
     default: return std::nullopt;
   }
@@ -46,6 +49,9 @@ int32_t onnx_type_of(DType dtype) {
     case DType::i16: return onnx::TensorProto::INT16;
     case DType::i8: return onnx::TensorProto::INT8;
     case DType::u8: return onnx::TensorProto::UINT8;
+    case DType::u16: return onnx::TensorProto::UINT16;
+    case DType::u32: return onnx::TensorProto::UINT32;
+    case DType::u64: return onnx::TensorProto::UINT64;
     case DType::boolean: return onnx::TensorProto::BOOL;
   }
   throw InternalError("a dtype without an ONNX element type");
@@ -108,7 +114,7 @@ Tensor OnnxTensorReader::read(const onnx::TensorProto& proto, const std::string&
   std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
   if (!dtype)
     fail("'", model_path_, "': ", what, " has element type ", onnx_type_name(proto.data_type()),
-         ", which Kiln does not support (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64, INT32, INT16, INT8, UINT8, BOOL)");
+         ", which Kiln does not support (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64, INT32, INT16, INT8, UINT8, UINT16, UINT32, UINT64, BOOL)");
   if (proto.has_segment()) fail("'", model_path_, "': ", what, " is segmented, which Kiln does not support");
   Sizes sizes;
   for (int64_t dim : proto.dims()) {
@@ -160,7 +166,14 @@ Tensor OnnxTensorReader::read_typed_fields(const onnx::TensorProto& proto, DType
       for (int64_t i = 0; i < count; ++i) bits[i] = uint16_t(proto.int32_data(int(i)));
       break;
     }
-    default:  // INT32, INT16, INT8, UINT8, BOOL: values in int32_data
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      check_count(proto.uint64_data_size(), "uint64_data");
+      for (int64_t i = 0; i < count; ++i)
+        store_int(dtype, static_cast<char*>(tensor.data_ptr()) + size_t(i) * dtype_size(dtype),
+                  int64_t(proto.uint64_data(int(i))));
+      break;
+    default:  // INT32, INT16, INT8, UINT8, UINT16, BOOL: values in int32_data
       check_count(proto.int32_data_size(), "int32_data");
       for (int64_t i = 0; i < count; ++i)
         store_int(dtype, static_cast<char*>(tensor.data_ptr()) + size_t(i) * dtype_size(dtype), proto.int32_data(int(i)));

@@ -23,7 +23,13 @@ OnnxValue OnnxValue::of_ints(const ir::SymShape& elements, bool scalar, DType dt
   return value;
 }
 
+std::string OnnxValue::kind_text() const {
+  if (is_sequence) return "a sequence of " + std::to_string(elements.size()) + " tensors";
+  return is_none ? "an empty optional" : "a tensor";
+}
+
 DType OnnxValue::dtype() const {
+  KILN_CHECK(is_tensor(), "the dtype of ", kind_text());
   if (node) return node->value().dtype;
   if (constant) return constant->dtype();
   KILN_CHECK(symbolic, "an OnnxValue is a node, a constant or symbolic");
@@ -31,6 +37,7 @@ DType OnnxValue::dtype() const {
 }
 
 ir::SymShape OnnxValue::shape() const {
+  KILN_CHECK(is_tensor(), "the shape of ", kind_text());
   if (node) return node->value().shape;
   if (constant) return ir::SymShape(constant->sizes().begin(), constant->sizes().end());
   KILN_CHECK(symbolic, "an OnnxValue is a node, a constant or symbolic");

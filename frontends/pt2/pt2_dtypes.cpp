@@ -20,11 +20,11 @@ constexpr ScalarTypeRow kScalarTypes[] = {
     {7, "torch.float32", DType::f32},       {8, "torch.float64", DType::f64},
     {9, "torch.complex32", std::nullopt},   {10, "torch.complex64", std::nullopt},
     {11, "torch.complex128", std::nullopt}, {12, "torch.bool", DType::boolean},
-    {13, "torch.bfloat16", DType::bf16},    {28, "torch.uint16", std::nullopt},
+    {13, "torch.bfloat16", DType::bf16},    {28, "torch.uint16", DType::u16},
     {29, "torch.float8_e4m3fn", std::nullopt}, {30, "torch.float8_e5m2", std::nullopt},
     {31, "torch.float8_e4m3fnuz", std::nullopt}, {32, "torch.float8_e5m2fnuz", std::nullopt},
-    {33, "torch.float8_e8m0fnu", std::nullopt}, {34, "torch.uint32", std::nullopt},
-    {35, "torch.uint64", std::nullopt},
+    {33, "torch.float8_e8m0fnu", std::nullopt}, {34, "torch.uint32", DType::u32},
+    {35, "torch.uint64", DType::u64},
 };
 
 }  // namespace

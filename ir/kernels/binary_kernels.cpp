@@ -4,6 +4,9 @@
 // Operands are converted to the promoted dtype first (PyTorch's result_type), then the
 // operation runs exactly in int64 (wrapping through unsigned arithmetic) for integer and bool
 // dtypes, or in double for floating ones, and the result is rounded to the output dtype once.
+// u64 values are held as their bits in int64 (2^63 and up read negative): the ops whose result
+// depends on the order or sign (division, remainders, max/min, comparisons, right shifts) run
+// on them as uint64; u8, u16 and u32 values are zero-extended, so int64 is exact for them.
 #include <cmath>
 #include <limits>
 
@@ -47,6 +50,9 @@ Tensor int_binary(const Broadcast2& in, DType out, Fn fn) {
   return from_ints(in.shape, out, result);
 }
 
+// The unsigned forms for u64 operands held as int64 bits.
+uint64_t u64_bits(int64_t value) { return uint64_t(value); }
+
 int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
 
@@ -64,13 +70,15 @@ ReferenceKernel bitwise_kernel(Bitwise kind) {
     bool shift = kind == Bitwise::left_shift || kind == Bitwise::right_shift;
     if (is_floating(dtype) || (shift && dtype == DType::boolean))
       call.fail("\"", call.op().name(), "_cpu\" not implemented for '", dtype_name(dtype), "'");
-    return int_binary(broadcast_operands(call, 0, 1, dtype), dtype, [kind](int64_t a, int64_t b) {
+    return int_binary(broadcast_operands(call, 0, 1, dtype), dtype, [kind, dtype](int64_t a, int64_t b) {
       switch (kind) {
         case Bitwise::and_: return a & b;
         case Bitwise::or_: return a | b;
         case Bitwise::xor_: return a ^ b;
         case Bitwise::left_shift: return shift_left(a, b);
-        case Bitwise::right_shift: return shift_right(a, b);
+        case Bitwise::right_shift:
+          if (dtype == DType::u64) return b < 0 || b >= 64 ? int64_t(0) : int64_t(u64_bits(a) >> b);
+          return shift_right(a, b);
       }
       return int64_t(0);
     });
@@ -116,6 +124,7 @@ Tensor div(const KernelCall& call) {
   }
   return int_binary(in, dtype, [&](int64_t a, int64_t b) {
     if (b == 0) zero_division(call, "division");
+    if (dtype == DType::u64) return int64_t(u64_bits(a) / u64_bits(b));  // trunc and floor agree
     return mode == "trunc" ? int_truncate_divide(a, b) : int_floor_divide(a, b);
   });
 }
@@ -133,6 +142,10 @@ Tensor maximum_minimum(const KernelCall& call, bool is_max) {
   DType dtype = promoted(call, 0, 1);
   Broadcast2 in = broadcast_operands(call, 0, 1, dtype);
   if (is_floating(dtype)) return float_binary(in, dtype, is_max ? nan_max : nan_min);
+  if (dtype == DType::u64)
+    return int_binary(in, dtype, [is_max](int64_t a, int64_t b) {
+      return int64_t(is_max ? std::max(u64_bits(a), u64_bits(b)) : std::min(u64_bits(a), u64_bits(b)));
+    });
   return int_binary(in, dtype, [is_max](int64_t a, int64_t b) { return is_max ? std::max(a, b) : std::min(a, b); });
 }
 
@@ -143,6 +156,7 @@ Tensor modulo(const KernelCall& call, bool python_sign) {
     return float_binary(in, dtype, python_sign ? python_fmod : +[](double a, double b) { return std::fmod(a, b); });
   return int_binary(in, dtype, [&](int64_t a, int64_t b) {
     if (b == 0) zero_division(call, python_sign ? "remainder" : "fmod");
+    if (dtype == DType::u64) return int64_t(u64_bits(a) % u64_bits(b));  // both signs agree
     return python_sign ? int_floor_mod(a, b) : int_c_remainder(a, b);
   });
 }
@@ -168,6 +182,8 @@ ReferenceKernel comparison_kernel(Comparison kind) {
     Broadcast2 in = broadcast_operands(call, 0, 1, dtype);
     if (is_floating(dtype))
       return float_binary(in, DType::boolean, [kind](double a, double b) { return compare(kind, a, b) ? 1.0 : 0.0; });
+    if (dtype == DType::u64)
+      return int_binary(in, DType::boolean, [kind](int64_t a, int64_t b) { return int64_t(compare(kind, u64_bits(a), u64_bits(b))); });
     return int_binary(in, DType::boolean, [kind](int64_t a, int64_t b) { return int64_t(compare(kind, a, b)); });
   });
 }

@@ -12,7 +12,7 @@
 // So it needs the C++17 standard library alone: row-major sizes, element strides, plain
 // pointers. Values are computed as the interpreter computes them: floating values in double,
 // integers in int64 with wrap, each result rounded once on its store by runtime/tensor.cpp's
-// rules (repeated here for the dtypes packages carry: f32, f64, i64, i32, i16, i8, u8, bool;
+// rules (repeated here for the dtypes packages carry: f32, f64, i64, i32, i16, i8, u8, u16, u32, u64, bool;
 // f16 and bf16 through runtime/half.h's conversions, as the interpreter reads and writes them:
 // widened to float then double, and rounded from double to float, then to 16 bits). A package
 // defines KILN_PORTABLE_STANDALONE and pastes runtime/half.h's functions into
@@ -517,13 +517,14 @@ inline void convolution_sums(const ConvolutionGeometry& g, const double* x, cons
 // The dtype codes of kiln::DType (kiln/dtype.h), as packages pass them.
 enum DTypeCode : int32_t {
   kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3, kI64 = 4, kI32 = 5, kI8 = 6, kU8 = 7, kBool = 8, kI16 = 9,
-  kLastDTypeCode = kI16
+  kU16 = 10, kU32 = 11, kU64 = 12,
+  kLastDTypeCode = kU64
 };
 
 inline bool floating_code(int32_t dtype) { return dtype == kF32 || dtype == kF16 || dtype == kBF16 || dtype == kF64; }
 
 inline const char* dtype_code_name(int32_t dtype) {
-  static const char* const names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16"};
+  static const char* const names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16", "u16", "u32", "u64"};
   return dtype >= 0 && dtype <= kLastDTypeCode ? names[dtype] : "an unknown dtype";
 }
 
@@ -572,7 +573,7 @@ void write_raw(void* address, T value) {
 }
 
 inline size_t code_size(int32_t dtype) {
-  static const size_t sizes[] = {4, 2, 2, 8, 8, 4, 1, 1, 1, 2};
+  static const size_t sizes[] = {4, 2, 2, 8, 8, 4, 1, 1, 1, 2, 2, 4, 8};
   if (dtype < 0 || dtype > kLastDTypeCode) unsupported_dtype(dtype);
   return sizes[dtype];
 }
@@ -589,6 +590,9 @@ inline double load_double(int32_t dtype, const void* p) {
     case kI16: return read_raw<int16_t>(p);
     case kI8: return read_raw<int8_t>(p);
     case kU8: return read_raw<uint8_t>(p);
+    case kU16: return read_raw<uint16_t>(p);
+    case kU32: return read_raw<uint32_t>(p);
+    case kU64: return double(read_raw<uint64_t>(p));
     case kBool: return read_raw<uint8_t>(p) != 0 ? 1.0 : 0.0;
     default: unsupported_dtype(dtype);
   }
@@ -601,6 +605,9 @@ inline int64_t load_int(int32_t dtype, const void* p) {
     case kI16: return read_raw<int16_t>(p);
     case kI8: return read_raw<int8_t>(p);
     case kU8: return read_raw<uint8_t>(p);
+    case kU16: return read_raw<uint16_t>(p);
+    case kU32: return read_raw<uint32_t>(p);
+    case kU64: return int64_t(read_raw<uint64_t>(p));
     case kBool: return read_raw<uint8_t>(p) != 0;
     default: return saturate<int64_t>(load_double(dtype, p));
   }
@@ -615,6 +622,13 @@ inline void store_double(int32_t dtype, void* p, double value) {
     case kBool: write_raw(p, uint8_t(value != 0.0)); return;
     case kF16: write_raw(p, float_to_f16(float(value))); return;
     case kBF16: write_raw(p, float_to_bf16(float(value))); return;
+    case kU64:
+      if (value >= 0x1p63) {
+        write_raw(p, value >= 0x1p64 ? UINT64_MAX : uint64_t(value));
+        return;
+      }
+      store_int(dtype, p, saturate<int64_t>(value));
+      return;
     default: store_int(dtype, p, saturate<int64_t>(value)); return;
   }
 }
@@ -626,6 +640,9 @@ inline void store_int(int32_t dtype, void* p, int64_t value) {
     case kI16: write_raw(p, int16_t(uint16_t(uint64_t(value)))); return;
     case kI8: write_raw(p, int8_t(uint8_t(uint64_t(value)))); return;
     case kU8: write_raw(p, uint8_t(uint64_t(value))); return;
+    case kU16: write_raw(p, uint16_t(uint64_t(value))); return;
+    case kU32: write_raw(p, uint32_t(uint64_t(value))); return;
+    case kU64: write_raw(p, uint64_t(value)); return;
     case kBool: write_raw(p, uint8_t(value != 0)); return;
     default: store_double(dtype, p, double(value)); return;
   }

@@ -36,15 +36,20 @@ ReferenceKernel float_kernel(FloatFn fn) {
   });
 }
 
-// Same dtype out; `float_fn` for floating inputs, `int_fn` (exact) for integer and bool.
+// Same dtype out; `float_fn` for floating inputs, `int_fn` (exact) for integer and bool. u64
+// values are int64 bits, negative from 2^63 up: `u64_fn` (given for the ops that look at the
+// sign) takes them as uint64.
 template <typename IntFn>
-ReferenceKernel same_dtype_kernel(FloatFn float_fn, IntFn int_fn) {
-  return single([float_fn, int_fn](const KernelCall& call) {
+ReferenceKernel same_dtype_kernel(FloatFn float_fn, IntFn int_fn, int64_t (*u64_fn)(uint64_t) = nullptr) {
+  return single([float_fn, int_fn, u64_fn](const KernelCall& call) {
     const Tensor& self = call.tensor(0);
     if (is_floating(self.dtype())) return map_float(self, self.dtype(), float_fn);
+    if (u64_fn && self.dtype() == DType::u64) return map_int(self, [u64_fn](int64_t x) { return u64_fn(uint64_t(x)); });
     return map_int(self, int_fn);
   });
 }
+
+int64_t u64_identity(uint64_t x) { return int64_t(x); }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double rsqrt(double x) { return 1.0 / std::sqrt(x); }
@@ -91,7 +96,7 @@ void register_unary_kernels(KernelTable& table) {
     return map_int(self, wrapping_negate);
   });
   table["abs"] = same_dtype_kernel([](double x) { return std::fabs(x); },
-                                   [](int64_t x) { return x < 0 ? wrapping_negate(x) : x; });
+                                   [](int64_t x) { return x < 0 ? wrapping_negate(x) : x; }, u64_identity);
   table["exp"] = float_kernel([](double x) { return std::exp(x); });
   table["log"] = float_kernel([](double x) { return std::log(x); });
   table["log1p"] = float_kernel([](double x) { return std::log1p(x); });
@@ -105,11 +110,12 @@ void register_unary_kernels(KernelTable& table) {
   table["sigmoid"] = float_kernel(sigmoid);
   table["erf"] = float_kernel([](double x) { return std::erf(x); });
   table["erfinv"] = float_kernel(erfinv);
-  table["relu"] = same_dtype_kernel(relu, [](int64_t x) { return x > 0 ? x : int64_t(0); });
+  table["relu"] = same_dtype_kernel(relu, [](int64_t x) { return x > 0 ? x : int64_t(0); }, u64_identity);
   table["floor"] = same_dtype_kernel([](double x) { return std::floor(x); }, [](int64_t x) { return x; });
   table["ceil"] = same_dtype_kernel([](double x) { return std::ceil(x); }, [](int64_t x) { return x; });
   table["round"] = same_dtype_kernel(round_half_even, [](int64_t x) { return x; });
-  table["sign"] = same_dtype_kernel(sign, [](int64_t x) { return int64_t(x > 0) - int64_t(x < 0); });
+  table["sign"] = same_dtype_kernel(sign, [](int64_t x) { return int64_t(x > 0) - int64_t(x < 0); },
+                                    [](uint64_t x) { return int64_t(x != 0); });
   table["logical_not"] = single([](const KernelCall& call) {
     const Tensor& self = call.tensor(0);
     std::vector<double> values = to_doubles(self);

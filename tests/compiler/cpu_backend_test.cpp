@@ -292,6 +292,25 @@ TEST(CpuBackendCache, SecondCompileIsAHitWithoutCompilingCpp) {
   fs::remove_all(*options.cache_dir);
 }
 
+TEST(CpuBackendCache, GraphsThatDifferOnlyInParameterNamesDoNotShareAnEntry) {
+  // The same code, parameters named differently (as two ONNX models name their constants):
+  // each gets its own artifact, whose manifest names its own parameter.
+  auto graph_with = [](const std::string& parameter) {
+    Graph graph;
+    Node* x = input(graph, "x", {4});
+    graph.set_parameter(parameter, Tensor::full({4}, 2.0, DType::f32));
+    graph.create_output({graph.create_call("mul", {x, graph.create_get_attr(parameter)})});
+    return graph;
+  };
+  CompileOptions options = private_cache("names");
+  CompiledModel first = compile(graph_with("shape"), options);
+  CompiledModel second = compile(graph_with("weight"), options);
+  EXPECT_NE(first.result().key, second.result().key);
+  Tensor x = Tensor::full({4}, 1.5, DType::f32);
+  EXPECT_EQ(second.run({{"x", x}})[0].flat_double(0), 3.0);
+  fs::remove_all(*options.cache_dir);
+}
+
 TEST(CpuBackendCache, CorruptedEntryIsRebuilt) {
   CompileOptions options = private_cache("corrupt");
   CompiledModel first = compile(small_graph(3.5), options);

@@ -27,6 +27,13 @@ std::map<std::string, Tensor> inputs_of(const std::string& name, const std::vect
   return inputs;
 }
 
+// Import options that freeze these inputs.
+OnnxImportOptions frozen(std::map<std::string, Tensor> values) {
+  OnnxImportOptions options;
+  options.input_values = std::move(values);
+  return options;
+}
+
 Tensor ints(const std::vector<int64_t>& values) {
   return Tensor::from_vector({int64_t(values.size())}, values, DType::i64);
 }
@@ -114,14 +121,14 @@ TEST(OnnxSpecialization, BadValuesAndMissingInputsAreUserErrors) {
 
 TEST(OnnxSpecialization, TheFreezeChecksWhatItIsGiven) {
   std::string path = specialize_case("reshape_shape_input");
-  ir::Graph graph = import_onnx(path, {{{"shape", ints({6, 2})}}});
+  ir::Graph graph = import_onnx(path, frozen({{"shape", ints({6, 2})}}));
   ASSERT_THAT(graph.placeholders(), ::testing::SizeIs(1));
   EXPECT_EQ(ir::interpret(graph, {{"x", Tensor::zeros({2, 6}, DType::f32)}})[0].sizes(), (Sizes{6, 2}));
-  EXPECT_EQ(error_of([&] { import_onnx(path, {{{"shapes", ints({6, 2})}}}); }),
+  EXPECT_EQ(error_of([&] { import_onnx(path, frozen({{"shapes", ints({6, 2})}})); }),
             "'" + path + "': 'shapes' is not a graph input fed at run time (the inputs are 'x', 'shape')");
-  EXPECT_EQ(error_of([&] { import_onnx(path, {{{"shape", Tensor::zeros({2}, DType::i32)}}}); }),
+  EXPECT_EQ(error_of([&] { import_onnx(path, frozen({{"shape", Tensor::zeros({2}, DType::i32)}})); }),
             "'" + path + "': the value given for graph input 'shape' is i32, but the input is declared INT64");
-  EXPECT_EQ(error_of([&] { import_onnx(path, {{{"shape", ints({6, 2, 1})}}}); }),
+  EXPECT_EQ(error_of([&] { import_onnx(path, frozen({{"shape", ints({6, 2, 1})}})); }),
             "'" + path + "': the value given for graph input 'shape' has shape [3], but the input is declared [2]");
 }
 

@@ -62,6 +62,19 @@ TEST(JsonFormat, Int16RoundTrips) {
   verify(back);
 }
 
+TEST(JsonFormat, UnsignedTypesRoundTrip) {
+  Graph graph;
+  Node* x = graph.create_placeholder("x", TensorMeta::contiguous(DType::u64, {2, 3}));
+  graph.create_output({graph.create_call("cast", {graph.create_call("bitwise_not", {x}), DType::u16})});
+  json document = graph_to_json(graph);
+  EXPECT_NE(document.dump().find("\"u64\""), std::string::npos) << document.dump();
+  EXPECT_NE(document.dump().find("\"u16\""), std::string::npos) << document.dump();
+  Graph back = graph_from_json(json::parse(document.dump()), options_with(graph));
+  EXPECT_EQ(back.find("x")->value().dtype, DType::u64);
+  EXPECT_EQ(print_graph(back), print_graph(graph));
+  verify(back);
+}
+
 TEST(JsonFormat, TopLevelAndPlaceholderLayout) {
   json document = graph_to_json(all_arguments_graph());
   EXPECT_EQ(document["format"], "kiln-graph");

@@ -121,6 +121,30 @@ TEST(RoundTrip, Int16TypesAndArguments) {
   verify(parsed);
 }
 
+TEST(RoundTrip, UnsignedTypesAndArguments) {
+  const std::string text =
+      "graph():\n"
+      "    %x : u32[2, 3] [num_users=1] = placeholder[target=x]\n"
+      "    %y : u64[3] [num_users=1] = placeholder[target=y]\n"
+      "    %add : u32[2, 3] [num_users=1] = call_function[target=add](args = (%x, 5), kwargs = {})\n"
+      "    %cast : u16[2, 3] [num_users=1] = call_function[target=cast](args = (%add, u16), kwargs = {})\n"
+      "    %max : u64[3] [num_users=1] = call_function[target=maximum](args = (%y, %y), kwargs = {})\n"
+      "    return (cast, max)\n";
+  Graph parsed = parse_graph(text, "t.kiln");
+  EXPECT_EQ(parsed.find("x")->value().dtype, DType::u32);
+  EXPECT_EQ(parsed.find("add")->value().dtype, DType::u32);  // u32 tensor + int: u32
+  EXPECT_EQ(parsed.find("cast")->value().dtype, DType::u16);
+  EXPECT_EQ(print_graph(parsed), text);
+  verify(parsed);
+  // u32 with i64 is refused as PyTorch refuses it: the op's shape rule names the node.
+  std::string mixed = "graph():\n"
+                      "    %x : u32[2] = placeholder[target=x]\n"
+                      "    %z : i64[2] = placeholder[target=z]\n"
+                      "    %add : u32[2] = call_function[target=add](args = (%x, %z), kwargs = {})\n"
+                      "    return (add,)\n";
+  EXPECT_THROW(parse_graph(mixed, "t.kiln"), Error);
+}
+
 TEST(Parser, MetasAreReinferredNotCopied) {
   Graph parsed = reparse(mlp_graph());
   // The text does not show strides; the transpose's view strides come from its shape rule.
@@ -250,7 +274,7 @@ TEST(ParseErrors, Garbage) {
 
 TEST(ParseErrors, BadTypes) {
   EXPECT_EQ(parse_error(kHeader + "    %y : f33[2] = placeholder[target=y]\n"),
-            "t.kiln:3:10: expected a dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8, bool), found 'f33'");
+            "t.kiln:3:10: expected a dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8, u16, u32, u64, bool), found 'f33'");
   std::string message = parse_error(kHeader + "    %y : f32[s0 +] = placeholder[target=y]\n");
   EXPECT_EQ(message.rfind("t.kiln:3:", 0), 0u) << message;
   EXPECT_NE(message.find("bad dimension 's0 +'"), std::string::npos) << message;

@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "kiln/error.h"
+
 namespace kiln::ir {
 namespace {
 
@@ -31,6 +36,37 @@ TEST(PromoteTypes, MatchesPyTorchTable) {
     for (int column = 0; column < 10; ++column)
       EXPECT_EQ(promote_types(order[row], order[column]), table[row][column])
           << dtype_name(order[row]) << " + " << dtype_name(order[column]);
+}
+
+TEST(PromoteTypes, WideUnsignedTypesPromoteOnlyWithFloats) {
+  // torch.promote_types in PyTorch 2.x: uint16/32/64 with themselves or a floating type, and a
+  // RuntimeError ("Promotion for uint16, uint32, uint64 types is not supported") otherwise.
+  const DType u16 = DType::u16, u32 = DType::u32, u64 = DType::u64;
+  for (DType u : {u16, u32, u64}) {
+    EXPECT_EQ(promote_types(u, u), u);
+    for (DType f : {f16, bf16, f32, f64}) {
+      EXPECT_EQ(promote_types(u, f), f) << dtype_name(u) << " + " << dtype_name(f);
+      EXPECT_EQ(promote_types(f, u), f);
+    }
+    for (DType other : {u8, i8, i16, i32, i64, b, u16, u32, u64}) {
+      if (other == u) continue;
+      EXPECT_THROW(promote_types(u, other), Error) << dtype_name(u) << " + " << dtype_name(other);
+      EXPECT_THROW(promote_types(other, u), Error);
+    }
+  }
+  try {
+    promote_types(u32, i32);
+    FAIL() << "u32 + i32 promoted";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "promotion of u32 with i32 is not supported (as in PyTorch, u16, u32 and u64 promote only with floating "
+              "types): cast one operand first");
+  }
+  // A Python number or a 0-d tensor of the same category leaves a u32 tensor u32 (no promotion).
+  EXPECT_EQ(result_type(std::vector<PromotionOperand>{PromotionOperand::tensor(u32, 1), PromotionOperand::scalar(i64)}), u32);
+  EXPECT_EQ(result_type(std::vector<PromotionOperand>{PromotionOperand::tensor(u64, 1), PromotionOperand::tensor(i64, 0)}), u64);
+  EXPECT_EQ(result_type(std::vector<PromotionOperand>{PromotionOperand::tensor(u16, 1), PromotionOperand::scalar(f32)}), f32);
+  EXPECT_EQ(sum_dtype(u64), i64);
 }
 
 TEST(PromoteTypes, HalfTypesMeetInF32) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
@@ -97,15 +98,23 @@ NodeTestCase read_node_test_case(const fs::path& folder) {
     std::replace(name.begin(), name.end(), ' ', '_');
     test_case.unsupported_types.insert("type:" + name);
   };
-  for (const auto* values : {&model.graph().input(), &model.graph().output()})
-    for (const onnx::ValueInfoProto& value : *values) {
-      const onnx::TypeProto& type = value.type();
-      if (type.has_tensor_type()) check_element_type(type.tensor_type().elem_type());
-      else if (type.has_sequence_type()) test_case.unsupported_types.insert("type:sequence");
-      else if (type.has_optional_type()) test_case.unsupported_types.insert("type:optional");
-      else if (type.has_map_type()) test_case.unsupported_types.insert("type:map");
-      else test_case.unsupported_types.insert("type:unknown");
+  // Tensors, and sequences and optionals of them (fed and compared as named tensors, see
+  // node_test_run.h); an element type 0 (an optional's or sequence's left open) is any.
+  std::function<void(const onnx::TypeProto&)> check_type = [&](const onnx::TypeProto& type) {
+    if (type.has_tensor_type()) {
+      if (type.tensor_type().elem_type() != 0) check_element_type(type.tensor_type().elem_type());
+    } else if (type.has_sequence_type()) {
+      check_type(type.sequence_type().elem_type());
+    } else if (type.has_optional_type()) {
+      check_type(type.optional_type().elem_type());
+    } else if (type.has_map_type()) {
+      test_case.unsupported_types.insert("type:map");
+    } else {
+      test_case.unsupported_types.insert("type:unknown");
     }
+  };
+  for (const auto* values : {&model.graph().input(), &model.graph().output()})
+    for (const onnx::ValueInfoProto& value : *values) check_type(value.type());
   for (const auto& node : model.graph().node())
     if (node.op_type() == "Cast")
       for (const auto& attribute : node.attribute())

@@ -1,11 +1,14 @@
 // Running one node test case as a user runs it (see node_test_run.h).
 #include "tests/onnx_conformance/node_test_run.h"
 
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <map>
 #include <set>
 #include <vector>
+
+#include <onnx/onnx-data_pb.h>
 
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/interpreter.h"
@@ -30,7 +33,7 @@ const FailureClassInfo kFailureClasses[] = {
     {FailureClass::none, "none", "passed"},
     {FailureClass::opset, "opset", "an opset the importer does not take"},
     {FailureClass::unsupported_op, "unsupported_op", "an op the importer does not convert"},
-    {FailureClass::unsupported_type, "unsupported_type", "an element type Kiln has no dtype for, or a sequence/optional value"},
+    {FailureClass::unsupported_type, "unsupported_type", "an element type Kiln has no dtype for (strings, 8-bit floats, 4-bit integers), or a map"},
     {FailureClass::shape_input, "shape_input", "a shape-deciding input that cannot be taken at run time"},
     {FailureClass::import, "import", "another import error (an attribute or edge case a converter refuses)"},
     {FailureClass::interpreter, "interpreter", "the interpreter fails or computes a wrong result"},
@@ -62,18 +65,49 @@ Message parse_file(const fs::path& path) {
 
 // A data set tensor of a graph input or output declared with `element_type`. ONNX stores
 // bfloat16 data as UINT16 (numpy has no bfloat16): those bits are read as BFLOAT16.
-Tensor read_data_tensor(const fs::path& path, int32_t element_type) {
-  auto proto = std::make_shared<onnx::TensorProto>(parse_file<onnx::TensorProto>(path));
+Tensor read_data_tensor(const onnx::TensorProto& message, const fs::path& path, int32_t element_type) {
+  auto proto = std::make_shared<onnx::TensorProto>(message);
   if (element_type == onnx::TensorProto::BFLOAT16 && proto->data_type() == onnx::TensorProto::UINT16)
     proto->set_data_type(onnx::TensorProto::BFLOAT16);
   return frontends::OnnxTensorReader(proto, path.string()).read(*proto, "the tensor '" + proto->name() + "'");
 }
 
+// The element type a (possibly sequence or optional) type holds.
+int32_t element_type_of(const onnx::TypeProto& type) {
+  if (type.has_sequence_type()) return element_type_of(type.sequence_type().elem_type());
+  if (type.has_optional_type()) return element_type_of(type.optional_type().elem_type());
+  return type.has_tensor_type() ? type.tensor_type().elem_type() : 0;
+}
+
+// A data set value of `type` as the named tensors a user feeds or gets (onnx_importer.h): a
+// tensor under `name`; a sequence's elements under name.0, name.1, ...; an optional's value as
+// such, or nothing when empty.
+void read_data_value(const fs::path& path, const std::string& name, const onnx::TypeProto& type,
+                     std::vector<std::pair<std::string, Tensor>>& out) {
+  int32_t element_type = element_type_of(type);
+  auto add_sequence = [&](const onnx::SequenceProto& sequence) {
+    for (int k = 0; k < sequence.tensor_values_size(); ++k)
+      out.emplace_back(name + "." + std::to_string(k), read_data_tensor(sequence.tensor_values(k), path, element_type));
+  };
+  if (type.has_sequence_type()) return add_sequence(parse_file<onnx::SequenceProto>(path));
+  if (type.has_optional_type()) {
+    auto optional = parse_file<onnx::OptionalProto>(path);
+    if (optional.has_tensor_value()) out.emplace_back(name, read_data_tensor(optional.tensor_value(), path, element_type));
+    else if (optional.has_sequence_value()) add_sequence(optional.sequence_value());
+    return;
+  }
+  out.emplace_back(name, read_data_tensor(parse_file<onnx::TensorProto>(path), path, element_type));
+}
+
 // The data set: every graph input that is not an initializer, by name, and the expected
-// value of every graph output, by name, in the model's order.
+// value of every graph output, by name, in the model's order (sequences and optionals as
+// the named tensors a user feeds and gets: read_data_value).
 struct DataSet {
   std::vector<std::pair<std::string, Tensor>> inputs;
   std::vector<std::pair<std::string, Tensor>> expected;
+  // The model's sequence and optional outputs (ONNX names) with the number of tensors expected
+  // for each: the run must give exactly these.
+  std::vector<std::pair<std::string, size_t>> collection_outputs;
 };
 
 DataSet read_data_set(const NodeTestCase& test_case) {
@@ -90,11 +124,12 @@ DataSet read_data_set(const NodeTestCase& test_case) {
   if (int(output_files.size()) != model.graph().output_size())
     fail("the model has ", model.graph().output_size(), " outputs, the data set ", output_files.size());
   DataSet data;
-  for (size_t k = 0; k < inputs.size(); ++k)
-    data.inputs.emplace_back(inputs[k]->name(), read_data_tensor(input_files[k], inputs[k]->type().tensor_type().elem_type()));
+  for (size_t k = 0; k < inputs.size(); ++k) read_data_value(input_files[k], inputs[k]->name(), inputs[k]->type(), data.inputs);
   for (size_t k = 0; k < output_files.size(); ++k) {
     const onnx::ValueInfoProto& output = model.graph().output(int(k));
-    data.expected.emplace_back(output.name(), read_data_tensor(output_files[k], output.type().tensor_type().elem_type()));
+    size_t before = data.expected.size();
+    read_data_value(output_files[k], output.name(), output.type(), data.expected);
+    if (!output.type().has_tensor_type()) data.collection_outputs.emplace_back(output.name(), data.expected.size() - before);
   }
   return data;
 }
@@ -115,6 +150,15 @@ std::string compare_outputs(const DataSet& data, const std::vector<std::string>&
     }
     if (std::string problem = difference_at_onnx_tolerance(expected, actual.at(index)); !problem.empty())
       return "output '" + onnx_name + "': " + problem;
+  }
+  // A sequence gives no element past the expected ones; an empty optional gives nothing.
+  auto has = [&](const std::string& onnx_name) {
+    return std::find(names.begin(), names.end(), kiln_value_name(onnx_name)) != names.end();
+  };
+  for (const auto& [onnx_name, count] : data.collection_outputs) {
+    if (has(onnx_name + "." + std::to_string(count)))
+      return "output '" + onnx_name + "' has more than the " + std::to_string(count) + " elements expected";
+    if (count == 0 && has(onnx_name)) return "output '" + onnx_name + "' is given, but an empty optional is expected";
   }
   return "";
 }
@@ -169,8 +213,8 @@ CaseOutcome run_node_test_case(const NodeTestCase& test_case, const CompileOptio
     outcome.detail = std::move(detail);
     return outcome;
   };
-  // Values the runner cannot even read or feed (sequences, optionals, element types Kiln has
-  // no dtype for): a user could not pass them either.
+  // Values the runner cannot even read or feed (maps, element types Kiln has no dtype for): a
+  // user could not pass them either.
   if (!test_case.unsupported_types.empty()) {
     std::string types;
     for (const std::string& type : test_case.unsupported_types) types += (types.empty() ? "" : " ") + type;

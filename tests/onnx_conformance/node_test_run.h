@@ -3,7 +3,10 @@
 // names and compared with the expected ones at ONNX's tolerances (onnx_tolerance.h), through
 // the reference interpreter and through the CPU backend. The case passes when both match.
 // Inputs that decide shapes (Reshape's shape, Slice's starts, ...) go through the same
-// value specialization a user's `kiln run` gets (case_model.h).
+// value specialization a user's `kiln run` gets (case_model.h). Sequence and optional values
+// are fed and compared as a user feeds and gets them (frontends/onnx/onnx_importer.h): a
+// sequence `s` as the tensors s.0, s.1, ..., an optional as its value or nothing; a sequence
+// output must have exactly the expected elements, an empty optional output must be absent.
 //
 // A failure is put in one class (FailureClass), from the stage that failed and what it said,
 // so that the report can count the remaining failures by reason.
@@ -28,7 +31,7 @@ enum class FailureClass {
   none,              // it passed
   opset,             // its opset is one the importer does not take (or cannot convert)
   unsupported_op,    // it uses an op the importer does not convert
-  unsupported_type,  // an element type Kiln has no dtype for, or a sequence/optional/map value
+  unsupported_type,  // an element type Kiln has no dtype for, or a map value
   shape_input,       // an input that decides a shape could not be taken at run time
   import,            // any other import error (an attribute, an edge case of a converter)
   interpreter,       // the interpreter failed or computed a wrong result

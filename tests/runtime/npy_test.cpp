@@ -103,6 +103,19 @@ TEST(Npy, EveryDTypeRoundTrips) {
   EXPECT_EQ(bytes.dtype(), DType::u8);
   EXPECT_EQ(bytes.flat_int(2), 200);
   EXPECT_EQ(bytes.flat_int(3), 255);
+  // numpy's uint16, uint32 and uint64 ('<u2', '<u4', '<u8'), with each one's largest value.
+  for (DType dtype : {DType::u16, DType::u32, DType::u64}) {
+    Tensor wide = Tensor::empty({2}, dtype);
+    store_int(dtype, wide.data_ptr(), 7);
+    store_int(dtype, static_cast<char*>(wide.data_ptr()) + dtype_size(dtype), -1);  // all bits set
+    std::string written = serialize_npy(wide);
+    std::string descr = "'descr': '<u" + std::to_string(dtype_size(dtype)) + "'";
+    EXPECT_NE(written.find(descr), std::string::npos) << written;
+    Tensor back = parse_npy(written);
+    ASSERT_EQ(back.dtype(), dtype);
+    EXPECT_EQ(back.flat_int(0), 7);
+    EXPECT_EQ(back.flat_double(1), dtype == DType::u16 ? 65535.0 : dtype == DType::u32 ? 4294967295.0 : 0x1p64);
+  }
   Tensor flags = parse_npy(serialize_npy(Tensor::from_vector<int>({3}, {1, 0, 1}, DType::boolean)));
   EXPECT_EQ(flags.dtype(), DType::boolean);
   EXPECT_EQ(flags.flat_int(0), 1);
@@ -232,7 +245,8 @@ TEST(NpyErrors, FortranOrder) {
 TEST(NpyErrors, UnsupportedDTypeIsNamed) {
   std::string complex = npy_bytes(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", raw<float>({1, 2}));
   EXPECT_EQ(error_of([&] { parse_npy(complex, "c.npy"); }),
-            "c.npy: unsupported .npy dtype '<c8'; Kiln reads f4, f2, f8, i8, i4, i2, i1, u1 and b1 in either byte order");
+            "c.npy: unsupported .npy dtype '<c8'; Kiln reads f4, f2, f8, i8, i4, i2, i1, u1, u2, u4, u8 and b1 in either "
+            "byte order");
   std::string opaque = npy_bytes(1, "{'descr': '<V2', 'fortran_order': False, 'shape': (1,), }", "ab");
   std::string hint = "'<V2' (opaque 2-byte records, as ml_dtypes saves bfloat16";
   EXPECT_NE(error_of([&] { parse_npy(opaque, "b.npy"); }).find(hint), std::string::npos);

@@ -129,6 +129,24 @@ TEST(Safetensors, ReadsAFileWrittenByAnotherWriter) {
   EXPECT_EQ(contents.tensors.at("w").flat_int(1), -1);
 }
 
+TEST(Safetensors, UnsignedTypesAreU16U32U64) {
+  // torch.uint16/32/64 as safetensors names them ("U16", "U32", "U64"), read and written back.
+  std::string header = R"({"a":{"dtype":"U16","shape":[2],"data_offsets":[0,4]},)"
+                       R"("b":{"dtype":"U32","shape":[2],"data_offsets":[4,12]},)"
+                       R"("c":{"dtype":"U64","shape":[2],"data_offsets":[12,28]}})";
+  std::string data = raw<uint16_t>({65535, 3}) + raw<uint32_t>({4294967295u, 5}) + raw<uint64_t>({~0ull, 9});
+  SafetensorsContents contents = parse_safetensors(file_bytes(header, data));
+  EXPECT_EQ(contents.tensors.at("a").dtype(), DType::u16);
+  EXPECT_EQ(contents.tensors.at("a").flat_int(0), 65535);
+  EXPECT_EQ(contents.tensors.at("b").dtype(), DType::u32);
+  EXPECT_EQ(contents.tensors.at("b").flat_int(0), 4294967295);
+  EXPECT_EQ(contents.tensors.at("c").dtype(), DType::u64);
+  EXPECT_EQ(contents.tensors.at("c").flat_double(0), 0x1p64);
+  EXPECT_EQ(contents.tensors.at("c").flat_int(1), 9);
+  std::string bytes = serialize_safetensors({{"c", contents.tensors.at("c")}}, {});
+  EXPECT_NE(bytes.find(R"("dtype":"U64")"), std::string::npos) << bytes.substr(0, 80);
+}
+
 TEST(Safetensors, Int16IsI16) {
   // torch.int16 as safetensors' torch writer names it ("I16"), read and written back.
   std::string header = R"({"s":{"dtype":"I16","shape":[3],"data_offsets":[0,6]}})";
@@ -216,8 +234,8 @@ TEST(SafetensorsErrors, BadJson) {
 TEST(SafetensorsErrors, UnknownDTypeNamesTheTensor) {
   std::string header = R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})";
   EXPECT_EQ(error_of([&] { parse_safetensors(file_bytes(header, "x"), "d.safetensors"); }),
-            "d.safetensors: tensor 'w': unknown dtype \"F8_E4M3\" (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8 "
-            "and BOOL)");
+            "d.safetensors: tensor 'w': unknown dtype \"F8_E4M3\" (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8, "
+            "U16, U32, U64 and BOOL)");
 }
 
 TEST(SafetensorsErrors, OffsetsOutsideTheData) {
@@ -297,7 +315,7 @@ TEST(Safetensors, HostileHeadersAreRefusedOnOneShortLine) {
   header = "{\"" + name + "\": {\"dtype\": \"F99\", \"shape\": [], \"data_offsets\": [0, 0]}}";
   std::string message = error_of([&] { parse_safetensors(file_bytes(header, ""), "n.safetensors"); });
   EXPECT_EQ(message, "n.safetensors: tensor '" + std::string(80, 'n') +
-                         "... (5000 bytes)': unknown dtype \"F99\" (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8 and BOOL)");
+                         "... (5000 bytes)': unknown dtype \"F99\" (Kiln reads F32, F16, BF16, F64, I64, I32, I16, I8, U8, U16, U32, U64 and BOOL)");
   message = error_of([&] { parse_safetensors(file_bytes("{\"a\": \x01" + std::string(3000, '\x02') + "}", ""), "n.safetensors"); });
   EXPECT_TRUE(is_printable(message)) << message.substr(0, 200);
   EXPECT_LT(message.size(), 400u);

@@ -240,6 +240,39 @@ TEST(Tensor, Int16Conversions) {
   EXPECT_EQ(narrow.to(DType::i64).flat_int(1), -129);
 }
 
+TEST(Tensor, UnsignedConversions) {
+  // u16 and u32 as numpy's astype converts integers (modulo 2^16, 2^32); floats truncate, then
+  // wrap through int64 as for the other integer types. u64 keeps values from 2^63 up (float
+  // values past 2^64 saturate to its largest value, negative ones wrap through int64).
+  EXPECT_EQ(parse_dtype("uint16"), DType::u16);
+  EXPECT_EQ(parse_dtype("u32"), DType::u32);
+  EXPECT_EQ(parse_dtype("uint64"), DType::u64);
+  for (DType dtype : {DType::u16, DType::u32, DType::u64}) {
+    EXPECT_TRUE(is_integral(dtype));
+    EXPECT_FALSE(is_signed(dtype));
+    EXPECT_FALSE(is_floating(dtype));
+  }
+  EXPECT_EQ(dtype_size(DType::u16), 2u);
+  EXPECT_EQ(dtype_size(DType::u32), 4u);
+  EXPECT_EQ(dtype_size(DType::u64), 8u);
+  Tensor longs = Tensor::from_doubles({3}, std::vector<double>{-1, 70000, 5000000000}, DType::i64);
+  Tensor u16 = longs.to(DType::u16), u32 = longs.to(DType::u32), u64 = longs.to(DType::u64);
+  const int64_t as_u16[] = {65535, 4464, 61952}, as_u32[] = {4294967295, 70000, 705032704};
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(u16.flat_int(i), as_u16[i]) << i;
+    EXPECT_EQ(u32.flat_int(i), as_u32[i]) << i;
+  }
+  EXPECT_EQ(u64.flat_double(0), 0x1p64);  // -1 is 2^64 - 1, as a double 2^64
+  EXPECT_EQ(u64.to(DType::i64).flat_int(0), -1);
+  Tensor floats = Tensor::from_doubles({4}, std::vector<double>{1e19, 1e30, 2.9, NAN}, DType::f64);
+  Tensor big = floats.to(DType::u64);
+  EXPECT_EQ(big.flat_double(0), 1e19);
+  EXPECT_EQ(uint64_t(big.flat_int(1)), ~0ull);
+  EXPECT_EQ(big.flat_int(2), 2);
+  EXPECT_EQ(big.flat_int(3), 0);
+  EXPECT_EQ(Tensor::from_doubles({1}, std::vector<double>{70000.9}, DType::f32).to(DType::u16).flat_int(0), 4464);
+}
+
 TEST(Tensor, ForEachIndexOrderAndEmpty) {
   std::vector<Sizes> seen;
   for_each_index({2, 2}, [&](std::span<const int64_t> index) { seen.emplace_back(index.begin(), index.end()); });

@@ -2,6 +2,7 @@
 #include "tests/support/op_coverage_cases.h"
 
 #include <cmath>
+#include <utility>
 
 #include "tests/support/differential.h"
 
@@ -173,6 +174,69 @@ OpCoverageCase int16_ops() {
                    {"b", random_tensor({17}, DType::f32, 51, -300, 300).to(DType::i16)},
                    {"u", random_tensor({17}, DType::f32, 52, 0, 255).to(DType::u8)},
                    {"x", random_tensor({3, 17}, DType::f32, 53, -3, 3)}}};
+  return c;
+}
+
+// u16, u32 and u64 end to end: arithmetic that wraps, integer division and remainders, max/min,
+// comparisons, bitwise ops and shifts past the width, Python numbers and f32 (the promotions
+// PyTorch allows), sum in i64, max and argmax of u16/u32, casts both ways; u64 values from 2^63
+// up (which int64 holds as negative bits) through the ops that order or divide them.
+OpCoverageCase unsigned_ops() {
+  OpCoverageCase c{"unsigned_ops", Graph(), {}, 1e-4, 1e-5};
+  Graph& graph = c.graph;
+  Node* h = input(graph, "h", {3, 17}, DType::u16);
+  Node* hb = input(graph, "hb", {17}, DType::u16);
+  Node* w = input(graph, "w", {3, 17}, DType::u32);
+  Node* wb = input(graph, "wb", {17}, DType::u32);
+  Node* q = input(graph, "q", {3, 17}, DType::u64);
+  Node* qb = input(graph, "qb", {17}, DType::u64);
+  Node* x = input(graph, "x", {3, 17});
+  std::vector<ir::Argument> outputs;
+  const std::pair<Node*, Node*> pairs[] = {{h, hb}, {w, wb}, {q, qb}};
+  for (const auto& [a, b] : pairs) {
+    Node* nonzero = graph.create_call("add", {graph.create_call("remainder", {b, 1000}), 1});
+    Node* shift = graph.create_call("remainder", {b, 70});
+    for (const char* op : {"add", "sub", "mul", "maximum", "minimum", "lt", "ge", "eq", "bitwise_and", "bitwise_or",
+                           "bitwise_xor"})
+      outputs.push_back(graph.create_call(op, {a, b}));
+    for (const char* mode : {"floor", "trunc"})
+      outputs.push_back(graph.create_call("div", {a, nonzero}, {{"rounding_mode", std::string(mode)}}));
+    outputs.push_back(graph.create_call("div", {a, b}));  // true division: f32
+    outputs.push_back(graph.create_call("remainder", {a, nonzero}));
+    outputs.push_back(graph.create_call("fmod", {a, nonzero}));
+    outputs.push_back(graph.create_call("bitwise_left_shift", {a, shift}));
+    outputs.push_back(graph.create_call("bitwise_right_shift", {a, shift}));
+    outputs.push_back(graph.create_call("bitwise_not", {a}));
+    outputs.push_back(graph.create_call("neg", {a}));
+    for (const char* op : {"abs", "sign", "relu"}) outputs.push_back(graph.create_call(op, {a}));
+    outputs.push_back(graph.create_call("add", {a, 40000}));  // wraps
+    outputs.push_back(graph.create_call("mul", {a, 0.5}));    // f32
+    outputs.push_back(graph.create_call("add", {a, x}));      // f32
+    outputs.push_back(graph.create_call("gt", {a, 30000}));
+    outputs.push_back(graph.create_call("sum", {a, ints({1})}));
+    outputs.push_back(graph.create_call("cast", {a, DType::f64}));
+    outputs.push_back(graph.create_call("cast", {a, DType::f32}));
+    outputs.push_back(graph.create_call("cast", {a, DType::i64}));
+    outputs.push_back(graph.create_call("cast", {a, DType::i16}));
+    outputs.push_back(graph.create_call("cast", {a, DType::boolean}));
+    outputs.push_back(graph.create_call("cast", {graph.create_call("mul", {x, 1e19}), a->value().dtype}));
+    outputs.push_back(graph.create_call("where", {graph.create_call("gt", {a, b}), a, b}));
+    outputs.push_back(graph.create_call("transpose", {a, 0, 1}));
+    if (a != q) {  // the interpreter's reductions order u64 values as int64
+      outputs.push_back(graph.create_call("amax", {a, ints({0})}));
+      outputs.push_back(graph.create_call("argmax", {a, 1}));
+    }
+  }
+  graph.create_output(outputs);
+  // u64 values over the whole range: doubles up to 1.8e19, stored as u64 saturates them.
+  Tensor big = random_tensor({3, 17}, DType::f64, 66, 0, 1.8e19).to(DType::u64);
+  c.input_sets = {{{"h", random_tensor({3, 17}, DType::f32, 60, 0, 65535).to(DType::u16)},
+                   {"hb", random_tensor({17}, DType::f32, 61, 0, 65535).to(DType::u16)},
+                   {"w", random_tensor({3, 17}, DType::f64, 62, 0, 4294967295.0).to(DType::u32)},
+                   {"wb", random_tensor({17}, DType::f64, 63, 0, 4294967295.0).to(DType::u32)},
+                   {"q", big},
+                   {"qb", random_tensor({17}, DType::f64, 64, 0, 1.8e19).to(DType::u64)},
+                   {"x", random_tensor({3, 17}, DType::f32, 65, -3, 3)}}};
   return c;
 }
 
@@ -373,6 +437,7 @@ std::vector<OpCoverageCase> op_coverage_cases() {
   cases.push_back(binary_ops());
   cases.push_back(integer_ops());
   cases.push_back(int16_ops());
+  cases.push_back(unsigned_ops());
   cases.push_back(copies_creation_random_fallbacks());
   cases.push_back(selection_and_sampling_fallbacks());
   cases.push_back(saturating_casts());
