@@ -29,7 +29,8 @@ extern "C" int omp_get_max_threads(void);
 extern "C" void omp_set_num_threads(int);
 
 #define KILN_POOL_MAX_WORKERS 255
-// Pauses a worker spins for the next job before it sleeps (~50-150 us on current x86 cores), and
+// Pauses a worker spins for the next job before it sleeps (~140 us on a Zen 4 core, where a pause
+// takes ~35 ns), and
 // pauses the caller spins for claimed chunks before it yields its CPU to the thread running them.
 #define KILN_POOL_WORKER_SPIN 4096
 #define KILN_POOL_CALLER_SPIN 2048

@@ -1,5 +1,6 @@
 // The cpu target's loader: a module.so run through the C ABI of runtime/compiled_abi.h.
 #include "runtime/cpu/cpu_artifact.h"
+#include "runtime/cpu/openmp_wait_policy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -219,6 +220,7 @@ CpuArtifact CpuArtifact::load(const fs::path& directory) {
   if (!host_supports(manifest.isa))
     fail("compiled artifact ", where, " was built for ", isa_name(manifest.isa), ", which this CPU cannot run (it supports ",
          isa_name(host_isa()), "); recompile the model on this machine");
+  prefer_passive_openmp_waits();  // before the module loads libgomp
   loaded->library = SharedLibrary::open(loaded->directory / manifest.library);
   const SharedLibrary& library = loaded->library;
   int32_t module_abi = library.function<AbiVersionFn>("kiln_abi_version")();
