@@ -135,10 +135,13 @@ __attribute__((destructor)) static void kiln_pool_shutdown() {
 static inline void kiln_pool_set_threads(int threads) {
   if (threads < 1) threads = 1;
   if (threads > KILN_POOL_MAX_WORKERS + 1) threads = KILN_POOL_MAX_WORKERS + 1;
-  kiln_pool.threads = threads;
+  __atomic_store_n(&kiln_pool.threads, threads, __ATOMIC_RELAXED);  // two callers may race: either value is right
 }
 
-static inline int32_t kiln_pool_threads() { return kiln_pool.threads < 1 ? 1 : kiln_pool.threads; }
+static inline int32_t kiln_pool_threads() {
+  const int32_t threads = __atomic_load_n(&kiln_pool.threads, __ATOMIC_RELAXED);
+  return threads < 1 ? 1 : threads;
+}
 
 template <class F>
 static void kiln_pool_trampoline(void* context, int64_t begin, int64_t end) {
@@ -197,12 +200,13 @@ static inline void kiln_parallel_for(int64_t n, const F& body) {
 // threads (oneDNN's OpenMP team) follows, and a spinning worker would take a CPU from them.
 static inline void kiln_pool_park() { KILN_STORE(kiln_pool.park, 1); }
 
-// Rows of one GEMM task (codegen/cpp/cpp_library_calls.cpp): whole GEMMs when the batch gives
-// every thread two, else blocks of rows (a multiple of 16, the BLAS kernels' tile) so that every
+// Rows of one GEMM task (codegen/cpp/cpp_library_calls.cpp): whole GEMMs on one thread or when
+// the batch gives every thread two (each task's BLAS call packs the right operand again), else blocks of rows (a multiple of 16, the BLAS kernels' tile) so that every
 // thread gets about two.
 static inline int64_t kiln_gemm_task_rows(int64_t batch, int64_t rows) {
-  const int64_t wanted = int64_t(kiln_pool_threads()) * 2;
-  if (rows <= 16 || batch >= wanted) return rows > 0 ? rows : 1;
+  const int64_t threads = kiln_pool_threads();
+  const int64_t wanted = threads * 2;
+  if (threads == 1 || rows <= 16 || batch >= wanted) return rows > 0 ? rows : 1;
   const int64_t per_gemm = (wanted + batch - 1) / batch;
   const int64_t task = (rows + per_gemm - 1) / per_gemm;
   return (task + 15) / 16 * 16;
