@@ -386,6 +386,8 @@ def measure_case(args, case, work_dir, cache_dir):
     eager = torch_call(case.module, case.inputs)
     compiled_module = None
     try:
+        if "compile" not in args.engines:
+            raise RuntimeError("not timed (--engines)")
         start = time.perf_counter()
         compiled_module = torch.compile(case.module)
         compiled_outputs = torch_outputs(compiled_module, case.inputs)
@@ -405,6 +407,7 @@ def measure_case(args, case, work_dir, cache_dir):
     if args.baseline_kiln:
         measure["base"] = lambda: kiln_bench(args, case.onnx_path, case.input_flags, cache_dir + "_base", iters,
                                              args.baseline_flags, args.baseline_kiln)
+    measure = {e: m for e, m in measure.items() if e in args.engines or e == "base"}
     row.update(run_rounds(measure, args.rounds, args.quiet_wait))
     ratios(row)
     if case.flops:
@@ -427,6 +430,8 @@ def measure_workload(args, name, work_dir, cache_dir):
     eager = torch_call(workload.module, {k: v.numpy() for k, v in workload.inputs.items()})
     compiled_module = None
     try:
+        if "compile" not in args.engines:
+            raise RuntimeError("not timed (--engines)")
         compiled_module = torch.compile(workload.module)
         with torch.no_grad():
             compiled_module(*workload.inputs.values())
@@ -443,6 +448,7 @@ def measure_workload(args, name, work_dir, cache_dir):
     if args.baseline_kiln:
         measure["base"] = lambda: kiln_bench(args, workload.model_path, input_flags, cache_dir + "_base", iters,
                                              (), args.baseline_kiln)
+    measure = {e: m for e, m in measure.items() if e in args.engines or e == "base"}
     row.update(run_rounds(measure, args.rounds, args.quiet_wait))
     ratios(row)
     return row
@@ -597,9 +603,17 @@ def parse_args():
     parser.add_argument("--priority", action="store_true",
                         help="run at autogroup nice -20 (root; slows the machine's other users)")
     parser.add_argument("--baseline-kiln", help="another build's kiln, timed as engine 'base' in the same rounds")
+    parser.add_argument("--engines", default="kiln,ort,eager,compile",
+                        help="subset of kiln,ort,eager,compile to time (base is timed whenever --baseline-kiln is given)")
+    parser.add_argument("--load", type=int, default=0,
+                        help="start this many busy processes (one spinning loop each) on the measured CPUs for the "
+                             "whole run: the figures of a loaded machine, made on purpose")
     parser.add_argument("--json-out")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
+    args.engines = {e for e in args.engines.split(",") if e}
+    if args.engines - {"kiln", "ort", "eager", "compile"}:
+        parser.error(f"unknown engines {sorted(args.engines - {'kiln', 'ort', 'eager', 'compile'})}")
     args.kiln = os.path.abspath(args.kiln)
     if not os.access(args.kiln, os.X_OK):
         parser.error(f"no kiln executable at {args.kiln} (give --kiln BUILD/tools/kiln)")
@@ -642,6 +656,9 @@ def main():
         found = re.search(r"model name\s*:\s*(.*)", f.read())
         results["environment"]["cpu"] = found.group(1) if found else results["environment"]["cpu"]
     batches = {int(b) for b in args.batches.split(",") if b}
+    # --load: busy processes on the measured CPUs (each a shell loop that never sleeps).
+    load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(args.load)]
+    results["environment"]["busy_processes"] = args.load
     try:
         results["references"].append(measure_references(args, work_dir))
         for name in [n for n in args.models.split(",") if n]:
@@ -657,6 +674,9 @@ def main():
             results["workloads"].append(measure_workload(args, name, work_dir, cache_dir))
         results["references"].append(measure_references(args, work_dir))
     finally:
+        for process in load:
+            process.kill()
+            process.wait()
         if args.keep:
             print(f"kept {work_dir}", file=sys.stderr)
         else:

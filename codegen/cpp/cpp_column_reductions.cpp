@@ -109,13 +109,16 @@ void CppSourcePrinter::emit_column_reduction_kernel(const Kernel& kernel) {
   const std::string last = loop_var(rank - 1).to_string(), extent = index_text(kernel.outer[rank - 1]);
   SymInt work = numel(kernel.outer) * numel(kernel.inner);
   w_.line("// column reduction: " + B + " points of " + last + " at once");
-  std::string pragma = parallel_pragma(work, " collapse(" + std::to_string(rank) + ")");
-  if (!pragma.empty()) w_.line(pragma);
-  for (size_t d = 0; d + 1 < rank; ++d) {
-    std::string var = loop_var(d).to_string();
-    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.outer[d]) + "; ++" + var + ")");
-  }
-  w_.open("for (int64_t cb = 0; cb < " + extent + "; cb += " + B + ")");
+  std::vector<LoopDim> dims = loop_dims(kernel.outer, rank - 1);
+  dims.push_back({"cb", extent, kColumnBlock});
+  parallel_loops(work, dims, " collapse(" + std::to_string(rank) + ")", false, [&] { emit_column_block(kernel); });
+}
+
+// One block of up to kColumnBlock points of the last outer dim, from `cb`.
+void CppSourcePrinter::emit_column_block(const Kernel& kernel) {
+  const size_t rank = kernel.outer.size();
+  const std::string B = std::to_string(kColumnBlock);
+  const std::string last = loop_var(rank - 1).to_string(), extent = index_text(kernel.outer[rank - 1]);
   w_.line("const int64_t cn = " + extent + " - cb < " + B + " ? " + extent + " - cb : " + B + ";");
   int number = 0;
   std::vector<ReduceStepText> texts;
@@ -177,8 +180,6 @@ void CppSourcePrinter::emit_column_reduction_kernel(const Kernel& kernel) {
     ++number;
   }
   w_.close();
-  w_.close();
-  for (size_t d = 0; d + 1 < rank; ++d) w_.close();
 }
 
 }  // namespace kiln::codegen

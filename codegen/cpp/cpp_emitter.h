@@ -1,6 +1,6 @@
 // The C++ backend: prints a scheduled program (codegen/schedule.h) as one C++ source file that
 // implements the compiled-artifact ABI (runtime/compiled_abi.h): one function per kernel,
-// OpenMP over outer loops sized to the work, `omp simd` inner loops (the ISA is chosen by the
+// outer loops shared among threads when the work is large (the module's thread pool, or OpenMP), `omp simd` inner loops (the ISA is chosen by the
 // compiler flags: AVX-512, AVX2 or scalar), reductions in 16 vector lanes, GEMMs through CBLAS
 // with fused epilogues applied per block of rows, channels-last convolutions through oneDNN
 // with fused epilogues, and a wrapper that checks guards, binds
@@ -25,6 +25,12 @@ struct CppEmitOptions {
   // The parameters never change between calls (the model was compiled with frozen parameters):
   // library calls may keep derived copies of them (convolution weights prepacked once).
   bool constant_parameters = false;
+  // How parallel loops run: on the module's own thread pool (codegen/cpp/kiln_thread_pool.h:
+  // the caller takes chunks and never waits for a worker that has not started; GEMMs are split
+  // into row blocks, each a one-thread BLAS call) or as OpenMP parallel regions (one per loop;
+  // standalone kernel headers, which must build without the pool).
+  enum class Threading { Pool, OpenMP };
+  Threading threading = Threading::Pool;
 };
 
 struct CppModule {

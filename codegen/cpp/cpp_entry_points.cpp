@@ -243,6 +243,7 @@ void CppSourcePrinter::emit_run() {
             p_.buffer(id).name);
   }
   w_.line("if (args->num_threads > 0) omp_set_num_threads(args->num_threads);");
+  if (uses_pool()) w_.line("kiln_pool_set_threads(args->num_threads > 0 ? args->num_threads : omp_get_max_threads());");
   w_.line("__atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);");
   w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
   for (const Kernel& kernel : s_.kernels) {

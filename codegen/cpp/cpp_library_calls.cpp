@@ -1,7 +1,7 @@
 // The C++ backend's library calls (codegen/cpp/cpp_source_printer.h lists the printer's parts):
-// a GEMM as CBLAS calls (a batch folded into one call where the right operand is shared, small
-// GEMMs of a batch in parallel, a fused epilogue applied per block of rows while it is in
-// cache), a channels-last convolution as a oneDNN call (codegen/cpp/kiln_dnnl.h) followed by
+// a GEMM as CBLAS calls (a batch folded into one call where the right operand is shared; on the
+// thread pool, GEMMs of a batch and blocks of rows as one-thread calls in parallel; a fused
+// epilogue applied per block of rows while it is in cache), a channels-last convolution as a oneDNN call (codegen/cpp/kiln_dnnl.h) followed by
 // its fused epilogue, and a fallback node as a call of the host's handler with tensor descriptors.
 #include <algorithm>
 
@@ -48,21 +48,35 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   shape += ", 0, 0}";
   w_.line("const KilnConvolutionShape shape = " + shape + ";");
   std::string bias = call.inputs.size() > 2 ? pointer(call.inputs[2]) : "nullptr";
-  w_.line("if (kiln_convolution(&cache, shape, " + pointer(in) + ", " + pointer(weight) + ", " + bias + ", " +
-          pointer(out) + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
-          "\", args->error, args->error_capacity) != 0) return 1;");
+  std::string convolve = "kiln_convolution(&cache, shape, " + pointer(in) + ", " + pointer(weight) + ", " + bias + ", " +
+                         pointer(out) + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
+                         "\", args->error, args->error_capacity)";
+  if (uses_pool()) {
+    // oneDNN runs on OpenMP threads: as many as the pool may use, while the pool's workers sleep;
+    // a small convolution (under 262144 multiply-adds, as OpenBLAS's threshold for GEMMs) runs on
+    // the calling thread alone, since a team costs more than it saves there.
+    std::string macs = "(" + index_text(numel(out.shape)) + ") * (" + index_text(weight.shape[1]) + ") * (" +
+                       index_text(weight.shape[2]) + ") * (" + index_text(weight.shape[3]) + ")";
+    w_.line("const int omp_threads = omp_get_max_threads();");
+    w_.line("const int64_t macs = " + macs + ";");
+    w_.line("if (macs >= 262144) kiln_pool_park();");
+    w_.line("omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);");
+    w_.line("const int convolved = " + convolve + ";");
+    w_.line("omp_set_num_threads(omp_threads);");
+    w_.line("if (convolved != 0) return 1;");
+  } else {
+    w_.line("if (" + convolve + " != 0) return 1;");
+  }
   if (kernel.steps.empty()) return;
   // The epilogue over the output [N, OH, OW, O], channels innermost.
-  std::string pragma = parallel_pragma(numel(out.shape), " collapse(3)");
-  if (!pragma.empty()) w_.line(pragma);
-  for (size_t d = 0; d < 4; ++d) {
-    std::string var = loop_var(d).to_string();
-    if (d == 3) w_.line("#pragma omp simd");
-    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(out.shape[d]) + "; ++" + var + ")");
-  }
-  int number = 0;
-  for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
-  for (size_t d = 0; d < 4; ++d) w_.close();
+  parallel_loops(numel(out.shape), loop_dims(out.shape, 3), " collapse(3)", false, [&] {
+    std::string var = loop_var(3).to_string();
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(out.shape[3]) + "; ++" + var + ")");
+    int number = 0;
+    for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+    w_.close();
+  });
 }
 
 std::string CppSourcePrinter::view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars) {
@@ -116,7 +130,9 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   // itself. The two paths must stay apart: a BLAS call inside an inactive region (`if(0)`)
   // starts a nested team, and GNU OpenMP creates and joins fresh threads for every nested
   // team, which made a transformer layer 7x slower on 2 threads.
-  w_.open("auto gemm_entry = [&](int64_t bi)");
+  const bool pool = uses_pool();
+  // On the pool, a task is a block of rows [lo, hi) of one GEMM of the batch.
+  w_.open(pool ? "auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi)" : "auto gemm_entry = [&](int64_t bi)");
   std::vector<std::string> batch_vars;
   w_.line("int64_t rest = bi;");
   w_.line("(void)rest;");
@@ -130,11 +146,17 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   w_.line("const " + t + "* pb = " + view_pointer(b, batch_vars) + ";");
   w_.line(t + "* pc = " + view_pointer(c, batch_vars) + ";");
   if (!epilogue) {
-    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(M), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+    if (pool) {
+      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (" + sam +
+              "), lda, pb, ldb, 0, pc + lo * N, int(N));");
+    } else {
+      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(M), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+    }
   } else {
     std::string block = std::to_string(options_.gemm_block_rows);
-    w_.open("for (int64_t m0 = 0; m0 < M; m0 += " + block + ")");
-    w_.line("const int64_t mb = M - m0 < " + block + " ? M - m0 : " + block + ";");
+    std::string lo = pool ? "lo" : "0", hi = pool ? "hi" : "M";
+    w_.open("for (int64_t m0 = " + lo + "; m0 < " + hi + "; m0 += " + block + ")");
+    w_.line("const int64_t mb = " + hi + " - m0 < " + block + " ? " + hi + " - m0 : " + block + ";");
     w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + sam +
             "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
     std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
@@ -148,7 +170,9 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     w_.close();
   }
   w_.close(";");
-  if (batch_rank > 0) {
+  if (pool) {
+    emit_gemm_dispatch("batch", "M");
+  } else if (batch_rank > 0) {
     w_.open("if (batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576)");
     w_.line("#pragma omp parallel for schedule(static)");
     w_.line("for (int64_t bi = 0; bi < batch; ++bi) gemm_entry(bi);");
@@ -159,6 +183,27 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   } else {
     w_.line("gemm_entry(0);");
   }
+}
+
+// On the thread pool: the GEMMs of a batch (`batch` GEMMs of `rows` rows, `gemm_entry(bi, lo,
+// hi)` computing rows [lo, hi) of one) as tasks of whole GEMMs or blocks of rows, each a BLAS call
+// on one thread. OpenBLAS's OpenMP build runs a call on omp_get_max_threads() threads, so the
+// calling thread asks for one while the tasks run (the pool's workers always do); large single
+// GEMMs are thus split by Kiln rather than by OpenBLAS, and never start an OpenMP team.
+void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::string& rows) {
+  w_.line("const int64_t task_rows = kiln_gemm_task_rows(" + batch + ", " + rows + ");");
+  w_.line("const int64_t row_tasks = (" + rows + " + task_rows - 1) / task_rows;");
+  w_.open("auto gemm_tasks = [&](int64_t t0, int64_t t1)");
+  w_.open("for (int64_t task = t0; task < t1; ++task)");
+  w_.line("const int64_t lo = (task % row_tasks) * task_rows;");
+  w_.line("gemm_entry(task / row_tasks, lo, lo + task_rows < " + rows + " ? lo + task_rows : " + rows + ");");
+  w_.close();
+  w_.close(";");
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("omp_set_num_threads(1);");
+  w_.line("if (" + batch + " * " + rows + " * N * K >= 262144) kiln_parallel_for(" + batch +
+          " * row_tasks, gemm_tasks); else gemm_tasks(0, " + batch + " * row_tasks);");
+  w_.line("omp_set_num_threads(omp_threads);");
 }
 
 // When the right operand is the same matrix for every batch entry and the left operand's batch
@@ -197,13 +242,23 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
   w_.line("const " + t + "* pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
   w_.line("const " + t + "* pb = " + buf(b.buffer) + " + (" + index_text(b.offset) + ");");
   w_.line(t + "* pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
+  const bool pool = uses_pool();
+  if (pool) w_.open("auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi)");
   if (kernel.steps.empty()) {
-    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(rows), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+    if (pool) {
+      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (" + index_text(row_stride) +
+              "), lda, pb, ldb, 0, pc + lo * N, int(N));");
+      w_.close(";");
+      emit_gemm_dispatch("1", "rows");
+    } else {
+      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(rows), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+    }
     return;
   }
   std::string block = std::to_string(options_.gemm_block_rows);
-  w_.open("for (int64_t m0 = 0; m0 < rows; m0 += " + block + ")");
-  w_.line("const int64_t mb = rows - m0 < " + block + " ? rows - m0 : " + block + ";");
+  std::string lo = pool ? "lo" : "0", hi = pool ? "hi" : "rows";
+  w_.open("for (int64_t m0 = " + lo + "; m0 < " + hi + "; m0 += " + block + ")");
+  w_.line("const int64_t mb = " + hi + " - m0 < " + block + " ? " + hi + " - m0 : " + block + ";");
   w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + index_text(row_stride) +
           "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
   w_.open("for (int64_t folded = m0; folded < m0 + mb; ++folded)");
@@ -225,6 +280,10 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
   w_.close();
   w_.close();
   w_.close();
+  if (pool) {
+    w_.close(";");
+    emit_gemm_dispatch("1", "rows");
+  }
 }
 
 void CppSourcePrinter::emit_fallback(const LoopNode& node) {

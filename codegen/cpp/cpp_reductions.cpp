@@ -275,9 +275,8 @@ void CppSourcePrinter::emit_reduction_kernel(const Kernel& kernel) {
     w_.close();
     return;
   }
-  std::string pragma = parallel_pragma(work, rank >= 2 ? " collapse(" + std::to_string(rank) + ")" : "");
-  if (!pragma.empty()) w_.line(pragma);
-  outer_loops(kernel.outer, 0, body, false);
+  parallel_loops(work, loop_dims(kernel.outer, rank), rank >= 2 ? " collapse(" + std::to_string(rank) + ")" : "", false,
+                 body);
 }
 
 // Long f32 sums and Welford statistics accumulate in f64 lanes (the interpreter sums in

@@ -53,6 +53,20 @@ class CppSourcePrinter : public CPrinter {
   std::set<int> kernel_buffers(const Kernel& kernel);
   // "#pragma omp parallel for ..." when the work can be large, else nothing.
   std::string parallel_pragma(const SymInt& work, const std::string& clauses);
+  bool uses_pool() const { return options_.threading == CppEmitOptions::Threading::Pool; }
+  // One loop of a nest: `var` runs over [0, extent) in steps of `step`.
+  struct LoopDim {
+    std::string var, extent;
+    int64_t step = 1;
+  };
+  // The loops over `dims` with `body` inside, shared among threads when `work` can reach the
+  // parallel threshold: an OpenMP `parallel for` with `omp_clauses` (collapse, simd, ...), or
+  // chunks of the flattened nest on the module's thread pool. `simd`: the nest is one loop
+  // that is also a simd loop.
+  void parallel_loops(const SymInt& work, const std::vector<LoopDim>& dims, const std::string& omp_clauses, bool simd,
+                      const std::function<void()>& body);
+  // The outer dims [0, count) of `outer` as loops.
+  std::vector<LoopDim> loop_dims(const SymShape& outer, size_t count);
   // Stores (or keeps in a register) every output of a pointwise step, from value `v` of `from`.
   void store_outputs(const KernelStep& step, const std::string& value, DType from);
   void emit_point_step(const KernelStep& step, int number);
@@ -98,6 +112,7 @@ class CppSourcePrinter : public CPrinter {
   // channels-last value), so that reducing a block of outer points at once reads vectors.
   bool is_column_reduction(const Kernel& kernel);
   void emit_column_reduction_kernel(const Kernel& kernel);
+  void emit_column_block(const Kernel& kernel);
   Expr hoist_invariant_masks(const Expr& e, const SymInt& var, std::vector<std::pair<std::string, Expr>>& hoisted);
 
   // ---- cpp_library_calls.cpp
@@ -107,6 +122,7 @@ class CppSourcePrinter : public CPrinter {
   std::optional<SymInt> folded_row_stride(const StridedView& a, const StridedView& b);
   void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                         const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t);
+  void emit_gemm_dispatch(const std::string& batch, const std::string& rows);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
 

@@ -12,5 +12,8 @@ std::string_view cpp_prelude();
 // The oneDNN glue pasted after the support functions of a module with convolutions: the text of
 // codegen/cpp/kiln_dnnl.h.
 std::string_view cpp_dnnl_glue();
+// The thread pool pasted after the prelude of a module whose loops run on it: the text of
+// codegen/cpp/kiln_thread_pool.h.
+std::string_view cpp_thread_pool();
 
 }  // namespace kiln::codegen

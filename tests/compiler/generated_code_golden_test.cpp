@@ -2,8 +2,9 @@
 // oneDNN convolutions): the C++ module source and the CUDA
 // module (launch plan and source) are compared byte for byte with golden files under
 // tests/compiler/golden/, so a refactor of lowering, scheduling or the emitters that should not
-// change what Kiln emits is checked to emit exactly the same text. The preludes (checked-in
-// headers pasted at the top) are replaced by a marker line; everything generated stays.
+// change what Kiln emits is checked to emit exactly the same text. The checked-in headers pasted
+// into a module (the prelude, the thread pool, the oneDNN glue) are replaced by a marker line
+// each; everything generated stays.
 // KILN_UPDATE_GOLDENS=1 rewrites the files when a change is intended (review the diff).
 #include <gtest/gtest.h>
 
@@ -41,6 +42,7 @@ class GeneratedCode : public ::testing::TestWithParam<std::string> {};
 TEST_P(GeneratedCode, CppSourceIsPinned) {
   codegen::CppModule module = codegen::emit_cpp(scheduled_sample(GetParam()));
   std::string text = without(module.source, codegen::cpp_prelude(), "prelude: codegen/cpp/kiln_prelude.h");
+  text = without(text, codegen::cpp_thread_pool(), "thread pool: codegen/cpp/kiln_thread_pool.h");
   test_support::expect_matches_golden(text, fs::path("tests/compiler/golden") / (GetParam() + ".cpp"));
 }
 
@@ -75,6 +77,7 @@ TEST(GeneratedCode, CnnWithLibraryConvolutionsIsPinned) {
       codegen::emit_cpp(codegen::schedule(codegen::lower(simplified_graph(graph, /*freeze=*/true), lowering)), emit);
   EXPECT_TRUE(module.uses_dnnl);
   std::string text = without(module.source, codegen::cpp_prelude(), "prelude: codegen/cpp/kiln_prelude.h");
+  text = without(text, codegen::cpp_thread_pool(), "thread pool: codegen/cpp/kiln_thread_pool.h");
   text = without(text, codegen::cpp_dnnl_glue(), "oneDNN glue: codegen/cpp/kiln_dnnl.h");
   test_support::expect_matches_golden(text, fs::path("tests/compiler/golden") / "cnn_library_convolution.cpp");
 }

@@ -1,0 +1,28 @@
+// See runtime/cpu/openmp_wait_policy.h.
+#include "runtime/cpu/openmp_wait_policy.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace kiln {
+
+OpenMPWaitPolicy prefer_passive_openmp_waits() {
+  static std::once_flag once;
+  static OpenMPWaitPolicy result = OpenMPWaitPolicy::UserSetting;
+  std::call_once(once, [] {
+    if (void* gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+      dlclose(gomp);
+      result = OpenMPWaitPolicy::AlreadyLoaded;
+    } else if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) {
+      result = OpenMPWaitPolicy::UserSetting;
+    } else {
+      setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+      result = OpenMPWaitPolicy::SetPassive;
+    }
+  });
+  return result;
+}
+
+}  // namespace kiln

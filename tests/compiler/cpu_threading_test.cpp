@@ -1,0 +1,116 @@
+// The cpu target's parallel loops on the module's thread pool (codegen/cpp/kiln_thread_pool.h):
+// every kind of loop nest that is shared among threads — pointwise nests of rank 1 and 2, row
+// and column reductions, a tiled transpose, a batch of GEMMs, one GEMM split into row blocks, a
+// folded GEMM with its epilogue, sizes known only at run time above and below the parallel
+// threshold — against the interpreter, on 1, 2 and 3 threads, and the generated source's use of
+// the pool (no OpenMP region but the whole-tensor reductions').
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/compile_driver.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "tests/support/differential.h"
+
+namespace kiln::compiler {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::SymInt;
+using ir::TensorMeta;
+using test_support::compare_tensors;
+using test_support::random_tensor;
+
+CompileOptions test_options() {
+  CompileOptions options;
+  options.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
+  return options;
+}
+
+ir::Argument ints(std::initializer_list<int64_t> values) {
+  std::vector<ir::Argument> list;
+  for (int64_t v : values) list.emplace_back(v);
+  return ir::Argument(list);
+}
+
+Node* input(Graph& graph, const std::string& name, const std::vector<SymInt>& shape) {
+  return graph.create_placeholder(name, TensorMeta::contiguous(DType::f32, shape));
+}
+
+// Every loop above the parallel threshold (32768 elements of work), in one model.
+Graph parallel_loops_graph() {
+  Graph graph;
+  Node* x = input(graph, "x", {300, 200});
+  Node* flat = input(graph, "flat", {70001});
+  Node* cube = input(graph, "cube", {3, 150, 101});
+  Node* a = input(graph, "a", {6, 70, 50});
+  Node* b = input(graph, "b", {6, 50, 40});
+  Node* tall = input(graph, "tall", {300, 64});
+  Node* square = input(graph, "square", {64, 64});
+  Node* seq = input(graph, "seq", {4, 64, 96});
+  Node* w = input(graph, "w", {96, 80});
+  Node* bias = input(graph, "bias", {80});
+  Node* n = input(graph, "n", {SymInt::symbol("s0"), 256});
+  graph.create_output({
+      graph.create_call("relu", {graph.create_call("add", {x, 1.0})}),                   // pointwise, rank 2
+      graph.create_call("mul", {flat, 2.0}),                                              // pointwise, rank 1
+      graph.create_call("softmax", {x, 1}),                                               // row reductions
+      graph.create_call("sum", {x, ints({0})}),                                           // a column reduction
+      graph.create_call("sum", {flat, ints({0})}),                                        // a whole-tensor sum
+      graph.create_call("add", {graph.create_call("transpose", {cube, 1, 2}), 1.0}),      // tiled transpose
+      graph.create_call("add", {graph.create_call("matmul", {a, b}), 0.5}),               // a batch of GEMMs
+      graph.create_call("matmul", {tall, square}),                                        // row blocks
+      graph.create_call("relu", {graph.create_call("add", {graph.create_call("matmul", {seq, w}), bias})}),  // folded
+      graph.create_call("exp", {n}),                                                      // a size known at run time
+  });
+  return graph;
+}
+
+std::map<std::string, Tensor> inputs_with(int64_t rows) {
+  return {{"x", random_tensor({300, 200}, DType::f32, 1)},      {"flat", random_tensor({70001}, DType::f32, 2)},
+          {"cube", random_tensor({3, 150, 101}, DType::f32, 3)}, {"a", random_tensor({6, 70, 50}, DType::f32, 4)},
+          {"b", random_tensor({6, 50, 40}, DType::f32, 5)},      {"tall", random_tensor({300, 64}, DType::f32, 6)},
+          {"square", random_tensor({64, 64}, DType::f32, 7)},    {"seq", random_tensor({4, 64, 96}, DType::f32, 8)},
+          {"w", random_tensor({96, 80}, DType::f32, 9)},         {"bias", random_tensor({80}, DType::f32, 10)},
+          {"n", random_tensor({rows, 256}, DType::f32, 11)}};
+}
+
+TEST(CpuThreading, EveryParallelLoopMatchesTheInterpreterOnOneTwoAndThreeThreads) {
+  Graph graph = parallel_loops_graph();
+  CompiledModel model = compile(graph, test_options());
+  std::vector<std::string> names = graph.output_names();
+  for (int64_t rows : {200, 3}) {  // the run-time size above, then below the threshold
+    std::map<std::string, Tensor> inputs = inputs_with(rows);
+    std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+    for (int threads : {1, 2, 3}) {
+      for (int repeat = 0; repeat < 3; ++repeat) {  // the pool's workers are reused across calls
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        ASSERT_EQ(actual.size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i) {
+          std::string problem = compare_tensors(expected[i], actual[i], 1e-4, 1e-4);
+          EXPECT_TRUE(problem.empty()) << "output " << names[i] << ", " << threads << " threads, " << rows
+                                       << " rows: " << problem;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuThreading, LoopsRunOnThePoolAndOnlyWholeTensorReductionsOpenAnOpenMPRegion) {
+  std::string source = dump_codegen_stage(parallel_loops_graph(), "cpp");
+  EXPECT_NE(source.find("kiln_parallel_for(kiln_n, kiln_chunk)"), std::string::npos);
+  EXPECT_NE(source.find("kiln_parallel_for(batch * row_tasks, gemm_tasks)"), std::string::npos);
+  size_t at = 0, regions = 0;
+  while ((at = source.find("#pragma omp parallel", at)) != std::string::npos) {
+    std::string line = source.substr(at, source.find('\n', at) - at);
+    EXPECT_NE(line.find("reduction("), std::string::npos) << line;
+    ++regions;
+    ++at;
+  }
+  EXPECT_EQ(regions, 1u);  // the whole-tensor sum
+}
+
+}  // namespace
+}  // namespace kiln::compiler
