@@ -92,6 +92,17 @@ std::vector<std::filesystem::path> keep_copies(const std::vector<std::filesystem
   return kept;
 }
 
+// Whether the compiler's output `log` reports an error at a line of `file`, as GCC and Clang
+// print one: "file:LINE:COLUMN: error: ..." (or "fatal error").
+bool located_error(const std::string& log, const std::string& file) {
+  for (size_t at = log.find(file + ":"); at != std::string::npos; at = log.find(file + ":", at + 1)) {
+    size_t end = log.find('\n', at);
+    std::string line = log.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (line.find(": error:") != std::string::npos || line.find(": fatal error:") != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void compile_generated_code(const std::vector<std::string>& argv, const std::filesystem::path& directory,
@@ -100,11 +111,16 @@ void compile_generated_code(const std::vector<std::string>& argv, const std::fil
   if (status == 127) fail("the C++ compiler '", argv[0], "' was not found: install g++ or set $CXX to a C++ compiler");
   if (status == 0) return;
   std::filesystem::path source_path = source.is_absolute() ? source : directory / source;
+  // Without an error located in the source ("module.cpp:12:3: error: ..."), the compiler itself
+  // failed (a crash, a kill, $CXX naming something else): the user's toolchain, as before.
+  std::string head = read_head(log, 20);
+  if (!located_error(head, source_path.filename().string()))
+    fail("the C++ compiler '", argv[0], "' failed (exit ", status, ") on the generated code in ", source_path.string(), ":\n", head);
   std::vector<std::filesystem::path> kept = {source_path, log};
   if (copy_kept) kept = keep_copies(kept);
   throw InternalError("the C++ compiler '" + argv[0] + "' rejected the generated code (exit " + std::to_string(status) +
                       "): the generated source is kept at " + kept[0].string() + " and the compiler's output at " +
-                      kept[1].string() + "; its first lines:\n" + read_head(log, 20));
+                      kept[1].string() + "; its first lines:\n" + head);
 }
 
 void run_build_step(const std::vector<std::string>& argv, const std::filesystem::path& directory,

@@ -31,8 +31,9 @@ void run_build_step(const std::vector<std::string>& argv, const std::filesystem:
                     const std::filesystem::path& log, const std::string& what);
 
 // Runs the C++ compiler on generated code as run_build_step does, except when the compiler runs
-// and rejects it: that is a bug in Kiln's code generator, so this throws kiln::InternalError (exit
-// 2 from the CLI) with the compiler's diagnostic (the log's first 20 lines) and where `source`
+// and rejects it (an error located in `source`, "module.cpp:12:3: error: ..."): that is a bug in
+// Kiln's code generator, so this throws kiln::InternalError (exit 2 from the CLI) with the
+// compiler's diagnostic (the log's first 20 lines) and where `source`
 // and the log are kept for the report. With `copy_kept`, both are copied first into a new folder
 // kiln-failed-build-XXXXXX of the temporary directory ($TMPDIR, else /tmp), for a `directory`
 // that the caller deletes (a cache staging folder); without, they stay where they are (a package).

@@ -49,7 +49,7 @@ void make_stub(const fs::path& directory, const std::string& soname) {
 // The stub's path for `library`, made when missing; std::nullopt (logged) when none can be used.
 std::optional<fs::path> stub_for(const std::string& library, CompileCache& cache, bool& made) {
   std::string soname = elf_soname(library);
-  if (soname.empty() || soname.find('/') != std::string::npos) {
+  if (soname.empty() || soname == "." || soname == ".." || soname.find('/') != std::string::npos) {
     log("cache", "no link stub for " + library + " (no SONAME read from it): the module links the library itself");
     return std::nullopt;
   }

@@ -71,6 +71,14 @@ TEST_F(CompileCli, CompilerErrorInGeneratedCodeIsAnInternalErrorThatKeepsTheSour
   EXPECT_TRUE(fs::exists(fs::path(kept).parent_path() / "compile.log"));
 }
 
+// A compiler that fails without an error in the generated source (here one that is no compiler)
+// is the user's toolchain: exit 1, no internal error.
+TEST_F(CompileCli, ACompilerThatFailsWithoutADiagnosticIsAUserError) {
+  CliResult result = kiln("compile --no-cache " + mlp(), "CXX=/bin/false");
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("kiln: error: the C++ compiler '/bin/false' failed (exit 1) on the generated code in "));
+}
+
 // -o writes a package (tests/packages/package_test.cpp has the rest).
 TEST_F(CompileCli, OutputDirectoryHoldsThePackage) {
   fs::path out = dir_ / "artifact";
