@@ -72,6 +72,14 @@ class CodeTarget {
   virtual void build(const GeneratedCode& code, const std::string& key, const CompileOptions& options,
                      const std::filesystem::path& directory) const = 0;
   virtual std::string_view build_stage() const = 0;
+  // Makes what every build of this target shares in the compile cache when it is missing (the
+  // cpu target's link stubs, compiler/targets/link_stubs.h), before build(). Returns the stage
+  // name to report its time under, "" when nothing was made (the default: nothing to make).
+  virtual std::string prepare_build(const GeneratedCode& code, const CompileOptions& options) const {
+    (void)code;
+    (void)options;
+    return "";
+  }
   // The files `kiln compile -o DIR` copies (those of them that exist).
   virtual std::vector<std::string> artifact_files() const = 0;
 

@@ -19,8 +19,8 @@ std::string faulty_op(std::string_view point) {
   if (colon == std::string_view::npos || colon + 1 == spec.size())
     fail("KILN_TESTING_INJECT_BUG='", spec, "' is not POINT:OP (POINT: lowering, schedule or code)");
   std::string_view where = spec.substr(0, colon);
-  if (where != "lowering" && where != "schedule" && where != "code")
-    fail("KILN_TESTING_INJECT_BUG: unknown point '", where, "' (known: lowering, schedule, code)");
+  if (where != "lowering" && where != "schedule" && where != "code" && where != "source")
+    fail("KILN_TESTING_INJECT_BUG: unknown point '", where, "' (known: lowering, schedule, code, source)");
   return where == point ? std::string(spec.substr(colon + 1)) : "";
 }
 
@@ -71,6 +71,11 @@ void inject_schedule_fault(const ir::Graph& graph, codegen::ScheduledProgram& sc
 void inject_code_fault(const ir::Graph& graph, codegen::ScheduledProgram& scheduled) {
   std::string op = faulty_op("code");
   if (!op.empty()) add_one_to_steps(graph, scheduled, op);
+}
+
+void inject_source_fault(std::string& source) {
+  if (faulty_op("source").empty()) return;
+  source += "static_assert(false, \"KILN_TESTING_INJECT_BUG: a compile error injected into the generated code\");\n";
 }
 
 }  // namespace kiln::compiler

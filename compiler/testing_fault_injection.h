@@ -7,10 +7,14 @@
 //                                      "code" (only what the emitters print); OP a graph op
 //                                      ("relu"). Every pointwise loop node (or kernel step)
 //                                      that computes a node of that op adds 1 to its value.
+//                                      POINT "source" (the cpu target's C++ source, with OP
+//                                      any word): the source ends in a line the C++ compiler
+//                                      rejects, as a code generator's bug would make it.
 //
 // Unset (always, outside these tests) nothing changes. A malformed value is a kiln::Error.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "codegen/loop_ir.h"
@@ -28,5 +32,6 @@ void check_testing_fault();
 void inject_lowering_fault(const ir::Graph& graph, codegen::LoopProgram& program);
 void inject_schedule_fault(const ir::Graph& graph, codegen::ScheduledProgram& scheduled);
 void inject_code_fault(const ir::Graph& graph, codegen::ScheduledProgram& scheduled);
+void inject_source_fault(std::string& source);
 
 }  // namespace kiln::compiler

@@ -23,7 +23,7 @@ void add_codegen_flags(CLI::App& command, CodegenFlags& flags, bool packages) {
   }
   command.add_option("--sm", flags.sm, "--target cuda: architecture, e.g. 90 for sm_90 (default: the GPU's, else 80)")
       ->check(CLI::Range(30, 200));
-  command.add_flag("--no-cache", flags.no_cache, "Build without reading or writing the compile cache");
+  command.add_flag("--no-cache", flags.no_cache, "Build without reading or writing the compile cache (the link stubs every build shares, made once, are still kept there)");
   command.add_flag("--freeze", flags.freeze, "Let constant folding fold parameters");
 }
 

@@ -7,7 +7,9 @@
 #include "codegen/cpp/cpp_emitter.h"
 #include "compiler/targets/cpu_package.h"
 #include "compiler/targets/cpu_toolchain.h"
+#include "compiler/targets/link_stubs.h"
 #include "compiler/targets/package_build.h"
+#include "compiler/testing_fault_injection.h"
 #include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
 #include "runtime/cpu/artifact_manifest.h"
@@ -28,16 +30,24 @@ struct CpuCode final : GeneratedCode {
   std::vector<codegen::PackageTensor> inputs, outputs;  // with their shapes, for packages
 };
 
-void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module) {
+// The libraries `module` calls into.
+std::vector<std::string> module_libraries(const codegen::CppModule& module) {
+  std::vector<std::string> libraries;
+  if (module.uses_blas) {
+    if (blas_library().empty()) fail("the model has matrix products, and Kiln was built without a BLAS library (install libopenblas-dev and rebuild)");
+    libraries.push_back(blas_library());
+  }
+  if (module.uses_dnnl) libraries.push_back(dnnl_library());  // lowering makes no convolution call without it
+  return libraries;
+}
+
+void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module,
+                  const std::optional<std::filesystem::path>& cache_dir) {
   std::vector<std::string> argv = {cxx_command()};
   for (const std::string& flag : generated_code_flags(isa)) argv.push_back(flag);
   argv.insert(argv.end(), {"-shared", "module.cpp", "-o", "module.so"});
-  if (module.uses_blas) {
-    if (blas_library().empty()) fail("the model has matrix products, and Kiln was built without a BLAS library (install libopenblas-dev and rebuild)");
-    argv.push_back(blas_library());
-  }
-  if (module.uses_dnnl) argv.push_back(dnnl_library());  // lowering makes no convolution call without it
-  run_build_step(argv, dir, dir / "compile.log", "the generated code in " + (dir / "module.cpp").string());
+  for (const std::string& input : link_inputs(module_libraries(module), cache_dir).arguments) argv.push_back(input);
+  compile_generated_code(argv, dir, dir / "compile.log", dir / "module.cpp", /*copy_kept=*/true);
 }
 
 // The manifest's graph-facing fields: inputs, outputs, parameters, symbols, fallbacks.
@@ -95,7 +105,7 @@ class CpuTarget final : public CodeTarget {
     const CpuCode& code = static_cast<const CpuCode&>(generated);
     Isa isa = resolve_isa(options.isa);
     std::string content = "kiln " KILN_VERSION "\nabi " + std::to_string(kKilnAbiVersion) + "\nisa " +
-                          std::string(isa_name(isa)) + "\ncxx " + cxx_command() + "\nfuse " +
+                          std::string(isa_name(isa)) + "\ncxx " + cxx_identity() + "\nfuse " +
                           (options.fuse ? "1" : "0") + "\nblas " + blas_library() + "\ndnnl " + dnnl_library() + "\n";
     for (const std::string& flag : generated_code_flags(isa)) content += flag + " ";
     content += "\n" + code.source + "\nmanifest\n" + artifact_manifest_to_json(code.manifest);
@@ -109,13 +119,19 @@ class CpuTarget final : public CodeTarget {
              const std::filesystem::path& directory) const override {
     const CpuCode& code = static_cast<const CpuCode&>(generated);
     Isa isa = resolve_isa(options.isa);
-    write_file_atomically((directory / "module.cpp").string(), code.source);
+    std::string source = code.source;
+    inject_source_fault(source);
+    write_file_atomically((directory / "module.cpp").string(), source);
     ArtifactManifest manifest = code.manifest;
     manifest.kiln_version = KILN_VERSION;
     manifest.isa = isa;
     manifest.key = key;
     write_artifact_manifest(directory / kArtifactManifestFile, manifest);
-    build_module(directory, isa, code.module);
+    build_module(directory, isa, code.module, options.cache_dir);
+  }
+  std::string prepare_build(const GeneratedCode& generated, const CompileOptions& options) const override {
+    const CpuCode& code = static_cast<const CpuCode&>(generated);
+    return link_inputs(module_libraries(code.module), options.cache_dir).made_stub ? "link stubs (once per cache)" : "";
   }
   std::string_view build_stage() const override { return "c++ compile"; }
   std::vector<std::string> artifact_files() const override { return {"module.so", kArtifactManifestFile, "module.cpp"}; }

@@ -14,6 +14,11 @@
 namespace kiln::compiler {
 
 std::string cxx_command();
+// Which compiler cxx_command() runs, for cache keys: its path (found on $PATH when it names no
+// folder, symbolic links resolved), size and modification time, so that an entry records the
+// compiler that built it and a compiler upgraded or switched in place (update-alternatives)
+// changes the key. The command itself when it cannot be found.
+std::string cxx_identity();
 // -O3, OpenMP, the math flags and `isa`'s flags (no -shared, no output).
 std::vector<std::string> generated_code_flags(Isa isa);
 std::string blas_library();  // "" when Kiln was configured without one
@@ -24,5 +29,15 @@ std::string dnnl_library();  // "" when Kiln was configured without oneDNN
 // names `what` (the file being built) and the log's first 20 lines.
 void run_build_step(const std::vector<std::string>& argv, const std::filesystem::path& directory,
                     const std::filesystem::path& log, const std::string& what);
+
+// Runs the C++ compiler on generated code as run_build_step does, except when the compiler runs
+// and rejects it (an error located in `source`, "module.cpp:12:3: error: ..."): that is a bug in
+// Kiln's code generator, so this throws kiln::InternalError (exit 2 from the CLI) with the
+// compiler's diagnostic (the log's first 20 lines) and where `source`
+// and the log are kept for the report. With `copy_kept`, both are copied first into a new folder
+// kiln-failed-build-XXXXXX of the temporary directory ($TMPDIR, else /tmp), for a `directory`
+// that the caller deletes (a cache staging folder); without, they stay where they are (a package).
+void compile_generated_code(const std::vector<std::string>& argv, const std::filesystem::path& directory,
+                            const std::filesystem::path& log, const std::filesystem::path& source, bool copy_kept);
 
 }  // namespace kiln::compiler

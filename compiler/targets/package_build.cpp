@@ -141,8 +141,10 @@ void build_package_libraries(const fs::path& directory, const std::string& n, co
     argv.insert(argv.end(), unit.flags.begin(), unit.flags.end());
     argv.insert(argv.end(), {"-fvisibility=hidden", "-c", unit.source, "-o", object});
     fs::path log = build / (fs::path(unit.source).stem().string() + ".log");
-    std::string what = "the package's " + (directory / unit.source).string();
-    compiles.push_back(std::async(std::launch::async, [argv, directory, log, what] { run_build_step(argv, directory, log, what); }));
+    fs::path source = directory / unit.source;
+    compiles.push_back(std::async(std::launch::async, [argv, directory, log, source] {
+      compile_generated_code(argv, directory, log, source, /*copy_kept=*/false);
+    }));
   }
   for (std::future<void>& compile : compiles) compile.get();  // the first failure throws (after all ran)
 

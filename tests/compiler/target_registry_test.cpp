@@ -115,6 +115,8 @@ TEST(CompileDriver, StagesAreTimedInOrder) {
   };
   CompiledModel model = compile(sample("mlp"), options);
   std::vector<std::string> expected = {"passes", "lower", "schedule", "codegen"};
+  // The first build in this cache of a model with matrix products made the link stubs first.
+  if (stages.size() > 4 && stages[4] == "link stubs (once per cache)") expected.push_back(stages[4]);
   if (!model.result().cache_hit) expected.push_back("c++ compile");
   expected.push_back(model.result().cache_hit ? "cache hit" : "cache store");
   expected.push_back("load");

@@ -40,6 +40,45 @@ TEST_F(CompileCli, CompilePrintsStagesThenHitsTheCache) {
   EXPECT_THAT(second.out, Not(HasSubstr("c++ compile")));
 }
 
+// The first build in a fresh cache makes the link stubs (compiler/targets/link_stubs.h) and
+// reports their time apart; later builds, --no-cache ones too, use them without a stage of theirs.
+TEST_F(CompileCli, LinkStubsAreMadeOnceAndReportedApart) {
+  CliResult first = kiln("compile --no-cache " + mlp());
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("link stubs (once per cache)"));
+  CliResult second = kiln("compile --no-cache " + mlp(), "KILN_LOG=cache");
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("c++ compile"));
+  EXPECT_THAT(second.out, Not(HasSubstr("link stubs")));
+  EXPECT_THAT(second.err, Not(HasSubstr("link stub")));  // nothing rebuilt, nothing linked in full
+}
+
+// A C++ compiler that rejects the generated code is Kiln's bug: exit 2, the compiler's
+// diagnostic, and the generated source kept (under $TMPDIR) for the report.
+TEST_F(CompileCli, CompilerErrorInGeneratedCodeIsAnInternalErrorThatKeepsTheSource) {
+  CliResult result = kiln("compile --no-cache " + mlp(), "TMPDIR=" + dir_.string() + " KILN_TESTING_INJECT_BUG=source:any");
+  EXPECT_EQ(result.status, 2) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("kiln: internal error"));
+  EXPECT_THAT(result.err, HasSubstr("rejected the generated code"));
+  EXPECT_THAT(result.err, HasSubstr("a compile error injected into the generated code"));  // the diagnostic
+  const std::string marker = "the generated source is kept at ";
+  size_t at = result.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << result.err;
+  std::string kept = result.err.substr(at + marker.size());
+  kept = kept.substr(0, kept.find(' '));
+  EXPECT_EQ(fs::path(kept).parent_path().parent_path(), dir_) << kept;
+  EXPECT_THAT(read_file(kept), HasSubstr("KILN_TESTING_INJECT_BUG"));
+  EXPECT_TRUE(fs::exists(fs::path(kept).parent_path() / "compile.log"));
+}
+
+// A compiler that fails without an error in the generated source (here one that is no compiler)
+// is the user's toolchain: exit 1, no internal error.
+TEST_F(CompileCli, ACompilerThatFailsWithoutADiagnosticIsAUserError) {
+  CliResult result = kiln("compile --no-cache " + mlp(), "CXX=/bin/false");
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("kiln: error: the C++ compiler '/bin/false' failed (exit 1) on the generated code in "));
+}
+
 // -o writes a package (tests/packages/package_test.cpp has the rest).
 TEST_F(CompileCli, OutputDirectoryHoldsThePackage) {
   fs::path out = dir_ / "artifact";

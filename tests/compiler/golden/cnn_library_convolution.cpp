@@ -229,7 +229,7 @@ template <class T> KILN_OP T kred_min(T acc, T v) {
 }
 
 extern "C" void omp_set_num_threads(int);
-static void kiln_message(char* out, int64_t capacity, const char* const* parts, const int64_t* ints, int n) {
+__attribute__((noinline, cold)) static void kiln_message(char* out, int64_t capacity, const char* const* parts, const int64_t* ints, int n) {
   int64_t at = 0;
   for (int i = 0; i < n; ++i) {
     char digits[24];
