@@ -50,7 +50,8 @@ Value convert(Value value, DType from, DType to) {
       result.i = load_int(to, scratch);
     }
   } else if (is_floating(to)) {
-    result.f = round_to(to, double(value.i));
+    // u64 values are held as their int64 bits: those from 2^63 up are negative there.
+    result.f = round_to(to, from == DType::u64 ? double(uint64_t(value.i)) : double(value.i));
   } else {
     result.i = wrap_to(to, value.i);
   }

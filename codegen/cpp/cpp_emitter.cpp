@@ -170,8 +170,9 @@ void CppSourcePrinter::inner_loops(const SymShape& inner, size_t from, const std
 
 void CppSourcePrinter::emit_row_step(const Kernel& kernel, const KernelStep& step, int number) {
   w_.line("// row: " + p_.nodes[size_t(step.node)].name);
-  // Values the row loop would compute again for every element are computed once before it,
-  // and a division by one is a product with its reciprocal (as ATen's softmax does).
+  // Values the row loop would compute again for every element are computed once before it
+  // (softmax's reciprocal of the row sum among them). A division stays a division: x / s and
+  // x * (1 / s) differ in the last bit, which rounding to an integer can make a whole unit.
   std::vector<std::pair<std::string, Expr>> hoisted;
   Expr body = hoist_row_invariants(step.body, kernel.inner.size(), hoisted);
   for (const auto& [name, value] : hoisted) {
@@ -201,12 +202,6 @@ Expr CppSourcePrinter::hoist_row_invariants(const Expr& e, size_t inner_rank,
     std::string name = "h" + std::to_string(hoist_counter_++);
     hoisted.push_back({name, e});
     return named_value(name, e->dtype);
-  }
-  if (e->kind == ExprKind::Binary && e->op == LoopOp::div && is_floating(e->dtype) &&
-      !depends_on_row(e->args[1], inner_rank)) {
-    std::string name = "h" + std::to_string(hoist_counter_++);
-    hoisted.push_back({name, binary(LoopOp::div, constant(1, e->dtype), e->args[1])});
-    return binary(LoopOp::mul, hoist_row_invariants(e->args[0], inner_rank, hoisted), named_value(name, e->dtype));
   }
   if (e->kind == ExprKind::Load) return e;  // masks and indirect terms stay with their load
   auto node = std::make_shared<ExprNode>(*e);

@@ -69,7 +69,9 @@ std::vector<Node*> softmax(Emitter& emit, const OpCall& call) {
   Node* x = softmax_input(emit, call);
   if (empty_dim(x, call)) return {emit.finish(x)};
   Shifted parts = shifted_exp(emit, call, x);
-  return {emit.finish(emit.call("div", {parts.exp, parts.sum}))};
+  // exp times the sum's reciprocal, as ATen's CPU kernel computes it (one division per row).
+  Node* reciprocal = emit.call("reciprocal", {parts.sum}, {}, "inverse_sum");
+  return {emit.finish(emit.call("mul", {parts.exp, reciprocal}))};
 }
 
 std::vector<Node*> log_softmax(Emitter& emit, const OpCall& call) {

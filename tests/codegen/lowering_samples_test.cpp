@@ -66,12 +66,14 @@ INSTANTIATE_TEST_SUITE_P(Models, LoweringSample, ::testing::Values("mlp", "cnn",
 
 TEST(LoweringSamples, MlpStructure) {
   LoopProgram program = lower(simplified("mlp"));
-  EXPECT_EQ(node_kinds(program), (std::map<std::string, int>{{"Gemm", 2}, {"Pointwise", 6}, {"Reduction", 2}}));
+  // Pointwise: fc1's bias and relu, fc2's bias, softmax's shift, exp, the row sum's reciprocal
+  // and the product; Reduction: softmax's max and sum.
+  EXPECT_EQ(node_kinds(program), (std::map<std::string, int>{{"Gemm", 2}, {"Pointwise", 7}, {"Reduction", 2}}));
   ASSERT_EQ(program.symbols, (std::vector<std::string>{"s0"}));
   ASSERT_EQ(program.symbol_sources.size(), 1u);
   EXPECT_EQ(program.symbol_sources[0].input, 0);
   EXPECT_EQ(program.symbol_sources[0].dim, 0);
-  // Parameters in order of first read; the output is the last division's buffer itself.
+  // Parameters in order of first read; the output is the last product's buffer itself.
   std::vector<std::string> parameters;
   for (int id : program.parameters) parameters.push_back(program.buffer(id).source);
   EXPECT_EQ(parameters, (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));

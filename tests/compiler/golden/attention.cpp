@@ -21,6 +21,14 @@ KILN_OP int64_t kiln_mod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// Float to u64 as the interpreter stores it (runtime/tensor.cpp): values from 2^63 up, which
+// kiln_saturate_to_i64 would clamp, saturate to the u64 range; the rest wrap through int64.
+KILN_OP uint64_t kiln_saturate_to_u64(double x) {
+  if (x >= 0x1p64) return ~0ULL;
+  if (x >= 0x1p63) return (unsigned long long)(x);
+  return (unsigned long long)(kiln_saturate_to_i64(x));
+}
+
 // Run-time faults raised inside kernels (checked by kiln_run after each kernel).
 KILN_FAULT_FLAG(kiln_fault_zero_division);
 KILN_FAULT_FLAG(kiln_fault_index);
@@ -108,13 +116,16 @@ template <class T> KILN_OP T kop_mul(T a, T b) {
 KILN_OP bool kop_mul(bool a, bool b) { return a && b; }
 template <class T> KILN_OP T kop_div(T a, T b) { return a / b; }
 // Integer division by zero raises the interpreter's ZeroDivisionError; INT_MIN / -1 wraps.
+// (For unsigned T, T(-1) is the largest value, divided by as any other.)
 template <class T> KILN_OP T kiln_int_div_checked(T a, T b) {
   if (b == 0) {
     KILN_RAISE_FAULT(kiln_fault_zero_division);
     return 0;
   }
-  if (b == T(-1)) return kop_neg(a);
-  return a / b;
+  if constexpr (T(-1) < T(0)) {
+    if (b == T(-1)) return kop_neg(a);
+  }
+  return T(a / b);
 }
 template <class T> KILN_OP T kop_div_trunc(T a, T b) {
   if constexpr (kiln_is_float<T>::value) return kiln_div_trunc(a, b);
@@ -130,9 +141,13 @@ template <class T> KILN_OP T kop_div_floor(T a, T b) {
       KILN_RAISE_FAULT(kiln_fault_zero_division);
       return 0;
     }
-    if (b == T(-1)) return kop_neg(a);
-    T q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+    if constexpr (T(-1) < T(0)) {
+      if (b == T(-1)) return kop_neg(a);
+      T q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+    } else {
+      return T(a / b);
+    }
   }
 }
 KILN_OP float kop_div_floor(float a, float b) { return kiln_div_floor(a, b); }
@@ -171,7 +186,8 @@ template <class T> KILN_OP T kop_fmod(T a, T b) {
       KILN_RAISE_FAULT(kiln_fault_zero_division);
       return 0;
     }
-    return b == T(-1) ? T(0) : T(a % b);
+    if constexpr (T(-1) < T(0)) return b == T(-1) ? T(0) : T(a % b);
+    else return T(a % b);
   }
 }
 KILN_OP float kop_fmod(float a, float b) { return kiln_fmod(a, b); }
@@ -179,8 +195,10 @@ template <class T> KILN_OP T kop_remainder(T a, T b) {
   T r = kop_fmod(a, b);
   if constexpr (kiln_is_float<T>::value) {
     return (r != T(0) && ((b < T(0)) != (r < T(0)))) ? r + b : r;
-  } else {
+  } else if constexpr (T(-1) < T(0)) {
     return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+  } else {
+    return r;
   }
 }
 template <class T> KILN_OP bool kop_eq(T a, T b) { return a == b; }
@@ -247,8 +265,8 @@ __attribute__((noinline, cold)) static void kiln_message(char* out, int64_t capa
   }
   if (capacity > 0) out[at] = 0;
 }
-static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16"};
-static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 10 ? kiln_dtype_names[code] : "(unknown dtype)"; }
+static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16", "u16", "u32", "u64"};
+static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 13 ? kiln_dtype_names[code] : "(unknown dtype)"; }
 #pragma omp declare reduction(kiln_max_f32 : float : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inff())
 #pragma omp declare reduction(kiln_min_f32 : float : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inff())
 #pragma omp declare reduction(kiln_max_f64 : double : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inf())
@@ -435,13 +453,13 @@ static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnR
   return 0;
 }
 
-// kernel3_softmax_max: softmax_max, where, mul, softmax_sum, softmax_exp, softmax_shifted, softmax
+// kernel3_softmax_max: softmax_max, where, mul, softmax_sum, softmax_exp, softmax_shifted, softmax, softmax_inverse_sum
 static int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b16 = (float*)bufs[16];  // matmul
   bool* __restrict b18 = (bool*)bufs[18];  // _folded_causal
-  float* __restrict b24 = (float*)bufs[24];  // softmax
+  float* __restrict b25 = (float*)bufs[25];  // softmax
   for (int64_t x0 = 0; x0 < 4; ++x0) {
     for (int64_t x1 = 0; x1 < 8; ++x1) {
       // reduce : softmax_max
@@ -479,25 +497,25 @@ static int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, const 
             const int64_t r0 = rl1 + l;
             const float e1 = kop_exp(kop_sub(float((b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-__builtin_inff()))), float(v20)));
             acc1[l] = kop_add(acc1[l], e1);
-            b24[r0 + 64*x0 + 8*x1] = e1;
+            b25[r0 + 64*x0 + 8*x1] = e1;
           }
         }
         for (; rl1 < rn1; ++rl1) {
           const int64_t r0 = rl1;
           const float e1 = kop_exp(kop_sub(float((b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-__builtin_inff()))), float(v20)));
           acc1[0] = kop_add(acc1[0], e1);
-          b24[r0 + 64*x0 + 8*x1] = e1;
+          b25[r0 + 64*x0 + 8*x1] = e1;
         }
       }
       float res1 = acc1[0];
       for (int l = 1; l < 1; ++l) res1 = kop_add(res1, acc1[l]);
       const float v23 = res1;
       // row: softmax
-      const float h1 = kop_div(float(float(1.0)), float(v23));
+      const float h1 = kop_reciprocal(v23);
       #pragma omp simd
       for (int64_t r0 = 0; r0 < 8; ++r0) {
-        const float t2 = kop_mul(float(b24[r0 + 64*x0 + 8*x1]), float(h1));
-        b24[r0 + 64*x0 + 8*x1] = t2;
+        const float t2 = kop_mul(float(b25[r0 + 64*x0 + 8*x1]), float(h1));
+        b25[r0 + 64*x0 + 8*x1] = t2;
       }
     }
   }
@@ -509,8 +527,8 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
   (void)args;
   (void)sym;
   float* __restrict b15 = (float*)bufs[15];  // linear
-  float* __restrict b24 = (float*)bufs[24];  // softmax
-  float* __restrict b25 = (float*)bufs[25];  // matmul_1
+  float* __restrict b25 = (float*)bufs[25];  // softmax
+  float* __restrict b26 = (float*)bufs[26];  // matmul_1
   const int64_t M = 8, N = 16, K = 8;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(8, 1, M, K, &ta, &lda) || !kiln_blas_layout(96, 1, K, N, &tb, &ldb)) {
@@ -520,7 +538,7 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
   }
   const int64_t batch = 4;
   if (M == 0 || N == 0 || batch == 0) return 0;
-  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b25[0 + i] = 0; }
+  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b26[0 + i] = 0; }
   auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi) {
     int64_t rest = bi;
     (void)rest;
@@ -528,9 +546,9 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
     rest /= (2);
     const int64_t x0 = rest % (2);
     rest /= (2);
-    const float* pa = b24 + (0 + x0 * (128) + x1 * (64));
+    const float* pa = b25 + (0 + x0 * (128) + x1 * (64));
     const float* pb = b15 + (64 + x0 * (768) + x1 * (16));
-    float* pc = b25 + (0 + x0 * (256) + x1 * (128));
+    float* pc = b26 + (0 + x0 * (256) + x1 * (128));
     if (K > 0) cblas_sgemm(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (8), lda, pb, ldb, 0, pc + lo * N, int(N));
   };
   const int64_t task_rows = kiln_gemm_task_rows(batch, M);
@@ -552,14 +570,14 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
 static int32_t kernel5_linear_1_matmul_a(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b25 = (float*)bufs[25];  // matmul_1
-  float* __restrict b26 = (float*)bufs[26];  // linear_1_matmul_a
+  float* __restrict b26 = (float*)bufs[26];  // matmul_1
+  float* __restrict b27 = (float*)bufs[27];  // linear_1_matmul_a
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 8; ++x1) {
       #pragma omp simd
       for (int64_t x2 = 0; x2 < 32; ++x2) {
-        const float t0 = b25[256*x0 + 16*x1 + 128*(x2 / 16) + (x2 % 16)];
-        b26[256*x0 + 32*x1 + x2] = t0;
+        const float t0 = b26[256*x0 + 16*x1 + 128*(x2 / 16) + (x2 % 16)];
+        b27[256*x0 + 32*x1 + x2] = t0;
       }
     }
   }
@@ -570,9 +588,9 @@ static int32_t kernel5_linear_1_matmul_a(void* const* bufs, const int64_t* sym, 
 static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b26 = (float*)bufs[26];  // linear_1_matmul_a
-  float* __restrict b27 = (float*)bufs[27];  // proj_weight
-  float* __restrict b28 = (float*)bufs[28];  // linear_1_matmul
+  float* __restrict b27 = (float*)bufs[27];  // linear_1_matmul_a
+  float* __restrict b28 = (float*)bufs[28];  // proj_weight
+  float* __restrict b29 = (float*)bufs[29];  // linear_1_matmul
   const int64_t M = 8, N = 32, K = 32;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(32, 1, M, K, &ta, &lda) || !kiln_blas_layout(1, 32, K, N, &tb, &ldb)) {
@@ -588,10 +606,10 @@ static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, co
     kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
     return 1;
   }
-  if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) b28[0 + i] = 0; }
-  const float* pa = b26 + (0);
-  const float* pb = b27 + (0);
-  float* pc = b28 + (0);
+  if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) b29[0 + i] = 0; }
+  const float* pa = b27 + (0);
+  const float* pb = b28 + (0);
+  float* pc = b29 + (0);
   auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi) {
     if (K > 0) cblas_sgemm(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (32), lda, pb, ldb, 0, pc + lo * N, int(N));
   };
@@ -615,11 +633,11 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
-  float* __restrict b28 = (float*)bufs[28];  // linear_1_matmul
-  float* __restrict b29 = (float*)bufs[29];  // proj_bias
-  float* __restrict b39 = (float*)bufs[39];  // ln2_weight
-  float* __restrict b41 = (float*)bufs[41];  // ln2_bias
-  float* __restrict b42 = (float*)bufs[42];  // layer_norm_1
+  float* __restrict b29 = (float*)bufs[29];  // linear_1_matmul
+  float* __restrict b30 = (float*)bufs[30];  // proj_bias
+  float* __restrict b40 = (float*)bufs[40];  // ln2_weight
+  float* __restrict b42 = (float*)bufs[42];  // ln2_bias
+  float* __restrict b43 = (float*)bufs[43];  // layer_norm_1
   for (int64_t x0 = 0; x0 < 16; ++x0) {
     // reduce welford: layer_norm_1_var_mean
     float mean0[17], m20[17], cnt0[17];
@@ -634,7 +652,7 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
         #pragma omp simd
         for (int l = 0; l < 16; ++l) {
           const int64_t r0 = rl0 + l;
-          const float e0 = kop_add(float(b0[r0 + 32*x0]), float(kop_add(float(b28[r0 + 32*x0]), float(b29[r0]))));
+          const float e0 = kop_add(float(b0[r0 + 32*x0]), float(kop_add(float(b29[r0 + 32*x0]), float(b30[r0]))));
           const float d0 = e0 - mean0[l];
           cnt0[l] = wn0;
           mean0[l] += d0 * winv0;
@@ -643,7 +661,7 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
       }
       for (; rl0 < rn0; ++rl0) {
         const int64_t r0 = rl0;
-        const float e0 = kop_add(float(b0[r0 + 32*x0]), float(kop_add(float(b28[r0 + 32*x0]), float(b29[r0]))));
+        const float e0 = kop_add(float(b0[r0 + 32*x0]), float(kop_add(float(b29[r0 + 32*x0]), float(b30[r0]))));
         const float d0 = e0 - mean0[16];
         cnt0[16] += float(1);
         mean0[16] += d0 / cnt0[16];
@@ -661,14 +679,14 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
       rc0 = total;
     }
     if (rc0 == 0) rm0 = __builtin_nan("");
-    const float v32 = rm0;
-    const float v33 = rq0;
+    const float v33 = rm0;
+    const float v34 = rq0;
     // row: layer_norm_1
-    const float h2 = kop_rsqrt(kop_add(float(kop_div(float(v33), float(kop_maximum(float(kop_sub(float(float(32)), float(float(0.0)))), float(float(0.0)))))), float(float(9.9999997473787516e-06))));
+    const float h2 = kop_rsqrt(kop_add(float(kop_div(float(v34), float(kop_maximum(float(kop_sub(float(float(32)), float(float(0.0)))), float(float(0.0)))))), float(float(9.9999997473787516e-06))));
     #pragma omp simd
     for (int64_t r0 = 0; r0 < 32; ++r0) {
-      const float t1 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b0[r0 + 32*x0]), float(kop_add(float(b28[r0 + 32*x0]), float(b29[r0]))))), float(v32))), float(h2))), float(b39[r0]))), float(b41[r0]));
-      b42[r0 + 32*x0] = t1;
+      const float t1 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b0[r0 + 32*x0]), float(kop_add(float(b29[r0 + 32*x0]), float(b30[r0]))))), float(v33))), float(h2))), float(b40[r0]))), float(b42[r0]));
+      b43[r0 + 32*x0] = t1;
     }
   }
   return 0;
@@ -678,11 +696,11 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
 static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b42 = (float*)bufs[42];  // layer_norm_1
-  float* __restrict b43 = (float*)bufs[43];  // fc1_weight
-  float* __restrict b44 = (float*)bufs[44];  // linear_2_matmul
-  float* __restrict b45 = (float*)bufs[45];  // fc1_bias
-  float* __restrict b51 = (float*)bufs[51];  // gelu
+  float* __restrict b43 = (float*)bufs[43];  // layer_norm_1
+  float* __restrict b44 = (float*)bufs[44];  // fc1_weight
+  float* __restrict b45 = (float*)bufs[45];  // linear_2_matmul
+  float* __restrict b46 = (float*)bufs[46];  // fc1_bias
+  float* __restrict b52 = (float*)bufs[52];  // gelu
   const int64_t M = 8, N = 64, K = 32;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(32, 1, M, K, &ta, &lda) || !kiln_blas_layout(1, 32, K, N, &tb, &ldb)) {
@@ -698,10 +716,10 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
     kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
     return 1;
   }
-  if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) b44[0 + i] = 0; }
-  const float* pa = b42 + (0);
-  const float* pb = b43 + (0);
-  float* pc = b44 + (0);
+  if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) b45[0 + i] = 0; }
+  const float* pa = b43 + (0);
+  const float* pb = b44 + (0);
+  float* pc = b45 + (0);
   auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi) {
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
@@ -715,8 +733,8 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
         (void)x0;
         #pragma omp simd
         for (int64_t x2 = 0; x2 < N; ++x2) {
-          const float t0 = kop_mul(float(kop_mul(float(kop_add(float(b44[512*x0 + 64*x1 + x2]), float(b45[x2]))), float(float(0.5)))), float(kop_add(float(kop_erf(kop_mul(float(kop_add(float(b44[512*x0 + 64*x1 + x2]), float(b45[x2]))), float(float(0.70710676908493042))))), float(float(1.0)))));
-          b51[512*x0 + 64*x1 + x2] = t0;
+          const float t0 = kop_mul(float(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.5)))), float(kop_add(float(kop_erf(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.70710676908493042))))), float(float(1.0)))));
+          b52[512*x0 + 64*x1 + x2] = t0;
         }
       }
     }
@@ -741,13 +759,13 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
-  float* __restrict b28 = (float*)bufs[28];  // linear_1_matmul
-  float* __restrict b29 = (float*)bufs[29];  // proj_bias
-  float* __restrict b51 = (float*)bufs[51];  // gelu
-  float* __restrict b52 = (float*)bufs[52];  // fc2_weight
-  float* __restrict b53 = (float*)bufs[53];  // linear_3_matmul
-  float* __restrict b54 = (float*)bufs[54];  // fc2_bias
-  float* __restrict b56 = (float*)bufs[56];  // out
+  float* __restrict b29 = (float*)bufs[29];  // linear_1_matmul
+  float* __restrict b30 = (float*)bufs[30];  // proj_bias
+  float* __restrict b52 = (float*)bufs[52];  // gelu
+  float* __restrict b53 = (float*)bufs[53];  // fc2_weight
+  float* __restrict b54 = (float*)bufs[54];  // linear_3_matmul
+  float* __restrict b55 = (float*)bufs[55];  // fc2_bias
+  float* __restrict b57 = (float*)bufs[57];  // out
   const int64_t M = 8, N = 32, K = 64;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(64, 1, M, K, &ta, &lda) || !kiln_blas_layout(1, 64, K, N, &tb, &ldb)) {
@@ -763,10 +781,10 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
     kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
     return 1;
   }
-  if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) b53[0 + i] = 0; }
-  const float* pa = b51 + (0);
-  const float* pb = b52 + (0);
-  float* pc = b53 + (0);
+  if (K == 0) { for (int64_t i = 0; i < rows * N; ++i) b54[0 + i] = 0; }
+  const float* pa = b52 + (0);
+  const float* pb = b53 + (0);
+  float* pc = b54 + (0);
   auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi) {
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
@@ -780,8 +798,8 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
         (void)x0;
         #pragma omp simd
         for (int64_t x2 = 0; x2 < N; ++x2) {
-          const float t0 = kop_add(float(kop_add(float(b0[256*x0 + 32*x1 + x2]), float(kop_add(float(b28[256*x0 + 32*x1 + x2]), float(b29[x2]))))), float(kop_add(float(b53[256*x0 + 32*x1 + x2]), float(b54[x2]))));
-          b56[256*x0 + 32*x1 + x2] = t0;
+          const float t0 = kop_add(float(kop_add(float(b0[256*x0 + 32*x1 + x2]), float(kop_add(float(b29[256*x0 + 32*x1 + x2]), float(b30[x2]))))), float(kop_add(float(b54[256*x0 + 32*x1 + x2]), float(b55[x2]))));
+          b57[256*x0 + 32*x1 + x2] = t0;
         }
       }
     }
@@ -880,34 +898,34 @@ extern "C" int64_t kiln_workspace_bytes(const int64_t* sym) {
 extern "C" int32_t kiln_run(const KilnRunArgs* args) {
   const int64_t* sym = args->symbols;
   (void)sym;
-  void* bufs[57] = {};
+  void* bufs[58] = {};
   bufs[0] = args->inputs[0].data;
   bufs[8] = args->parameters[0];
   bufs[10] = args->parameters[1];
   bufs[12] = args->parameters[2];
   bufs[14] = args->parameters[3];
   bufs[18] = args->parameters[4];
-  bufs[27] = args->parameters[5];
-  bufs[29] = args->parameters[6];
-  bufs[39] = args->parameters[7];
-  bufs[41] = args->parameters[8];
-  bufs[43] = args->parameters[9];
-  bufs[45] = args->parameters[10];
-  bufs[52] = args->parameters[11];
-  bufs[54] = args->parameters[12];
-  bufs[56] = args->outputs[0];
+  bufs[28] = args->parameters[5];
+  bufs[30] = args->parameters[6];
+  bufs[40] = args->parameters[7];
+  bufs[42] = args->parameters[8];
+  bufs[44] = args->parameters[9];
+  bufs[46] = args->parameters[10];
+  bufs[53] = args->parameters[11];
+  bufs[55] = args->parameters[12];
+  bufs[57] = args->outputs[0];
   bufs[11] = (char*)args->workspace + (12288);  // layer_norm
   bufs[13] = (char*)args->workspace + (0);  // linear_matmul
   bufs[15] = (char*)args->workspace + (6144);  // linear
   bufs[16] = (char*)args->workspace + (0);  // matmul
-  bufs[24] = (char*)args->workspace + (2048);  // softmax
-  bufs[25] = (char*)args->workspace + (0);  // matmul_1
-  bufs[26] = (char*)args->workspace + (2048);  // linear_1_matmul_a
-  bufs[28] = (char*)args->workspace + (8192);  // linear_1_matmul
-  bufs[42] = (char*)args->workspace + (10240);  // layer_norm_1
-  bufs[44] = (char*)args->workspace + (0);  // linear_2_matmul
-  bufs[51] = (char*)args->workspace + (4096);  // gelu
-  bufs[53] = (char*)args->workspace + (0);  // linear_3_matmul
+  bufs[25] = (char*)args->workspace + (2048);  // softmax
+  bufs[26] = (char*)args->workspace + (0);  // matmul_1
+  bufs[27] = (char*)args->workspace + (2048);  // linear_1_matmul_a
+  bufs[29] = (char*)args->workspace + (8192);  // linear_1_matmul
+  bufs[43] = (char*)args->workspace + (10240);  // layer_norm_1
+  bufs[45] = (char*)args->workspace + (0);  // linear_2_matmul
+  bufs[52] = (char*)args->workspace + (4096);  // gelu
+  bufs[54] = (char*)args->workspace + (0);  // linear_3_matmul
   if (args->num_threads > 0) omp_set_num_threads(args->num_threads);
   kiln_pool_set_threads(args->num_threads > 0 ? args->num_threads : omp_get_max_threads());
   __atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);
@@ -958,12 +976,12 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     const int32_t rc = kernel3_softmax_max(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel3_softmax_max (softmax_max, where, mul, softmax_sum, softmax_exp, softmax_shifted, softmax)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel3_softmax_max (softmax_max, where, mul, softmax_sum, softmax_exp, softmax_shifted, softmax, softmax_inverse_sum)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel3_softmax_max (softmax_max, where, mul, softmax_sum, softmax_exp, softmax_shifted, softmax)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel3_softmax_max (softmax_max, where, mul, softmax_sum, softmax_exp, softmax_shifted, softmax, softmax_inverse_sum)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }

@@ -21,6 +21,14 @@ KILN_OP int64_t kiln_mod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// Float to u64 as the interpreter stores it (runtime/tensor.cpp): values from 2^63 up, which
+// kiln_saturate_to_i64 would clamp, saturate to the u64 range; the rest wrap through int64.
+KILN_OP uint64_t kiln_saturate_to_u64(double x) {
+  if (x >= 0x1p64) return ~0ULL;
+  if (x >= 0x1p63) return (unsigned long long)(x);
+  return (unsigned long long)(kiln_saturate_to_i64(x));
+}
+
 // Run-time faults raised inside kernels (checked by kiln_run after each kernel).
 KILN_FAULT_FLAG(kiln_fault_zero_division);
 KILN_FAULT_FLAG(kiln_fault_index);
@@ -108,13 +116,16 @@ template <class T> KILN_OP T kop_mul(T a, T b) {
 KILN_OP bool kop_mul(bool a, bool b) { return a && b; }
 template <class T> KILN_OP T kop_div(T a, T b) { return a / b; }
 // Integer division by zero raises the interpreter's ZeroDivisionError; INT_MIN / -1 wraps.
+// (For unsigned T, T(-1) is the largest value, divided by as any other.)
 template <class T> KILN_OP T kiln_int_div_checked(T a, T b) {
   if (b == 0) {
     KILN_RAISE_FAULT(kiln_fault_zero_division);
     return 0;
   }
-  if (b == T(-1)) return kop_neg(a);
-  return a / b;
+  if constexpr (T(-1) < T(0)) {
+    if (b == T(-1)) return kop_neg(a);
+  }
+  return T(a / b);
 }
 template <class T> KILN_OP T kop_div_trunc(T a, T b) {
   if constexpr (kiln_is_float<T>::value) return kiln_div_trunc(a, b);
@@ -130,9 +141,13 @@ template <class T> KILN_OP T kop_div_floor(T a, T b) {
       KILN_RAISE_FAULT(kiln_fault_zero_division);
       return 0;
     }
-    if (b == T(-1)) return kop_neg(a);
-    T q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+    if constexpr (T(-1) < T(0)) {
+      if (b == T(-1)) return kop_neg(a);
+      T q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+    } else {
+      return T(a / b);
+    }
   }
 }
 KILN_OP float kop_div_floor(float a, float b) { return kiln_div_floor(a, b); }
@@ -171,7 +186,8 @@ template <class T> KILN_OP T kop_fmod(T a, T b) {
       KILN_RAISE_FAULT(kiln_fault_zero_division);
       return 0;
     }
-    return b == T(-1) ? T(0) : T(a % b);
+    if constexpr (T(-1) < T(0)) return b == T(-1) ? T(0) : T(a % b);
+    else return T(a % b);
   }
 }
 KILN_OP float kop_fmod(float a, float b) { return kiln_fmod(a, b); }
@@ -179,8 +195,10 @@ template <class T> KILN_OP T kop_remainder(T a, T b) {
   T r = kop_fmod(a, b);
   if constexpr (kiln_is_float<T>::value) {
     return (r != T(0) && ((b < T(0)) != (r < T(0)))) ? r + b : r;
-  } else {
+  } else if constexpr (T(-1) < T(0)) {
     return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+  } else {
+    return r;
   }
 }
 template <class T> KILN_OP bool kop_eq(T a, T b) { return a == b; }
@@ -247,8 +265,8 @@ __attribute__((noinline, cold)) static void kiln_message(char* out, int64_t capa
   }
   if (capacity > 0) out[at] = 0;
 }
-static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16"};
-static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 10 ? kiln_dtype_names[code] : "(unknown dtype)"; }
+static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16", "u16", "u32", "u64"};
+static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 13 ? kiln_dtype_names[code] : "(unknown dtype)"; }
 #pragma omp declare reduction(kiln_max_f32 : float : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inff())
 #pragma omp declare reduction(kiln_min_f32 : float : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inff())
 #pragma omp declare reduction(kiln_max_f64 : double : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inf())
@@ -364,7 +382,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
   return 0;
 }
 
-// kernel2_probs_max: probs_max, linear, probs_sum, probs_exp, probs_shifted, probs
+// kernel2_probs_max: probs_max, linear, probs_sum, probs_exp, probs_shifted, probs, probs_inverse_sum
 static int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
@@ -372,7 +390,7 @@ static int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, const Ki
   (void)s_s0;
   float* __restrict b7 = (float*)bufs[7];  // linear_matmul
   float* __restrict b8 = (float*)bufs[8];  // fc2_bias
-  float* __restrict b14 = (float*)bufs[14];  // probs
+  float* __restrict b15 = (float*)bufs[15];  // probs
    {
     const int64_t kiln_n = (s_s0);
     auto kiln_chunk = [&](int64_t kiln_begin, int64_t kiln_end) {
@@ -412,25 +430,25 @@ static int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, const Ki
               const int64_t r0 = rl1 + l;
               const float e1 = kop_exp(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
               acc1[l] = kop_add(acc1[l], e1);
-              b14[r0 + 10*x0] = e1;
+              b15[r0 + 10*x0] = e1;
             }
           }
           for (; rl1 < rn1; ++rl1) {
             const int64_t r0 = rl1;
             const float e1 = kop_exp(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
             acc1[0] = kop_add(acc1[0], e1);
-            b14[r0 + 10*x0] = e1;
+            b15[r0 + 10*x0] = e1;
           }
         }
         float res1 = acc1[0];
         for (int l = 1; l < 1; ++l) res1 = kop_add(res1, acc1[l]);
         const float v13 = res1;
         // row: probs
-        const float h0 = kop_div(float(float(1.0)), float(v13));
+        const float h0 = kop_reciprocal(v13);
         #pragma omp simd
         for (int64_t r0 = 0; r0 < 10; ++r0) {
-          const float t2 = kop_mul(float(b14[r0 + 10*x0]), float(h0));
-          b14[r0 + 10*x0] = t2;
+          const float t2 = kop_mul(float(b15[r0 + 10*x0]), float(h0));
+          b15[r0 + 10*x0] = t2;
         }
       }
     };
@@ -514,13 +532,13 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
   (void)sym;
   const int64_t s_s0 = sym[0];
   (void)s_s0;
-  void* bufs[15] = {};
+  void* bufs[16] = {};
   bufs[0] = args->inputs[0].data;
   bufs[1] = args->parameters[0];
   bufs[3] = args->parameters[1];
   bufs[6] = args->parameters[2];
   bufs[8] = args->parameters[3];
-  bufs[14] = args->outputs[0];
+  bufs[15] = args->outputs[0];
   bufs[2] = (char*)args->workspace + (0);  // matmul
   bufs[5] = (char*)args->workspace + (512*s_s0);  // relu
   bufs[7] = (char*)args->workspace + (1024*s_s0);  // linear_matmul
@@ -560,12 +578,12 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     const int32_t rc = kernel2_probs_max(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_probs_max (probs_max, linear, probs_sum, probs_exp, probs_shifted, probs)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_probs_max (probs_max, linear, probs_sum, probs_exp, probs_shifted, probs, probs_inverse_sum)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel2_probs_max (probs_max, linear, probs_sum, probs_exp, probs_shifted, probs)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel2_probs_max (probs_max, linear, probs_sum, probs_exp, probs_shifted, probs, probs_inverse_sum)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
