@@ -191,6 +191,22 @@ TEST(CpuBackend, VarMeanOverNoElementsIsNaN) {
   expect_matches_interpreter(graph, {{"x", Tensor::zeros({3, 0}, DType::f32)}});
 }
 
+// A division by a row's reduction (here its max) is a division in the compiled row step, as in
+// the interpreter and PyTorch: -2.5 / 0.019607844f is -127.49999 in f32, while -2.5 times the
+// reciprocal is -127.5, which round() (half to even) makes -128 instead of -127.
+TEST(CpuBackend, ADivisionByARowReductionIsExact) {
+  Graph graph;
+  Node* x = input(graph, "x", {2, 2});
+  Node* max = graph.create_call("amax", {x, ints({1}), true});
+  graph.create_output({graph.create_call("round", {graph.create_call("div", {x, max})})});
+  Tensor data = Tensor::from_doubles({2, 2}, std::vector<double>{-2.5, 0.019607844, -2.5, 0.019607844}, DType::f32);
+  std::vector<Tensor> outputs = compile(graph, test_options()).run({{"x", data}});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].flat_double(0), -127.0);
+  EXPECT_EQ(outputs[0].flat_double(1), 1.0);
+  expect_matches_interpreter(graph, {{"x", data}}, 0, 0);
+}
+
 // ---------------------------------------------------------------- samples
 
 class CpuBackendSamples : public ::testing::TestWithParam<std::string> {};
