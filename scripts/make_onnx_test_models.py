@@ -970,6 +970,22 @@ def make_sequence_cases():
     ], {"x": f32(3)}, ["y0", "y1", "y2", "y3"])
 
 
+def make_einsum_diagonal_cases():
+    """Einsum terms that repeat a label (a diagonal), with ONNX Runtime's outputs."""
+    reseed(22)
+    op_case("einsum_diagonal", "Einsum", [f32(4, 4)], {"equation": "ii->i"})
+    op_case("einsum_trace_implicit", "Einsum", [f32(3, 3)], {"equation": "ii"})
+    op_case("einsum_batch_diagonal_sum", "Einsum", [f32(2, 3, 3, 5)], {"equation": "biij->bj"})
+    op_case("einsum_diagonal_times_matrix", "Einsum", [f32(3, 3), f32(3, 4)], {"equation": "ii,ij->ij"})
+    # A diagonal over dims of different sizes: refused.
+    node = helper.make_node("Einsum", ["x"], ["y"], name="einsum", equation="ii->i")
+    graph = helper.make_graph([node], "einsum", [value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save_bad("einsum_diagonal_of_unequal_dims.onnx", model)
+
+
 def write_covered_ops():
     """covered_ops.txt: every op type used by a case model, one a line (the C++ tests check
     that each op the importer supports is among them)."""
@@ -985,7 +1001,8 @@ def write_covered_ops():
 GROUPS = {"ops": lambda: make_op_cases(), "models": lambda: make_model_cases(), "dynamic": lambda: make_dynamic_cases(),
           "bad": lambda: make_bad_cases(), "slice_edges": lambda: make_slice_edge_cases(),
           "specialize": lambda: make_specialize_cases(), "node_test_ops": lambda: make_node_test_op_cases(),
-          "int16": lambda: make_int16_cases(), "sequences": lambda: make_sequence_cases()}
+          "int16": lambda: make_int16_cases(), "sequences": lambda: make_sequence_cases(),
+          "einsum_diagonals": lambda: make_einsum_diagonal_cases()}
 
 
 def main():

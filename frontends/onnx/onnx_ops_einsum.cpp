@@ -4,7 +4,8 @@
 // then the first operand's free labels, the contracted labels, the second's free labels,
 // reshaped to [batch..., L, K] @ [batch..., K, R]); the result is permuted to the output's
 // order. Without "->", the output is the ellipsis dims then the labels used once, sorted.
-// Not supported: a label repeated within one operand (a diagonal).
+// A label repeated within one operand ("ii->i", "...ii->...i") first takes that operand's
+// diagonal over the two dims, as torch.diagonal does (a strided view, the diagonal dim last).
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -13,6 +14,7 @@
 
 #include "frontends/onnx/onnx_op_helpers.h"
 #include "frontends/onnx/onnx_op_table.h"
+#include "runtime/strides.h"
 
 namespace kiln::frontends {
 
@@ -118,6 +120,48 @@ Operand contract(OnnxNodeContext& context, Operand a, Operand b, const std::set<
   return {context.call("reshape", {product_node, ir::Argument::sym_ints(result_shape)}), labels};
 }
 
+// `operand` with each label it repeats taken along the diagonal of those two dims, until every
+// label appears once: the two dims become one, last (torch.diagonal's layout).
+Operand without_repeated_labels(OnnxNodeContext& context, const std::string& term, Operand operand) {
+  for (;;) {
+    Labels& labels = operand.labels;
+    size_t first = labels.size(), second = labels.size();
+    for (size_t i = 0; i < labels.size() && first == labels.size(); ++i)
+      for (size_t j = i + 1; j < labels.size(); ++j)
+        if (labels[i] == labels[j]) {
+          first = i;
+          second = j;
+          break;
+        }
+    if (first == labels.size()) return operand;
+    ir::Node* x = operand.node->value().is_contiguous() ? operand.node : context.call("clone", {operand.node});
+    const ir::SymShape& shape = x->value().shape;
+    ir::SymShape strides = contiguous_strides(shape);
+    ir::SymInt length = shape[first];
+    if (shape[first].is_constant() && shape[second].is_constant()) {
+      if (shape[first].constant() != shape[second].constant())
+        context.fail("term '", term, "' repeats label '", char(labels[first]), "' over dims of sizes ", shape[first].constant(),
+                     " and ", shape[second].constant(), " (a diagonal needs equal sizes)");
+    } else if (!(shape[first] == shape[second])) {
+      context.fail("term '", term, "' repeats label '", char(labels[first]), "' over dims of sizes ", shape[first].to_string(),
+                   " and ", shape[second].to_string(), ", which are not known to be equal");
+    }
+    std::vector<ir::SymInt> sizes, diagonal_strides;
+    Labels remaining;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (d == first || d == second) continue;
+      sizes.push_back(shape[d]);
+      diagonal_strides.push_back(strides[d]);
+      remaining.push_back(labels[d]);
+    }
+    sizes.push_back(length);
+    diagonal_strides.push_back(strides[first] + strides[second]);
+    remaining.push_back(labels[first]);
+    operand.node = context.call("as_strided", {x, ir::Argument::sym_ints(sizes), ir::Argument::sym_ints(diagonal_strides), ir::SymInt(0)});
+    operand.labels = remaining;
+  }
+}
+
 void convert_einsum(OnnxNodeContext& context) {
   std::string equation;
   for (char c : context.string_attribute("equation", "")) if (c != ' ') equation += c;
@@ -141,10 +185,8 @@ void convert_einsum(OnnxNodeContext& context) {
   std::map<int, int> uses;
   for (size_t k = 0; k < terms.size(); ++k) {
     Labels labels = parse_term(context, terms[k], context.rank(k), ellipsis_dims);
-    if (std::set<int>(labels.begin(), labels.end()).size() != labels.size())
-      context.fail("term '", terms[k], "' repeats a label (diagonals are not supported)");
-    for (int label : labels) ++uses[label];
-    operands.push_back({context.tensor(k), labels});
+    for (int label : labels) ++uses[label];  // "ii" uses i twice: without "->", a trace
+    operands.push_back(without_repeated_labels(context, terms[k], {context.tensor(k), labels}));
   }
   Labels output;
   if (arrow != std::string::npos) {

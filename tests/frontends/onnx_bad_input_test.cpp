@@ -214,6 +214,12 @@ TEST_F(OnnxBadInput, AResizeScaleWhoseSizeNoIntegerHoldsIsRefused) {
                 "': node 'resize' (Resize): resizing dim 2 of 4 elements by scale 1e+30 gives 4e+30 elements, which is not possible");
 }
 
+TEST_F(OnnxBadInput, AnEinsumDiagonalOfUnequalDimsIsRefused) {
+  EXPECT_EQ(error_of([] { import_onnx(bad("einsum_diagonal_of_unequal_dims.onnx")); }),
+            "'" + bad("einsum_diagonal_of_unequal_dims.onnx") +
+                "': node 'einsum' (Einsum): term 'ii' repeats label 'i' over dims of sizes 2 and 3 (a diagonal needs equal sizes)");
+}
+
 TEST_F(OnnxBadInput, WrongInputShapeAtRunTime) {
   ir::Graph graph = import_onnx((kOnnxData / "models" / "mlp" / "model.onnx").string());
   Tensor wide = Tensor::zeros({8, 65}, DType::f32);
