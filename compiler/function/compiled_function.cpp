@@ -67,7 +67,10 @@ struct CompiledFunction::State {
   ScalarFunction fn;
   nn::Module* module = nullptr;
   FunctionCompileOptions options;
-  size_t input_count = 0;  // set by the first call
+  // Set once, by the first call that gets past its checks (under `mutex`, before any trace can
+  // set has_breaks): read without the lock by calls of a function with breaks.
+  bool signature_known = false;
+  size_t input_count = 0;
   size_t scalar_count = 0;
   std::vector<std::string> names;
 
@@ -340,15 +343,20 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   std::unique_lock lock(state.mutex);
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) fail("kiln::compile: ", state.options.name, ": input ", i, " is an undefined tensor");
-  if (state.variants.empty()) {
-    state.input_count = inputs.size();
-    state.scalar_count = scalars.size();
+  if (!state.signature_known) {
     if (!state.options.input_names.empty() && state.options.input_names.size() != inputs.size())
       fail("kiln::compile: ", state.options.name, " has ", state.options.input_names.size(), " input names for ",
            inputs.size(), " inputs");
+    state.input_count = inputs.size();
+    state.scalar_count = scalars.size();
     state.names = state.options.input_names.empty() ? default_input_names(inputs.size()) : state.options.input_names;
-    return state.add_variant(inputs, scalars);
+    state.signature_known = true;
+  } else if (inputs.size() != state.input_count || scalars.size() != state.scalar_count) {
+    fail("kiln::compile: ", state.options.name, " takes ", state.input_count, " inputs and ", state.scalar_count,
+         " scalars; got ", inputs.size(), " and ", scalars.size());
   }
+  // No variant yet (also a function with breaks, for calls that raced the one that found them).
+  if (state.variants.empty()) return state.add_variant(inputs, scalars);
   std::string failure;
   if (Variant* variant = state.find_variant(inputs, scalars, &failure)) return state.run(*variant, inputs);
   if (int(state.variants.size()) >= state.options.recompile_limit) {
