@@ -16,6 +16,7 @@
 
 #include "runtime/atomic_file.h"
 #include "tests/onnx_conformance/conformance_report.h"
+#include "tests/support/shared_compile_cache.h"
 
 namespace kiln::conformance {
 namespace {
@@ -38,7 +39,7 @@ TEST_P(NodeTestShard, RunsItsCases) {
   fs::remove(shard_results(shard));
   committed_allowlist();  // fails here, early, when it does not parse
   CompileOptions options;
-  options.cache_dir = results_folder() / "compile-cache";  // shared by the shards
+  options.cache_dir = test_support::shared_compile_cache(results_folder() / "compile-cache");  // shared by the shards and runs
 
   std::vector<std::string> names = node_test_case_names(*folder);
   std::vector<CaseResult> results;

@@ -12,6 +12,7 @@
 
 #include "frontends/pt2/pt2_importer.h"
 #include "tests/pt2_conformance/pt2_report.h"
+#include "tests/support/shared_compile_cache.h"
 
 namespace kiln::pt2_conformance {
 namespace {
@@ -41,7 +42,7 @@ TEST_P(Pt2ConformanceShard, RunsItsCases) {
   fs::remove(shard_results(shard));
   committed_allowlist();  // fails here, early, when it does not parse
   CompileOptions options;
-  options.cache_dir = results_folder() / "compile-cache";  // shared by the shards
+  options.cache_dir = test_support::shared_compile_cache(results_folder() / "compile-cache");  // shared by the shards and runs
   OpInfoData data = read_opinfo_data(*folder);
   // Whole OpInfo entries go to shards (their cases compile together), round robin.
   std::map<std::string, std::vector<const OpInfoCase*>> by_op;

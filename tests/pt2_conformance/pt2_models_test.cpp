@@ -20,6 +20,7 @@
 #include "runtime/atomic_file.h"
 #include "kiln/npy.h"
 #include "tests/pt2_conformance/pt2_test_data.h"
+#include "tests/support/shared_compile_cache.h"
 
 namespace kiln::pt2_conformance {
 namespace {
@@ -67,7 +68,7 @@ TEST_P(Model, MatchesEager) {
     GTEST_SKIP() << "torch.export refused " << name << ": " << meta.value("reason", "");
   }
   CompileOptions options;
-  options.cache_dir = outcomes_folder() / "compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(outcomes_folder() / "compile-cache");
   std::string failure;
   std::ostringstream timing;
   for (const auto& [program, batches] : std::vector<std::pair<std::string, std::vector<int>>>{{"static", {1}}, {"dynamic", {1, 3}}}) {
