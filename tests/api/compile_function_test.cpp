@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <thread>
 
 #include "frontends/module/trace_graph.h"
@@ -262,6 +264,35 @@ TEST(CompileFunction, LogsSayWhyARecompileHappened) {
   EXPECT_THAT(log, HasSubstr("kiln[dynamic]: two: x0.size(0) changed from 8 to 5: made dynamic"));
   EXPECT_THAT(log, HasSubstr("kiln[guards]: two: variant 0"));
   EXPECT_THAT(log, HasSubstr("unknown log channel 'nonsense' (known: recompiles, guards, graph_breaks"));
+}
+
+// KILN_LOG=cache: a miss that builds and stores, a hit from a second callable of the same
+// function, and a damaged entry rebuilt (never loaded) with a warning.
+TEST(CompileFunction, TheCacheChannelLogsMissesHitsAndRebuilds) {
+  fs::path cache = fs::path(KILN_BINARY_DIR) / "cache-channel-test";
+  fs::remove_all(cache);
+  auto logged_call = [&] {
+    ::testing::internal::CaptureStderr();
+    CompiledFunction f = compile(two_outputs, FunctionCompileOptions{.cache_dir = cache});
+    Tensor x = ramp({4, 3}), y = ramp({4, 3}, DType::f32, 0.5);
+    expect_close(f(x, y), reference(two_outputs, {x, y}));
+    return ::testing::internal::GetCapturedStderr();
+  };
+  setenv("KILN_LOG", "cache", 1);
+  std::string first = logged_call(), second = logged_call();
+  std::smatch key;
+  ASSERT_TRUE(std::regex_search(first, key, std::regex("kiln\\[cache\\]: miss \\(built and stored\\) ([0-9a-f]+) \\(cpu\\)"))) << first;
+  EXPECT_THAT(second, HasSubstr("kiln[cache]: hit " + key[1].str() + " (cpu)"));
+  {
+    std::fstream so(cache / "entries" / key[1].str() / "module.so", std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(so.is_open());
+    so.seekp(64);
+    so.write("damaged!", 8);
+  }
+  std::string third = logged_call();
+  unsetenv("KILN_LOG");
+  EXPECT_THAT(third, HasSubstr("kiln: warning: the compile cache entry"));
+  EXPECT_THAT(third, HasSubstr("it was rebuilt"));
 }
 
 TEST(CompileFunction, ConcurrentCallsOfOneCompiledFunction) {
