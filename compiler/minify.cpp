@@ -10,6 +10,7 @@
 #include "compiler/graph_stages.h"
 #include "compiler/subgraphs.h"
 #include "ir/interpreter.h"
+#include "ir/op_registry.h"
 #include "kiln/error.h"
 #include "kiln/npy.h"
 #include "kiln/safetensors.h"
@@ -130,6 +131,79 @@ void fewer_outputs(Current& current, Minifier& minifier) {
   }
 }
 
+// `inputs` with every dim that `graph`'s placeholders give as `symbol` cut to its first `size`
+// elements (the graph is unchanged: a symbol's binding shrinks).
+std::map<std::string, Tensor> with_symbol_size(const ir::Graph& graph, const ir::SymInt& symbol, int64_t size,
+                                               std::map<std::string, Tensor> inputs) {
+  for (const ir::Node* placeholder : graph.placeholders()) {
+    auto input = inputs.find(placeholder->target());
+    if (input == inputs.end() || !placeholder->has_single_value()) continue;
+    const ir::SymShape& shape = placeholder->value().shape;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] == symbol) input->second = input->second.slice(int64_t(d), 0, size).contiguous();
+  }
+  return inputs;
+}
+
+// A copy of `graph` whose placeholder `name` has static dim `dim` of `size`, every node's meta
+// inferred again by its op's shape rule; std::nullopt when an op no longer accepts its arguments
+// (a reshape to the old element count, a matmul whose inner sizes now differ).
+std::optional<ir::Graph> with_static_size(const ir::Graph& graph, const std::string& name, size_t dim, int64_t size) {
+  ir::Graph copy = isolated_copy(graph);
+  try {
+    for (ir::Node* node : copy.node_list()) {
+      if (node->op() == ir::OpKind::placeholder && node->target() == name) {
+        const ir::TensorMeta& meta = node->value();
+        ir::SymShape shape = meta.shape;
+        shape[dim] = ir::SymInt(size);
+        node->meta.values[0] = ir::TensorMeta::contiguous(meta.dtype, shape, meta.device);
+      } else if (node->op() == ir::OpKind::call_function) {
+        node->meta = ir::infer_meta(*node);
+      }
+    }
+  } catch (const Error&) {
+    return std::nullopt;
+  } catch (const InternalError&) {  // a rule's own check on arguments typed for the old size
+    return std::nullopt;
+  }
+  return copy;
+}
+
+// Halves input dims (down to 1) while the candidate still fails the same way: a symbol's dims
+// by binding it smaller, a static dim by a copy of the graph typed for the smaller input. Every
+// input is cut from its start.
+void smaller_sizes(Current& current, Minifier& minifier) {
+  for (bool progress = true; progress && !minifier.out_of_tests();) {
+    progress = false;
+    for (const ir::Node* placeholder : current.graph.placeholders()) {
+      auto input = current.inputs.find(placeholder->target());
+      if (input == current.inputs.end() || !placeholder->has_single_value()) continue;
+      const ir::SymShape shape = placeholder->value().shape;
+      for (size_t d = 0; d < shape.size() && !progress && !minifier.out_of_tests(); ++d) {
+        int64_t size = input->second.sizes()[d];
+        if (size <= 1) continue;
+        int64_t smaller = size / 2;
+        std::optional<ir::Graph> candidate;
+        std::map<std::string, Tensor> inputs;
+        if (shape[d].is_symbol()) {
+          candidate = isolated_copy(current.graph);
+          inputs = with_symbol_size(current.graph, shape[d], smaller, current.inputs);
+        } else if (shape[d].is_constant()) {
+          candidate = with_static_size(current.graph, placeholder->target(), d, smaller);
+          inputs = current.inputs;
+          inputs[placeholder->target()] = input->second.slice(int64_t(d), 0, smaller).contiguous();
+        }
+        if (!candidate) continue;
+        if (std::optional<StageVerdict> verdict = minifier.fails(*candidate, inputs)) {
+          current = {std::move(*candidate), std::move(inputs), *verdict};
+          progress = true;  // the placeholders changed: start over
+        }
+      }
+      if (progress) break;
+    }
+  }
+}
+
 std::string shell_quoted(const std::string& text) {
   std::string quoted = "'";
   for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -160,6 +234,7 @@ MinifiedRepro minify(const ir::Graph& graph, const std::map<std::string, Tensor>
   }
   fewer_outputs(current, minifier);
   delta_debug(current, minifier);
+  smaller_sizes(current, minifier);
   MinifiedRepro repro{std::move(current.graph), std::move(current.inputs), current.verdict, minifier.tests(), 0};
   repro.original_nodes = computed_nodes(graph).size();
   return repro;

@@ -10,9 +10,13 @@
 //   2. delta debugging (Zeller's ddmin) over the computed nodes: sets of nodes become inputs
 //      fed with their values (recorded by the interpreter), keeping what still diverges, down
 //      to a set where no single node can be cut;
-//   3. fewer outputs: each output alone, when one still diverges.
-// Sizes are not shrunk (the graph keeps its shapes). Each test compiles the candidate for code
-// stages; `max_tests` bounds the work.
+//   3. fewer outputs: each output alone, when one still diverges;
+//   4. smaller sizes: each input dim halved (down to 1) while the divergence stays: a symbolic
+//      dim by binding its symbol smaller (every input dim of that symbol cut), a static dim by
+//      a copy of the graph whose nodes' types are inferred again for the smaller input (skipped
+//      when an op no longer accepts it: a reshape to the old element count). Inputs are cut from
+//      their start, so the values that remain are the original's.
+// Each test compiles the candidate for code stages; `max_tests` bounds the work.
 #pragma once
 
 #include <filesystem>

@@ -111,6 +111,10 @@ int run_verify(const VerifyCommandOptions& options) {
     std::cout << "minified: " << compiler::computed_nodes(repro.graph).size() << " of " << repro.original_nodes
               << " nodes left after " << repro.tests << " tests; wrote " << options.minify_dir
               << " (run " << options.minify_dir << "/repro.sh)\n";
+    std::cout << "repro inputs:";
+    for (const auto& [name, tensor] : repro.inputs)
+      std::cout << " " << name << " " << dtype_name(tensor.dtype()) << sizes_to_string(tensor.sizes());
+    std::cout << "\n";
   }
   std::cerr << "kiln: error: verify: stage " << divergent.stage << " disagrees with the interpreter: " << divergent.problem << "\n";
   return 1;

@@ -80,6 +80,10 @@ TEST_F(VerifyCommand, MinifyWritesARepro) {
   std::string text = cli_test::read_file(repro / "repro.kiln");
   EXPECT_EQ(computed_nodes(text), 1) << text;
   EXPECT_THAT(text, HasSubstr("target=relu"));
+  // Every element diverges, so each static dim of the relu's input (cnn's [2, 8, 16, 16]
+  // batch_norm output) is halved down to 1, and the graph is typed for that.
+  EXPECT_THAT(out, HasSubstr("repro inputs: batch_norm_in f32[1, 1, 1, 1]"));
+  EXPECT_THAT(text, HasSubstr("f32[1, 1, 1, 1]"));
   ASSERT_TRUE(fs::exists(repro / "repro.sh"));
 
   // The script shows the divergence with the fault, and none without it.
@@ -99,6 +103,9 @@ TEST_F(VerifyCommand, MinifyACompiledStageFault) {
   std::string text = cli_test::read_file(repro / "repro.kiln");
   EXPECT_EQ(computed_nodes(text), 1) << result.out << text;
   EXPECT_THAT(cli_test::read_file(repro / "repro.sh"), HasSubstr("--target cpu"));
+  // The batch is the symbol s0: bound smaller (2 -> 1) with the graph unchanged; the static 128 halved to 1.
+  EXPECT_THAT(result.out, HasSubstr("repro inputs: add_in f32[1, 1]"));
+  EXPECT_THAT(text, HasSubstr("f32[s0, 1]"));
 }
 
 TEST_F(VerifyCommand, BadFlagsAreOneLineErrors) {
