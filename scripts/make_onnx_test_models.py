@@ -986,6 +986,37 @@ def make_einsum_diagonal_cases():
     save_bad("einsum_diagonal_of_unequal_dims.onnx", model)
 
 
+def make_pool_ceil_cases():
+    """Pooling with ceil_mode whose last window would start past the input: ONNX 1.15+ (and
+    ONNX Runtime, PyTorch) drop it, Debian's ONNX 1.12 library infers one more; with ONNX
+    Runtime's outputs. The MaxPool case declares its output's sizes (ONNX Runtime's), which the
+    library's inference contradicts; the AveragePool case declares dim_params, which the
+    library's inference fills in with its own sizes."""
+    reseed(23)
+    for op, opset in [("MaxPool", 12), ("AveragePool", 19)]:
+        case = f"{op.lower()}_ceil_last_window_dropped"
+        node = helper.make_node(op, ["x"], ["y"], name=case, kernel_shape=[1, 1], strides=[2, 2], ceil_mode=1)
+        graph = helper.make_graph([node], case, [value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                                  [value_info("y", TensorProto.FLOAT, ["n", "c", "h", "w"])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = IR_FOR_OPSET[opset]
+        folder = os.path.join(ROOT, "ops", case)
+        write_case(folder, model, [f32(1, 2, 4, 4)])
+        if op == "AveragePool":
+            saved = onnx.load(os.path.join(folder, "model.onnx"))
+            for dim, name in zip(saved.graph.output[0].type.tensor_type.shape.dim, "nchw"):
+                dim.dim_param = name
+            onnx.save(saved, os.path.join(folder, "model.onnx"))
+    # A MaxPool whose declared output [1, 2, 3, 3] is wrong by every rule (a 3x3 input, stride 2:
+    # 2x2): refused, naming the declared and the computed type.
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[1, 1], strides=[2, 2], ceil_mode=1)
+    graph = helper.make_graph([node], "pool", [value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [value_info("y", TensorProto.FLOAT, [1, 2, 3, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    model.ir_version = IR_FOR_OPSET[12]
+    save_bad("maxpool_ceil_output_declared_wrong.onnx", model)
+
+
 def write_covered_ops():
     """covered_ops.txt: every op type used by a case model, one a line (the C++ tests check
     that each op the importer supports is among them)."""
@@ -1002,7 +1033,7 @@ GROUPS = {"ops": lambda: make_op_cases(), "models": lambda: make_model_cases(), 
           "bad": lambda: make_bad_cases(), "slice_edges": lambda: make_slice_edge_cases(),
           "specialize": lambda: make_specialize_cases(), "node_test_ops": lambda: make_node_test_op_cases(),
           "int16": lambda: make_int16_cases(), "sequences": lambda: make_sequence_cases(),
-          "einsum_diagonals": lambda: make_einsum_diagonal_cases()}
+          "einsum_diagonals": lambda: make_einsum_diagonal_cases(), "pool_ceil": lambda: make_pool_ceil_cases()}
 
 
 def main():

@@ -108,15 +108,25 @@ void check_against_onnx_type(const OnnxValue& value, const onnx::TypeProto& type
                       onnx_type_text(tensor_type));
 }
 
-// The names whose type the model file itself writes (graph outputs and value_info), before
-// ONNX's shape inference adds its own.
-std::set<std::string> declared_type_names(const onnx::GraphProto& graph) {
-  std::set<std::string> names;
+// The types the model file itself writes (graph outputs and value_info), copied before ONNX's
+// shape inference merges its own into them.
+std::map<std::string, onnx::TypeProto> declared_types(const onnx::GraphProto& graph) {
+  std::map<std::string, onnx::TypeProto> types;
   for (const auto& info : graph.value_info())
-    if (info.type().has_tensor_type()) names.insert(info.name());
+    if (info.type().has_tensor_type()) types.emplace(info.name(), info.type());
   for (const auto& output : graph.output())
-    if (output.type().has_tensor_type()) names.insert(output.name());
-  return names;
+    if (output.type().has_tensor_type()) types.emplace(output.name(), output.type());
+  return types;
+}
+
+// A node whose output sizes Debian's ONNX library (1.12) infers by a rule ONNX has since fixed:
+// pooling with ceil_mode, whose last window is dropped when it would start past the input and
+// its front padding (ONNX 1.15, as PyTorch computes it). Kiln follows the fixed rule.
+bool library_rule_outdated(const onnx::NodeProto& node) {
+  if (node.op_type() != "MaxPool" && node.op_type() != "AveragePool" && node.op_type() != "LpPool") return false;
+  for (const auto& attribute : node.attribute())
+    if (attribute.name() == "ceil_mode") return attribute.i() != 0;
+  return false;
 }
 
 std::string shape_text(const onnx::TypeProto::Tensor& type) {
@@ -203,13 +213,18 @@ class Importer {
 
   // Step 7: each converted value of the main graph against ONNX's type of it (inferred, or
   // declared in the file); a subgraph's values are gone from the state by then.
-  void check_types(const std::set<std::string>& declared) {
+  // `declared`: the types the model file writes, as read before ONNX's inference merged its own
+  // into them (a declared [a, b] that ONNX filled in is still the file's [a, b]).
+  void check_types(const std::map<std::string, onnx::TypeProto>& declared) {
     std::map<std::string, const onnx::TypeProto*> types = known_types(model_.proto->graph());
-    for (const auto& [name, where] : converted_) {
-      auto type = types.find(name);
-      auto value = state_.values.find(name);
-      if (type != types.end() && value != state_.values.end())
-        check_against_onnx_type(value->second, *type->second, declared.count(name) > 0, where);
+    for (const Converted& value_of : converted_) {
+      auto value = state_.values.find(value_of.name);
+      if (value == state_.values.end()) continue;
+      if (auto file_type = declared.find(value_of.name); file_type != declared.end()) {
+        check_against_onnx_type(value->second, file_type->second, true, value_of.where);
+      } else if (auto type = types.find(value_of.name); type != types.end() && !value_of.library_rule_outdated) {
+        check_against_onnx_type(value->second, *type->second, false, value_of.where);
+      }
     }
   }
 
@@ -463,7 +478,7 @@ class Importer {
       const std::string& name = node.output(int(i));
       if (name.empty()) continue;
       state_.values[name] = std::move(*outputs[i]);
-      converted_.emplace_back(name, where);
+      converted_.push_back({name, where, library_rule_outdated(node)});
     }
   }
 
@@ -520,7 +535,14 @@ class Importer {
 
   OnnxModel model_;
   const OnnxImportOptions& options_;
-  std::vector<std::pair<std::string, std::string>> converted_;  // (output name, its node) in order
+  struct Converted {
+    std::string name;   // an output of a converted node
+    std::string where;  // the node, for messages
+    // ONNX's library infers this node's output type by an outdated rule (library_rule_outdated):
+    // a disagreement with what Kiln computes is not Kiln's bug.
+    bool library_rule_outdated = false;
+  };
+  std::vector<Converted> converted_;  // in order
   OnnxTensorReader reader_;
   OnnxImportState state_;
   OnnxSymbols symbols_;
@@ -532,7 +554,7 @@ ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options)
   OnnxModel model = read_onnx_model(path);
   freeze_inputs(model, options.input_values);
   report_unsupported_ops(model);
-  std::set<std::string> declared = declared_type_names(model.proto->graph());
+  std::map<std::string, onnx::TypeProto> declared = declared_types(model.proto->graph());
   Importer importer(std::move(model), options);
   importer.convert_all();
   infer_onnx_shapes(importer.model());
