@@ -8,11 +8,12 @@
 // largest, which indices are None, a scalar src) baked in.
 //
 // Covered: cumsum, scatter (with reduce), index_put (integer and bool indices, None dims,
-// accumulate), topk, det and convolution (transposed, or of dtypes the GEMM does not take), on
+// accumulate), topk, det, convolution (transposed, or of dtypes the GEMM does not take) and
+// matmul/bmm (integers, f16, bf16: dtypes the GEMM does not take), on
 // f32, f64, f16, bf16, i64, i32, i16, i8, u8 and bool tensors (f16 and bf16 widened to double
 // and rounded back as the interpreter does, with runtime/half.h's conversions, pasted in too).
-// Any other fallback node (grid_sample, roi_align, deform_conv2d, matmul of integers,
-// gather/index_select of a 0-d tensor) makes package_fallback_handler throw a kiln::Error
+// Any other fallback node (grid_sample, roi_align, deform_conv2d, gather/index_select of a
+// 0-d tensor) makes package_fallback_handler throw a kiln::Error
 // naming every such node with its op and what to do.
 #pragma once
 

@@ -40,17 +40,8 @@ std::vector<T> batched_product(const Tensor& a, const Tensor& b, Sizes& shape) {
   b_shape.insert(b_shape.end(), {k, m});
   std::vector<T> x = values_as<T>(a.expand(a_shape)), y = values_as<T>(b.expand(b_shape));
   int64_t batches = numel_of(batch);
-  std::vector<T> out(static_cast<size_t>(batches * n * m), T(0));
-  for (int64_t g = 0; g < batches; ++g) {
-    const T* xa = x.data() + g * n * k;
-    const T* yb = y.data() + g * k * m;
-    T* o = out.data() + g * n * m;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t p = 0; p < k; ++p) {
-        T left = xa[i * k + p];
-        for (int64_t j = 0; j < m; ++j) o[i * m + j] += left * yb[p * m + j];
-      }
-  }
+  std::vector<T> out(static_cast<size_t>(batches * n * m));
+  portable::batched_product(x.data(), y.data(), batches, n, k, m, out.data());  // packages run the same loop
   shape = batch;
   shape.insert(shape.end(), {n, m});
   return out;

@@ -1,7 +1,7 @@
 // The math of the reference kernels that packages compile in: the ops the code generator does
 // not lower and a package runs anyway (its "fallback" ops): cumsum, scatter (with reduce),
-// index_put (bool masks, None dims, accumulate), topk, det and convolution (transposed, or of
-// dtypes the code generator's GEMM does not take). There is one implementation of each: the
+// index_put (bool masks, None dims, accumulate), topk, det, and convolution and matmul (a
+// transposed convolution, or dtypes the code generator's GEMM does not take). There is one implementation of each: the
 // interpreter's kernels (ir/kernels/reduction_kernels.cpp, indexing_kernels.cpp,
 // linalg_kernels.cpp, convolution_kernels.cpp) call the cores below on the values they read from Tensors, and every
 // package (`kiln compile MODEL -o DIR`) pastes this text into NAME.cpp, inside a namespace of
@@ -512,6 +512,26 @@ inline void convolution_sums(const ConvolutionGeometry& g, const double* x, cons
       for (int64_t i = 0; i < volume; ++i) out[(n * g.out_channels + c) * volume + i] += bias[c];
 }
 
+// ---------------------------------------------------------------- matmul
+
+// out[g] = x[g] @ y[g] for `batches` row-major [n, k] and [k, m] matrices, accumulated in T
+// from zero (double for floating dtypes; uint64_t for integers, whose products and sums wrap as
+// the interpreter's do). `out` holds batches * n * m values.
+template <typename T>
+void batched_product(const T* x, const T* y, int64_t batches, int64_t n, int64_t k, int64_t m, T* out) {
+  std::fill(out, out + batches * n * m, T(0));
+  for (int64_t g = 0; g < batches; ++g) {
+    const T* xa = x + g * n * k;
+    const T* yb = y + g * k * m;
+    T* o = out + g * n * m;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t p = 0; p < k; ++p) {
+        T left = xa[i * k + p];
+        for (int64_t j = 0; j < m; ++j) o[i * m + j] += left * yb[p * m + j];
+      }
+  }
+}
+
 // ---------------------------------------------------------------- strided tensors (packages)
 
 // The dtype codes of kiln::DType (kiln/dtype.h), as packages pass them.
@@ -812,6 +832,52 @@ inline void convolution(const View& input, const View& weight, const View* bias,
   std::vector<double> result(size_t(element_count(g.out_shape)), 0.0);
   convolution_sums(g, x.data(), w.data(), bias != nullptr ? b.data() : nullptr, result.data());
   write_values(out, result);
+}
+
+// matmul(self, other) into out (torch.matmul: a 1-d operand gains a dim that the result then
+// drops; batch dims broadcast), for the dtypes the code generator's GEMM does not take (integers,
+// f16, bf16): floating values in double, integers in wrapping 64-bit arithmetic, each result
+// rounded once on its store, as the interpreter computes them.
+inline void matmul(const View& self, const View& other, const View& out) {
+  if (self.sizes.empty() || other.sizes.empty())
+    throw KernelFailure("both arguments to matmul need to be at least 1-D");
+  View a = self, b = other;
+  if (a.sizes.size() == 1) {  // [k] -> [1, k]
+    a.sizes.insert(a.sizes.begin(), 1);
+    a.strides.insert(a.strides.begin(), 0);
+  }
+  if (b.sizes.size() == 1) {  // [k] -> [k, 1]
+    b.sizes.push_back(1);
+    b.strides.push_back(0);
+  }
+  int64_t n = a.sizes[a.sizes.size() - 2], k = a.sizes.back(), m = b.sizes.back();
+  if (b.sizes[b.sizes.size() - 2] != k)
+    throw KernelFailure("matmul: the inner sizes differ (" + shape_text(self.sizes) + " and " + shape_text(other.sizes) + ")");
+  Shape batch_a(a.sizes.begin(), a.sizes.end() - 2), batch_b(b.sizes.begin(), b.sizes.end() - 2);
+  Shape batch = broadcast_shapes(batch_a, batch_b);
+  // Each operand as a view of [batch..., rows, cols]: broadcast dims read with stride 0.
+  auto expanded = [&](const View& view, const Shape& own_batch) {
+    View result{view.data, batch, Shape(batch.size(), 0), view.dtype};
+    size_t offset = batch.size() - own_batch.size();
+    for (size_t d = 0; d < own_batch.size(); ++d)
+      result.strides[offset + d] = own_batch[d] == 1 ? 0 : view.strides[d];
+    result.sizes.insert(result.sizes.end(), view.sizes.end() - 2, view.sizes.end());
+    result.strides.insert(result.strides.end(), view.strides.end() - 2, view.strides.end());
+    return result;
+  };
+  View x = expanded(a, batch_a), y = expanded(b, batch_b);
+  int64_t batches = element_count(batch);
+  // out's elements in row-major order are those of [batch..., n, m] (a dropped dim had size 1).
+  if (floating_code(out.dtype)) {
+    std::vector<double> left = read_values<double>(x), right = read_values<double>(y), product(size_t(batches * n * m));
+    batched_product(left.data(), right.data(), batches, n, k, m, product.data());
+    write_values(out, product);
+  } else {
+    std::vector<int64_t> left = read_values<int64_t>(x), right = read_values<int64_t>(y);
+    std::vector<uint64_t> l(left.begin(), left.end()), r(right.begin(), right.end()), product(size_t(batches * n * m));
+    batched_product(l.data(), r.data(), batches, n, k, m, product.data());
+    write_values(out, std::vector<int64_t>(product.begin(), product.end()));
+  }
 }
 
 }  // namespace KILN_PORTABLE_NAMESPACE

@@ -160,20 +160,55 @@ TEST_F(PackageCli, Int16InputsAndOutputs) {
   EXPECT_EQ(from_package.at("mul").flat_int(6), int16_t(33000));  // 11000 * 3 wraps
 }
 
+// Matrix products of dtypes the GEMM does not take run on the package's fallback kernels:
+// wrapping i64 (batch dims broadcast), an i32 vector times a matrix, a u8 bmm, f16 and bf16
+// (in double, rounded once): the interpreter's numbers exactly.
+TEST_F(PackageCli, IntegerAndHalfMatmulsRunInPackagesAsInTheInterpreter) {
+  std::string model = write_model(dir_, "products", R"(graph():
+    %a : i64[2, 3, 4] [num_users=1] = placeholder[target=a]
+    %b : i64[4, 5] [num_users=1] = placeholder[target=b]
+    %v : i32[4] [num_users=1] = placeholder[target=v]
+    %m : i32[4, 3] [num_users=1] = placeholder[target=m]
+    %p : u8[2, 3, 4] [num_users=1] = placeholder[target=p]
+    %q : u8[2, 4, 2] [num_users=1] = placeholder[target=q]
+    %h : f16[3, 8] [num_users=1] = placeholder[target=h]
+    %g : f16[8, 2] [num_users=1] = placeholder[target=g]
+    %r : bf16[2, 8] [num_users=2] = placeholder[target=r]
+    %big : i64[2, 3, 5] [num_users=1] = call_function[target=matmul](args = (%a, %b), kwargs = {})
+    %vec : i32[3] [num_users=1] = call_function[target=matmul](args = (%v, %m), kwargs = {})
+    %bytes : u8[2, 3, 2] [num_users=1] = call_function[target=bmm](args = (%p, %q), kwargs = {})
+    %half : f16[3, 2] [num_users=1] = call_function[target=matmul](args = (%h, %g), kwargs = {})
+    %rt : bf16[8, 2] [num_users=1] = call_function[target=transpose](args = (%r, 0, 1), kwargs = {})
+    %brain : bf16[2, 2] [num_users=1] = call_function[target=matmul](args = (%r, %rt), kwargs = {})
+    return (big, vec, bytes, half, brain)
+)");
+  fs::path dir = dir_ / "products_package";
+  CliResult compiled = kiln("compile " + model + " -o " + dir.string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  EXPECT_THAT(read_file(dir / "products.cpp"), HasSubstr("fallback_kernels::matmul("));
+  Tensor a = Tensor::from_doubles({2, 3, 4}, std::vector<double>(24, 0), DType::i64);
+  for (int64_t i = 0; i < 24; ++i) a.data<int64_t>()[i] = (i % 2 ? -1 : 1) * (int64_t(1) << 62) + i;  // products wrap
+  write_npy((dir_ / "a.npy").string(), a);
+  std::string inputs = " --random-inputs 5 --input a=" + (dir_ / "a.npy").string();
+  std::map<std::string, Tensor> expected = run_outputs(model + inputs, "interp");
+  ASSERT_EQ(expected.size(), 5u);
+  expect_close(run_outputs(dir.string() + inputs, "package"), expected, 0);
+}
+
 // Fallback ops a package cannot carry are refused before anything is written, naming each node,
 // its op and why.
 TEST_F(PackageCli, UncoveredFallbackOpsAreRefusedByName) {
   std::string model = write_model(dir_, "uncovered", R"(graph():
-    %x : f32[3, 3] [num_users=1] = placeholder[target=x]
-    %integers : i64[3, 3] [num_users=1] = call_function[target=cast](args = (%x, i64), kwargs = {})
-    %matmul : i64[3, 3] [num_users=1] = call_function[target=matmul](args = (%integers, %integers), kwargs = {})
-    return (matmul,)
+    %x : f32[1, 2, 4, 4] [num_users=1] = placeholder[target=x]
+    %grid : f32[1, 3, 3, 2] [num_users=1] = placeholder[target=grid]
+    %grid_sample : f32[1, 2, 3, 3] [num_users=1] = call_function[target=grid_sample](args = (%x, %grid), kwargs = {})
+    return (grid_sample,)
 )");
   fs::path dir = dir_ / "uncovered_package";
   CliResult refused = kiln("compile " + model + " -o " + dir.string());
   expect_user_error(refused, "the model has nodes that the code generator does not compile and a package cannot carry: ");
-  EXPECT_THAT(refused.err, HasSubstr("%matmul (matmul)"));
-  EXPECT_THAT(refused.err, HasSubstr("cumsum, scatter, index_put, topk, det and convolution only"));
+  EXPECT_THAT(refused.err, HasSubstr("%grid_sample (grid_sample)"));
+  EXPECT_THAT(refused.err, HasSubstr("cumsum, scatter, index_put, topk, det, convolution and matmul only"));
   EXPECT_FALSE(fs::exists(dir));
 }
 
