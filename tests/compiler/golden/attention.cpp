@@ -21,6 +21,14 @@ KILN_OP int64_t kiln_mod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// Float to u64 as the interpreter stores it (runtime/tensor.cpp): values from 2^63 up, which
+// kiln_saturate_to_i64 would clamp, saturate to the u64 range; the rest wrap through int64.
+KILN_OP uint64_t kiln_saturate_to_u64(double x) {
+  if (x >= 0x1p64) return ~0ULL;
+  if (x >= 0x1p63) return (unsigned long long)(x);
+  return (unsigned long long)(kiln_saturate_to_i64(x));
+}
+
 // Run-time faults raised inside kernels (checked by kiln_run after each kernel).
 KILN_FAULT_FLAG(kiln_fault_zero_division);
 KILN_FAULT_FLAG(kiln_fault_index);
@@ -108,13 +116,16 @@ template <class T> KILN_OP T kop_mul(T a, T b) {
 KILN_OP bool kop_mul(bool a, bool b) { return a && b; }
 template <class T> KILN_OP T kop_div(T a, T b) { return a / b; }
 // Integer division by zero raises the interpreter's ZeroDivisionError; INT_MIN / -1 wraps.
+// (For unsigned T, T(-1) is the largest value, divided by as any other.)
 template <class T> KILN_OP T kiln_int_div_checked(T a, T b) {
   if (b == 0) {
     KILN_RAISE_FAULT(kiln_fault_zero_division);
     return 0;
   }
-  if (b == T(-1)) return kop_neg(a);
-  return a / b;
+  if constexpr (T(-1) < T(0)) {
+    if (b == T(-1)) return kop_neg(a);
+  }
+  return T(a / b);
 }
 template <class T> KILN_OP T kop_div_trunc(T a, T b) {
   if constexpr (kiln_is_float<T>::value) return kiln_div_trunc(a, b);
@@ -130,9 +141,13 @@ template <class T> KILN_OP T kop_div_floor(T a, T b) {
       KILN_RAISE_FAULT(kiln_fault_zero_division);
       return 0;
     }
-    if (b == T(-1)) return kop_neg(a);
-    T q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+    if constexpr (T(-1) < T(0)) {
+      if (b == T(-1)) return kop_neg(a);
+      T q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+    } else {
+      return T(a / b);
+    }
   }
 }
 KILN_OP float kop_div_floor(float a, float b) { return kiln_div_floor(a, b); }
@@ -171,7 +186,8 @@ template <class T> KILN_OP T kop_fmod(T a, T b) {
       KILN_RAISE_FAULT(kiln_fault_zero_division);
       return 0;
     }
-    return b == T(-1) ? T(0) : T(a % b);
+    if constexpr (T(-1) < T(0)) return b == T(-1) ? T(0) : T(a % b);
+    else return T(a % b);
   }
 }
 KILN_OP float kop_fmod(float a, float b) { return kiln_fmod(a, b); }
@@ -179,8 +195,10 @@ template <class T> KILN_OP T kop_remainder(T a, T b) {
   T r = kop_fmod(a, b);
   if constexpr (kiln_is_float<T>::value) {
     return (r != T(0) && ((b < T(0)) != (r < T(0)))) ? r + b : r;
-  } else {
+  } else if constexpr (T(-1) < T(0)) {
     return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+  } else {
+    return r;
   }
 }
 template <class T> KILN_OP bool kop_eq(T a, T b) { return a == b; }
@@ -247,8 +265,8 @@ __attribute__((noinline, cold)) static void kiln_message(char* out, int64_t capa
   }
   if (capacity > 0) out[at] = 0;
 }
-static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16"};
-static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 10 ? kiln_dtype_names[code] : "(unknown dtype)"; }
+static const char* const kiln_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool", "i16", "u16", "u32", "u64"};
+static const char* kiln_dtype_name(int32_t code) { return code >= 0 && code < 13 ? kiln_dtype_names[code] : "(unknown dtype)"; }
 #pragma omp declare reduction(kiln_max_f32 : float : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inff())
 #pragma omp declare reduction(kiln_min_f32 : float : omp_out = kred_min(omp_out, omp_in)) initializer(omp_priv = __builtin_inff())
 #pragma omp declare reduction(kiln_max_f64 : double : omp_out = kred_max(omp_out, omp_in)) initializer(omp_priv = -__builtin_inf())
@@ -387,7 +405,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -430,7 +448,7 @@ static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnR
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -543,7 +561,7 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -605,7 +623,7 @@ static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -731,7 +749,7 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -796,7 +814,7 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
