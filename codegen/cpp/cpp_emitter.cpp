@@ -129,12 +129,13 @@ void CppSourcePrinter::parallel_loops(const SymInt& work, const std::vector<Loop
   body();
   w_.close();
   w_.close(";");
+  // One call whatever the size: the chunk's body is then compiled once (kiln_parallel_for).
   std::optional<int64_t> known = work.maybe_constant();
   if (known) {
     w_.line("kiln_parallel_for(kiln_n, kiln_chunk);");
   } else {
-    w_.line("if ((" + index_text(work) + ") >= " + std::to_string(options_.parallel_threshold) +
-            ") kiln_parallel_for(kiln_n, kiln_chunk); else kiln_chunk(0, kiln_n);");
+    w_.line("kiln_parallel_for(kiln_n, kiln_chunk, (" + index_text(work) + ") >= " +
+            std::to_string(options_.parallel_threshold) + ");");
   }
   w_.close();
 }

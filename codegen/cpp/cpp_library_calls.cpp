@@ -171,7 +171,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   }
   w_.close(";");
   if (pool) {
-    emit_gemm_dispatch("batch", "M");
+    emit_gemm_dispatch("batch", "M", batch * c.shape[rank - 2] * c.shape[rank - 1] * a.shape[rank - 1]);
   } else if (batch_rank > 0) {
     w_.open("if (batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576)");
     w_.line("#pragma omp parallel for schedule(static)");
@@ -189,8 +189,11 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
 // hi)` computing rows [lo, hi) of one) as tasks of whole GEMMs or blocks of rows, each a BLAS call
 // on one thread. OpenBLAS's OpenMP build runs a call on omp_get_max_threads() threads, so the
 // calling thread asks for one while the tasks run (the pool's workers always do); large single
-// GEMMs are thus split by Kiln rather than by OpenBLAS, and never start an OpenMP team.
-void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::string& rows) {
+// GEMMs are thus split by Kiln rather than by OpenBLAS, and never start an OpenMP team. `macs`
+// (batch * rows * N * K) decides, when it is known now, whether the tasks run on the pool or
+// directly on the caller; otherwise kiln_parallel_for decides at run time (one call either way, so
+// that the tasks' code is compiled once: codegen/cpp/kiln_thread_pool.h).
+void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs) {
   w_.line("const int64_t task_rows = kiln_gemm_task_rows(" + batch + ", " + rows + ");");
   w_.line("const int64_t row_tasks = (" + rows + " + task_rows - 1) / task_rows;");
   w_.open("auto gemm_tasks = [&](int64_t t0, int64_t t1)");
@@ -201,8 +204,16 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
   w_.close(";");
   w_.line("const int omp_threads = omp_get_max_threads();");
   w_.line("omp_set_num_threads(1);");
-  w_.line("if (" + batch + " * " + rows + " * N * K >= 262144) kiln_parallel_for(" + batch +
-          " * row_tasks, gemm_tasks); else gemm_tasks(0, " + batch + " * row_tasks);");
+  const int64_t threshold = 262144;
+  std::optional<int64_t> known = macs.maybe_constant();
+  if (!known) {
+    w_.line("kiln_parallel_for(" + batch + " * row_tasks, gemm_tasks, " + batch + " * " + rows + " * N * K >= " +
+            std::to_string(threshold) + ");");
+  } else if (*known >= threshold) {
+    w_.line("kiln_parallel_for(" + batch + " * row_tasks, gemm_tasks);");
+  } else {
+    w_.line("gemm_tasks(0, " + batch + " * row_tasks);");
+  }
   w_.line("omp_set_num_threads(omp_threads);");
 }
 
@@ -249,7 +260,7 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
       w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (" + index_text(row_stride) +
               "), lda, pb, ldb, 0, pc + lo * N, int(N));");
       w_.close(";");
-      emit_gemm_dispatch("1", "rows");
+      emit_gemm_dispatch("1", "rows", batch * c.shape[rank - 2] * c.shape[rank - 1] * a.shape[rank - 1]);
     } else {
       w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(rows), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
     }
@@ -282,7 +293,7 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
   w_.close();
   if (pool) {
     w_.close(";");
-    emit_gemm_dispatch("1", "rows");
+    emit_gemm_dispatch("1", "rows", batch * c.shape[rank - 2] * c.shape[rank - 1] * a.shape[rank - 1]);
   }
 }
 

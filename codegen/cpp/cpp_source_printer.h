@@ -122,7 +122,7 @@ class CppSourcePrinter : public CPrinter {
   std::optional<SymInt> folded_row_stride(const StridedView& a, const StridedView& b);
   void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                         const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t);
-  void emit_gemm_dispatch(const std::string& batch, const std::string& rows);
+  void emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
 

@@ -1,6 +1,7 @@
 // The thread pool of generated C++ modules, pasted after the prelude (codegen/cpp/kiln_prelude.h)
-// by the C++ backend: kiln_parallel_for(n, body) runs body(begin, end) over [0, n) in chunks, on
-// the calling thread and on the pool's workers, and returns when every chunk has run.
+// by the C++ backend: kiln_parallel_for(n, body, parallel) runs body(begin, end) over [0, n) in
+// chunks, on the calling thread and on the pool's workers (or, when `parallel` is false, on the
+// calling thread alone), and returns when every chunk has run.
 //
 // Why not an OpenMP parallel region per loop: with one region (and its barrier) per kernel, a
 // worker that the OS has descheduled stalls every kernel until it runs again, while the others
@@ -148,15 +149,19 @@ static void kiln_pool_trampoline(void* context, int64_t begin, int64_t end) {
   (*(const F*)context)(begin, end);
 }
 
-// Runs body(begin, end) over chunks of [0, n) on the caller and the pool's workers.
-template <class F>
-static inline void kiln_parallel_for(int64_t n, const F& body) {
+// Runs body(context, begin, end) over chunks of [0, n): on the caller and the pool's workers when
+// `parallel`, else (or when the pool is busy or has one thread) on the caller alone, in one call.
+// Never inlined, and the same function for every loop of a module: the loop's body is reached
+// only through `body`, so the compiler optimizes it once, in its trampoline (see kiln_parallel_for).
+__attribute__((noinline)) static void kiln_parallel_run(int64_t n, void (*body)(void*, int64_t, int64_t), void* context,
+                                                        bool parallel) {
   KilnPool* p = &kiln_pool;
   if (n <= 0) return;
   const int32_t threads = kiln_pool_threads();
   int32_t idle = 0;
-  if (threads <= 1 || n == 1 || !__atomic_compare_exchange_n(&p->caller, &idle, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-    body(int64_t(0), n);
+  if (!parallel || threads <= 1 || n == 1 ||
+      !__atomic_compare_exchange_n(&p->caller, &idle, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    body(context, int64_t(0), n);
     return;
   }
   const int32_t joining = threads - 1;
@@ -171,8 +176,8 @@ static inline void kiln_parallel_for(int64_t n, const F& body) {
   chunks = (n + chunk - 1) / chunk;
   const uint64_t epoch = (KILN_LOAD(p->ticket) >> 32) + 1;
   KILN_STORE(p->ticket, (epoch << 32) | 0xffffffffull);  // closed while the fields change
-  KILN_STORE(p->body, &kiln_pool_trampoline<F>);
-  KILN_STORE(p->context, (void*)&body);
+  KILN_STORE(p->body, body);
+  KILN_STORE(p->context, context);
   KILN_STORE(p->n, n);
   KILN_STORE(p->chunk, chunk);
   KILN_STORE(p->chunks, chunks);
@@ -194,6 +199,18 @@ static inline void kiln_parallel_for(int64_t n, const F& body) {
     }
   }
   KILN_STORE(p->caller, 0);
+}
+
+// Runs body(begin, end) over chunks of [0, n) on the caller and the pool's workers; with
+// `parallel` false, on the caller alone. Generated code passes its size test as `parallel`
+// (`kiln_parallel_for(n, body, n * width >= threshold)`) rather than calling body(0, n) itself
+// when the work is small: each inlined call of the body was another copy of the loop nest for the
+// compiler to optimize and vectorize (three per loop, with kiln_parallel_run's own serial path),
+// which was about half of a cold compile of the MLP sample (bench/README.md, "Cold compile
+// latency"). A loop known to be small when the code is generated calls its body directly.
+template <class F>
+static inline void kiln_parallel_for(int64_t n, const F& body, bool parallel = true) {
+  kiln_parallel_run(n, &kiln_pool_trampoline<F>, (void*)&body, parallel);
 }
 
 // Sends the workers to sleep now rather than after their spin: a library call that runs its own

@@ -2,8 +2,10 @@
 // every kind of loop nest that is shared among threads — pointwise nests of rank 1 and 2, row
 // and column reductions, a tiled transpose, a batch of GEMMs, one GEMM split into row blocks, a
 // folded GEMM with its epilogue, sizes known only at run time above and below the parallel
-// threshold — against the interpreter, on 1, 2 and 3 threads, and the generated source's use of
-// the pool (no OpenMP region but the whole-tensor reductions').
+// threshold (a pointwise nest and a GEMM), a GEMM known to be small — against the interpreter, on
+// 1, 2 and 3 threads, and the generated source's use of the pool (no OpenMP region but the
+// whole-tensor reductions'; one kiln_parallel_for call per parallel loop, whatever its size, so
+// that the loop's body is compiled once).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -53,6 +55,9 @@ Graph parallel_loops_graph() {
   Node* w = input(graph, "w", {96, 80});
   Node* bias = input(graph, "bias", {80});
   Node* n = input(graph, "n", {SymInt::symbol("s0"), 256});
+  Node* m = input(graph, "m", {SymInt::symbol("s0"), 64});
+  Node* small_a = input(graph, "small_a", {8, 16});
+  Node* small_b = input(graph, "small_b", {16, 8});
   graph.create_output({
       graph.create_call("relu", {graph.create_call("add", {x, 1.0})}),                   // pointwise, rank 2
       graph.create_call("mul", {flat, 2.0}),                                              // pointwise, rank 1
@@ -64,6 +69,8 @@ Graph parallel_loops_graph() {
       graph.create_call("matmul", {tall, square}),                                        // row blocks
       graph.create_call("relu", {graph.create_call("add", {graph.create_call("matmul", {seq, w}), bias})}),  // folded
       graph.create_call("exp", {n}),                                                      // a size known at run time
+      graph.create_call("matmul", {m, square}),                                           // a GEMM's, too
+      graph.create_call("matmul", {small_a, small_b}),                                    // a GEMM known to be small
   });
   return graph;
 }
@@ -74,7 +81,8 @@ std::map<std::string, Tensor> inputs_with(int64_t rows) {
           {"b", random_tensor({6, 50, 40}, DType::f32, 5)},      {"tall", random_tensor({300, 64}, DType::f32, 6)},
           {"square", random_tensor({64, 64}, DType::f32, 7)},    {"seq", random_tensor({4, 64, 96}, DType::f32, 8)},
           {"w", random_tensor({96, 80}, DType::f32, 9)},         {"bias", random_tensor({80}, DType::f32, 10)},
-          {"n", random_tensor({rows, 256}, DType::f32, 11)}};
+          {"n", random_tensor({rows, 256}, DType::f32, 11)},     {"m", random_tensor({rows, 64}, DType::f32, 12)},
+          {"small_a", random_tensor({8, 16}, DType::f32, 13)},   {"small_b", random_tensor({16, 8}, DType::f32, 14)}};
 }
 
 TEST(CpuThreading, EveryParallelLoopMatchesTheInterpreterOnOneTwoAndThreeThreads) {
@@ -100,8 +108,14 @@ TEST(CpuThreading, EveryParallelLoopMatchesTheInterpreterOnOneTwoAndThreeThreads
 
 TEST(CpuThreading, LoopsRunOnThePoolAndOnlyWholeTensorReductionsOpenAnOpenMPRegion) {
   std::string source = dump_codegen_stage(parallel_loops_graph(), "cpp");
-  EXPECT_NE(source.find("kiln_parallel_for(kiln_n, kiln_chunk)"), std::string::npos);
-  EXPECT_NE(source.find("kiln_parallel_for(batch * row_tasks, gemm_tasks)"), std::string::npos);
+  // Known to be large, known only at run time: one call either way, the body never called directly.
+  EXPECT_NE(source.find("kiln_parallel_for(kiln_n, kiln_chunk);"), std::string::npos);
+  EXPECT_NE(source.find("kiln_parallel_for(kiln_n, kiln_chunk, ("), std::string::npos);
+  EXPECT_EQ(source.find("kiln_chunk(0"), std::string::npos);
+  EXPECT_NE(source.find("kiln_parallel_for(batch * row_tasks, gemm_tasks);"), std::string::npos);
+  EXPECT_NE(source.find("kiln_parallel_for(batch * row_tasks, gemm_tasks, batch * M * N * K >= 262144);"), std::string::npos);
+  // Known to be small: the tasks run on the caller, with no pool call compiled.
+  EXPECT_NE(source.find("gemm_tasks(0, batch * row_tasks);"), std::string::npos);
   size_t at = 0, regions = 0;
   while ((at = source.find("#pragma omp parallel", at)) != std::string::npos) {
     std::string line = source.substr(at, source.find('\n', at) - at);

@@ -405,7 +405,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -448,7 +448,7 @@ static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnR
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -561,7 +561,7 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -623,7 +623,7 @@ static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -749,7 +749,7 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -814,7 +814,7 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (1 * rows * N * K >= 262144) kiln_parallel_for(1 * row_tasks, gemm_tasks); else gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }

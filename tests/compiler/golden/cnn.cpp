@@ -347,7 +347,7 @@ static int32_t kernel1_convolution_gemm(void* const* bufs, const int64_t* sym, c
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -460,7 +460,7 @@ static int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t* sym,
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -551,7 +551,7 @@ static int32_t kernel6_logits_matmul(void* const* bufs, const int64_t* sym, cons
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }

@@ -474,7 +474,7 @@ static int32_t kernel5_logits_matmul(void* const* bufs, const int64_t* sym, cons
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * row_tasks);
   omp_set_num_threads(omp_threads);
   return 0;
 }

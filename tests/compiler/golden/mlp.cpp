@@ -335,7 +335,7 @@ static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnR
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  kiln_parallel_for(batch * row_tasks, gemm_tasks, batch * M * N * K >= 262144);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -377,7 +377,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  if (batch * M * N * K >= 262144) kiln_parallel_for(batch * row_tasks, gemm_tasks); else gemm_tasks(0, batch * row_tasks);
+  kiln_parallel_for(batch * row_tasks, gemm_tasks, batch * M * N * K >= 262144);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -452,7 +452,7 @@ static int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, const Ki
         }
       }
     };
-    if ((10*s_s0) >= 32768) kiln_parallel_for(kiln_n, kiln_chunk); else kiln_chunk(0, kiln_n);
+    kiln_parallel_for(kiln_n, kiln_chunk, (10*s_s0) >= 32768);
   }
   return 0;
 }
