@@ -1,10 +1,9 @@
 // `kiln launch -n N [--allow-run-as-root] PROGRAM [ARGS...]`: runs N processes of PROGRAM on this
 // machine as one MPI job, for data-parallel training (compiler/distributed/launcher.h).
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "compiler/distributed/launcher.h"
 #include "tools/commands.h"

@@ -28,7 +28,8 @@ DataParallel::DataParallel(std::shared_ptr<distributed::ProcessGroup> group, tra
 
 void DataParallel::start(const std::vector<RankDescription>& descriptions, const std::vector<Tensor>& buffers) {
   check_ranks_agree(*group_, descriptions, "compile_training (data_parallel)");
-  for (const training::ParameterArena::Group& dtype_group : arena_->groups()) group_->broadcast(dtype_group.parameters, 0);
+  for (const training::ParameterArena::Group& dtype_group : arena_->groups())
+    group_->broadcast(dtype_group.parameters, 0);
   for (const Tensor& buffer : buffers) group_->broadcast(buffer, 0);
 }
 

@@ -30,7 +30,8 @@ std::optional<std::pair<int64_t, int64_t>> filled_range(const training::Paramete
   std::sort(slots.begin(), slots.end());
   for (size_t i = 1; i < slots.size(); ++i)
     if (slots[i].first != slots[i - 1].first + slots[i - 1].second) return std::nullopt;
-  return std::pair<int64_t, int64_t>{slots.front().first, slots.back().first + slots.back().second - slots.front().first};
+  return std::pair<int64_t, int64_t>{slots.front().first,
+                                     slots.back().first + slots.back().second - slots.front().first};
 }
 
 }  // namespace

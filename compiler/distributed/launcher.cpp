@@ -39,7 +39,8 @@ std::optional<std::string> find_program(const std::string& name) {
 
 std::vector<std::string> launch_command_line(const LaunchOptions& options) {
   if (options.ranks < 1) fail("kiln launch: -n is ", options.ranks, "; it must be at least 1");
-  if (options.command.empty() || options.command[0].empty()) fail("kiln launch: no program to start (kiln launch -n N PROGRAM [ARGS...])");
+  if (options.command.empty() || options.command[0].empty())
+    fail("kiln launch: no program to start (kiln launch -n N PROGRAM [ARGS...])");
   if (!find_program(options.command[0]))
     fail("kiln launch: program '", options.command[0], "' is not an executable file",
          options.command[0].find('/') == std::string::npos ? " on PATH" : "");

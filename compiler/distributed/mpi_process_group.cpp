@@ -53,17 +53,28 @@ std::string mpi_error_text(int code) {
 
 MPI_Datatype reduction_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
-    case DType::i8: return MPI_INT8_T;
-    case DType::i16: return MPI_INT16_T;
-    case DType::i32: return MPI_INT32_T;
-    case DType::i64: return MPI_INT64_T;
-    case DType::u8: return MPI_UINT8_T;
-    case DType::u16: return MPI_UINT16_T;
-    case DType::u32: return MPI_UINT32_T;
-    case DType::u64: return MPI_UINT64_T;
-    default: KILN_CHECK(false, "no MPI reduction type for ", dtype_name(dtype));
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::i8:
+      return MPI_INT8_T;
+    case DType::i16:
+      return MPI_INT16_T;
+    case DType::i32:
+      return MPI_INT32_T;
+    case DType::i64:
+      return MPI_INT64_T;
+    case DType::u8:
+      return MPI_UINT8_T;
+    case DType::u16:
+      return MPI_UINT16_T;
+    case DType::u32:
+      return MPI_UINT32_T;
+    case DType::u64:
+      return MPI_UINT64_T;
+    default:
+      KILN_CHECK(false, "no MPI reduction type for ", dtype_name(dtype));
   }
   return MPI_DATATYPE_NULL;
 }
@@ -205,7 +216,8 @@ class MpiProcessGroup final : public distributed::ProcessGroup {
  private:
   void check_usable(const char* collective) const {
     if (!broken_.empty())
-      fail(collective, " on rank ", rank_, ": the process group failed earlier (", broken_, ") and cannot be used again");
+      fail(collective, " on rank ", rank_, ": the process group failed earlier (", broken_,
+           ") and cannot be used again");
   }
 
   static void check_cpu(const Tensor& tensor, const char* collective) {
@@ -283,14 +295,16 @@ std::shared_ptr<distributed::ProcessGroup> mpi_process_group(const distributed::
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized)
-    fail("init_process_group: MPI was finalized in this process when its last process group was destroyed, and MPI "
-         "cannot start twice in one process (keep the group alive for the whole program)");
+    fail(
+        "init_process_group: MPI was finalized in this process when its last process group was destroyed, and MPI "
+        "cannot start twice in one process (keep the group alive for the whole program)");
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
     if (!started_by_launcher())
-      fail("init_process_group: this program was not started by an MPI launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE and "
-           "PMIX_RANK are unset); run it as `mpirun -np N PROGRAM` or `kiln launch -n N PROGRAM`");
+      fail(
+          "init_process_group: this program was not started by an MPI launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE and "
+          "PMIX_RANK are unset); run it as `mpirun -np N PROGRAM` or `kiln launch -n N PROGRAM`");
     int provided = 0;
     const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (code != MPI_SUCCESS) fail("init_process_group: MPI_Init_thread failed: ", mpi_error_text(code));
@@ -307,8 +321,9 @@ std::shared_ptr<distributed::ProcessGroup> mpi_process_group(const distributed::
 namespace kiln::compiler {
 
 std::shared_ptr<distributed::ProcessGroup> mpi_process_group(const distributed::ProcessGroupOptions&) {
-  fail("init_process_group: this build of Kiln has no MPI (install Debian's libopenmpi-dev and openmpi-bin, then "
-       "configure again: scripts/setup does both)");
+  fail(
+      "init_process_group: this build of Kiln has no MPI (install Debian's libopenmpi-dev and openmpi-bin, then "
+      "configure again: scripts/setup does both)");
 }
 
 }  // namespace kiln::compiler

@@ -5,11 +5,10 @@
 // MPI backend links Open MPI, which runtime/ may not (the runtime's dependencies are the standard
 // library, OpenMP and dlopen'd CUDA). A NCCL backend, dlopen'd like the CUDA libraries, would be
 // one more ProcessGroup here, chosen by ProcessGroupOptions::backend.
-#include "kiln/distributed.h"
-
 #include <cmath>
 
 #include "compiler/distributed/mpi_process_group.h"
+#include "kiln/distributed.h"
 #include "kiln/error.h"
 
 namespace kiln::distributed {
@@ -51,10 +50,13 @@ Tensor ProcessGroup::all_gather(const Tensor& tensor) {
 
 std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options) {
   if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds))
-    fail("init_process_group: timeout_seconds is ", options.timeout_seconds, "; it must be a positive number of seconds");
+    fail("init_process_group: timeout_seconds is ", options.timeout_seconds,
+         "; it must be a positive number of seconds");
   if (options.backend == "mpi") return compiler::mpi_process_group(options);
   if (options.backend == "nccl")
-    fail("init_process_group: the nccl backend (CUDA tensors) is not implemented yet; use backend \"mpi\" for CPU tensors");
+    fail(
+        "init_process_group: the nccl backend (CUDA tensors) is not implemented yet; use backend \"mpi\" for CPU "
+        "tensors");
   fail("init_process_group: unknown backend '", options.backend, "' (known: mpi)");
 }
 

@@ -63,8 +63,8 @@ void check_ranks_agree(distributed::ProcessGroup& group, const std::vector<RankD
     while (line < first.size() && line < other.size() && first[line] == other[line]) ++line;
     const std::string theirs = line < other.size() ? quoted(other[line]) : "nothing more";
     const std::string ours = line < first.size() ? quoted(first[line]) : "nothing more";
-    fail(context, ": the ranks disagree on ", descriptions[i].what, ": at line ", line + 1, " rank ", differing, " has ",
-         theirs, " where rank 0 has ", ours, " (every rank must build the same training)");
+    fail(context, ": the ranks disagree on ", descriptions[i].what, ": at line ", line + 1, " rank ", differing,
+         " has ", theirs, " where rank 0 has ", ours, " (every rank must build the same training)");
   }
 }
 

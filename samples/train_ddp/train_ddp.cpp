@@ -47,7 +47,8 @@ Dataset make_spiral(uint32_t seed) {
   for (int64_t label = 0; label < kClasses; ++label) {
     for (int64_t i = 0; i < kPointsPerClass; ++i) {
       const double radius = double(i) / double(kPointsPerClass - 1);
-      const double angle = double(label) * 2 * std::numbers::pi / double(kClasses) + 4.0 * radius + noise(generator) * radius;
+      const double angle =
+          double(label) * 2 * std::numbers::pi / double(kClasses) + 4.0 * radius + noise(generator) * radius;
       samples.push_back({{radius * std::sin(angle), radius * std::cos(angle)}, label});
     }
   }
@@ -137,16 +138,18 @@ int main(int argc, char** argv) try {
       model, [](const kiln::Var& logits, const kiln::Var& labels) { return F::cross_entropy(logits, labels); },
       kiln::AdamOptions{.lr = 0.01}, local_batch(data, 0, rank, local), options);
   if (rank == 0)
-    std::printf("compiled the training step in %.0f ms (%zu graphs); %d ranks, %lld points of each batch of %lld per rank\n",
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count(),
-                training.compile_count(), world, static_cast<long long>(local), static_cast<long long>(kGlobalBatch));
+    std::printf(
+        "compiled the training step in %.0f ms (%zu graphs); %d ranks, %lld points of each batch of %lld per rank\n",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count(),
+        training.compile_count(), world, static_cast<long long>(local), static_cast<long long>(kGlobalBatch));
 
   double final_accuracy = 0;
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     const auto start = std::chrono::steady_clock::now();
     const int64_t batches = data.size() / kGlobalBatch;
     kiln::Tensor loss_sum = kiln::Tensor::zeros({}, kiln::DType::f64);
-    for (int64_t b = 0; b < batches; ++b) loss_sum.data<double>()[0] += training.step(local_batch(data, b, rank, local));
+    for (int64_t b = 0; b < batches; ++b)
+      loss_sum.data<double>()[0] += training.step(local_batch(data, b, rank, local));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     group->all_reduce(loss_sum, kiln::distributed::ReduceOp::average);  // each rank's loss is over its share
     if (rank == 0) {

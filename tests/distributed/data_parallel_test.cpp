@@ -86,7 +86,8 @@ TEST(DataParallel, ARankThatStopsTakingPartTimesOutOnTheOthers) {
   KILN_SKIP_WITHOUT_MPI();
   const JobResult job = run_worker_job(2, "hang 3");
   EXPECT_NE(job.status, 0) << job.output;
-  EXPECT_NE(job.output.find("rank 0: error: all_reduce on rank 0 timed out after 3 s"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("rank 0: error: all_reduce on rank 0 timed out after 3 s"), std::string::npos)
+      << job.output;
   EXPECT_EQ(job.output.find("was not stopped"), std::string::npos) << job.output;
   EXPECT_LT(job.seconds, 25) << job.output;  // rank 1 would sleep 30 s
 }
@@ -95,7 +96,8 @@ void expect_disagreement(const std::string& what, const std::string& message) {
   const JobResult job = run_worker_job(2, "mismatch " + what);
   EXPECT_NE(job.status, 0) << job.output;
   for (const char* rank : {"rank 0", "rank 1"}) {
-    EXPECT_NE(job.output.find(std::string(rank) + ": error: compile_training (data_parallel): the ranks disagree on " + message),
+    EXPECT_NE(job.output.find(std::string(rank) + ": error: compile_training (data_parallel): the ranks disagree on " +
+                              message),
               std::string::npos)
         << job.output;
   }
@@ -103,9 +105,10 @@ void expect_disagreement(const std::string& what, const std::string& message) {
 
 TEST(DataParallel, RanksWithDifferentParametersAreAnError) {
   KILN_SKIP_WITHOUT_MPI();
-  expect_disagreement("parameters",
-                      "the parameters (names, dtypes, shapes): at line 1 rank 1 has 'fc1.weight f32[64, 784]' where rank 0 "
-                      "has 'fc1.weight f32[128, 784]'");
+  expect_disagreement(
+      "parameters",
+      "the parameters (names, dtypes, shapes): at line 1 rank 1 has 'fc1.weight f32[64, 784]' where rank 0 "
+      "has 'fc1.weight f32[128, 784]'");
 }
 
 TEST(DataParallel, RanksWithDifferentOptimizerOptionsAreAnError) {

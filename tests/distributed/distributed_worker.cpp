@@ -124,9 +124,9 @@ std::array<double, 4> compare_step(const CompiledTraining& expected, const Compi
       fail(when, ": the gradient of ", name, " differs from one process's by ", gradient, " (relative, L2)");
     if (!(parameter <= kRelative))
       fail(when, ": parameter ", name, " differs from one process's by ", parameter, " (relative, L2)");
-    const std::array<double, 4> differences = {
-        gradient, parameter, relative_difference(expected.gradient(name), actual.gradient(name)),
-        relative_difference(expected.parameter(name), actual.parameter(name))};
+    const std::array<double, 4> differences = {gradient, parameter,
+                                               relative_difference(expected.gradient(name), actual.gradient(name)),
+                                               relative_difference(expected.parameter(name), actual.parameter(name))};
     for (size_t i = 0; i < worst.size(); ++i) worst[i] = std::max(worst[i], differences[i]);
   }
   return worst;
@@ -142,8 +142,9 @@ void check_parameters_equal(const CompiledTraining& expected, const CompiledTrai
 // "L2: gradients 2.1e-07, parameters 3.0e-08; largest element: gradients 1.0e-06, parameters 2.3e-04"
 std::string describe(const std::array<double, 4>& worst) {
   char text[200];
-  std::snprintf(text, sizeof text, "L2: gradients %.1e, parameters %.1e; largest element: gradients %.1e, parameters %.1e",
-                worst[0], worst[1], worst[2], worst[3]);
+  std::snprintf(text, sizeof text,
+                "L2: gradients %.1e, parameters %.1e; largest element: gradients %.1e, parameters %.1e", worst[0],
+                worst[1], worst[2], worst[3]);
   return text;
 }
 
@@ -162,7 +163,8 @@ void check_ranks_identical(ProcessGroup& group, const CompiledTraining& training
   mine.data<uint64_t>()[0] = checksum.digest();
   const Tensor all = group.all_gather(mine);
   for (int rank = 1; rank < group.world_size(); ++rank)
-    if (all.data<uint64_t>()[rank] != all.data<uint64_t>()[0]) fail("rank ", rank, "'s parameters differ from rank 0's");
+    if (all.data<uint64_t>()[rank] != all.data<uint64_t>()[0])
+      fail("rank ", rank, "'s parameters differ from rank 0's");
 }
 
 void collectives(const std::shared_ptr<ProcessGroup>& group_pointer) {
@@ -170,7 +172,8 @@ void collectives(const std::shared_ptr<ProcessGroup>& group_pointer) {
   const int rank = group.rank(), world = group.world_size();
   group.barrier();
   // broadcast from the last rank
-  Tensor values = Tensor::from_doubles({3}, std::vector<double>{rank * 10.0, rank * 10.0 + 1, rank * 10.0 + 2}, DType::f32);
+  Tensor values =
+      Tensor::from_doubles({3}, std::vector<double>{rank * 10.0, rank * 10.0 + 1, rank * 10.0 + 2}, DType::f32);
   group.broadcast(values, world - 1);
   for (int64_t i = 0; i < 3; ++i)
     expect(values.flat_double(i) == (world - 1) * 10.0 + double(i), "broadcast from the last rank");
@@ -228,13 +231,14 @@ void collectives(const std::shared_ptr<ProcessGroup>& group_pointer) {
 }
 
 template <typename Model>
-void parity(const std::shared_ptr<ProcessGroup>& group, const std::string& model_name, const std::string& optimizer_name,
-            int64_t bucket_bytes) {
+void parity(const std::shared_ptr<ProcessGroup>& group, const std::string& model_name,
+            const std::string& optimizer_name, int64_t bucket_bytes) {
   ParityReference reference(model_name);
   const OptimizerOptions optimizer = reference_optimizer(reference.report.at("optimizers").at(optimizer_name));
   Model single_model;
   single_model.load_state_dict(reference.init);
-  CompiledTraining single = compile_training(single_model, cross_entropy_loss, optimizer, reference.batch(0), test_options());
+  CompiledTraining single =
+      compile_training(single_model, cross_entropy_loss, optimizer, reference.batch(0), test_options());
   // Only rank 0 loads the initial weights: the others keep their own (seeded by rank), and the
   // set-up must replace them with rank 0's.
   manual_seed(uint64_t(2000 + group->rank()));
@@ -244,7 +248,8 @@ void parity(const std::shared_ptr<ProcessGroup>& group, const std::string& model
   TrainingOptions options = test_options();
   options.data_parallel = counting;
   options.gradient_bucket_bytes = bucket_bytes;
-  CompiledTraining ddp = compile_training(model, cross_entropy_loss, optimizer, shard(reference.batch(0), *group), options);
+  CompiledTraining ddp =
+      compile_training(model, cross_entropy_loss, optimizer, shard(reference.batch(0), *group), options);
   const size_t buckets = TrainingAccess::training(ddp).data_parallel()->buckets().size();
   check_parameters_equal(single, ddp);
   std::array<double, 4> worst = {0, 0, 0, 0};
@@ -253,7 +258,8 @@ void parity(const std::shared_ptr<ProcessGroup>& group, const std::string& model
     const double expected_loss = single.step(reference.batch(step));
     const int before = counting->all_reduces;
     Tensor loss = Tensor::full({}, ddp.step(shard(reference.batch(step), *group)), DType::f64);
-    if (counting->all_reduces - before != int(buckets)) fail("step ", step, ": ", counting->all_reduces - before, " all-reduces for ", buckets, " buckets");
+    if (counting->all_reduces - before != int(buckets))
+      fail("step ", step, ": ", counting->all_reduces - before, " all-reduces for ", buckets, " buckets");
     group->all_reduce(loss, ReduceOp::average);
     const double loss_difference = std::fabs(loss.item() - expected_loss) / std::max(std::fabs(expected_loss), 1e-2);
     if (!(loss_difference <= kRelative))
@@ -263,8 +269,8 @@ void parity(const std::shared_ptr<ProcessGroup>& group, const std::string& model
   }
   check_ranks_identical(*group, ddp);
   std::printf("rank %d: parity %s %s ok: %lld steps, %zu buckets, worst relative differences: loss %.1e, %s\n",
-              group->rank(), model_name.c_str(), optimizer_name.c_str(), static_cast<long long>(reference.steps()), buckets,
-              worst_loss, describe(worst).c_str());
+              group->rank(), model_name.c_str(), optimizer_name.c_str(), static_cast<long long>(reference.steps()),
+              buckets, worst_loss, describe(worst).c_str());
 }
 
 void accumulate(const std::shared_ptr<ProcessGroup>& group) {
@@ -273,7 +279,8 @@ void accumulate(const std::shared_ptr<ProcessGroup>& group) {
   Mlp single_model, model;
   single_model.load_state_dict(reference.init);
   model.load_state_dict(reference.init);
-  CompiledTraining single = compile_training(single_model, cross_entropy_loss, optimizer, reference.batch(0), test_options());
+  CompiledTraining single =
+      compile_training(single_model, cross_entropy_loss, optimizer, reference.batch(0), test_options());
   auto counting = std::make_shared<CountingGroup>(group);
   TrainingOptions options = test_options();
   options.data_parallel = counting;
@@ -418,9 +425,12 @@ int run(int argc, char** argv) {
     collectives(group);
   } else if (scenario == "parity" && args.size() >= 2) {
     const int64_t bucket_bytes = args.size() > 2 ? std::atoll(args[2].c_str()) : int64_t(25) << 20;
-    if (args[0] == "mlp") parity<Mlp>(group, "mlp", args[1], bucket_bytes);
-    else if (args[0] == "cnn") parity<SmallCnn>(group, "cnn", args[1], bucket_bytes);
-    else fail("unknown model '", args[0], "'");
+    if (args[0] == "mlp")
+      parity<Mlp>(group, "mlp", args[1], bucket_bytes);
+    else if (args[0] == "cnn")
+      parity<SmallCnn>(group, "cnn", args[1], bucket_bytes);
+    else
+      fail("unknown model '", args[0], "'");
   } else if (scenario == "accumulate") {
     accumulate(group);
   } else if (scenario == "buckets") {

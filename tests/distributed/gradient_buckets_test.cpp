@@ -3,12 +3,12 @@
 // parameter larger than the cap alone, and the arena range a bucket fills (padding included), or
 // none when its parameters are not adjacent in the arena. Sizes are worked out in the comments
 // from the arena's layout: each parameter starts on a 64-byte line (16 f32, 32 f16 elements).
+#include "compiler/distributed/gradient_buckets.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "compiler/distributed/gradient_buckets.h"
 
 namespace kiln::compiler {
 namespace {

@@ -1,12 +1,13 @@
 // `kiln launch` (compiler/distributed/launcher.h): the mpirun command line it runs, and a real
 // launch of distributed_worker on 2 ranks through the kiln tool. Its bad inputs are tested as the
 // CLI's (tests/tools/launch_command_test.cpp).
+#include "compiler/distributed/launcher.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "compiler/distributed/launcher.h"
 #include "tests/distributed/mpi_job.h"
 
 namespace kiln::distributed_test {

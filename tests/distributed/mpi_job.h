@@ -8,14 +8,13 @@
 // MPI_Init/MPI_Finalize program); AddressSanitizer's other checks stay on.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace kiln::distributed_test {
 
@@ -63,13 +62,13 @@ inline JobResult run_worker_job(int ranks, const std::string& arguments) {
 
 // Skips the test where this build has no MPI; fails instead when KILN_MPI_TEST_REQUIRED is set
 // (scripts/test sets it: scripts/setup installs Open MPI, so there a missing MPI is a failure).
-#define KILN_SKIP_WITHOUT_MPI()                                                                         \
-  do {                                                                                                  \
-    if (!::kiln::distributed_test::mpi_available()) {                                                   \
-      if (std::getenv("KILN_MPI_TEST_REQUIRED"))                                                        \
-        FAIL() << "this build has no MPI, and KILN_MPI_TEST_REQUIRED is set (scripts/setup installs "   \
-                  "libopenmpi-dev and openmpi-bin; configure again)";                                   \
-      GTEST_SKIP() << "this build has no MPI (Debian's libopenmpi-dev and openmpi-bin; scripts/setup "  \
-                      "installs them)";                                                                 \
-    }                                                                                                   \
+#define KILN_SKIP_WITHOUT_MPI()                                                                        \
+  do {                                                                                                 \
+    if (!::kiln::distributed_test::mpi_available()) {                                                  \
+      if (std::getenv("KILN_MPI_TEST_REQUIRED"))                                                       \
+        FAIL() << "this build has no MPI, and KILN_MPI_TEST_REQUIRED is set (scripts/setup installs "  \
+                  "libopenmpi-dev and openmpi-bin; configure again)";                                  \
+      GTEST_SKIP() << "this build has no MPI (Debian's libopenmpi-dev and openmpi-bin; scripts/setup " \
+                      "installs them)";                                                                \
+    }                                                                                                  \
   } while (0)

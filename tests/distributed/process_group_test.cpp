@@ -81,7 +81,8 @@ TEST(InitProcessGroup, TheNcclBackendIsNotImplementedYet) {
     distributed::init_process_group(options);
     FAIL() << "no error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("the nccl backend (CUDA tensors) is not implemented yet"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("the nccl backend (CUDA tensors) is not implemented yet"),
+              std::string::npos)
         << error.what();
   }
 }

@@ -4,7 +4,6 @@
 // train_mlp's (samples/train_mlp: the same model, data, seed and optimizer in one process on the
 // whole batches), run here too, epoch by epoch.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -44,8 +43,8 @@ TEST(TrainDdpSample, TwoRanksTrainTheModelThatOneProcessTrains) {
   const std::filesystem::path ddp_csv = directory / ("kiln-train-ddp-" + std::to_string(getpid()) + ".csv");
   const std::filesystem::path mlp_csv = directory / ("kiln-train-mlp-" + std::to_string(getpid()) + ".csv");
   const int epochs = 12;
-  const JobResult job = run_command(job_environment() + KILN_EXECUTABLE + " launch -n 2 " + KILN_TRAIN_DDP_SAMPLE + " " +
-                                    ddp_csv.string() + " --epochs " + std::to_string(epochs));
+  const JobResult job = run_command(job_environment() + KILN_EXECUTABLE + " launch -n 2 " + KILN_TRAIN_DDP_SAMPLE +
+                                    " " + ddp_csv.string() + " --epochs " + std::to_string(epochs));
   EXPECT_EQ(job.status, 0) << job.output;
   const std::regex epoch_line(R"(epoch +(\d+) +loss ([0-9.]+) +accuracy +([0-9.]+)% +([0-9.]+) ms)");
   int lines = 0;
@@ -58,8 +57,8 @@ TEST(TrainDdpSample, TwoRanksTrainTheModelThatOneProcessTrains) {
   ASSERT_TRUE(std::regex_search(job.output, final_line, std::regex(R"(final accuracy ([0-9.]+)%)"))) << job.output;
   EXPECT_GE(std::stod(final_line[1]), 95.0) << job.output;
 
-  const JobResult single = run_command(std::string(KILN_TRAIN_MLP_SAMPLE) + " " + mlp_csv.string() + " --epochs " +
-                                       std::to_string(epochs));
+  const JobResult single =
+      run_command(std::string(KILN_TRAIN_MLP_SAMPLE) + " " + mlp_csv.string() + " --epochs " + std::to_string(epochs));
   EXPECT_EQ(single.status, 0) << single.output;
   const std::vector<double> ddp = losses_of(ddp_csv), one = losses_of(mlp_csv);
   std::filesystem::remove(ddp_csv);
@@ -73,7 +72,8 @@ TEST(TrainDdpSample, TwoRanksTrainTheModelThatOneProcessTrains) {
     EXPECT_LE(difference, 1e-3) << "epoch " << epoch + 1 << ": 2 ranks " << ddp[size_t(epoch)] << ", one process "
                                 << one[size_t(epoch)];
   }
-  std::printf("loss curves of 2 ranks and of one process: worst relative difference %.2e over %d epochs\n", worst, epochs);
+  std::printf("loss curves of 2 ranks and of one process: worst relative difference %.2e over %d epochs\n", worst,
+              epochs);
   EXPECT_LT(ddp.back(), 0.5 * ddp.front());
 }
 
