@@ -21,6 +21,7 @@ void add_bench_command(CLI::App& app);
 void add_kernel_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_launch_command(CLI::App& app);
 
 // Adds the MODEL argument (required) of a command that loads a model, into `model`: any file
 // frontends/model_loader.h reads.

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       "  kiln verify samples/models/attention.kiln\n"
       "  kiln report samples/models/attention.kiln -o attention.html\n"
       "  kiln cache stats\n"
+      "  kiln launch -n 2 build/samples/train_ddp/train_ddp\n"
       "Run 'kiln COMMAND --help' for a command's options.");
 
   kiln::tools::add_dump_command(app);
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_kernel_command(app);
   kiln::tools::add_verify_command(app);
   kiln::tools::add_report_command(app);
+  kiln::tools::add_launch_command(app);
 
   try {
     app.parse(argc, argv);

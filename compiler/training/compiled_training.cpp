@@ -10,6 +10,7 @@
 #include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
 #include "frontends/module/trace_graph.h"
+#include "ir/printer.h"
 #include "kiln/trace.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
@@ -161,6 +162,8 @@ CompiledTraining CompiledTraining::compile(nn::Module& module, LossFunction loss
                                            const Batch& example, const TrainingOptions& options) {
   if (options.recompile_limit < 1)
     fail("compile_training: recompile_limit is ", options.recompile_limit, "; it must be at least 1");
+  if (options.data_parallel && options.gradient_bucket_bytes <= 0)
+    fail("compile_training: gradient_bucket_bytes is ", options.gradient_bucket_bytes, "; it must be positive");
   CompiledTraining training(module, std::move(loss), options);
   training.batch_inputs_ = example.inputs.size();
   training.batch_targets_ = example.targets.size();
@@ -188,7 +191,35 @@ CompiledTraining CompiledTraining::compile(nn::Module& module, LossFunction loss
       },
       optimizer));
   training.compile_step(first, options.compile);
+  if (options.data_parallel) training.start_data_parallel(first, optimizer);
   return training;
+}
+
+// The data-parallel set-up: the ranks' agreement (what each built, described as text), then rank
+// 0's parameters and buffers on every rank (compiler/distributed/data_parallel.h).
+void CompiledTraining::start_data_parallel(const StepProgram& first, const OptimizerOptions& optimizer) {
+  const passes::Partition& partition = first.partition;
+  data_parallel_ = std::make_unique<compiler::DataParallel>(
+      options_.data_parallel, *arena_, compiler::gradient_production_order(partition.backward, partition.wrt),
+      options_.gradient_bucket_bytes);
+  std::string parameters, buffers;
+  for (const std::string& name : arena_->names()) {
+    const Tensor value = arena_->parameter(name);
+    parameters += name + " " + std::string(dtype_name(value.dtype())) + sizes_to_string(value.sizes()) + "\n";
+  }
+  std::vector<Tensor> buffer_tensors;
+  for (const auto& [name, value] : module_->named_buffers()) {
+    buffers += name + " " + std::string(dtype_name(value.dtype())) + sizes_to_string(value.sizes()) + "\n";
+    buffer_tensors.push_back(value);
+  }
+  data_parallel_->start({{"the parameters (names, dtypes, shapes)", parameters},
+                         {"the module's buffers (names, dtypes, shapes)", buffers},
+                         {"the optimizer's options", compiler::describe_optimizer(optimizer)},
+                         {"the traced training step (its forward and backward graphs; trace every rank with an "
+                          "example batch of the same shapes)",
+                          ir::print_graph(partition.forward) + ir::print_graph(partition.backward)}},
+                        buffer_tensors);
+  copy_parameters_to_module();
 }
 
 // The variant of `variants` whose guards accept `tensors`; else, below the recompile limit, a new
@@ -292,6 +323,7 @@ float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
 }
 
 void CompiledTraining::apply() {
+  if (data_parallel_) data_parallel_->average_gradients();
   optimizer_->step();
   copy_parameters_to_module();
 }

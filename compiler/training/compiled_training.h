@@ -38,6 +38,10 @@
 // compile_count() counts every graph compiled, the optimizer's included. evaluate() traces the
 // module alone in eval mode, its variants kept the same way.
 //
+// Data parallel (TrainingOptions::data_parallel): once the first variant is compiled, the ranks
+// check that they agree and take rank 0's parameters and buffers; apply() averages the gradient
+// arena across the ranks before the optimizer runs (compiler/distributed/data_parallel.h).
+//
 // The module must outlive this object and must not change its structure while it lives.
 #pragma once
 
@@ -50,6 +54,7 @@
 #include <vector>
 
 #include "compiler/compile_driver.h"
+#include "compiler/distributed/data_parallel.h"
 #include "compiler/function/dynamic_dims.h"
 #include "compiler/function/guards.h"
 #include "compiler/training/fused_optimizer.h"
@@ -100,6 +105,8 @@ class CompiledTraining {
   size_t eval_variant_count() const { return evals_.compiled.size(); }
   // The partition of the first (example) batch's variant: saved values, saved bytes.
   const passes::Partition& partition() const;
+  // The data-parallel state (its group, its gradient buckets); null without data_parallel.
+  const compiler::DataParallel* data_parallel() const { return data_parallel_.get(); }
 
  private:
   struct StepProgram;
@@ -124,12 +131,14 @@ class CompiledTraining {
   std::unique_ptr<StepProgram> build_program(const std::vector<ir::TensorMeta>& types, size_t num_inputs) const;
   void compile_step(StepProgram& program, const CompileOptions& options);
   void copy_parameters_to_module() const;
+  void start_data_parallel(const StepProgram& first, const OptimizerOptions& optimizer);
 
   nn::Module* module_;
   LossFunction loss_;
   TrainingOptions options_;
   std::unique_ptr<ParameterArena> arena_;
   std::unique_ptr<FusedOptimizer> optimizer_;
+  std::unique_ptr<compiler::DataParallel> data_parallel_;
   // Each trainable parameter's tensor in the module, paired with the arena's view of it.
   std::vector<std::pair<Tensor, Tensor>> module_parameters_;
   Variants<StepProgram> steps_;

@@ -2,7 +2,8 @@
 // kiln/npy.h, kiln/safetensors.h), the module API and tracing (kiln::nn, kiln::Var,
 // kiln::trace), graphs (kiln::Graph: load a model file, print, save, interpret), compiling a
 // graph for a target (kiln::compile -> kiln::Model), compiling a function with guards
-// (kiln::compile(fn)), compiled training (kiln::compile_training), and loading a package of
+// (kiln::compile(fn)), compiled training (kiln::compile_training, data-parallel across
+// processes with kiln::distributed), and loading a package of
 // `kiln compile -o` (kiln::Package). Every header under
 // include/kiln/ includes only <kiln/...> and standard headers.
 //
@@ -17,6 +18,7 @@
 #include "kiln/compile.h"
 #include "kiln/compile_options.h"
 #include "kiln/device.h"
+#include "kiln/distributed.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/graph.h"

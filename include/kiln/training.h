@@ -13,6 +13,10 @@
 // Gradient accumulation as in PyTorch: training.zero_grad(); training.accumulate(b1, 0.5);
 // training.accumulate(b2, 0.5); training.apply();
 //
+// Data-parallel training across processes (mpirun -np N, or kiln launch -n N): set
+// TrainingOptions::data_parallel to kiln::distributed::init_process_group() and give each rank its
+// share of every batch (samples/train_ddp).
+//
 // A batch of a new shape compiles again, as kiln::compile(fn) does: a changed batch size becomes
 // a symbolic dim (TrainingOptions::dynamic), up to TrainingOptions::recompile_limit variants.
 // What a step runs, how parameters and gradients live, and when it compiles again: see
@@ -21,6 +25,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +33,7 @@
 #include <vector>
 
 #include "kiln/compile_options.h"
+#include "kiln/distributed.h"
 #include "kiln/nn/module.h"
 #include "kiln/optimizer_options.h"
 #include "kiln/tensor.h"
@@ -58,6 +64,15 @@ struct TrainingOptions {
   // Compiled variants of the step (and of evaluate) at most; past it, a batch that no variant
   // accepts runs in the interpreter, with one warning naming the guard that kept failing.
   int recompile_limit = 8;
+  // Data parallelism across the ranks of a process group (kiln/distributed.h), as PyTorch's
+  // DistributedDataParallel: compiling is then a collective that checks every rank builds the
+  // same training and gives every rank rank 0's parameters and buffers; each apply() (and so
+  // each step()) averages the accumulated gradients across the ranks before the update, in
+  // buckets of about gradient_bucket_bytes; accumulate() communicates nothing. Every rank calls
+  // compile_training, step/accumulate/apply the same number of times, with batches of the same
+  // shapes for the same result as one process on the concatenated batch.
+  std::shared_ptr<distributed::ProcessGroup> data_parallel;
+  int64_t gradient_bucket_bytes = int64_t(25) << 20;
 };
 
 class CompiledTraining;  // compiler/training/compiled_training.h

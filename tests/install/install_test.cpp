@@ -165,7 +165,8 @@ TEST_F(InstallTest, PkgConfigAppBuiltAgainstThePrefixMatchesTheInterpreter) {
 }
 
 // libkiln.so exports the public API (cmake/libkiln.map) and none of Kiln's internals; the
-// samples written against the public headers alone (training an MLP, compiling a C++ function)
+// samples written against the public headers alone (training an MLP, on one process or several;
+// compiling a C++ function)
 // link against it with -I and -L at the prefix only, every symbol they use resolved.
 TEST_F(InstallTest, TheLibraryExportsThePublicApiAndNoInternals) {
   std::string symbols;
@@ -185,7 +186,7 @@ TEST_F(InstallTest, TheLibraryExportsThePublicApiAndNoInternals) {
       EXPECT_NE(name.rfind(internal, 0), 0u) << name;
   }
   EXPECT_GT(count, 100u);
-  for (const char* sample : {"train_mlp/train_mlp.cpp", "compile_fn/compile_fn.cpp"}) {
+  for (const char* sample : {"train_mlp/train_mlp.cpp", "train_ddp/train_ddp.cpp", "compile_fn/compile_fn.cpp"}) {
     std::string output;
     EXPECT_EQ(shell(std::string(KILN_CXX_COMPILER) + " -std=c++20 -O0 " + quoted(kSource / "samples" / sample) + " -I " +
                         quoted(prefix_ / "include") + " -L " + quoted(prefix_ / "lib") + " -lkiln -Wl,--no-undefined -o " +

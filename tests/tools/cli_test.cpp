@@ -61,7 +61,7 @@ TEST_F(Cli, EveryModelCommandSaysWhichFilesItReads) {
 // Each command's --help ends with examples of that command only (not the top-level list), and
 // every example names a file that exists in the repository or one the user makes.
 TEST_F(Cli, EveryCommandsHelpHasItsOwnExamples) {
-  for (const char* command : {"dump", "run", "opt", "compile", "bench", "kernel", "verify", "cache", "report"}) {
+  for (const char* command : {"dump", "run", "opt", "compile", "bench", "kernel", "verify", "cache", "report", "launch"}) {
     CliResult help = kiln(std::string(command) + " --help");
     EXPECT_EQ(help.status, 0) << command;
     size_t examples = help.out.find("Examples:\n");

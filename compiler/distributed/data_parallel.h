@@ -1,0 +1,66 @@
+// DataParallel: what kiln::compile_training does with TrainingOptions::data_parallel, after
+// PyTorch's DistributedDataParallel. Each rank trains the same model on its own share of the
+// global batch; their gradients are averaged before every optimizer update, so every rank makes
+// the update that one process would make from the mean loss over the concatenated batch (when
+// the ranks' batches are of equal size and the loss is a mean over the batch).
+//
+// At set-up (a collective, once the first step variant is compiled): the ranks check that they
+// build the same training (compiler/distributed/rank_agreement.h: the parameters' names, dtypes
+// and shapes, the module's buffers, the optimizer's options, the forward and backward graphs),
+// then take rank 0's parameters (one broadcast per dtype group of the ParameterArena) and
+// buffers, so that they start identical whatever each initialized.
+//
+// At each CompiledTraining::apply() (a collective): the accumulated gradients are averaged
+// across the ranks, bucket by bucket (compiler/distributed/gradient_buckets.h: about 25 MB each,
+// in the order the backward produces the gradients), then the fused optimizer runs unchanged on
+// every rank. accumulate() communicates nothing, so gradient accumulation over micro-batches
+// costs one average per update, as DDP's no_sync() gives. Afterwards the gradient views hold the
+// averaged gradients, as PyTorch's .grad does after DDP's backward.
+//
+// Not done yet: the averages run after the whole backward, not overlapped with it on a VM
+// communication stream (the buckets are already in the order that overlap needs); buffers
+// (BatchNorm's running statistics) are taken from rank 0 at set-up only, not before every
+// forward as DDP's broadcast_buffers does; CUDA tensors need a NCCL process group.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/distributed/gradient_buckets.h"
+#include "compiler/distributed/rank_agreement.h"
+#include "compiler/training/parameter_arena.h"
+#include "ir/graph.h"
+#include "kiln/distributed.h"
+#include "kiln/training.h"
+
+namespace kiln::compiler {
+
+class DataParallel {
+ public:
+  // The gradients' buckets, in `gradient_order` (gradient_production_order's).
+  DataParallel(std::shared_ptr<distributed::ProcessGroup> group, training::ParameterArena& arena,
+               const std::vector<std::string>& gradient_order, int64_t bucket_bytes);
+
+  // The set-up collective: the agreement check, then rank 0's parameters and `buffers` everywhere.
+  void start(const std::vector<RankDescription>& descriptions, const std::vector<Tensor>& buffers);
+  // The gradient arena's average across the ranks (a collective).
+  void average_gradients();
+
+  distributed::ProcessGroup& group() const { return *group_; }
+  const std::vector<GradientBucket>& buckets() const { return buckets_; }
+
+ private:
+  std::shared_ptr<distributed::ProcessGroup> group_;
+  training::ParameterArena* arena_;
+  std::vector<GradientBucket> buckets_;
+};
+
+// The parameters `wrt` (the backward's outputs, in order) sorted by where the backward computes
+// their gradients: the node that produces each output, earliest first.
+std::vector<std::string> gradient_production_order(const ir::Graph& backward, const std::vector<std::string>& wrt);
+
+// The optimizer and every option, one per line ("adam", "lr 0.001", ...), exact to the last bit.
+std::string describe_optimizer(const training::OptimizerOptions& optimizer);
+
+}  // namespace kiln::compiler

@@ -1,0 +1,125 @@
+// Data-parallel training (TrainingOptions::data_parallel) on 2 ranks under mpirun, each case one
+// job of distributed_worker (tests/distributed/distributed_worker.cpp, which checks the numbers
+// itself and prints "rank R: SCENARIO ok ..."):
+//  - the MLP and the CNN of tests/data/training_parity, 20 steps of SGD and of Adam, each rank on
+//    half of every batch, equal one process on the whole batches at every step: every averaged
+//    gradient and every updated parameter within 1e-5 of one process's as a tensor
+//    (||difference||_2 over ||value||_2; not element by element: Adam moves an element whose
+//    gradient is at rounding level, |g| near its eps, by a different fraction of lr when the batch
+//    is split differently, and the runs part from there; the worker says more and prints both),
+//    the ranks' mean loss within 1e-5 relative, the ranks bit-identical, one all-reduce per bucket;
+//  - gradient accumulation (two micro-batches per rank, communication only in apply());
+//  - buckets out of the arena's order (packed) with a tiny bucket size;
+//  - failures: a rank that raises, a rank that stops taking part, ranks that build different
+//    trainings: errors on the ranks, never a hang.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "tests/distributed/mpi_job.h"
+
+namespace kiln::distributed_test {
+namespace {
+
+void expect_both_ranks_ok(const JobResult& job, const std::string& ok_line) {
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_NE(job.output.find("rank 0: " + ok_line), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("rank 1: " + ok_line), std::string::npos) << job.output;
+  std::printf("%s", job.output.c_str());
+}
+
+TEST(DataParallel, MlpWithSgdEqualsOneProcessOnTheWholeBatch) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_both_ranks_ok(run_worker_job(2, "parity mlp sgd"), "parity mlp sgd ok");
+}
+
+TEST(DataParallel, MlpWithAdamEqualsOneProcessOnTheWholeBatch) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_both_ranks_ok(run_worker_job(2, "parity mlp adam"), "parity mlp adam ok");
+}
+
+TEST(DataParallel, CnnWithSgdEqualsOneProcessOnTheWholeBatch) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_both_ranks_ok(run_worker_job(2, "parity cnn sgd"), "parity cnn sgd ok");
+}
+
+TEST(DataParallel, CnnWithAdamEqualsOneProcessOnTheWholeBatch) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_both_ranks_ok(run_worker_job(2, "parity cnn adam"), "parity cnn adam ok");
+}
+
+TEST(DataParallel, SmallBucketsGiveTheSameTraining) {
+  KILN_SKIP_WITHOUT_MPI();
+  // 64 KiB buckets: the MLP's first weight (401408 bytes) cannot share one, so there are several.
+  const JobResult job = run_worker_job(2, "parity mlp sgd 65536");
+  expect_both_ranks_ok(job, "parity mlp sgd ok");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(job.output, match, std::regex(R"(20 steps, (\d+) buckets)"))) << job.output;
+  EXPECT_GE(std::stoi(match[1]), 2) << job.output;
+}
+
+TEST(DataParallel, GradientAccumulationCommunicatesOnlyInApply) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_both_ranks_ok(run_worker_job(2, "accumulate"), "accumulate ok");
+}
+
+TEST(DataParallel, BucketsOutOfTheArenasOrderArePackedAndAveraged) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_both_ranks_ok(run_worker_job(2, "buckets"), "buckets ok");
+}
+
+TEST(DataParallel, ARankThatRaisesIsAnErrorOnTheOthers) {
+  KILN_SKIP_WITHOUT_MPI();
+  const JobResult job = run_worker_job(2, "raise");
+  EXPECT_NE(job.status, 0) << job.output;
+  EXPECT_NE(job.output.find("rank 1: error: compile_training: the batch has 1 inputs and 0 targets"), std::string::npos)
+      << job.output;
+  EXPECT_NE(job.output.find("rank 0: error: all_reduce on rank 0: rank 1 failed: it stopped with an exception"),
+            std::string::npos)
+      << job.output;
+  // Told by rank 1, not by the 120 s timeout.
+  EXPECT_LT(job.seconds, 100) << job.output;
+}
+
+TEST(DataParallel, ARankThatStopsTakingPartTimesOutOnTheOthers) {
+  KILN_SKIP_WITHOUT_MPI();
+  const JobResult job = run_worker_job(2, "hang 3");
+  EXPECT_NE(job.status, 0) << job.output;
+  EXPECT_NE(job.output.find("rank 0: error: all_reduce on rank 0 timed out after 3 s"), std::string::npos)
+      << job.output;
+  EXPECT_EQ(job.output.find("was not stopped"), std::string::npos) << job.output;
+  EXPECT_LT(job.seconds, 25) << job.output;  // rank 1 would sleep 30 s
+}
+
+void expect_disagreement(const std::string& what, const std::string& message) {
+  const JobResult job = run_worker_job(2, "mismatch " + what);
+  EXPECT_NE(job.status, 0) << job.output;
+  for (const char* rank : {"rank 0", "rank 1"}) {
+    EXPECT_NE(job.output.find(std::string(rank) + ": error: compile_training (data_parallel): the ranks disagree on " +
+                              message),
+              std::string::npos)
+        << job.output;
+  }
+}
+
+TEST(DataParallel, RanksWithDifferentParametersAreAnError) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_disagreement(
+      "parameters",
+      "the parameters (names, dtypes, shapes): at line 1 rank 1 has 'fc1.weight f32[64, 784]' where rank 0 "
+      "has 'fc1.weight f32[128, 784]'");
+}
+
+TEST(DataParallel, RanksWithDifferentOptimizerOptionsAreAnError) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_disagreement("optimizer", "the optimizer's options: at line 2 rank 1 has 'lr 0.02");
+}
+
+TEST(DataParallel, RanksWithDifferentModelsAreAnError) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_disagreement("model", "the traced training step");
+}
+
+}  // namespace
+}  // namespace kiln::distributed_test
