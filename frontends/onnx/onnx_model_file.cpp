@@ -154,9 +154,12 @@ OnnxModel read_onnx_model(const std::string& path) {
 
 void infer_onnx_shapes(OnnxModel& model) {
   if (model.opset > kMaxOnnxOpsetWithShapeInference || model.other_domains_only) return;
-  try {
+  auto infer = [&] {
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true);
     onnx::shape_inference::InferShapes(*model.proto, onnx::OpSchemaRegistry::Instance(), options);
+  };
+  try {
+    infer();
   } catch (const std::exception& error) {
     // A size that the library (Debian's ONNX 1.12) infers differently from a type the model
     // file declares: newer ONNX releases changed some rules (MaxPool's ceil_mode output drops
@@ -177,8 +180,7 @@ void infer_onnx_shapes(OnnxModel& model) {
     for (auto& output : *graph.mutable_output()) forget_shape(output);
     for (auto& info : *graph.mutable_value_info()) forget_shape(info);
     try {
-      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*enable_data_propagation=*/true);
-      onnx::shape_inference::InferShapes(*model.proto, onnx::OpSchemaRegistry::Instance(), options);
+      infer();
     } catch (const std::exception& again) {
       fail("'", model.path, "': ONNX shape inference failed: ", one_line(again.what()));
     }
