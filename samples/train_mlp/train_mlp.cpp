@@ -8,51 +8,22 @@
 // the final accuracy reaches 95%, 1 otherwise.
 #include <kiln/kiln.h>
 
+#include "../common/spiral_dataset.h"
+
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <numbers>
-#include <random>
 #include <string>
 #include <vector>
 
 namespace {
 
-constexpr int64_t kClasses = 3;
-constexpr int64_t kPointsPerClass = 256;
+using spiral::Dataset;
+using spiral::kClasses;
 constexpr int64_t kBatch = 64;
-
-struct Dataset {
-  std::vector<double> points;  // [n, 2]
-  std::vector<double> labels;  // [n]
-  int64_t size() const { return int64_t(labels.size()); }
-};
-
-// Three interleaved spiral arms (the classic CS231n toy set), shuffled, with a little noise.
-Dataset make_spiral(uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::normal_distribution<double> noise(0.0, 0.15);
-  std::vector<std::pair<std::pair<double, double>, int64_t>> samples;
-  for (int64_t label = 0; label < kClasses; ++label) {
-    for (int64_t i = 0; i < kPointsPerClass; ++i) {
-      const double radius = double(i) / double(kPointsPerClass - 1);
-      const double angle = double(label) * 2 * std::numbers::pi / double(kClasses) + 4.0 * radius + noise(generator) * radius;
-      samples.push_back({{radius * std::sin(angle), radius * std::cos(angle)}, label});
-    }
-  }
-  std::shuffle(samples.begin(), samples.end(), generator);
-  Dataset data;
-  for (const auto& [point, label] : samples) {
-    data.points.push_back(point.first);
-    data.points.push_back(point.second);
-    data.labels.push_back(double(label));
-  }
-  return data;
-}
 
 // Batch `index` of kBatch points (the set's size is a multiple of kBatch).
 kiln::Batch batch(const Dataset& data, int64_t index) {
@@ -98,7 +69,7 @@ int main(int argc, char** argv) try {
   if (!csv) kiln::fail("cannot write ", csv_path);
   csv << "epoch,loss,accuracy,ms\n";
 
-  const Dataset data = make_spiral(7);
+  const Dataset data = spiral::make_dataset(7);
   kiln::manual_seed(0);
   kiln::nn::Sequential model(kiln::nn::Linear(2, 64), kiln::nn::ReLU(), kiln::nn::Linear(64, 64), kiln::nn::ReLU(),
                              kiln::nn::Linear(64, kClasses));
