@@ -154,6 +154,11 @@ class Reader {
   static std::string member_path(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
   }
+  static std::string bad_name_message(std::string_view what, const std::string& name) {
+    return std::string(what) + " " + json_brief(json(name)) + " is not a name: names are 1 to " +
+           std::to_string(kMaxTextNameLength) + " letters, digits and '_'";
+  }
+
   static std::string kind_of(const json& value) { return std::string(value.type_name()) + " " + json_brief(value); }
 
   const json& field(const json& object, const std::string& key, const std::string& path) const {
@@ -325,9 +330,12 @@ class Reader {
       std::string pair_path = index_path(kwargs_path, i);
       if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string())
         error(pair_path, "expected a [name, value] pair, found ", kind_of(pair));
-      kwargs.emplace_back(pair[0].get<std::string>(), argument(pair[1], index_path(pair_path, 1)));
+      std::string key = pair[0].get<std::string>();
+      if (!is_text_name(key)) error(index_path(pair_path, 0), bad_name_message("keyword", key));
+      kwargs.emplace_back(std::move(key), argument(pair[1], index_path(pair_path, 1)));
     }
 
+    if (op != "output" && !is_text_name(name)) error(member_path(path, "name"), bad_name_message("node name", name));
     if (op != "output" && graph_.find(name)) error(member_path(path, "name"), "duplicate name %", name);
     Node* node = nullptr;
     if (op == "placeholder") {

@@ -640,7 +640,7 @@ class Parser {
   }
 
   static constexpr int kMaxListDepth = 64;  // bounds the recursion on hostile input
-  static constexpr size_t kMaxNameLength = 256;
+  static constexpr size_t kMaxNameLength = kMaxTextNameLength;
 
   std::string_view text_;
   const ParseOptions& options_;
@@ -653,6 +653,10 @@ class Parser {
 };
 
 }  // namespace
+
+bool is_text_name(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxTextNameLength && std::all_of(name.begin(), name.end(), is_name_char);
+}
 
 Graph parse_graph(std::string_view text, const ParseOptions& options) { return Parser(text, options).parse(); }
 

@@ -44,6 +44,12 @@ struct ParseOptions {
   std::string missing_parameter_message(const std::string& target) const;
 };
 
+// Whether `name` can be written as a node name (%name) or keyword in the text form: 1 to 256
+// letters, digits and '_'. Readers of other forms (ir/json_format.h) check their names with it,
+// so that every graph they accept prints to text that reads back.
+bool is_text_name(std::string_view name);
+inline constexpr size_t kMaxTextNameLength = 256;
+
 Graph parse_graph(std::string_view text, const std::string& file_name = "<string>");
 Graph parse_graph(std::string_view text, const ParseOptions& options);
 // With the values of the get_attr targets (e.g. another graph's parameters()).

@@ -224,6 +224,26 @@ TEST(JsonErrors, StructureOfTheNodeList) {
             "g.json: nodes[1].op: expected placeholder, get_attr, call_function or output, found \"call_method\"");
 }
 
+// Every graph the JSON reader accepts prints to text that reads back, so names are the text
+// form's names (a fuzzed "cop|_" printed as %cop|_, which the text parser rejects).
+TEST(JsonErrors, NamesTheTextFormCannotWrite) {
+  json document = relu_document();
+  document["nodes"][1]["name"] = "re|u";
+  EXPECT_EQ(load_error(document),
+            "g.json: nodes[1].name: node name \"re|u\" is not a name: names are 1 to 256 letters, digits and '_'");
+  document = relu_document();
+  document["nodes"][1]["name"] = "";
+  EXPECT_EQ(load_error(document),
+            "g.json: nodes[1].name: node name \"\" is not a name: names are 1 to 256 letters, digits and '_'");
+  document = relu_document();
+  document["nodes"][1]["name"] = std::string(257, 'a');
+  EXPECT_NE(load_error(document).find("is not a name"), std::string::npos);
+  document = relu_document();
+  document["nodes"][1]["kwargs"].push_back(json::array({"in place", true}));
+  EXPECT_EQ(load_error(document),
+            "g.json: nodes[1].kwargs[0][0]: keyword \"in place\" is not a name: names are 1 to 256 letters, digits and '_'");
+}
+
 TEST(JsonErrors, MissingParameter) {
   json document = graph_to_json(mlp_graph());
   ParseOptions options;
