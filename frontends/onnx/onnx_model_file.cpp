@@ -64,8 +64,10 @@ void run_checker(const OnnxModel& model) {
 void check_structure(const OnnxModel& model) {
   const onnx::GraphProto& graph = model.proto->graph();
   auto problem = [&](const auto&... parts) {
-    fail("'", model.path, "' fails Kiln's model check (ONNX ", onnx::LAST_RELEASE_VERSION, "'s checker knows opsets up to ",
-         kMaxOnnxOpsetWithShapeInference, "): ", parts...);
+    if (model.opset > kMaxOnnxOpsetWithShapeInference)
+      fail("'", model.path, "' fails Kiln's model check (ONNX ", onnx::LAST_RELEASE_VERSION,
+           "'s checker knows opsets up to ", kMaxOnnxOpsetWithShapeInference, "): ", parts...);
+    fail("'", model.path, "' fails Kiln's model check: ", parts...);
   };
   std::set<std::string> defined;
   for (const auto& initializer : graph.initializer())
@@ -87,9 +89,12 @@ void check_structure(const OnnxModel& model) {
     if (!defined.count(output.name())) problem("graph output '", output.name(), "' is not defined");
 }
 
-// An opset below kMinOnnxOpset: checked, then converted by ONNX's version converter.
+// An opset below kMinOnnxOpset: checked, then converted by ONNX's version converter. ONNX 1.12's
+// checker lets a graph output that nothing defines through, and the converter then crashes on it
+// (a null value in graphProtoToGraph), so Kiln's structural check runs first too.
 void convert_to_min_opset(OnnxModel& model) {
   run_checker(model);
+  check_structure(model);
   onnx::ModelProto converted;
   try {
     converted = onnx::version_conversion::ConvertVersion(*model.proto, int(kMinOnnxOpset));
@@ -146,6 +151,7 @@ OnnxModel read_onnx_model(const std::string& path) {
   if (model.opset < kMinOnnxOpset) convert_to_min_opset(model);
   if (model.opset <= kMaxOnnxOpsetWithShapeInference) {
     run_checker(model);
+    if (!model.converted_from_opset) check_structure(model);
   } else {
     check_structure(model);
   }

@@ -208,6 +208,15 @@ TEST_F(OnnxBadInput, AResizeTooLargeForItsImportTimeTablesIsRefused) {
                     HasSubstr("elements needs import-time tables of more than 16777216 entries, more than Kiln builds")));
 }
 
+// Found by the bounded fuzz run: an opset-7 model whose graph output no node defines passes
+// ONNX 1.12's checker, and its version converter then dereferences a null value (a segfault).
+TEST_F(OnnxBadInput, AnOldOpsetGraphOutputThatNothingDefinesIsRefusedBeforeConversion) {
+  std::string path = (kOnnxData.parent_path() / "../fuzz/regressions/onnx_importer/old_opset_graph_output_undefined.onnx")
+                         .lexically_normal()
+                         .string();
+  EXPECT_EQ(error_of([&] { import_onnx(path); }), "'" + path + "' fails Kiln's model check: graph output 'y0' is not defined");
+}
+
 TEST_F(OnnxBadInput, AResizeScaleWhoseSizeNoIntegerHoldsIsRefused) {
   EXPECT_EQ(error_of([] { import_onnx(bad("resize_scale_overflows.onnx")); }),
             "'" + bad("resize_scale_overflows.onnx") +
