@@ -272,6 +272,42 @@ NodeMeta select_rule(const OpCall& call) {
   return single(view_of(self, std::move(shape), std::move(strides)));
 }
 
+// The node that allocated the storage `node`'s value lives in: back through view ops to an input,
+// a parameter or an op that returns a new tensor; nullptr when the chain reaches an op that may
+// return its input's storage (in-place ops and mutations return self, getitem a tuple's item, a
+// composite op whatever its decomposition returns).
+const Node* storage_base(const Node* node) {
+  while (node && node->op() == OpKind::call_function) {
+    const OpInfo* op = OpRegistry::global().find(node->target());
+    if (!op || op->is_inplace() || op->has_tag("mutation") || op->composite || op->name() == "getitem") return nullptr;
+    if (!op->is_view) return node;
+    if (node->args().empty() || !node->args()[0].is_node()) return nullptr;
+    node = node->args()[0].node();
+  }
+  return node && (node->op() == OpKind::placeholder || node->op() == OpKind::get_attr) ? node : nullptr;
+}
+
+// Elements [lowest, highest] that a view of constant sizes, strides and offset reaches;
+// std::nullopt when it is empty, or when a size, stride or offset is symbolic; `overflow` is set
+// when a reach does not fit int64.
+struct Reach {
+  int64_t lowest = 0, highest = 0;
+  bool overflow = false;
+};
+std::optional<Reach> constant_reach(const SymShape& shape, const SymShape& strides, const SymInt& offset) {
+  if (!offset.is_constant()) return std::nullopt;
+  Reach reach{offset.constant(), offset.constant()};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!shape[d].is_constant() || !strides[d].is_constant()) return std::nullopt;
+    if (shape[d].constant() == 0) return std::nullopt;
+    int64_t step = 0;
+    reach.overflow = reach.overflow || __builtin_mul_overflow(shape[d].constant() - 1, strides[d].constant(), &step) ||
+                     __builtin_add_overflow(step >= 0 ? reach.highest : reach.lowest, step,
+                                            step >= 0 ? &reach.highest : &reach.lowest);
+  }
+  return reach;
+}
+
 NodeMeta as_strided_rule(const OpCall& call) {
   const TensorMeta& self = call.tensor(0);
   SymShape shape = call.syms(1), strides = call.syms(2);
@@ -285,6 +321,25 @@ NodeMeta as_strided_rule(const OpCall& call) {
     SymInt offset = call.sym(3);
     if (offset.is_constant() && offset.constant() < 0)
       call.fail("as_strided: negative storage offset ", offset.constant());
+  }
+  // PyTorch checks the view against its storage when it runs; the storage is known here when
+  // the view chain starts at a node of constant sizes (a compiled model allocates exactly what
+  // that node's value reaches), so a view past it is an error now, on every target alike.
+  const Node* base = call.arg(0).is_node() ? storage_base(call.arg(0).node()) : nullptr;
+  if (base && base->meta.values.size() == 1 && !base->meta.is_tuple) {
+    const TensorMeta& stored = base->value();
+    std::optional<Reach> base_reach = constant_reach(stored.shape, stored.strides, SymInt(0));
+    bool base_known = base_reach.has_value() || std::any_of(stored.shape.begin(), stored.shape.end(), [](const SymInt& d) {
+                        return d.is_constant() && d.constant() == 0;
+                      });
+    std::optional<Reach> view_reach = constant_reach(shape, strides, call.is_none(3) ? SymInt(0) : call.sym(3));
+    if (base_known && view_reach && !(base_reach && base_reach->overflow)) {
+      int64_t capacity = base_reach ? base_reach->highest + 1 : 0;
+      if (view_reach->overflow || view_reach->lowest < 0 || view_reach->highest >= capacity)
+        call.fail("as_strided: view of sizes ", shape_string(shape), " strides ", shape_string(strides), " offset ",
+                  call.is_none(3) ? SymInt(0).to_string() : call.sym(3).to_string(), " reaches outside the storage of %",
+                  base->name(), ", ", capacity, " elements");
+    }
   }
   return single(view_of(self, std::move(shape), std::move(strides)));
 }

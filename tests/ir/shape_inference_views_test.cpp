@@ -204,5 +204,24 @@ TEST_F(Views, AsStrided) {
   EXPECT_THAT(error("as_strided", {x, ints({2}), ints({-1})}), HasSubstr("Negative strides are not supported"));
 }
 
+// A view past the storage it is made over is an error when the graph is built (PyTorch raises it
+// when the view runs): the storage is the one the view chain starts at, here x's 16 elements.
+TEST_F(Views, AsStridedPastItsStorage) {
+  Node* x = input(f32, {4, 4});
+  EXPECT_EQ(meta("as_strided", {x, ints({2, 2}), ints({1, 4}), 10}).shape, (SymShape{2, 2}));  // reaches element 15
+  EXPECT_THAT(error("as_strided", {x, ints({2}), ints({16})}),
+              HasSubstr("as_strided: view of sizes [2] strides [16] offset 0 reaches outside the storage of %x, 16 elements"));
+  EXPECT_THAT(error("as_strided", {x, ints({2, 2}), ints({1, 4}), 11}), HasSubstr("offset 11 reaches outside the storage"));
+  EXPECT_THAT(error("as_strided", {x, ints({2}), ints({int64_t(1) << 62})}), HasSubstr("reaches outside the storage"));
+  // Through views to x: a slice's as_strided may reach any of x's elements.
+  Node* rows = call("slice", {x, 0, 2, 4});
+  EXPECT_EQ(meta("as_strided", {rows, ints({4}), ints({1}), 0}).shape, (SymShape{4}));
+  EXPECT_THAT(error("as_strided", {call("transpose", {rows, 0, 1}), ints({17}), ints({1})}),
+              HasSubstr("reaches outside the storage of %x, 16 elements"));
+  // Empty views reach nothing; symbolic sizes are checked when the view runs.
+  EXPECT_EQ(meta("as_strided", {x, ints({0, 5}), ints({100, 100})}).shape, (SymShape{0, 5}));
+  EXPECT_EQ(meta("as_strided", {input(f32, {s0, 4}, "y"), ints({2}), ints({100})}).shape, (SymShape{2}));
+}
+
 }  // namespace
 }  // namespace kiln::ir::shape_test
