@@ -78,6 +78,36 @@ void CppSourcePrinter::emit_blas_support(bool maybe_unused) {
   w_.line("  }");
   w_.line("  return 0;");
   w_.line("}");
+  // One block of a GEMM (on the thread pool, a task's rows and columns): one row is a GEMV, which
+  // reads B once, where GEMM would first pack all of it (a batch-1 linear layer's whole cost).
+  w_.line("extern \"C\" void cblas_sgemv(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);");
+  w_.line("extern \"C\" void cblas_dgemv(int, int, int, int, double, const double*, int, const double*, int, double, double*, int);");
+  w_.line("static inline void kiln_gemv(int trans, int m, int n, const float* a, int lda, const float* x, int incx, float* y) {");
+  w_.line("  cblas_sgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);");
+  w_.line("}");
+  w_.line("static inline void kiln_gemv(int trans, int m, int n, const double* a, int lda, const double* x, int incx, double* y) {");
+  w_.line("  cblas_dgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);");
+  w_.line("}");
+  w_.line("static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {");
+  w_.line("  cblas_sgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);");
+  w_.line("}");
+  w_.line("static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {");
+  w_.line("  cblas_dgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);");
+  w_.line("}");
+  w_.line("// Rows [0, rows) x columns [n0, n1) of C = A B: A (rows x K) at pa, B (K x N) at pb, C at pc with");
+  w_.line("// N columns; ta, lda, tb, ldb as kiln_blas_layout gives them.");
+  w_.line("template <class T>");
+  w_.line("static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t N) {");
+  w_.line("  if (K <= 0 || rows <= 0 || n1 <= n0) return;");
+  w_.line("  const T* pbn = pb + (tb == 111 ? n0 : n0 * ldb);");
+  w_.line("  if (rows == 1) {");
+  w_.line("    const int incx = ta == 112 ? lda : 1;");
+  w_.line("    if (tb == 111) kiln_gemv(112, int(K), int(n1 - n0), pbn, ldb, pa, incx, pc + n0);");
+  w_.line("    else kiln_gemv(111, int(n1 - n0), int(K), pbn, ldb, pa, incx, pc + n0);");
+  w_.line("    return;");
+  w_.line("  }");
+  w_.line("  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(N));");
+  w_.line("}");
 }
 
 void CppSourcePrinter::emit_bind() {

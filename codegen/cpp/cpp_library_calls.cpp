@@ -131,8 +131,9 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   // starts a nested team, and GNU OpenMP creates and joins fresh threads for every nested
   // team, which made a transformer layer 7x slower on 2 threads.
   const bool pool = uses_pool();
-  // On the pool, a task is a block of rows [lo, hi) of one GEMM of the batch.
-  w_.open(pool ? "auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi)" : "auto gemm_entry = [&](int64_t bi)");
+  // On the pool, a task is a block of rows [lo, hi) and columns [n0, n1) of one GEMM of the batch.
+  w_.open(pool ? "auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1)"
+               : "auto gemm_entry = [&](int64_t bi)");
   std::vector<std::string> batch_vars;
   w_.line("int64_t rest = bi;");
   w_.line("(void)rest;");
@@ -147,8 +148,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   w_.line(t + "* pc = " + view_pointer(c, batch_vars) + ";");
   if (!epilogue) {
     if (pool) {
-      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (" + sam +
-              "), lda, pb, ldb, 0, pc + lo * N, int(N));");
+      w_.line("kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (" + sam + "), lda, pb, ldb, pc + lo * N, N);");
     } else {
       w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(M), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
     }
@@ -157,12 +157,16 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     std::string lo = pool ? "lo" : "0", hi = pool ? "hi" : "M";
     w_.open("for (int64_t m0 = " + lo + "; m0 < " + hi + "; m0 += " + block + ")");
     w_.line("const int64_t mb = " + hi + " - m0 < " + block + " ? " + hi + " - m0 : " + block + ";");
-    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + sam +
-            "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+    if (pool) {
+      w_.line("kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (" + sam + "), lda, pb, ldb, pc + m0 * N, N);");
+    } else {
+      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + sam +
+              "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+    }
     std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
     w_.open("for (int64_t " + row + " = m0; " + row + " < m0 + mb; ++" + row + ")");
     w_.line("#pragma omp simd");
-    w_.open("for (int64_t " + col + " = 0; " + col + " < N; ++" + col + ")");
+    w_.open("for (int64_t " + col + " = " + (pool ? "n0" : "0") + "; " + col + " < " + (pool ? "n1" : "N") + "; ++" + col + ")");
     int number = 0;
     for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
     w_.close();
@@ -185,9 +189,10 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   }
 }
 
-// On the thread pool: the GEMMs of a batch (`batch` GEMMs of `rows` rows, `gemm_entry(bi, lo,
-// hi)` computing rows [lo, hi) of one) as tasks of whole GEMMs or blocks of rows, each a BLAS call
-// on one thread. OpenBLAS's OpenMP build runs a call on omp_get_max_threads() threads, so the
+// On the thread pool: the GEMMs of a batch (`batch` GEMMs of `rows` rows and N columns,
+// `gemm_entry(bi, lo, hi, n0, n1)` computing rows [lo, hi) and columns [n0, n1) of one) as tasks
+// of whole GEMMs, blocks of rows, or (GEMMs too short to split by rows) blocks of columns, each a
+// BLAS call on one thread. OpenBLAS's OpenMP build runs a call on omp_get_max_threads() threads, so the
 // calling thread asks for one while the tasks run (the pool's workers always do); large single
 // GEMMs are thus split by Kiln rather than by OpenBLAS, and never start an OpenMP team. `macs`
 // (batch * rows * N * K) decides, when it is known now, whether the tasks run on the pool or
@@ -196,10 +201,15 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
 void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs) {
   w_.line("const int64_t task_rows = kiln_gemm_task_rows(" + batch + ", " + rows + ");");
   w_.line("const int64_t row_tasks = (" + rows + " + task_rows - 1) / task_rows;");
+  w_.line("const int64_t task_cols = kiln_gemm_task_cols(" + batch + ", " + rows + ", N);");
+  w_.line("const int64_t col_tasks = (N + task_cols - 1) / task_cols;");
+  w_.line("const int64_t gemm_tasks_each = row_tasks * col_tasks;");
   w_.open("auto gemm_tasks = [&](int64_t t0, int64_t t1)");
   w_.open("for (int64_t task = t0; task < t1; ++task)");
-  w_.line("const int64_t lo = (task % row_tasks) * task_rows;");
-  w_.line("gemm_entry(task / row_tasks, lo, lo + task_rows < " + rows + " ? lo + task_rows : " + rows + ");");
+  w_.line("const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;");
+  w_.line("const int64_t n0 = (task % col_tasks) * task_cols;");
+  w_.line("gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < " + rows + " ? lo + task_rows : " + rows +
+          ", n0, n0 + task_cols < N ? n0 + task_cols : N);");
   w_.close();
   w_.close(";");
   w_.line("const int omp_threads = omp_get_max_threads();");
@@ -207,12 +217,12 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
   const int64_t threshold = 262144;
   std::optional<int64_t> known = macs.maybe_constant();
   if (!known) {
-    w_.line("kiln_parallel_for(" + batch + " * row_tasks, gemm_tasks, " + batch + " * " + rows + " * N * K >= " +
+    w_.line("kiln_parallel_for(" + batch + " * gemm_tasks_each, gemm_tasks, " + batch + " * " + rows + " * N * K >= " +
             std::to_string(threshold) + ");");
   } else if (*known >= threshold) {
-    w_.line("kiln_parallel_for(" + batch + " * row_tasks, gemm_tasks);");
+    w_.line("kiln_parallel_for(" + batch + " * gemm_tasks_each, gemm_tasks);");
   } else {
-    w_.line("gemm_tasks(0, " + batch + " * row_tasks);");
+    w_.line("gemm_tasks(0, " + batch + " * gemm_tasks_each);");
   }
   w_.line("omp_set_num_threads(omp_threads);");
 }
@@ -254,11 +264,10 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
   w_.line("const " + t + "* pb = " + buf(b.buffer) + " + (" + index_text(b.offset) + ");");
   w_.line(t + "* pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
   const bool pool = uses_pool();
-  if (pool) w_.open("auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi)");
+  if (pool) w_.open("auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi, int64_t n0, int64_t n1)");
   if (kernel.steps.empty()) {
     if (pool) {
-      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (" + index_text(row_stride) +
-              "), lda, pb, ldb, 0, pc + lo * N, int(N));");
+      w_.line("kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (" + index_text(row_stride) + "), lda, pb, ldb, pc + lo * N, N);");
       w_.close(";");
       emit_gemm_dispatch("1", "rows", batch * c.shape[rank - 2] * c.shape[rank - 1] * a.shape[rank - 1]);
     } else {
@@ -270,8 +279,12 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
   std::string lo = pool ? "lo" : "0", hi = pool ? "hi" : "rows";
   w_.open("for (int64_t m0 = " + lo + "; m0 < " + hi + "; m0 += " + block + ")");
   w_.line("const int64_t mb = " + hi + " - m0 < " + block + " ? " + hi + " - m0 : " + block + ";");
-  w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + index_text(row_stride) +
-          "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+  if (pool) {
+    w_.line("kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (" + index_text(row_stride) + "), lda, pb, ldb, pc + m0 * N, N);");
+  } else {
+    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + index_text(row_stride) +
+            "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+  }
   w_.open("for (int64_t folded = m0; folded < m0 + mb; ++folded)");
   // The epilogue is written over the output's own coordinates: unfold the row.
   w_.line("int64_t rest = folded;");
@@ -285,7 +298,7 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
     w_.line("(void)" + var + ";");
   }
   w_.line("#pragma omp simd");
-  w_.open("for (int64_t " + col + " = 0; " + col + " < N; ++" + col + ")");
+  w_.open("for (int64_t " + col + " = " + (pool ? "n0" : "0") + "; " + col + " < " + (pool ? "n1" : "N") + "; ++" + col + ")");
   int number = 0;
   for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
   w_.close();

@@ -229,5 +229,18 @@ static inline int64_t kiln_gemm_task_rows(int64_t batch, int64_t rows) {
   return (task + 15) / 16 * 16;
 }
 
+// Columns of one GEMM task: all of them, unless the rows could not be split (a GEMM of at most 16
+// rows, too few in the batch to go around): then blocks of columns (a multiple of 16) so that
+// every thread gets about two. A batch-1 linear layer (one row against a large weight) would
+// otherwise run on one thread.
+static inline int64_t kiln_gemm_task_cols(int64_t batch, int64_t rows, int64_t cols) {
+  const int64_t threads = kiln_pool_threads();
+  const int64_t wanted = threads * 2;
+  if (threads == 1 || rows > 16 || batch >= wanted || cols < 64) return cols > 0 ? cols : 1;
+  const int64_t per_gemm = (wanted + batch - 1) / batch;
+  const int64_t task = (cols + per_gemm - 1) / per_gemm;
+  return (task + 15) / 16 * 16;
+}
+
 #undef KILN_LOAD
 #undef KILN_STORE

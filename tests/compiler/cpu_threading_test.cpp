@@ -2,7 +2,8 @@
 // every kind of loop nest that is shared among threads — pointwise nests of rank 1 and 2, row
 // and column reductions, a tiled transpose, a batch of GEMMs, one GEMM split into row blocks, a
 // folded GEMM with its epilogue, sizes known only at run time above and below the parallel
-// threshold (a pointwise nest and a GEMM), a GEMM known to be small — against the interpreter, on
+// threshold (a pointwise nest and a GEMM), a GEMM known to be small, GEMMs of one or a few rows
+// (GEMVs, split by columns; the operands in either layout) — against the interpreter, on
 // 1, 2 and 3 threads, and the generated source's use of the pool (no OpenMP region but the
 // whole-tensor reductions'; one kiln_parallel_for call per parallel loop, whatever its size, so
 // that the loop's body is compiled once).
@@ -58,6 +59,16 @@ Graph parallel_loops_graph() {
   Node* m = input(graph, "m", {SymInt::symbol("s0"), 64});
   Node* small_a = input(graph, "small_a", {8, 16});
   Node* small_b = input(graph, "small_b", {16, 8});
+  Node* row = input(graph, "row", {1, 96});
+  Node* wide = input(graph, "wide", {96, 300});
+  Node* wide_t = input(graph, "wide_t", {300, 96});
+  Node* few = input(graph, "few", {5, 96});
+  Node* columns = input(graph, "columns", {96, 3});
+  Node* rows_of_batch = input(graph, "rows_of_batch", {2, 1, 96});
+  Node* widths = input(graph, "widths", {2, 96, 300});
+  Node* wide_bias = input(graph, "wide_bias", {300});
+  // A row whose elements are 3 apart: the GEMV's x has a stride.
+  Node* strided_row = graph.create_call("transpose", {graph.create_call("slice", {columns, 1, 1, 2}), 0, 1});
   graph.create_output({
       graph.create_call("relu", {graph.create_call("add", {x, 1.0})}),                   // pointwise, rank 2
       graph.create_call("mul", {flat, 2.0}),                                              // pointwise, rank 1
@@ -71,6 +82,12 @@ Graph parallel_loops_graph() {
       graph.create_call("exp", {n}),                                                      // a size known at run time
       graph.create_call("matmul", {m, square}),                                           // a GEMM's, too
       graph.create_call("matmul", {small_a, small_b}),                                    // a GEMM known to be small
+      graph.create_call("relu", {graph.create_call("add", {graph.create_call("matmul", {row, wide}), wide_bias})}),
+      graph.create_call("matmul", {row, graph.create_call("transpose", {wide_t, 0, 1})}),  // B transposed
+      graph.create_call("matmul", {strided_row, wide}),                                   // x strided
+      graph.create_call("add", {graph.create_call("matmul", {few, wide}), wide_bias}),   // columns, not rows
+      graph.create_call("matmul", {few, graph.create_call("transpose", {wide_t, 0, 1})}),
+      graph.create_call("matmul", {rows_of_batch, widths}),                               // a batch of two GEMVs
   });
   return graph;
 }
@@ -82,7 +99,11 @@ std::map<std::string, Tensor> inputs_with(int64_t rows) {
           {"square", random_tensor({64, 64}, DType::f32, 7)},    {"seq", random_tensor({4, 64, 96}, DType::f32, 8)},
           {"w", random_tensor({96, 80}, DType::f32, 9)},         {"bias", random_tensor({80}, DType::f32, 10)},
           {"n", random_tensor({rows, 256}, DType::f32, 11)},     {"m", random_tensor({rows, 64}, DType::f32, 12)},
-          {"small_a", random_tensor({8, 16}, DType::f32, 13)},   {"small_b", random_tensor({16, 8}, DType::f32, 14)}};
+          {"small_a", random_tensor({8, 16}, DType::f32, 13)},   {"small_b", random_tensor({16, 8}, DType::f32, 14)},
+          {"row", random_tensor({1, 96}, DType::f32, 15)},       {"wide", random_tensor({96, 300}, DType::f32, 16)},
+          {"wide_t", random_tensor({300, 96}, DType::f32, 17)},  {"few", random_tensor({5, 96}, DType::f32, 18)},
+          {"columns", random_tensor({96, 3}, DType::f32, 19)},   {"rows_of_batch", random_tensor({2, 1, 96}, DType::f32, 20)},
+          {"widths", random_tensor({2, 96, 300}, DType::f32, 21)}, {"wide_bias", random_tensor({300}, DType::f32, 22)}};
 }
 
 TEST(CpuThreading, EveryParallelLoopMatchesTheInterpreterOnOneTwoAndThreeThreads) {
@@ -112,10 +133,11 @@ TEST(CpuThreading, LoopsRunOnThePoolAndOnlyWholeTensorReductionsOpenAnOpenMPRegi
   EXPECT_NE(source.find("kiln_parallel_for(kiln_n, kiln_chunk);"), std::string::npos);
   EXPECT_NE(source.find("kiln_parallel_for(kiln_n, kiln_chunk, ("), std::string::npos);
   EXPECT_EQ(source.find("kiln_chunk(0"), std::string::npos);
-  EXPECT_NE(source.find("kiln_parallel_for(batch * row_tasks, gemm_tasks);"), std::string::npos);
-  EXPECT_NE(source.find("kiln_parallel_for(batch * row_tasks, gemm_tasks, batch * M * N * K >= 262144);"), std::string::npos);
+  EXPECT_NE(source.find("kiln_parallel_for(batch * gemm_tasks_each, gemm_tasks);"), std::string::npos);
+  EXPECT_NE(source.find("kiln_parallel_for(batch * gemm_tasks_each, gemm_tasks, batch * M * N * K >= 262144);"),
+            std::string::npos);
   // Known to be small: the tasks run on the caller, with no pool call compiled.
-  EXPECT_NE(source.find("gemm_tasks(0, batch * row_tasks);"), std::string::npos);
+  EXPECT_NE(source.find("gemm_tasks(0, batch * gemm_tasks_each);"), std::string::npos);
   size_t at = 0, regions = 0;
   while ((at = source.find("#pragma omp parallel", at)) != std::string::npos) {
     std::string line = source.substr(at, source.find('\n', at) - at);

@@ -285,6 +285,34 @@ static int kiln_blas_layout(int64_t row_stride, int64_t col_stride, int64_t rows
   }
   return 0;
 }
+extern "C" void cblas_sgemv(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+extern "C" void cblas_dgemv(int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
+static inline void kiln_gemv(int trans, int m, int n, const float* a, int lda, const float* x, int incx, float* y) {
+  cblas_sgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);
+}
+static inline void kiln_gemv(int trans, int m, int n, const double* a, int lda, const double* x, int incx, double* y) {
+  cblas_dgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);
+}
+static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
+}
+static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
+  cblas_dgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
+}
+// Rows [0, rows) x columns [n0, n1) of C = A B: A (rows x K) at pa, B (K x N) at pb, C at pc with
+// N columns; ta, lda, tb, ldb as kiln_blas_layout gives them.
+template <class T>
+static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t N) {
+  if (K <= 0 || rows <= 0 || n1 <= n0) return;
+  const T* pbn = pb + (tb == 111 ? n0 : n0 * ldb);
+  if (rows == 1) {
+    const int incx = ta == 112 ? lda : 1;
+    if (tb == 111) kiln_gemv(112, int(K), int(n1 - n0), pbn, ldb, pa, incx, pc + n0);
+    else kiln_gemv(111, int(n1 - n0), int(K), pbn, ldb, pa, incx, pc + n0);
+    return;
+  }
+  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(N));
+}
 
 // kernel0_layer_norm_var_mean: layer_norm_var_mean, layer_norm, layer_norm_scaled, layer_norm_normalized, layer_norm_rstd, layer_norm_var, layer_norm_var_eps, layer_norm_mean, layer_norm_centered
 static int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
@@ -376,10 +404,10 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
   const float* pa = b11 + (0);
   const float* pb = b12 + (0);
   float* pc = b13 + (0);
-  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi) {
+  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
-      if (K > 0) cblas_sgemm(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (32), lda, pb, ldb, 0, pc + m0 * N, int(N));
+      kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (32), lda, pb, ldb, pc + m0 * N, N);
       for (int64_t folded = m0; folded < m0 + mb; ++folded) {
         int64_t rest = folded;
         const int64_t x1 = rest % M;
@@ -388,7 +416,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
         rest /= (2);
         (void)x0;
         #pragma omp simd
-        for (int64_t x2 = 0; x2 < N; ++x2) {
+        for (int64_t x2 = n0; x2 < n1; ++x2) {
           const float t0 = kop_add(float(b13[768*x0 + 96*x1 + x2]), float(b14[x2]));
           b15[768*x0 + 96*x1 + x2] = t0;
         }
@@ -397,15 +425,19 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
   };
   const int64_t task_rows = kiln_gemm_task_rows(1, rows);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < rows ? lo + task_rows : rows);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < rows ? lo + task_rows : rows, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * gemm_tasks_each);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -426,7 +458,7 @@ static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnR
   const int64_t batch = 4;
   if (M == 0 || N == 0 || batch == 0) return 0;
   if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b16[0 + i] = 0; }
-  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi) {
+  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     int64_t rest = bi;
     (void)rest;
     const int64_t x1 = rest % (2);
@@ -436,19 +468,23 @@ static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnR
     const float* pa = b15 + (0 + x0 * (768) + x1 * (16));
     const float* pb = b15 + (32 + x0 * (768) + x1 * (16));
     float* pc = b16 + (0 + x0 * (128) + x1 * (64));
-    if (K > 0) cblas_sgemm(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (96), lda, pb, ldb, 0, pc + lo * N, int(N));
+    kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (96), lda, pb, ldb, pc + lo * N, N);
   };
   const int64_t task_rows = kiln_gemm_task_rows(batch, M);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < M ? lo + task_rows : M);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < M ? lo + task_rows : M, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * gemm_tasks_each);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -539,7 +575,7 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
   const int64_t batch = 4;
   if (M == 0 || N == 0 || batch == 0) return 0;
   if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b26[0 + i] = 0; }
-  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi) {
+  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     int64_t rest = bi;
     (void)rest;
     const int64_t x1 = rest % (2);
@@ -549,19 +585,23 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
     const float* pa = b25 + (0 + x0 * (128) + x1 * (64));
     const float* pb = b15 + (64 + x0 * (768) + x1 * (16));
     float* pc = b26 + (0 + x0 * (256) + x1 * (128));
-    if (K > 0) cblas_sgemm(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (8), lda, pb, ldb, 0, pc + lo * N, int(N));
+    kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (8), lda, pb, ldb, pc + lo * N, N);
   };
   const int64_t task_rows = kiln_gemm_task_rows(batch, M);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < M ? lo + task_rows : M);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < M ? lo + task_rows : M, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  gemm_tasks(0, batch * row_tasks);
+  gemm_tasks(0, batch * gemm_tasks_each);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -610,20 +650,24 @@ static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, co
   const float* pa = b27 + (0);
   const float* pb = b28 + (0);
   float* pc = b29 + (0);
-  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi) {
-    if (K > 0) cblas_sgemm(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (32), lda, pb, ldb, 0, pc + lo * N, int(N));
+  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
+    kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (32), lda, pb, ldb, pc + lo * N, N);
   };
   const int64_t task_rows = kiln_gemm_task_rows(1, rows);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < rows ? lo + task_rows : rows);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < rows ? lo + task_rows : rows, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * gemm_tasks_each);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -720,10 +764,10 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
   const float* pa = b43 + (0);
   const float* pb = b44 + (0);
   float* pc = b45 + (0);
-  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi) {
+  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
-      if (K > 0) cblas_sgemm(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (32), lda, pb, ldb, 0, pc + m0 * N, int(N));
+      kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (32), lda, pb, ldb, pc + m0 * N, N);
       for (int64_t folded = m0; folded < m0 + mb; ++folded) {
         int64_t rest = folded;
         const int64_t x1 = rest % M;
@@ -732,7 +776,7 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
         rest /= (2);
         (void)x0;
         #pragma omp simd
-        for (int64_t x2 = 0; x2 < N; ++x2) {
+        for (int64_t x2 = n0; x2 < n1; ++x2) {
           const float t0 = kop_mul(float(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.5)))), float(kop_add(float(kop_erf(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.70710676908493042))))), float(float(1.0)))));
           b52[512*x0 + 64*x1 + x2] = t0;
         }
@@ -741,15 +785,19 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int64_t task_rows = kiln_gemm_task_rows(1, rows);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < rows ? lo + task_rows : rows);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < rows ? lo + task_rows : rows, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * gemm_tasks_each);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -785,10 +833,10 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
   const float* pa = b52 + (0);
   const float* pb = b53 + (0);
   float* pc = b54 + (0);
-  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi) {
+  auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
-      if (K > 0) cblas_sgemm(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (64), lda, pb, ldb, 0, pc + m0 * N, int(N));
+      kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (64), lda, pb, ldb, pc + m0 * N, N);
       for (int64_t folded = m0; folded < m0 + mb; ++folded) {
         int64_t rest = folded;
         const int64_t x1 = rest % M;
@@ -797,7 +845,7 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
         rest /= (2);
         (void)x0;
         #pragma omp simd
-        for (int64_t x2 = 0; x2 < N; ++x2) {
+        for (int64_t x2 = n0; x2 < n1; ++x2) {
           const float t0 = kop_add(float(kop_add(float(b0[256*x0 + 32*x1 + x2]), float(kop_add(float(b29[256*x0 + 32*x1 + x2]), float(b30[x2]))))), float(kop_add(float(b54[256*x0 + 32*x1 + x2]), float(b55[x2]))));
           b57[256*x0 + 32*x1 + x2] = t0;
         }
@@ -806,15 +854,19 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
   };
   const int64_t task_rows = kiln_gemm_task_rows(1, rows);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < rows ? lo + task_rows : rows);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < rows ? lo + task_rows : rows, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  gemm_tasks(0, 1 * row_tasks);
+  gemm_tasks(0, 1 * gemm_tasks_each);
   omp_set_num_threads(omp_threads);
   return 0;
 }

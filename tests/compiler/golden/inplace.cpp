@@ -285,6 +285,34 @@ static int kiln_blas_layout(int64_t row_stride, int64_t col_stride, int64_t rows
   }
   return 0;
 }
+extern "C" void cblas_sgemv(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+extern "C" void cblas_dgemv(int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
+static inline void kiln_gemv(int trans, int m, int n, const float* a, int lda, const float* x, int incx, float* y) {
+  cblas_sgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);
+}
+static inline void kiln_gemv(int trans, int m, int n, const double* a, int lda, const double* x, int incx, double* y) {
+  cblas_dgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);
+}
+static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
+}
+static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
+  cblas_dgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
+}
+// Rows [0, rows) x columns [n0, n1) of C = A B: A (rows x K) at pa, B (K x N) at pb, C at pc with
+// N columns; ta, lda, tb, ldb as kiln_blas_layout gives them.
+template <class T>
+static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t N) {
+  if (K <= 0 || rows <= 0 || n1 <= n0) return;
+  const T* pbn = pb + (tb == 111 ? n0 : n0 * ldb);
+  if (rows == 1) {
+    const int incx = ta == 112 ? lda : 1;
+    if (tb == 111) kiln_gemv(112, int(K), int(n1 - n0), pbn, ldb, pa, incx, pc + n0);
+    else kiln_gemv(111, int(n1 - n0), int(K), pbn, ldb, pa, incx, pc + n0);
+    return;
+  }
+  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(N));
+}
 
 // kernel0_mul: mul, clone
 static int32_t kernel0_mul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {

@@ -285,6 +285,34 @@ static int kiln_blas_layout(int64_t row_stride, int64_t col_stride, int64_t rows
   }
   return 0;
 }
+extern "C" void cblas_sgemv(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+extern "C" void cblas_dgemv(int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
+static inline void kiln_gemv(int trans, int m, int n, const float* a, int lda, const float* x, int incx, float* y) {
+  cblas_sgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);
+}
+static inline void kiln_gemv(int trans, int m, int n, const double* a, int lda, const double* x, int incx, double* y) {
+  cblas_dgemv(101, trans, m, n, 1, a, lda, x, incx, 0, y, 1);
+}
+static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
+}
+static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
+  cblas_dgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
+}
+// Rows [0, rows) x columns [n0, n1) of C = A B: A (rows x K) at pa, B (K x N) at pb, C at pc with
+// N columns; ta, lda, tb, ldb as kiln_blas_layout gives them.
+template <class T>
+static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t N) {
+  if (K <= 0 || rows <= 0 || n1 <= n0) return;
+  const T* pbn = pb + (tb == 111 ? n0 : n0 * ldb);
+  if (rows == 1) {
+    const int incx = ta == 112 ? lda : 1;
+    if (tb == 111) kiln_gemv(112, int(K), int(n1 - n0), pbn, ldb, pa, incx, pc + n0);
+    else kiln_gemv(111, int(n1 - n0), int(K), pbn, ldb, pa, incx, pc + n0);
+    return;
+  }
+  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(N));
+}
 
 // kernel0_matmul: transpose, matmul, relu, add
 static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
@@ -307,7 +335,7 @@ static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnR
   const int64_t batch = 1;
   if (M == 0 || N == 0 || batch == 0) return 0;
   if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b2[0 + i] = 0; }
-  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi) {
+  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     int64_t rest = bi;
     (void)rest;
     const float* pa = b0 + (0);
@@ -315,10 +343,10 @@ static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnR
     float* pc = b2 + (0);
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
-      if (K > 0) cblas_sgemm(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (784), lda, pb, ldb, 0, pc + m0 * N, int(N));
+      kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (784), lda, pb, ldb, pc + m0 * N, N);
       for (int64_t x0 = m0; x0 < m0 + mb; ++x0) {
         #pragma omp simd
-        for (int64_t x1 = 0; x1 < N; ++x1) {
+        for (int64_t x1 = n0; x1 < n1; ++x1) {
           const float t0 = kop_relu(kop_add(float(b2[128*x0 + x1]), float(b3[x1])));
           b5[128*x0 + x1] = t0;
         }
@@ -327,15 +355,19 @@ static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnR
   };
   const int64_t task_rows = kiln_gemm_task_rows(batch, M);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < M ? lo + task_rows : M);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < M ? lo + task_rows : M, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  kiln_parallel_for(batch * row_tasks, gemm_tasks, batch * M * N * K >= 262144);
+  kiln_parallel_for(batch * gemm_tasks_each, gemm_tasks, batch * M * N * K >= 262144);
   omp_set_num_threads(omp_threads);
   return 0;
 }
@@ -359,25 +391,29 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
   const int64_t batch = 1;
   if (M == 0 || N == 0 || batch == 0) return 0;
   if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b7[0 + i] = 0; }
-  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi) {
+  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     int64_t rest = bi;
     (void)rest;
     const float* pa = b5 + (0);
     const float* pb = b6 + (0);
     float* pc = b7 + (0);
-    if (K > 0) cblas_sgemm(101, ta, tb, int(hi - lo), int(N), int(K), 1, pa + lo * (128), lda, pb, ldb, 0, pc + lo * N, int(N));
+    kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (128), lda, pb, ldb, pc + lo * N, N);
   };
   const int64_t task_rows = kiln_gemm_task_rows(batch, M);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
+  const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
+  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
+  const int64_t gemm_tasks_each = row_tasks * col_tasks;
   auto gemm_tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % row_tasks) * task_rows;
-      gemm_entry(task / row_tasks, lo, lo + task_rows < M ? lo + task_rows : M);
+      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
+      const int64_t n0 = (task % col_tasks) * task_cols;
+      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < M ? lo + task_rows : M, n0, n0 + task_cols < N ? n0 + task_cols : N);
     }
   };
   const int omp_threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  kiln_parallel_for(batch * row_tasks, gemm_tasks, batch * M * N * K >= 262144);
+  kiln_parallel_for(batch * gemm_tasks_each, gemm_tasks, batch * M * N * K >= 262144);
   omp_set_num_threads(omp_threads);
   return 0;
 }
