@@ -220,7 +220,7 @@ CpuArtifact CpuArtifact::load(const fs::path& directory) {
   if (!host_supports(manifest.isa))
     fail("compiled artifact ", where, " was built for ", isa_name(manifest.isa), ", which this CPU cannot run (it supports ",
          isa_name(host_isa()), "); recompile the model on this machine");
-  prefer_passive_openmp_waits();  // before the module loads libgomp
+  prefer_short_openmp_spins();  // before the module loads libgomp
   loaded->library = SharedLibrary::open(loaded->directory / manifest.library);
   const SharedLibrary& library = loaded->library;
   int32_t module_abi = library.function<AbiVersionFn>("kiln_abi_version")();

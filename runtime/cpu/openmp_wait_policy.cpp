@@ -8,7 +8,7 @@
 
 namespace kiln {
 
-OpenMPWaitPolicy prefer_passive_openmp_waits() {
+OpenMPWaitPolicy prefer_short_openmp_spins() {
   static std::once_flag once;
   static OpenMPWaitPolicy result = OpenMPWaitPolicy::UserSetting;
   std::call_once(once, [] {
@@ -18,8 +18,8 @@ OpenMPWaitPolicy prefer_passive_openmp_waits() {
     } else if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) {
       result = OpenMPWaitPolicy::UserSetting;
     } else {
-      setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
-      result = OpenMPWaitPolicy::SetPassive;
+      setenv("GOMP_SPINCOUNT", kKilnOpenMPSpinCount, /*overwrite=*/0);
+      result = OpenMPWaitPolicy::SetShortSpin;
     }
   });
   return result;
