@@ -10,6 +10,7 @@
 #include "passes/algebraic_simplification.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
+#include "passes/convolution_affine_folding.h"
 #include "passes/dead_code_elimination.h"
 #include "passes/decompose.h"
 #include "passes/functionalize.h"
@@ -25,6 +26,7 @@ bool simplify(ir::Graph& graph, const PassOptions& options) {
   bool changed_any = false;
   for (int round = 0; round < 16; ++round) {
     bool changed = fold_constants(graph, options.freeze);
+    changed |= fold_affine_into_convolutions(graph, options.freeze);
     changed |= simplify_algebra(graph);
     changed |= eliminate_common_subexpressions(graph);
     changed |= eliminate_dead_code(graph);
@@ -41,13 +43,15 @@ const PassInfo kPasses[] = {
      [](ir::Graph& g, const PassOptions&) { return decompose(g); }},
     {"constant_fold", "evaluate nodes whose inputs are all constants (parameters only with --freeze)",
      [](ir::Graph& g, const PassOptions& o) { return fold_constants(g, o.freeze); }},
+    {"conv_affine", "fold per-channel scales and shifts (batch norm) into convolution weights (only with --freeze)",
+     [](ir::Graph& g, const PassOptions& o) { return fold_affine_into_convolutions(g, o.freeze); }},
     {"algebraic", "algebraic identities: x*1, x+0, double transpose, reshape of reshape, same-dtype cast",
      [](ir::Graph& g, const PassOptions&) { return simplify_algebra(g); }},
     {"cse", "merge nodes that compute the same value from the same inputs",
      [](ir::Graph& g, const PassOptions&) { return eliminate_common_subexpressions(g); }},
     {"dce", "remove nodes whose values are never used",
      [](ir::Graph& g, const PassOptions&) { return eliminate_dead_code(g); }},
-    {"simplify", "constant_fold, algebraic, cse and dce repeated until nothing changes", simplify},
+    {"simplify", "constant_fold, conv_affine, algebraic, cse and dce repeated until nothing changes", simplify},
 };
 
 const Stage kStages[] = {

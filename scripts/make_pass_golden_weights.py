@@ -24,6 +24,21 @@ CASES = {
     "constant_fold/parameters_with_freeze": {"w": W_2X3},
     "constant_fold/through_constant_tensor": {"mask": torch.tensor([1.0, 0.0, 1.0]),
                                               "w": torch.tensor([0.25, 0.5, 0.75])},
+    "conv_affine/batch_norm_chain": {"w": torch.arange(108, dtype=torch.float32).reshape(4, 3, 3, 3) / 50 - 1,
+                                     "b": torch.tensor([0.1, -0.2, 0.3, 0.0]),
+                                     "mean": torch.tensor([0.5, -1.0, 0.25, 2.0]).reshape(4, 1, 1),
+                                     "rstd": torch.tensor([2.0, 0.5, 1.5, 0.75]).reshape(4, 1, 1),
+                                     "gamma": torch.tensor([1.0, -1.0, 0.5, 2.0]).reshape(4, 1, 1),
+                                     "beta": torch.tensor([0.0, 0.5, -0.5, 1.0]).reshape(4, 1, 1)},
+    "conv_affine/without_bias": {"w": torch.arange(72, dtype=torch.float32).reshape(4, 2, 3, 3) / 36 - 1,
+                                 "s": torch.tensor([2.0, -4.0, 0.5, 8.0]).reshape(1, 4, 1, 1),
+                                 "k": torch.tensor([3.0])},
+    "conv_affine/not_per_channel_kept": {"w": torch.tensor([1.0, -1.0, 0.5, 2.0]).reshape(2, 2, 1, 1),
+                                         "rows": torch.tensor([1.0, 2.0, 3.0, 4.0]).reshape(4, 1),
+                                         "t": torch.tensor([2.0, -3.0]).reshape(2, 1, 1),
+                                         "zero": torch.tensor([1.0, 0.0]).reshape(2, 1, 1)},
+    "conv_affine/kept_without_freeze": {"w": torch.arange(108, dtype=torch.float32).reshape(4, 3, 3, 3) / 50 - 1,
+                                        "rstd": torch.tensor([2.0, 0.5, 1.5, 0.75]).reshape(4, 1, 1)},
 }
 
 for case, tensors in CASES.items():

@@ -118,7 +118,7 @@ void expect_same_values(const std::vector<Tensor>& before, const std::vector<Ten
     ASSERT_EQ(before[i].dtype(), after[i].dtype()) << what << " output " << i;
     for (int64_t j = 0; j < before[i].numel(); ++j) {
       double a = before[i].flat_double(j), b = after[i].flat_double(j);
-      if (std::isnan(a) && std::isnan(b)) continue;
+      if ((std::isnan(a) && std::isnan(b)) || a == b) continue;  // a == b: also the same infinity
       ASSERT_NEAR(a, b, 1e-5 + 1e-5 * std::fabs(a)) << what << " output " << i << " element " << j;
     }
   }

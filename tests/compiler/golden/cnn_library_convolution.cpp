@@ -316,12 +316,12 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
 
 // <oneDNN glue: codegen/cpp/kiln_dnnl.h>
 
-// kernel0_convolution_input: convolution
-static int32_t kernel0_convolution_input(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel0_batch_norm_convolution_input: batch_norm_convolution
+static int32_t kernel0_batch_norm_convolution_input(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
-  float* __restrict b1 = (float*)bufs[1];  // convolution_input
+  float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_input
   // tiled 32x32: a transposed read
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t tr = 0; tr < 256; tr += 32) {
@@ -341,14 +341,14 @@ static int32_t kernel0_convolution_input(void* const* bufs, const int64_t* sym, 
   return 0;
 }
 
-// kernel1_convolution: convolution
-static int32_t kernel1_convolution(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel1_batch_norm_convolution: batch_norm_convolution
+static int32_t kernel1_batch_norm_convolution(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b1 = (float*)bufs[1];  // convolution_input
-  float* __restrict b2 = (float*)bufs[2];  // conv1_weight
-  float* __restrict b3 = (float*)bufs[3];  // conv1_bias
-  float* __restrict b4 = (float*)bufs[4];  // convolution
+  float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_input
+  float* __restrict b2 = (float*)bufs[2];  // _folded_batch_norm_scaled_weight
+  float* __restrict b3 = (float*)bufs[3];  // _folded_batch_norm_bias_1
+  float* __restrict b4 = (float*)bufs[4];  // batch_norm_convolution
   // stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=1, weights prepacked once (frozen parameters)
   static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;
   const KilnConvolutionShape shape = {2, 3, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0};
@@ -356,22 +356,18 @@ static int32_t kernel1_convolution(void* const* bufs, const int64_t* sym, const 
   const int64_t macs = (4096) * (3) * (3) * (3);
   if (macs >= 262144) kiln_pool_park();
   omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);
-  const int convolved = kiln_convolution(&cache, shape, b1 + (0), b2 + (0), b3 + (0), b4 + (0), 1, "kernel1_convolution", args->error, args->error_capacity);
+  const int convolved = kiln_convolution(&cache, shape, b1 + (0), b2 + (0), b3 + (0), b4 + (0), 1, "kernel1_batch_norm_convolution", args->error, args->error_capacity);
   omp_set_num_threads(omp_threads);
   if (convolved != 0) return 1;
   return 0;
 }
 
-// kernel2_max_pool: max_pool, relu, batch_norm, batch_norm_scaled, batch_norm_normalized, batch_norm_centered
+// kernel2_max_pool: max_pool, relu
 static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b4 = (float*)bufs[4];  // convolution
-  float* __restrict b5 = (float*)bufs[5];  // _folded_batch_norm_running_mean
-  float* __restrict b7 = (float*)bufs[7];  // _folded_batch_norm_rstd
-  float* __restrict b9 = (float*)bufs[9];  // _folded_batch_norm_weight
-  float* __restrict b11 = (float*)bufs[11];  // _folded_batch_norm_bias
-  float* __restrict b14 = (float*)bufs[14];  // max_pool
+  float* __restrict b4 = (float*)bufs[4];  // batch_norm_convolution
+  float* __restrict b6 = (float*)bufs[6];  // max_pool
   // column reduction: 64 points of x2 at once
   for (int64_t x0 = 0; x0 < 16; ++x0) {
     for (int64_t x1 = 0; x1 < 8; ++x1) {
@@ -385,7 +381,7 @@ static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const Kil
             #pragma omp simd
             for (int64_t j = 0; j < cn; ++j) {
               const int64_t x2 = cb + j;
-              const float e0 = kop_relu(kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(b4[128*r0 + 8*r1 + 256*x0 + 16*x1 + x2]), float(b5[x2]))), float(b7[x2]))), float(b9[x2]))), float(b11[x2])));
+              const float e0 = kop_relu(b4[128*r0 + 8*r1 + 256*x0 + 16*x1 + x2]);
               acc0[j] = kred_max(acc0[j], e0);
             }
           }
@@ -393,7 +389,7 @@ static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const Kil
         #pragma omp simd
         for (int64_t j = 0; j < cn; ++j) {
           const int64_t x2 = cb + j;
-          b14[64*x0 + 8*x1 + x2] = acc0[j];
+          b6[64*x0 + 8*x1 + x2] = acc0[j];
         }
       }
     }
@@ -405,10 +401,10 @@ static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const Kil
 static int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b14 = (float*)bufs[14];  // max_pool
-  float* __restrict b15 = (float*)bufs[15];  // conv2_weight
-  float* __restrict b16 = (float*)bufs[16];  // conv2_bias
-  float* __restrict b17 = (float*)bufs[17];  // convolution_1
+  float* __restrict b6 = (float*)bufs[6];  // max_pool
+  float* __restrict b7 = (float*)bufs[7];  // conv2_weight
+  float* __restrict b8 = (float*)bufs[8];  // conv2_bias
+  float* __restrict b9 = (float*)bufs[9];  // convolution_1
   // stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=1, weights prepacked once (frozen parameters)
   static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;
   const KilnConvolutionShape shape = {2, 8, 8, 8, 16, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0};
@@ -416,7 +412,7 @@ static int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, cons
   const int64_t macs = (2048) * (8) * (3) * (3);
   if (macs >= 262144) kiln_pool_park();
   omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);
-  const int convolved = kiln_convolution(&cache, shape, b14 + (0), b15 + (0), b16 + (0), b17 + (0), 1, "kernel3_convolution_1", args->error, args->error_capacity);
+  const int convolved = kiln_convolution(&cache, shape, b6 + (0), b7 + (0), b8 + (0), b9 + (0), 1, "kernel3_convolution_1", args->error, args->error_capacity);
   omp_set_num_threads(omp_threads);
   if (convolved != 0) return 1;
   return 0;
@@ -426,8 +422,8 @@ static int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, cons
 static int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b17 = (float*)bufs[17];  // convolution_1
-  float* __restrict b20 = (float*)bufs[20];  // adaptive_avg_pool
+  float* __restrict b9 = (float*)bufs[9];  // convolution_1
+  float* __restrict b12 = (float*)bufs[12];  // adaptive_avg_pool
   // column reduction: 64 points of x1 at once
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t cb = 0; cb < 16; cb += 64) {
@@ -439,16 +435,16 @@ static int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64_t* s
         #pragma omp simd
         for (int64_t j = 0; j < cn; ++j) {
           const int64_t x1 = cb + j;
-          const float e0 = kop_relu(b17[16*r0 + 1024*x0 + x1]);
+          const float e0 = kop_relu(b9[16*r0 + 1024*x0 + x1]);
           acc0[j] = kop_add(acc0[j], e0);
         }
       }
       #pragma omp simd
       for (int64_t j = 0; j < cn; ++j) {
         const int64_t x1 = cb + j;
-        const float v19 = acc0[j];
-        const float t1 = kop_div(float(v19), float(float(64)));
-        b20[16*x0 + x1] = t1;
+        const float v11 = acc0[j];
+        const float t1 = kop_div(float(v11), float(float(64)));
+        b12[16*x0 + x1] = t1;
       }
     }
   }
@@ -459,11 +455,11 @@ static int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64_t* s
 static int32_t kernel5_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b20 = (float*)bufs[20];  // adaptive_avg_pool
-  float* __restrict b21 = (float*)bufs[21];  // _folded_logits_weight_t
-  float* __restrict b22 = (float*)bufs[22];  // logits_matmul
-  float* __restrict b23 = (float*)bufs[23];  // fc_bias
-  float* __restrict b24 = (float*)bufs[24];  // logits
+  float* __restrict b12 = (float*)bufs[12];  // adaptive_avg_pool
+  float* __restrict b13 = (float*)bufs[13];  // _folded_logits_weight_t
+  float* __restrict b14 = (float*)bufs[14];  // logits_matmul
+  float* __restrict b15 = (float*)bufs[15];  // fc_bias
+  float* __restrict b16 = (float*)bufs[16];  // logits
   const int64_t M = 2, N = 10, K = 16;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(16, 1, M, K, &ta, &lda) || !kiln_blas_layout(10, 1, K, N, &tb, &ldb)) {
@@ -473,21 +469,21 @@ static int32_t kernel5_logits_matmul(void* const* bufs, const int64_t* sym, cons
   }
   const int64_t batch = 1;
   if (M == 0 || N == 0 || batch == 0) return 0;
-  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b22[0 + i] = 0; }
+  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b14[0 + i] = 0; }
   auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     int64_t rest = bi;
     (void)rest;
-    const float* pa = b20 + (0);
-    const float* pb = b21 + (0);
-    float* pc = b22 + (0);
+    const float* pa = b12 + (0);
+    const float* pb = b13 + (0);
+    float* pc = b14 + (0);
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
       kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (16), lda, pb, ldb, pc + m0 * N, N);
       for (int64_t x0 = m0; x0 < m0 + mb; ++x0) {
         #pragma omp simd
         for (int64_t x1 = n0; x1 < n1; ++x1) {
-          const float t0 = kop_add(float(b22[10*x0 + x1]), float(b23[x1]));
-          b24[10*x0 + x1] = t0;
+          const float t0 = kop_add(float(b14[10*x0 + x1]), float(b15[x1]));
+          b16[10*x0 + x1] = t0;
         }
       }
     }
@@ -601,53 +597,49 @@ extern "C" int64_t kiln_workspace_bytes(const int64_t* sym) {
 extern "C" int32_t kiln_run(const KilnRunArgs* args) {
   const int64_t* sym = args->symbols;
   (void)sym;
-  void* bufs[25] = {};
+  void* bufs[17] = {};
   bufs[0] = args->inputs[0].data;
   bufs[2] = args->parameters[0];
   bufs[3] = args->parameters[1];
-  bufs[5] = args->parameters[2];
-  bufs[7] = args->parameters[3];
-  bufs[9] = args->parameters[4];
-  bufs[11] = args->parameters[5];
-  bufs[15] = args->parameters[6];
-  bufs[16] = args->parameters[7];
-  bufs[21] = args->parameters[8];
-  bufs[23] = args->parameters[9];
-  bufs[24] = args->outputs[0];
-  bufs[1] = (char*)args->workspace + (16384);  // convolution_input
-  bufs[4] = (char*)args->workspace + (0);  // convolution
-  bufs[14] = (char*)args->workspace + (16384);  // max_pool
-  bufs[17] = (char*)args->workspace + (0);  // convolution_1
-  bufs[20] = (char*)args->workspace + (8192);  // adaptive_avg_pool
-  bufs[22] = (char*)args->workspace + (0);  // logits_matmul
+  bufs[7] = args->parameters[2];
+  bufs[8] = args->parameters[3];
+  bufs[13] = args->parameters[4];
+  bufs[15] = args->parameters[5];
+  bufs[16] = args->outputs[0];
+  bufs[1] = (char*)args->workspace + (16384);  // batch_norm_convolution_input
+  bufs[4] = (char*)args->workspace + (0);  // batch_norm_convolution
+  bufs[6] = (char*)args->workspace + (16384);  // max_pool
+  bufs[9] = (char*)args->workspace + (0);  // convolution_1
+  bufs[12] = (char*)args->workspace + (8192);  // adaptive_avg_pool
+  bufs[14] = (char*)args->workspace + (0);  // logits_matmul
   if (args->num_threads > 0) omp_set_num_threads(args->num_threads);
   kiln_pool_set_threads(args->num_threads > 0 ? args->num_threads : omp_get_max_threads());
   __atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);
    {
-    const int32_t rc = kernel0_convolution_input(bufs, sym, args);
+    const int32_t rc = kernel0_batch_norm_convolution_input(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel0_convolution_input (convolution)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel0_batch_norm_convolution_input (batch_norm_convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel0_convolution_input (convolution)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel0_batch_norm_convolution_input (batch_norm_convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
   }
    {
-    const int32_t rc = kernel1_convolution(bufs, sym, args);
+    const int32_t rc = kernel1_batch_norm_convolution(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel1_convolution (convolution)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel1_batch_norm_convolution (batch_norm_convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel1_convolution (convolution)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel1_batch_norm_convolution (batch_norm_convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
@@ -656,12 +648,12 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     const int32_t rc = kernel2_max_pool(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool (max_pool, relu, batch_norm, batch_norm_scaled, batch_norm_normalized, batch_norm_centered)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool (max_pool, relu)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool (max_pool, relu, batch_norm, batch_norm_scaled, batch_norm_normalized, batch_norm_centered)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool (max_pool, relu)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
