@@ -24,6 +24,47 @@ void CppSourcePrinter::emit_extern_kernel(const Kernel& kernel) {
   emit_gemm(kernel, node);
 }
 
+// A convolution's epilogue that is one activation of its output, which nothing else reads, runs
+// as oneDNN's post-op: the convolution writes the activation's buffer directly, and no loop reads
+// the output back. Only activations whose oneDNN form keeps NaN (KilnConvolutionActivation).
+std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, const StridedView& out) {
+  const std::pair<int, int> none{0, -1};
+  if (kernel.steps.size() != 1) return none;
+  const KernelStep& step = kernel.steps[0];
+  if (step.kind != KernelStep::Kind::StoreOuter || step.outputs.size() != 1 || step.stash_buffer >= 0) return none;
+  const int conv_out = out.buffer, result = step.outputs[0];
+  if (!(out.offset == SymInt(0)) || !(out.strides == contiguous_strides(out.shape))) return none;
+  if (p_.buffer(conv_out).dtype != DType::f32 || p_.buffer(result).dtype != DType::f32 ||
+      !(p_.buffer(result).shape == out.shape) || !(p_.buffer(conv_out).shape == out.shape))
+    return none;
+  if (std::find(p_.outputs.begin(), p_.outputs.end(), conv_out) != p_.outputs.end()) return none;
+  // Only this step reads the output, among the nodes some kernel computes.
+  for (int reader : p_.readers(conv_out)) {
+    if (reader == step.node) continue;
+    for (const Kernel& other : s_.kernels) {
+      if (other.extern_node == reader) return none;
+      for (const KernelStep& computed : other.steps)
+        if (computed.node == reader) return none;
+    }
+  }
+  auto is_output_load = [&](const Expr& e) {
+    return e && e->kind == ExprKind::Load && e->buffer == conv_out && !e->mask && e->indirect.empty() &&
+           e->index == step.store_index;
+  };
+  const Expr& body = step.body;
+  if (body->kind == ExprKind::Unary && body->op == LoopOp::tanh && is_output_load(body->args[0]))
+    return {2, result};  // kKilnActivationTanh
+  if (body->kind == ExprKind::Binary && body->op == LoopOp::mul) {
+    for (int first = 0; first < 2; ++first) {
+      const Expr& x = body->args[size_t(first)];
+      const Expr& gate = body->args[size_t(1 - first)];
+      if (is_output_load(x) && gate->kind == ExprKind::Unary && gate->op == LoopOp::sigmoid && is_output_load(gate->args[0]))
+        return {1, result};  // kKilnActivationSilu
+    }
+  }
+  return none;
+}
+
 void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& node) {
   const ExternCall& call = node.extern_call;
   const StridedView& in = call.inputs.at(0);
@@ -45,11 +86,16 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   for (int64_t v : {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups}) {
     shape += ", " + std::to_string(v);
   }
-  shape += ", 0, 0}";
+  const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
+  shape += ", 0, 0, " + std::to_string(activation) + "}";
+  if (activation != 0)
+    w_.line(std::string("// the epilogue (") + (activation == 1 ? "SiLU" : "tanh") +
+            ") as oneDNN's post-op, written straight into " + p_.buffer(activation_buffer).name);
   w_.line("const KilnConvolutionShape shape = " + shape + ";");
   std::string bias = call.inputs.size() > 2 ? pointer(call.inputs[2]) : "nullptr";
+  std::string destination = activation != 0 ? buf(activation_buffer) + " + (0)" : pointer(out);
   std::string convolve = "kiln_convolution(&cache, shape, " + pointer(in) + ", " + pointer(weight) + ", " + bias + ", " +
-                         pointer(out) + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
+                         destination + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
                          "\", args->error, args->error_capacity)";
   if (uses_pool()) {
     // oneDNN runs on OpenMP threads: as many as the pool may use, while the pool's workers sleep;
@@ -67,7 +113,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   } else {
     w_.line("if (" + convolve + " != 0) return 1;");
   }
-  if (kernel.steps.empty()) return;
+  if (kernel.steps.empty() || activation != 0) return;
   // The epilogue over the output [N, OH, OW, O], channels innermost.
   parallel_loops(numel(out.shape), loop_dims(out.shape, 3), " collapse(3)", false, [&] {
     std::string var = loop_var(3).to_string();

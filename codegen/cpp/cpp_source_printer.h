@@ -125,6 +125,9 @@ class CppSourcePrinter : public CPrinter {
   void emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
+  // The activation oneDNN can apply for the convolution kernel's epilogue, and the buffer it then
+  // writes (cpp_library_calls.cpp); {0, -1} when the epilogue stays Kiln's loop.
+  std::pair<int, int> convolution_post_op(const Kernel& kernel, const StridedView& out);
 
   // ---- cpp_entry_points.cpp
   void emit_support();

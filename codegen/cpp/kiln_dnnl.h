@@ -30,7 +30,13 @@ typedef struct KilnConvolutionShape {
   int64_t out_channels, kernel_h, kernel_w, out_h, out_w;
   int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
   int64_t has_bias, threads;
+  int64_t activation;  // a KilnConvolutionActivation applied by oneDNN as a post-op
 } KilnConvolutionShape;
+
+// Activations oneDNN applies to the convolution's output as it writes it, each of which keeps a
+// NaN a NaN (as Kiln's own epilogue does; oneDNN's relu and clip turn NaN into 0, so they stay
+// Kiln's loops): SiLU (x * sigmoid(x), oneDNN's swish with alpha 1) and tanh.
+enum KilnConvolutionActivation { kKilnActivationNone = 0, kKilnActivationSilu = 1, kKilnActivationTanh = 2 };
 
 typedef struct KilnConvolutionEntry {
   KilnConvolutionShape shape;
@@ -137,8 +143,24 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   dnnl_primitive_attr_t attr;
   KILN_DNNL_TRY(dnnl_primitive_attr_create(&attr), "attribute creation");
   dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_status_t status = dnnl_success;
+  if (s->activation != kKilnActivationNone) {
+    dnnl_post_ops_t post_ops = nullptr;
+    status = dnnl_post_ops_create(&post_ops);
+    if (status == dnnl_success) {
+      status = s->activation == kKilnActivationSilu
+                   ? dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f)
+                   : dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f);
+    }
+    if (status == dnnl_success) status = dnnl_primitive_attr_set_post_ops(attr, post_ops);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+    if (status != dnnl_success) {
+      dnnl_primitive_attr_destroy(attr);
+      return kiln_dnnl_failure(name, "activation post-op", status, error, capacity);
+    }
+  }
   dnnl_primitive_desc_t pd;
-  dnnl_status_t status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
+  status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
   dnnl_primitive_attr_destroy(attr);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution choice", status, error, capacity);
   const dnnl_memory_desc_t* packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);

@@ -5,7 +5,9 @@
 // with frozen parameters its weights reordered once), against the interpreter and PyTorch.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "compiler/compile_driver.h"
 #include "compiler/target_registry.h"
@@ -94,6 +96,64 @@ TEST(CpuConvolution, SymbolicBatchRemakesThePrimitivesPerGeometry) {
     std::vector<Tensor> expected = ir::interpret(graph, inputs);
     std::vector<Tensor> actual = model.run(inputs, 2);
     EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-4, 1e-5), "") << "batch " << batch;
+  }
+}
+
+// SiLU and tanh of a convolution's output, read by nothing else, run as oneDNN's post-ops
+// (codegen/cpp/kiln_dnnl.h): the same values as the interpreter's, NaN staying NaN. A relu (whose
+// oneDNN form turns NaN into 0) and a SiLU of an output that is also read elsewhere stay Kiln's loops.
+TEST(CpuConvolution, ActivationsThatKeepNaNRunAsOneDnnPostOps) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[1, 16, 20, 20] = placeholder[target=x]\n"
+      "    %w : f32[32, 16, 1, 1] = placeholder[target=w]\n"
+      "    %w2 : f32[32, 32, 1, 1] = placeholder[target=w2]\n"
+      "    %b : f32[32] = placeholder[target=b]\n"
+      "    %c1 : f32[1, 32, 20, 20] = call_function[target=convolution](args = (%x, %w, %b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %silu : f32[1, 32, 20, 20] = call_function[target=silu](args = (%c1,), kwargs = {})\n"
+      "    %c2 : f32[1, 32, 20, 20] = call_function[target=convolution](args = (%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %tanh : f32[1, 32, 20, 20] = call_function[target=tanh](args = (%c2,), kwargs = {})\n"
+      "    %c3 : f32[1, 32, 22, 22] = call_function[target=convolution](args = (%x, %w, %b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %relu : f32[1, 32, 22, 22] = call_function[target=relu](args = (%c3,), kwargs = {})\n"
+      "    %c4 : f32[1, 32, 20, 20] = call_function[target=convolution](args = (%tanh, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %silu_again : f32[1, 32, 20, 20] = call_function[target=silu](args = (%c4,), kwargs = {})\n"
+      "    %pooled : f32[1, 32, 1, 1] = call_function[target=mean](args = (%c4, [2, 3], True), kwargs = {})\n"
+      "    %gated : f32[1, 32, 20, 20] = call_function[target=mul](args = (%silu_again, %pooled), kwargs = {})\n"
+      // Each read by a convolution, as inside a network (a graph output would be written NCHW by a
+      // loop of its own).
+      "    %o1 : f32[1, 32, 20, 20] = call_function[target=convolution](args = (%silu, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %o2 : f32[1, 32, 20, 20] = call_function[target=convolution](args = (%tanh, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %o3 : f32[1, 32, 22, 22] = call_function[target=convolution](args = (%relu, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %o4 : f32[1, 32, 20, 20] = call_function[target=convolution](args = (%gated, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (o1, o2, o3, o4)\n",
+      "test.kiln");
+  if (built_with_onednn()) {
+    std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+    size_t fused = 0;
+    for (size_t at = 0; (at = source.find("as oneDNN's post-op", at)) != std::string::npos; ++at) ++fused;
+    EXPECT_EQ(fused, 2u) << "the SiLU of c1 and the tanh of c2; not the relu, nor c4's SiLU (c4 is also averaged)";
+    EXPECT_NE(source.find("// the epilogue (SiLU) as oneDNN's post-op"), std::string::npos);
+    EXPECT_NE(source.find("// the epilogue (tanh) as oneDNN's post-op"), std::string::npos);
+  }
+  Tensor x = test_support::random_tensor({1, 16, 20, 20}, DType::f32, 4);
+  float* values = x.data<float>();
+  values[0] = std::numeric_limits<float>::quiet_NaN();       // pixel (0, 0), channel 0
+  values[16 * 57 + 3] = std::numeric_limits<float>::quiet_NaN();
+  values[100] = 80.0f;  // large: SiLU near x, tanh near 1
+  std::map<std::string, Tensor> inputs = {{"x", x},
+                                          {"w", test_support::random_tensor({32, 16, 1, 1}, DType::f32, 5)},
+                                          {"w2", test_support::random_tensor({32, 32, 1, 1}, DType::f32, 6)},
+                                          {"b", test_support::random_tensor({32}, DType::f32, 7)}};
+  // The inputs are NCHW; a NaN at a pixel reaches every output channel of that pixel.
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  ASSERT_TRUE(std::isnan(expected[0].flat_double(0)) && std::isnan(expected[1].flat_double(0)) &&
+              std::isnan(expected[2].flat_double(22 + 1)) && std::isnan(expected[3].flat_double(0)));
+  CompiledModel model = compile(graph, options(false));
+  std::vector<std::string> names = graph.output_names();
+  for (int threads : {1, 2}) {
+    std::vector<Tensor> actual = model.run(inputs, threads);
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "") << names[i] << ", " << threads << " threads";
   }
 }
 
