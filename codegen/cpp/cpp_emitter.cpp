@@ -25,6 +25,7 @@ CppModule CppSourcePrinter::run() {
   bool convolutions = false;
   for (const LoopNode& node : p_.nodes) {
     if (node.kind == NodeKind::Extern && node.extern_call.kind == ExternKind::Convolution) convolutions = true;
+    if (node.kind == NodeKind::Extern && library_matmul(node)) convolutions = true;  // the same glue
   }
   if (convolutions) {
     w_.raw(cpp_dnnl_glue());

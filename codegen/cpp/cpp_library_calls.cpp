@@ -4,6 +4,7 @@
 // epilogue applied per block of rows while it is in cache), a channels-last convolution as a oneDNN call (codegen/cpp/kiln_dnnl.h) followed by
 // its fused epilogue, and a fallback node as a call of the host's handler with tensor descriptors.
 #include <algorithm>
+#include <optional>
 
 #include "codegen/cpp/cpp_source_printer.h"
 #include "kiln/error.h"
@@ -158,6 +159,11 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   const size_t batch_rank = rank - 2;
   SymInt batch = 1;
   for (size_t i = 0; i < batch_rank; ++i) batch = batch * c.shape[i];
+  if (library_matmul(node)) {
+    std::optional<SymInt> row_stride = batch_rank == 0 ? std::optional<SymInt>(a.strides[0]) : folded_row_stride(a, b);
+    emit_library_matmul(kernel, a, c, batch * c.shape[rank - 2], *row_stride);
+    return;
+  }
   if (batch_rank > 0) {
     if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
       emit_folded_gemm(kernel, a, b, c, *row_stride, batch, gemm, t);
@@ -271,6 +277,64 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
     w_.line("gemm_tasks(0, " + batch + " * gemm_tasks_each);");
   }
   w_.line("omp_set_num_threads(omp_threads);");
+}
+
+bool CppSourcePrinter::library_matmul(const LoopNode& node) {
+  if (node.extern_call.kind != ExternKind::Gemm || !options_.library_matmul || !options_.constant_parameters || !uses_pool())
+    return false;
+  const ExternCall& call = node.extern_call;
+  const StridedView& a = call.inputs.at(0);
+  const StridedView& b = call.inputs.at(1);
+  const StridedView& c = call.outputs.at(0);
+  const size_t rank = c.shape.size();
+  if (p_.buffer(c.buffer).dtype != DType::f32 || p_.buffer(b.buffer).kind != BufferKind::Parameter) return false;
+  // One GEMM, or a batch that folds into the rows of one (the right operand shared).
+  return rank == 2 || folded_row_stride(a, b).has_value();
+}
+
+// C [rows, N] = A [rows, K] @ B [K, N] through oneDNN (codegen/cpp/kiln_dnnl.h: B reordered once,
+// the primitive made once per row count and thread count), on OpenMP's threads while the pool's
+// workers sleep, as the convolutions run; then the epilogue over the output.
+void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c,
+                                           const SymInt& rows, const SymInt& row_stride) {
+  const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
+  const StridedView& b = node.extern_call.inputs.at(1);
+  const size_t rank = c.shape.size();
+  module_.uses_dnnl = true;
+  w_.line("// the right operand is a frozen parameter: oneDNN's matmul, the operand prepacked once");
+  w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
+  w_.line("const int64_t rows = " + index_text(rows) + ";");
+  w_.line("if (!kiln_blas_layout(" + index_text(row_stride) + ", " + index_text(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
+  w_.line("  const char* parts[] = {\"" + kernel.name + ": an operand has no BLAS layout\"};");
+  w_.line("  kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+  w_.line("  return 1;");
+  w_.line("}");
+  w_.line("if (rows == 0 || N == 0) return 0;");
+  w_.open("if (K == 0)");
+  w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0;");
+  w_.close();
+  w_.open("else");
+  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0};");
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("const int64_t macs = rows * N * K;");
+  w_.line("if (macs >= 262144) kiln_pool_park();");
+  w_.line("omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);");
+  w_.line("const int multiplied = kiln_matmul(&cache, shape, " + buf(a.buffer) + " + (" + index_text(a.offset) + "), " +
+          buf(b.buffer) + " + (" + index_text(b.offset) + "), " + buf(c.buffer) + " + (" + index_text(c.offset) + "), \"" +
+          kernel.name + "\", args->error, args->error_capacity);");
+  w_.line("omp_set_num_threads(omp_threads);");
+  w_.line("if (multiplied != 0) return 1;");
+  w_.close();
+  if (kernel.steps.empty()) return;
+  // The epilogue over the output's own coordinates, the last dim innermost.
+  parallel_loops(numel(c.shape), loop_dims(c.shape, rank - 1), "", false, [&] {
+    std::string var = loop_var(rank - 1).to_string();
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(c.shape[rank - 1]) + "; ++" + var + ")");
+    int number = 0;
+    for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+    w_.close();
+  });
 }
 
 // When the right operand is the same matrix for every batch entry and the left operand's batch

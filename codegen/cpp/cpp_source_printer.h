@@ -123,6 +123,10 @@ class CppSourcePrinter : public CPrinter {
   void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                         const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t);
   void emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs);
+  // A GEMM that runs as oneDNN's matmul with its right operand prepacked (CppEmitOptions::library_matmul).
+  bool library_matmul(const LoopNode& node);
+  void emit_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& rows,
+                           const SymInt& row_stride);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
   // The activation oneDNN can apply for the convolution kernel's epilogue, and the buffer it then

@@ -13,6 +13,13 @@
 // Calls of one convolution are serialized by the cache's mutex (the reordered weights and the
 // memory objects are shared); different convolutions run concurrently.
 //
+// kiln_matmul runs one GEMM whose right operand is a frozen parameter (ExternKind::Gemm with
+// CppEmitOptions::library_matmul): C [M, N] = A [M, K] @ B [K, N], A and B in the layouts
+// kiln_blas_layout gives (row-major or transposed, with leading dims), C row-major. B is reordered
+// once per pointer into the layout oneDNN's matmul wants (brgemm's blocks for AVX-512), which
+// OpenBLAS would instead pack again on every call; a KilnMatmulCache keeps the primitives of the
+// last few (M, thread count) as the convolutions' cache does.
+//
 // Compile latency rules here as in the prelude: oneDNN's C header only, <pthread.h> and
 // <stdlib.h>; every function `static` with a `kiln_` prefix.
 #ifndef KILN_DNNL_H
@@ -251,6 +258,148 @@ static int kiln_convolution(KilnConvolutionCache* cache, KilnConvolutionShape sh
   pthread_mutex_lock(&cache->mutex);
   KilnConvolutionEntry* e = kiln_convolution_entry(cache, &shape, name, error, capacity);
   int rc = e ? kiln_run_convolution(e, src, weights, bias, dst, constant_weights, name, error, capacity) : 1;
+  pthread_mutex_unlock(&cache->mutex);
+  return rc;
+}
+
+// ---------------------------------------------------------------- matmul with prepacked weights
+
+typedef struct KilnMatmulShape {
+  int64_t m, k, n;
+  int64_t trans_a, lda, trans_b, ldb;  // CBLAS's 111 (row-major) or 112 (transposed), leading dims
+  int64_t threads;
+} KilnMatmulShape;
+
+typedef struct KilnMatmulEntry {
+  KilnMatmulShape shape;
+  dnnl_primitive_t matmul;
+  dnnl_primitive_t reorder;  // plain weights -> the matmul's weights layout
+  dnnl_memory_t src, weights, packed, dst, scratchpad;
+  void* packed_data;
+  void* scratchpad_data;
+  const void* packed_from;   // the pointer `packed_data` was reordered from
+  uint64_t last_used;
+  int ready;
+} KilnMatmulEntry;
+
+typedef struct KilnMatmulCache {
+  pthread_mutex_t mutex;
+  uint64_t clock;
+  KilnMatmulEntry entries[kKilnConvolutionEntries];
+} KilnMatmulCache;
+
+#define KILN_MATMUL_CACHE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, {}}
+
+static void kiln_release_matmul(KilnMatmulEntry* e) {
+  if (e->matmul) dnnl_primitive_destroy(e->matmul);
+  if (e->reorder) dnnl_primitive_destroy(e->reorder);
+  dnnl_memory_t* memories[] = {&e->src, &e->weights, &e->packed, &e->dst, &e->scratchpad};
+  for (dnnl_memory_t* m : memories) {
+    if (*m) dnnl_memory_destroy(*m);
+  }
+  free(e->packed_data);
+  free(e->scratchpad_data);
+  __builtin_memset(e, 0, sizeof(*e));
+}
+
+// A [rows, cols] matrix in a CBLAS layout as oneDNN strides.
+static dnnl_status_t kiln_matrix_md(dnnl_memory_desc_t* md, int64_t rows, int64_t cols, int64_t trans, int64_t ld) {
+  dnnl_dims_t dims = {rows, cols};
+  dnnl_dims_t strides = {trans == 111 ? ld : 1, trans == 111 ? 1 : ld};
+  return dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides);
+}
+
+static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const char* name, char* error, int64_t capacity) {
+  dnnl_engine_t engine = kiln_dnnl_engine();
+  if (!engine) return kiln_dnnl_failure(name, "engine creation", dnnl_runtime_error, error, capacity);
+  e->shape = *s;
+  dnnl_memory_desc_t src_md, weights_plain_md, weights_any_md, dst_md;
+  dnnl_dims_t weights_dims = {s->k, s->n}, dst_dims = {s->m, s->n};
+  KILN_DNNL_TRY(kiln_matrix_md(&src_md, s->m, s->k, s->trans_a, s->lda), "source descriptor");
+  KILN_DNNL_TRY(kiln_matrix_md(&weights_plain_md, s->k, s->n, s->trans_b, s->ldb), "weights descriptor");
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 2, weights_dims, dnnl_f32, dnnl_format_tag_any),
+                "weights descriptor");
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 2, dst_dims, dnnl_f32, dnnl_ab), "destination descriptor");
+  dnnl_matmul_desc_t desc;
+  KILN_DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &weights_any_md, nullptr, &dst_md), "matmul descriptor");
+  dnnl_primitive_attr_t attr;
+  KILN_DNNL_TRY(dnnl_primitive_attr_create(&attr), "attribute creation");
+  dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_primitive_desc_t pd;
+  dnnl_status_t status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
+  dnnl_primitive_attr_destroy(attr);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul choice", status, error, capacity);
+  const dnnl_memory_desc_t* packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  const dnnl_memory_desc_t* scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  status = dnnl_primitive_create(&e->matmul, pd);
+  if (status == dnnl_success) {
+    e->packed_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(packed_md));
+    e->scratchpad_data = kiln_aligned_bytes(scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0);
+    if (!e->packed_data || !e->scratchpad_data) status = dnnl_out_of_memory;
+  }
+  if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, e->packed_data);
+  if (status == dnnl_success && scratch_md) status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, e->scratchpad_data);
+  dnnl_primitive_desc_t reorder_pd = nullptr;
+  if (status == dnnl_success)
+    status = dnnl_reorder_primitive_desc_create(&reorder_pd, &weights_plain_md, engine, packed_md, engine, nullptr);
+  dnnl_primitive_desc_destroy(pd);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul setup", status, error, capacity);
+  status = dnnl_primitive_create(&e->reorder, reorder_pd);
+  dnnl_primitive_desc_destroy(reorder_pd);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "weights reorder setup", status, error, capacity);
+  KILN_DNNL_TRY(dnnl_memory_create(&e->src, &src_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  KILN_DNNL_TRY(dnnl_memory_create(&e->weights, &weights_plain_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  KILN_DNNL_TRY(dnnl_memory_create(&e->dst, &dst_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  e->ready = 1;
+  return 0;
+}
+
+// Runs C = A @ B (see the file's comment); 0, or 1 with a message in `error`.
+static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const float* a, const float* b, float* c,
+                       const char* name, char* error, int64_t capacity) {
+  shape.threads = omp_get_max_threads();
+  pthread_mutex_lock(&cache->mutex);
+  KilnMatmulEntry* e = &cache->entries[0];
+  KilnMatmulEntry* found = nullptr;
+  for (int i = 0; i < kKilnConvolutionEntries && !found; ++i) {
+    KilnMatmulEntry* candidate = &cache->entries[i];
+    if (candidate->ready && __builtin_memcmp(&candidate->shape, &shape, sizeof(shape)) == 0) found = candidate;
+    else if (!candidate->ready || (e->ready && candidate->last_used < e->last_used)) e = candidate;
+  }
+  int rc = 0;
+  if (found) {
+    e = found;
+  } else {
+    kiln_release_matmul(e);
+    rc = kiln_make_matmul(e, &shape, name, error, capacity);
+    if (rc != 0) kiln_release_matmul(e);
+  }
+  if (rc == 0) {
+    e->last_used = ++cache->clock;
+    dnnl_stream_t stream;
+    dnnl_status_t status = dnnl_stream_create(&stream, kiln_dnnl_engine(), dnnl_stream_default_flags);
+    if (status == dnnl_success) {
+      if (e->packed_from != b) {
+        e->packed_from = nullptr;
+        status = dnnl_memory_set_data_handle(e->weights, (void*)b);
+        dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
+        if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
+        if (status == dnnl_success) status = dnnl_stream_wait(stream);
+        if (status == dnnl_success) e->packed_from = b;
+      }
+      if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->src, (void*)a);
+      if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, c);
+      if (status == dnnl_success) {
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, e->dst}};
+        int count = 3;
+        if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
+        status = dnnl_primitive_execute(e->matmul, stream, count, args);
+      }
+      if (status == dnnl_success) status = dnnl_stream_wait(stream);
+      dnnl_stream_destroy(stream);
+    }
+    if (status != dnnl_success) rc = kiln_dnnl_failure(name, "matmul", status, error, capacity);
+  }
   pthread_mutex_unlock(&cache->mutex);
   return rc;
 }

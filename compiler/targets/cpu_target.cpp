@@ -86,6 +86,7 @@ class CpuTarget final : public CodeTarget {
     codegen::CppEmitOptions emit_options;
     if (title) emit_options.title = *title;
     emit_options.constant_parameters = options.freeze;
+    emit_options.library_matmul = !dnnl_library().empty();
     auto code = std::make_unique<CpuCode>();
     code->module = codegen::emit_cpp(scheduled, emit_options);
     code->source = code->module.source;
