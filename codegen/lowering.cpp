@@ -27,11 +27,13 @@ Expr upcast(Expr value) { return cast(value, compute_dtype(value->dtype)); }
 
 DType number_dtype(const ir::Argument& value) {
   if (value.is_bool()) return DType::boolean;
-  if (value.is_int()) return DType::i64;
+  if (value.is_int() || value.is_symint()) return DType::i64;
   return ir::kDefaultFloat;
 }
 
 Expr number(const ir::Argument& value, DType dtype) {
+  // A size expression (mul(x, s0)): its value at run time, an i64 converted as a number is.
+  if (value.is_symint()) return cast(cast(index_value(value.symint(), DType::i64), dtype), compute_dtype(dtype));
   // Through a 0-d tensor of `dtype`, exactly as the interpreter converts numbers.
   Tensor scalar = Tensor::empty({}, dtype);
   if (value.is_float()) {
@@ -55,7 +57,7 @@ DType promoted_dtype(const ir::OpCall& call, const std::vector<size_t>& indices)
     if (argument.is_node()) {
       const ir::TensorMeta& meta = call.tensor(index);
       operands.push_back(ir::PromotionOperand::tensor(meta.dtype, meta.rank()));
-    } else if (argument.is_number()) {
+    } else if (argument.is_number() || argument.is_symint()) {
       operands.push_back(ir::PromotionOperand::scalar(number_dtype(argument)));
     }
   }

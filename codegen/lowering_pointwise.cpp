@@ -16,7 +16,8 @@ namespace {
 Expr operand(Lowerer& lowerer, const ir::OpCall& call, size_t index, const SymShape& shape, DType dtype) {
   const ir::Argument& argument = call.arg(index);
   if (argument.is_node()) return upcast(cast(lowerer.load_broadcast(lowerer.tensor(call, index), shape), dtype));
-  KILN_CHECK(argument.is_number(), call.prefix(), "argument ", index, " is neither a tensor nor a number");
+  KILN_CHECK(argument.is_number() || argument.is_symint(), call.prefix(), "argument ", index,
+             " is neither a tensor nor a number");
   return number(argument, dtype);
 }
 

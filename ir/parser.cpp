@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "ir/op_registry.h"
@@ -84,6 +85,7 @@ class Parser {
     if (next_word() == "Range") parse_ranges();
     skip_trivia();
     if (position_ < text_.size()) error_here("expected end of file after the return line, found ", describe_next());
+    check_argument_symbols();
     for (const WrittenUsers& written : written_users_) {
       size_t actual = written.node->users().size();
       if (actual != written.count)
@@ -363,7 +365,9 @@ class Parser {
     if (std::all_of(text.begin(), text.end(), is_name_char) && graph_.find(text))
       error_at(start, "'", text, "' reads as a symbol; write %", text, " to use node %", text);
     try {
-      return Argument(parse_sym_int(text));
+      SymInt value = parse_sym_int(text);
+      if (!value.is_constant()) symbolic_arguments_.push_back({value, start});
+      return Argument(value);
     } catch (const SymbolicError& error) {
       Location at = start;
       if (error.column()) at.column += *error.column() - 1;
@@ -650,6 +654,26 @@ class Parser {
   Graph graph_;
   std::map<std::string, size_t, std::less<>> defined_at_;
   std::vector<WrittenUsers> written_users_;
+  // Symbolic arguments as written (a size expression such as s0 * 4), where they start.
+  struct SymbolicArgument {
+    SymInt value;
+    Location location;
+  };
+  std::vector<SymbolicArgument> symbolic_arguments_;
+
+  // A symbol gets its value when the graph runs from the input dims that are exactly that symbol
+  // (ir/interpreter.h binds them so); a symbol no input dim is can never be evaluated.
+  void check_argument_symbols() {
+    std::set<std::string> bound;
+    for (Node* input : graph_.placeholders())
+      for (const SymInt& dim : input->value().shape)
+        if (dim.is_symbol()) bound.insert(dim.free_symbols().at(0));
+    for (const SymbolicArgument& argument : symbolic_arguments_)
+      for (const std::string& symbol : argument.value.free_symbols())
+        if (!bound.count(symbol))
+          error_at(argument.location, "symbol '", symbol, "' in ", argument.value.to_string(),
+                   " is not the size of any input dim, so it has no value when the graph runs");
+  }
 };
 
 }  // namespace

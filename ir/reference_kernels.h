@@ -42,7 +42,8 @@ class KernelCall {
   const OpCall& call() const { return call_; }
   const OpInfo& op() const { return call_.op(); }
   const Node* node() const { return call_.node(); }
-  const Argument& arg(size_t index) const { return call_.arg(index); }
+  // The argument; a Scalar given as a size expression (mul(x, s0)) is its value under `bindings`.
+  const Argument& arg(size_t index) const { return args_.at(index); }
   const std::map<std::string, int64_t>& bindings() const { return bindings_; }
 
   // Tensor arguments.
@@ -80,6 +81,7 @@ class KernelCall {
   const OpCall& call_;
   std::vector<std::vector<Tensor>> inputs_;
   std::map<std::string, int64_t> bindings_;
+  std::vector<Argument> args_;  // call_'s, Scalar size expressions evaluated
 };
 
 // Returns every value the op produces: one tensor, or the elements of a tuple.

@@ -13,8 +13,13 @@ namespace kiln::ir {
 
 KernelCall::KernelCall(const OpCall& call, std::vector<std::vector<Tensor>> inputs,
                        std::map<std::string, int64_t> bindings)
-    : call_(call), inputs_(std::move(inputs)), bindings_(std::move(bindings)) {
+    : call_(call), inputs_(std::move(inputs)), bindings_(std::move(bindings)), args_(call.args()) {
   inputs_.resize(call_.args().size());
+  for (size_t i = 0; i < args_.size(); ++i) {
+    ParamType type = op().schema.params.at(i).type;
+    bool scalar = type == ParamType::scalar || type == ParamType::optional_scalar || type == ParamType::tensor_or_scalar;
+    if (scalar && args_[i].is_symint()) args_[i] = Argument(args_[i].symint().evaluate(bindings_));
+  }
 }
 
 bool KernelCall::is_none(size_t index) const { return inputs_.at(index).empty() && arg(index).is_none(); }

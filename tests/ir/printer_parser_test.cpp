@@ -292,6 +292,18 @@ TEST(ParseErrors, NumUsersMustMatch) {
             "t.kiln:2:20: %x is written with num_users=1 but has 2 users");
 }
 
+// A symbol gets a value only from an input dim that is exactly that symbol; any other symbol in
+// an argument could never be evaluated (a fuzzed `mul(%y, f%y)` failed inside the kernels).
+TEST(ParseErrors, ASymbolNoInputDimBinds) {
+  EXPECT_EQ(parse_error(kHeader + "    %m = call_function[target=mul](args = (%x, f % x), kwargs = {})\n    return (m,)\n"),
+            "t.kiln:3:48: symbol 'f' in f % x is not the size of any input dim, so it has no value when the graph runs");
+  EXPECT_EQ(parse_error("graph():\n"
+                        "    %x : f32[2 * s0] = placeholder[target=x]\n"
+                        "    %v = call_function[target=reshape](args = (%x, [s0, 2]), kwargs = {})\n"
+                        "    return (v,)\n"),
+            "t.kiln:3:53: symbol 's0' in s0 is not the size of any input dim, so it has no value when the graph runs");
+}
+
 TEST(ParseErrors, NodeNameWithoutPercent) {
   EXPECT_EQ(parse_error(kHeader + "    %r = call_function[target=relu](args = (x,), kwargs = {})\n"),
             "t.kiln:3:45: 'x' reads as a symbol; write %x to use node %x");
