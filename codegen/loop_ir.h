@@ -225,6 +225,8 @@ struct LoopProgram {
     std::optional<int64_t> max;  // none: unbounded
   };
   std::vector<SymbolRange> symbol_ranges;
+  // The program may call the convolution library's matmul (LoweringOptions::library_matmul).
+  bool library_matmul = false;
 
   int add_buffer(Buffer buffer);  // sets id, returns it
   int add_node(LoopNode node);    // sets id, returns it

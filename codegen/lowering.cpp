@@ -156,6 +156,7 @@ void Lowerer::bind_symbols() {
            ") is named like a loop variable; rename it (x<digits> and r<digits> are reserved)");
     }
   program_.symbols = symbols;
+  program_.library_matmul = options_.library_matmul;
 
   std::vector<ir::Node*> placeholders = graph_.placeholders();
   for (size_t i = 0; i < placeholders.size(); ++i) {

@@ -50,6 +50,9 @@ struct LoweringOptions {
   // backend with a convolution library: the CPU backend with oneDNN) instead of im2col + GEMM;
   // see codegen/lowering_convolution.cpp for the layout they bring.
   bool library_convolution = false;
+  // The same library may run GEMMs (LoopProgram::library_matmul): the C++ emitter then calls its
+  // matmul for GEMMs whose right operand is a frozen parameter (CppEmitOptions::library_matmul).
+  bool library_matmul = false;
 };
 
 LoopProgram lower(const ir::Graph& graph, const LoweringOptions& options = {});

@@ -239,6 +239,7 @@ PackageResult write_package(const ir::Graph& graph, const CompileOptions& option
     fail("--onednn: Kiln was built without oneDNN (install libdnnl-dev and rebuild), or the target '", options.target,
          "' calls no convolution library");
   lowering.library_convolution = package.library_convolution;
+  lowering.library_matmul = package.library_convolution;
   StageTimer timer(options);
   Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer, lowering);
   PackageOptions named = package;

@@ -25,9 +25,10 @@ struct CppEmitOptions {
   // The parameters never change between calls (the model was compiled with frozen parameters):
   // library calls may keep derived copies of them (convolution weights prepacked once).
   bool constant_parameters = false;
-  // oneDNN is there to link (Kiln was built with it): with constant_parameters, an f32 GEMM whose
-  // right operand is a parameter calls oneDNN's matmul with that operand prepacked once
-  // (codegen/cpp/kiln_dnnl.h) instead of OpenBLAS, which packs it again on every call.
+  // The module may call oneDNN (LoopProgram::library_matmul: Kiln was built with it, and a
+  // package asked for it): with constant_parameters, an f32 GEMM whose right operand is a
+  // parameter calls oneDNN's matmul with that operand prepacked once (codegen/cpp/kiln_dnnl.h)
+  // instead of OpenBLAS, which packs it again on every call.
   bool library_matmul = false;
   // How parallel loops run: on the module's own thread pool (codegen/cpp/kiln_thread_pool.h:
   // the caller takes chunks and never waits for a worker that has not started; GEMMs are split

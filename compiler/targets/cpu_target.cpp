@@ -77,6 +77,7 @@ class CpuTarget final : public CodeTarget {
   codegen::LoweringOptions lowering_options() const override {
     codegen::LoweringOptions options;
     options.library_convolution = !dnnl_library().empty();
+    options.library_matmul = options.library_convolution;
     return options;
   }
 
@@ -86,7 +87,7 @@ class CpuTarget final : public CodeTarget {
     codegen::CppEmitOptions emit_options;
     if (title) emit_options.title = *title;
     emit_options.constant_parameters = options.freeze;
-    emit_options.library_matmul = !dnnl_library().empty();
+    emit_options.library_matmul = scheduled.program.library_matmul;
     auto code = std::make_unique<CpuCode>();
     code->module = codegen::emit_cpp(scheduled, emit_options);
     code->source = code->module.source;
