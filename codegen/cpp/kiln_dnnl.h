@@ -76,10 +76,6 @@ static dnnl_engine_t kiln_dnnl_engine(void) {
   return engine;
 }
 
-static int kiln_shape_equal(const KilnConvolutionShape* a, const KilnConvolutionShape* b) {
-  return __builtin_memcmp(a, b, sizeof(KilnConvolutionShape)) == 0;
-}
-
 static void* kiln_aligned_bytes(size_t bytes) {
   void* data = nullptr;
   if (posix_memalign(&data, 64, bytes == 0 ? 64 : bytes) != 0) return nullptr;
@@ -199,25 +195,33 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   return 0;
 }
 
-// The entry for `s`: a ready one, else the least recently used one, remade. Under the mutex.
-static KilnConvolutionEntry* kiln_convolution_entry(KilnConvolutionCache* cache, const KilnConvolutionShape* s,
-                                                    const char* name, char* error, int64_t capacity) {
-  KilnConvolutionEntry* victim = &cache->entries[0];
+// The entry of `cache` (a convolution's or a matmul's) for `s`: a ready one, else the least
+// recently used one, released and remade by `make`; nullptr when making fails (the message is in
+// `error`). Under the cache's mutex.
+template <class Cache, class Shape, class Make, class Release>
+static auto kiln_cached_entry(Cache* cache, const Shape* s, Make make, Release release) -> decltype(&cache->entries[0]) {
+  auto* victim = &cache->entries[0];
   for (int i = 0; i < kKilnConvolutionEntries; ++i) {
-    KilnConvolutionEntry* e = &cache->entries[i];
-    if (e->ready && kiln_shape_equal(&e->shape, s)) {
+    auto* e = &cache->entries[i];
+    if (e->ready && __builtin_memcmp(&e->shape, s, sizeof(Shape)) == 0) {
       e->last_used = ++cache->clock;
       return e;
     }
     if (!e->ready || (victim->ready && e->last_used < victim->last_used)) victim = e;
   }
-  kiln_release_entry(victim);
-  if (kiln_make_entry(victim, s, name, error, capacity) != 0) {
-    kiln_release_entry(victim);
+  release(victim);
+  if (make(victim) != 0) {
+    release(victim);
     return nullptr;
   }
   victim->last_used = ++cache->clock;
   return victim;
+}
+
+static KilnConvolutionEntry* kiln_convolution_entry(KilnConvolutionCache* cache, const KilnConvolutionShape* s,
+                                                    const char* name, char* error, int64_t capacity) {
+  return kiln_cached_entry(cache, s, [&](KilnConvolutionEntry* e) { return kiln_make_entry(e, s, name, error, capacity); },
+                           kiln_release_entry);
 }
 
 static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const float* weights, const float* bias,
@@ -359,23 +363,11 @@ static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const floa
                        const char* name, char* error, int64_t capacity) {
   shape.threads = omp_get_max_threads();
   pthread_mutex_lock(&cache->mutex);
-  KilnMatmulEntry* e = &cache->entries[0];
-  KilnMatmulEntry* found = nullptr;
-  for (int i = 0; i < kKilnConvolutionEntries && !found; ++i) {
-    KilnMatmulEntry* candidate = &cache->entries[i];
-    if (candidate->ready && __builtin_memcmp(&candidate->shape, &shape, sizeof(shape)) == 0) found = candidate;
-    else if (!candidate->ready || (e->ready && candidate->last_used < e->last_used)) e = candidate;
-  }
-  int rc = 0;
-  if (found) {
-    e = found;
-  } else {
-    kiln_release_matmul(e);
-    rc = kiln_make_matmul(e, &shape, name, error, capacity);
-    if (rc != 0) kiln_release_matmul(e);
-  }
-  if (rc == 0) {
-    e->last_used = ++cache->clock;
+  KilnMatmulEntry* e = kiln_cached_entry(
+      cache, &shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, &shape, name, error, capacity); },
+      kiln_release_matmul);
+  int rc = e ? 0 : 1;
+  if (e) {
     dnnl_stream_t stream;
     dnnl_status_t status = dnnl_stream_create(&stream, kiln_dnnl_engine(), dnnl_stream_default_flags);
     if (status == dnnl_success) {
