@@ -1,7 +1,8 @@
 // Whole models exported with torch.export (scripts/make_pt2_models.py: torchvision classifiers,
 // an nn.TransformerEncoder, a small causal GPT) compiled for the CPU and matched against eager
 // PyTorch within 1e-4 relative to the output's magnitude (its largest |value|): the program
-// exported at batch 1, and the one with a dynamic batch dim at batches 1 and 3. One test per
+// exported at batch 1 (compiled as is and with frozen parameters), and the one with a dynamic
+// batch dim at batches 1 and 3. One test per
 // model (Pt2Models/Model.MatchesEager/<model>; ctest discovers them when it runs, from the
 // generated data); each writes its outcome into the build tree, and Pt2ModelsSummary (run after
 // them, a fixture) prints which models pass and fails when one does not. A model torch.export
@@ -71,10 +72,22 @@ TEST_P(Model, MatchesEager) {
   options.cache_dir = test_support::shared_compile_cache(outcomes_folder() / "compile-cache");
   std::string failure;
   std::ostringstream timing;
-  for (const auto& [program, batches] : std::vector<std::pair<std::string, std::vector<int>>>{{"static", {1}}, {"dynamic", {1, 3}}}) {
+  // The static export, as compiled and frozen (`--freeze`: batch norm folded into convolutions,
+  // oneDNN post-ops and prepacked matmuls), and the dynamic one at two batch sizes.
+  struct Variant {
+    std::string name, program;
+    bool freeze;
+    std::vector<int> batches;
+  };
+  for (const Variant& variant : std::vector<Variant>{{"static", "static", false, {1}},
+                                                      {"frozen", "static", true, {1}},
+                                                      {"dynamic", "dynamic", false, {1, 3}}}) {
+    const std::string& program = variant.name;
+    const std::vector<int>& batches = variant.batches;
+    options.freeze = variant.freeze;
     try {
       auto start = std::chrono::steady_clock::now();
-      ir::Graph graph = frontends::import_pt2((folder / (program + ".pt2")).string());
+      ir::Graph graph = frontends::import_pt2((folder / (variant.program + ".pt2")).string());
       compiler::CompiledModel model = compiler::compile(graph, options);
       timing << program << " import+compile " << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s; ";
       std::string input_name = graph.placeholders().at(0)->target();
