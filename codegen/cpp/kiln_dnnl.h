@@ -50,6 +50,7 @@ typedef struct KilnConvolutionEntry {
   dnnl_primitive_t convolution;
   dnnl_primitive_t reorder;  // plain weights -> the convolution's weights layout
   dnnl_memory_t src, weights, packed, bias, dst, scratchpad;
+  dnnl_stream_t stream;      // made once with the primitives, not per call
   void* packed_data;         // the reordered weights (owned)
   void* scratchpad_data;     // the primitive's scratchpad (owned)
   const void* packed_from;   // constant weights: the pointer `packed_data` was reordered from
@@ -85,6 +86,7 @@ static void* kiln_aligned_bytes(size_t bytes) {
 static void kiln_release_entry(KilnConvolutionEntry* e) {
   if (e->convolution) dnnl_primitive_destroy(e->convolution);
   if (e->reorder) dnnl_primitive_destroy(e->reorder);
+  if (e->stream) dnnl_stream_destroy(e->stream);
   dnnl_memory_t* memories[] = {&e->src, &e->weights, &e->packed, &e->bias, &e->dst, &e->scratchpad};
   for (dnnl_memory_t* m : memories) {
     if (*m) dnnl_memory_destroy(*m);
@@ -191,6 +193,7 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   KILN_DNNL_TRY(dnnl_memory_create(&e->dst, &dst_md, engine, DNNL_MEMORY_NONE), "memory creation");
   KILN_DNNL_TRY(dnnl_memory_create(&e->weights, &weights_plain_md, engine, DNNL_MEMORY_NONE), "memory creation");
   KILN_DNNL_TRY(dnnl_memory_create(&e->bias, &bias_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  KILN_DNNL_TRY(dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags), "stream creation");
   e->ready = 1;
   return 0;
 }
@@ -226,8 +229,7 @@ static KilnConvolutionEntry* kiln_convolution_entry(KilnConvolutionCache* cache,
 
 static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const float* weights, const float* bias,
                                 float* dst, int constant_weights, const char* name, char* error, int64_t capacity) {
-  dnnl_stream_t stream;
-  KILN_DNNL_TRY(dnnl_stream_create(&stream, kiln_dnnl_engine(), dnnl_stream_default_flags), "stream creation");
+  dnnl_stream_t stream = e->stream;
   dnnl_status_t status = dnnl_success;
   if (!constant_weights || e->packed_from != weights) {
     e->packed_from = nullptr;
@@ -248,7 +250,6 @@ static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const
     status = dnnl_primitive_execute(e->convolution, stream, count, args);
   }
   if (status == dnnl_success) status = dnnl_stream_wait(stream);
-  dnnl_stream_destroy(stream);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
   return 0;
 }
@@ -279,6 +280,7 @@ typedef struct KilnMatmulEntry {
   dnnl_primitive_t matmul;
   dnnl_primitive_t reorder;  // plain weights -> the matmul's weights layout
   dnnl_memory_t src, weights, packed, dst, scratchpad;
+  dnnl_stream_t stream;
   void* packed_data;
   void* scratchpad_data;
   const void* packed_from;   // the pointer `packed_data` was reordered from
@@ -297,6 +299,7 @@ typedef struct KilnMatmulCache {
 static void kiln_release_matmul(KilnMatmulEntry* e) {
   if (e->matmul) dnnl_primitive_destroy(e->matmul);
   if (e->reorder) dnnl_primitive_destroy(e->reorder);
+  if (e->stream) dnnl_stream_destroy(e->stream);
   dnnl_memory_t* memories[] = {&e->src, &e->weights, &e->packed, &e->dst, &e->scratchpad};
   for (dnnl_memory_t* m : memories) {
     if (*m) dnnl_memory_destroy(*m);
@@ -354,6 +357,7 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   KILN_DNNL_TRY(dnnl_memory_create(&e->src, &src_md, engine, DNNL_MEMORY_NONE), "memory creation");
   KILN_DNNL_TRY(dnnl_memory_create(&e->weights, &weights_plain_md, engine, DNNL_MEMORY_NONE), "memory creation");
   KILN_DNNL_TRY(dnnl_memory_create(&e->dst, &dst_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  KILN_DNNL_TRY(dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags), "stream creation");
   e->ready = 1;
   return 0;
 }
@@ -368,28 +372,25 @@ static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const floa
       kiln_release_matmul);
   int rc = e ? 0 : 1;
   if (e) {
-    dnnl_stream_t stream;
-    dnnl_status_t status = dnnl_stream_create(&stream, kiln_dnnl_engine(), dnnl_stream_default_flags);
-    if (status == dnnl_success) {
-      if (e->packed_from != b) {
-        e->packed_from = nullptr;
-        status = dnnl_memory_set_data_handle(e->weights, (void*)b);
-        dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
-        if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
-        if (status == dnnl_success) status = dnnl_stream_wait(stream);
-        if (status == dnnl_success) e->packed_from = b;
-      }
-      if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->src, (void*)a);
-      if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, c);
-      if (status == dnnl_success) {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, e->dst}};
-        int count = 3;
-        if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
-        status = dnnl_primitive_execute(e->matmul, stream, count, args);
-      }
+    dnnl_stream_t stream = e->stream;
+    dnnl_status_t status = dnnl_success;
+    if (e->packed_from != b) {
+      e->packed_from = nullptr;
+      status = dnnl_memory_set_data_handle(e->weights, (void*)b);
+      dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
+      if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
       if (status == dnnl_success) status = dnnl_stream_wait(stream);
-      dnnl_stream_destroy(stream);
+      if (status == dnnl_success) e->packed_from = b;
     }
+    if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->src, (void*)a);
+    if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, c);
+    if (status == dnnl_success) {
+      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, e->dst}};
+      int count = 3;
+      if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
+      status = dnnl_primitive_execute(e->matmul, stream, count, args);
+    }
+    if (status == dnnl_success) status = dnnl_stream_wait(stream);
     if (status != dnnl_success) rc = kiln_dnnl_failure(name, "matmul", status, error, capacity);
   }
   pthread_mutex_unlock(&cache->mutex);
