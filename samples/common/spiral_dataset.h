@@ -21,7 +21,27 @@ struct Dataset {
   std::vector<double> points;  // [n, 2]
   std::vector<double> labels;  // [n]
   int64_t size() const { return int64_t(labels.size()); }
+  // Points [first, first + count): their coordinates (x and y interleaved) and their labels.
+  std::vector<double> points_from(int64_t first, int64_t count) const {
+    return {points.begin() + first * 2, points.begin() + (first + count) * 2};
+  }
+  std::vector<double> labels_from(int64_t first, int64_t count) const {
+    return {labels.begin() + first, labels.begin() + first + count};
+  }
 };
+
+// The share of the set's points whose largest of the kClasses values logit(i, c) is their label.
+template <class Logit>
+double accuracy(const Dataset& data, const Logit& logit) {
+  int64_t correct = 0;
+  for (int64_t i = 0; i < data.size(); ++i) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < kClasses; ++c)
+      if (logit(i, c) > logit(i, best)) best = c;
+    correct += best == int64_t(data.labels[size_t(i)]);
+  }
+  return double(correct) / double(data.size());
+}
 
 inline Dataset make_dataset(uint32_t seed) {
   std::mt19937 generator(seed);

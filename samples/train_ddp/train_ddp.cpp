@@ -34,24 +34,15 @@ constexpr int64_t kGlobalBatch = 64;
 // This rank's share of global batch `index`: `local` points from index * kGlobalBatch + rank * local.
 kiln::Batch local_batch(const Dataset& data, int64_t index, int rank, int64_t local) {
   const int64_t first = index * kGlobalBatch + rank * local;
-  std::vector<double> points(data.points.begin() + first * 2, data.points.begin() + (first + local) * 2);
-  std::vector<double> labels(data.labels.begin() + first, data.labels.begin() + first + local);
-  return {{kiln::Tensor::from_doubles({local, 2}, points, kiln::DType::f32)},
-          {kiln::Tensor::from_doubles({local}, labels, kiln::DType::i64)}};
+  return {{kiln::Tensor::from_doubles({local, 2}, data.points_from(first, local), kiln::DType::f32)},
+          {kiln::Tensor::from_doubles({local}, data.labels_from(first, local), kiln::DType::i64)}};
 }
 
 // The share of points whose largest logit is their label, with the model in eval mode.
 double accuracy(kiln::CompiledTraining& training, const Dataset& data) {
   const kiln::Tensor points = kiln::Tensor::from_doubles({data.size(), 2}, data.points, kiln::DType::f32);
   const kiln::Tensor logits = training.evaluate({points}).at(0);
-  int64_t correct = 0;
-  for (int64_t i = 0; i < data.size(); ++i) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < kClasses; ++c)
-      if (logits.flat_double(i * kClasses + c) > logits.flat_double(i * kClasses + best)) best = c;
-    correct += best == int64_t(data.labels[size_t(i)]);
-  }
-  return double(correct) / double(data.size());
+  return spiral::accuracy(data, [&](int64_t i, int64_t c) { return logits.flat_double(i * kClasses + c); });
 }
 
 // Whether every rank holds exactly rank 0's weights (each parameter gathered from every rank).

@@ -27,26 +27,15 @@ constexpr int64_t kBatch = 64;
 
 // Batch `index` of kBatch points (the set's size is a multiple of kBatch).
 kiln::Batch batch(const Dataset& data, int64_t index) {
-  const auto first = data.points.begin() + index * kBatch * 2;
-  std::vector<double> points(first, first + kBatch * 2);
-  const auto label = data.labels.begin() + index * kBatch;
-  std::vector<double> labels(label, label + kBatch);
-  return {{kiln::Tensor::from_doubles({kBatch, 2}, points, kiln::DType::f32)},
-          {kiln::Tensor::from_doubles({kBatch}, labels, kiln::DType::i64)}};
+  return {{kiln::Tensor::from_doubles({kBatch, 2}, data.points_from(index * kBatch, kBatch), kiln::DType::f32)},
+          {kiln::Tensor::from_doubles({kBatch}, data.labels_from(index * kBatch, kBatch), kiln::DType::i64)}};
 }
 
 // The share of points whose largest logit is their label, with the model in eval mode.
 double accuracy(kiln::CompiledTraining& training, const Dataset& data) {
   const kiln::Tensor points = kiln::Tensor::from_doubles({data.size(), 2}, data.points, kiln::DType::f32);
   const kiln::Tensor logits = training.evaluate({points}).at(0);
-  int64_t correct = 0;
-  for (int64_t i = 0; i < data.size(); ++i) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < kClasses; ++c)
-      if (logits.flat_double(i * kClasses + c) > logits.flat_double(i * kClasses + best)) best = c;
-    correct += best == int64_t(data.labels[size_t(i)]);
-  }
-  return double(correct) / double(data.size());
+  return spiral::accuracy(data, [&](int64_t i, int64_t c) { return logits.flat_double(i * kClasses + c); });
 }
 
 }  // namespace
