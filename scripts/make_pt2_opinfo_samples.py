@@ -9,13 +9,22 @@ torch.testing._internal.common_methods_invocations.op_db (the list shipped in th
   OUT/<op>/<k>/core.pt2      the same after run_decompositions() (the Core ATen opset), written
                              only when it uses other targets than training.pt2
   OUT/<op>/<k>/expected_<i>.npy  eager PyTorch's outputs (pytree leaves of the op's result)
+  OUT/<op>/<k>/exact_<i>.npy     the same op computed in float64 from the same inputs, rounded
+                             to float32 (float32 samples of ops with a float64 CPU kernel,
+                             floating outputs, deterministic ops only)
 
 Each sample is the OpInfo's op called on (sample.input, *sample.args, **sample.kwargs), wrapped
 in a module whose forward takes the sample's tensors (in pytree order) and holds its other
 values as constants. The dtype is float32 where the op supports it on the CPU, else int64,
 else bool. At most --samples-per-op samples are taken, evenly spaced over the OpInfo's list
 (seeded: the same every run). Samples that torch.export refuses are recorded with the reason
-and counted apart. Tolerances are OpInfo's: torch.testing's float32 defaults (atol 1e-5,
+and counted apart. So are programs that torch.export writes wrong: each exported program is run
+in PyTorch (ExportedProgram.module()) and must give eager's outputs (or, where eager misses the
+float64 result, that result) at the op's tolerances; one that does not is recorded with the
+first difference ("training_diverges", "core_diverges"): where Kiln fails such a case, the suite
+reports it apart (Kiln runs a program as written). Random ops whose eager run differs between
+two seeds skip that check and have no exact outputs (OpInfo seeds most random ops itself, so
+their programs diverge: the suite checks those by a property of the output). Tolerances are OpInfo's: torch.testing's float32 defaults (atol 1e-5,
 rtol 1.3e-6), raised to the largest float32 toleranceOverride the op's entry declares.
 
 An op's folder is written to OUT/<op>.partial and renamed when complete, so an interrupted run
@@ -73,6 +82,12 @@ def targets_of(program):
     return sorted({target_name(node.target) for node in program.graph.nodes if node.op == "call_function"})
 
 
+def np_save(folder, name, tensor):
+    import numpy as np
+
+    np.save(os.path.join(folder, name), np.array(tensor.detach().numpy(), order="C"))
+
+
 def save_expected(folder, i, output, torch):
     import numpy as np
 
@@ -83,12 +98,86 @@ def save_expected(folder, i, output, torch):
     np.save(os.path.join(folder, f"expected_{i}.npy"), np.array(value, order="C"))
 
 
+def leaves_of(output, torch):
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_flatten(output)[0]
+
+
+def outputs_differ(actual, expected, atol, rtol, torch):
+    """The first difference of two lists of outputs at the given tolerances, or None."""
+    if len(actual) != len(expected):
+        return f"{len(actual)} outputs, expected {len(expected)}"
+    for i, (a, b) in enumerate(zip(actual, expected)):
+        if not isinstance(b, torch.Tensor) or not isinstance(a, torch.Tensor):
+            if a != b:
+                return f"output {i} is {a}, expected {b}"
+            continue
+        try:
+            torch.testing.assert_close(a, b, atol=atol, rtol=rtol, equal_nan=True, check_device=False)
+        except AssertionError as error:
+            lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+            return f"output {i}: " + "; ".join(lines[:3])[:300]
+    return None
+
+
+def is_random(module, tensors, torch):
+    """Whether the sample's outputs change with the random seed (dropout, rand_like, ...)."""
+    results = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            results.append(leaves_of(module(*[t.clone() for t in tensors]), torch))
+    return outputs_differ(results[0], results[1], 0, 0, torch) is not None
+
+
+def exact_outputs(module, tensors, outputs, torch):
+    """The sample computed in float64 (float32 inputs made float64), rounded back to float32:
+    a list parallel to `outputs`, None where an output has no such value."""
+    if not any(t.dtype == torch.float32 for t in tensors):
+        return [None] * len(outputs)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wide = leaves_of(module(*[t.double() if t.dtype == torch.float32 else t.clone() for t in tensors]), torch)
+    except Exception:  # no float64 kernel, or the op insists on float32
+        return [None] * len(outputs)
+    if len(wide) != len(outputs):
+        return [None] * len(outputs)
+    exact = []
+    for w, output in zip(wide, outputs):
+        usable = (isinstance(w, torch.Tensor) and isinstance(output, torch.Tensor) and output.dtype == torch.float32
+                  and w.dtype == torch.float64 and w.shape == output.shape)
+        exact.append(w.float() if usable else None)
+    return exact
+
+
+def program_diverges(program, tensors, outputs, exact, atol, rtol, torch):
+    """Why PyTorch's own run of an exported program disagrees with eager, or None: each output
+    must match eager's, or, where eager misses the float64 result, that result."""
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            actual = leaves_of(program.module()(*[t.clone() for t in tensors]), torch)
+    except Exception as error:
+        return "PyTorch cannot run it: " + type(error).__name__ + ": " + (str(error).splitlines() or [""])[0][:200]
+    if len(actual) != len(outputs):
+        return f"it returns {len(actual)} outputs, eager {len(outputs)}"
+    for i, (a, b, e) in enumerate(zip(actual, outputs, exact)):
+        problem = outputs_differ([a], [b], atol, rtol, torch)
+        if problem and e is not None and outputs_differ([b], [e], atol, rtol, torch) and not outputs_differ([a], [e], atol, rtol, torch):
+            problem = None  # eager is the inaccurate side; the program matches the float64 result
+        if problem:
+            return f"output {i}: " + problem.split(": ", 1)[-1]
+    return None
+
+
 # The Core ATen overloads (with sym_size and the getitem of multi-output ops, which every IR
 # has), set by export_op.
 CORE_ATEN = set()
 
 
-def export_sample(op, sample, folder, torch):
+def export_sample(op, sample, folder, tolerance, torch):
     """Exports one sample into `folder`; returns its record."""
     from torch.utils import _pytree as pytree
 
@@ -145,25 +234,32 @@ def export_sample(op, sample, folder, torch):
     os.makedirs(folder, exist_ok=True)
     torch.export.save(program, os.path.join(folder, "training.pt2"))
     record["training_targets"] = targets_of(program)
-    if set(record["training_targets"]) <= CORE_ATEN:
-        # Already Core ATen, functional: run_decompositions would give the same program.
-        for i, output in enumerate(outputs):
-            save_expected(folder, i, output, torch)
-        record["outputs"] = len(outputs)
-        record["status"] = "exported"
-        return record
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            core = program.run_decompositions()
-        core_targets = targets_of(core)
-        if core_targets != record["training_targets"]:
-            torch.export.save(core, os.path.join(folder, "core.pt2"))
-            record["core_targets"] = core_targets
-    except Exception as error:
-        record["core_refused"] = type(error).__name__ + ": " + (str(error).splitlines() or [""])[0][:300]
+    random = is_random(module, tensors, torch)
+    exact = [None] * len(outputs) if random else exact_outputs(module, tensors, outputs, torch)
+    atol, rtol = tolerance
+    programs = {"training": program}
+    # Already Core ATen and functional: run_decompositions would give the same program.
+    if not set(record["training_targets"]) <= CORE_ATEN:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                core = program.run_decompositions()
+            core_targets = targets_of(core)
+            if core_targets != record["training_targets"]:
+                torch.export.save(core, os.path.join(folder, "core.pt2"))
+                record["core_targets"] = core_targets
+                programs["core"] = core
+        except Exception as error:
+            record["core_refused"] = type(error).__name__ + ": " + (str(error).splitlines() or [""])[0][:300]
+    if not random:
+        for form, exported in programs.items():
+            problem = program_diverges(exported, tensors, outputs, exact, atol, rtol, torch)
+            if problem:
+                record[form + "_diverges"] = problem
     for i, output in enumerate(outputs):
         save_expected(folder, i, output, torch)
+        if exact[i] is not None:
+            np_save(folder, f"exact_{i}.npy", exact[i])
     record["outputs"] = len(outputs)
     record["status"] = "exported"
     return record
@@ -203,7 +299,7 @@ def export_op(arguments):
         meta["sample_count"] = len(samples)
         for k, sample in enumerate(samples):
             try:
-                record = export_sample(op, sample, os.path.join(partial, str(k)), torch)
+                record = export_sample(op, sample, os.path.join(partial, str(k)), (meta["atol"], meta["rtol"]), torch)
             except Exception:
                 record = {"status": "not_applicable", "reason": "generator: " + traceback.format_exc().splitlines()[-1][:300]}
             record["index"] = k

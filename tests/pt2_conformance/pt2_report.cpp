@@ -104,7 +104,12 @@ std::string conformance_report(const std::vector<CaseResult>& results, const std
   std::map<std::string, int> unsupported;  // missing target -> cases
   Count total;
   int unsupported_cases = 0;
+  std::vector<const CaseResult*> diverging;
   for (const CaseResult& result : results) {
+    if (result.outcome.status == CaseStatus::diverging) {
+      diverging.push_back(&result);
+      continue;
+    }
     if (result.outcome.status == CaseStatus::unsupported) {
       ++unsupported_cases;
       for (const std::string& target : split(result.outcome.detail, ' '))
@@ -147,6 +152,9 @@ std::string conformance_report(const std::vector<CaseResult>& results, const std
   }
   out << "-- samples torch.export refused (not counted): " << refused << "; samples without tensor outputs or inputs, or that "
       << "eager PyTorch refused (not counted): " << not_applicable << "\n";
+  out << "-- cases that fail where PyTorch itself runs the exported program to other values than eager (not counted): "
+      << diverging.size() << "\n";
+  for (const CaseResult* result : diverging) out << "    " << result->name << ": " << result->outcome.detail << "\n";
   out << "-- cases of programs calling targets outside the table: " << unsupported_cases << "; by target (cases):";
   std::vector<std::pair<int, std::string>> ranked;
   for (const auto& [target, count] : unsupported) ranked.emplace_back(-count, target);

@@ -79,6 +79,7 @@ OpInfoData read_opinfo_data(const fs::path& folder) {
         if (!sample.contains(key)) continue;
         OpInfoCase test_case;
         test_case.name = entry.path().filename().string() + "/" + index + "/" + form;
+        test_case.pytorch_diverges = sample.value(std::string(form) + "_diverges", "");
         test_case.op = op;
         test_case.form = form;
         test_case.program = sample_folder / (std::string(form) + ".pt2");

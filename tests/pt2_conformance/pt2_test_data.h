@@ -3,7 +3,7 @@
 // (~/.cache/kiln-test-data/pt2-*-<hash of the generating scripts>/) and points
 // .cache/pt2-tests/{opinfo,models} of the source tree at it ($KILN_PT2_TEST_DATA overrides
 // the .cache/pt2-tests folder):
-//   opinfo/<op>/meta.json, <k>/training.pt2, <k>/core.pt2, <k>/expected_<i>.npy
+//   opinfo/<op>/meta.json, <k>/training.pt2, <k>/core.pt2, <k>/expected_<i>.npy, <k>/exact_<i>.npy
 //       PyTorch's OpInfo samples exported with torch.export (scripts/make_pt2_opinfo_samples.py)
 //   opinfo/core_aten_ops.json   the Core ATen opset of the torch that exported them
 //   models/<model>/...           torchvision classifiers and transformers (scripts/make_pt2_models.py)
@@ -36,6 +36,10 @@ struct OpInfoCase {
   fs::path folder;     // the sample's folder (expected_<i>.npy)
   std::vector<std::string> targets;  // the ATen targets the program calls
   double atol = 0, rtol = 0;
+  // Non-empty when PyTorch itself runs the exported program to other values than eager's
+  // (the generator's "<form>_diverges": its first difference). Random ops, whose OpInfo entries
+  // seed eager, are among them.
+  std::string pytorch_diverges;
 };
 
 // Samples torch.export itself refused, or that have no tensor output, per OpInfo entry.
