@@ -4,9 +4,11 @@
 The models are the .pt2 programs of the test data (scripts/make-pt2-test-data; .cache/pt2-tests/
 models/: torchvision classifiers, an nn.TransformerEncoder and a small causal GPT, random
 weights, batch 1). For each model, with the same thread count on every side:
-  kiln      `kiln bench static.pt2 --input ... --json` (CPU backend; its compile time from an
-            empty cache too), and a check that `kiln run --target cpu` matches eager within 1e-4
-            of the output's magnitude;
+  kiln      `kiln bench static.pt2 --freeze --input ... --json` (CPU backend, parameters frozen
+            as ONNX Runtime treats initializers: batch norm folded into convolutions, weights
+            prepacked once; --no-freeze leaves them inputs; its compile time from an empty cache
+            too), and a check that `kiln run --target cpu` (frozen likewise) matches eager within
+            1e-4 of the output's magnitude;
   eager     the torch.nn.Module (rebuilt as scripts/make_pt2_models.py builds it: the same seed,
             the same weights), under torch.no_grad();
   compile   torch.compile of that module (Inductor, CPU, default mode), its first call's time as
@@ -20,13 +22,14 @@ recorded per model. A side that fails is
 reported with its error and the run goes on. It prints a table and writes the results as JSON
 (bench/results/compare_pt2-DATE.json by default).
 
-  python3 bench/compare_pt2.py [--kiln build/tools/kiln] [--threads 2] [--iters 20] [--models a,b]
+  python3 bench/compare_pt2.py [--kiln build/tools/kiln] [--threads 2] [--iters 20] [--models a,b] [--no-freeze]
 
 It re-executes itself under the reference Python of scripts/python-env.
 """
 import argparse
 import datetime
 import json
+import math
 import os
 import subprocess
 import sys
@@ -90,9 +93,10 @@ def prepare_kiln(args, folder, input_name, expected, work, info):
     cache_dir = os.path.join(work, "cache")
     out_dir = os.path.join(work, "out")
     start = time.perf_counter()
-    run_kiln(args, ["compile", program], cache_dir)
+    freeze = [] if args.no_freeze else ["--freeze"]
+    run_kiln(args, ["compile", program] + freeze, cache_dir)
     info["compile_s"] = time.perf_counter() - start
-    run_kiln(args, ["run", program, "--target", "cpu", "--threads", str(args.threads), "--out", out_dir] + flags, cache_dir)
+    run_kiln(args, ["run", program, "--target", "cpu", "--threads", str(args.threads), "--out", out_dir] + flags + freeze, cache_dir)
     outputs = [f for f in os.listdir(out_dir) if f.endswith(".npy")]
     got = np.load(os.path.join(out_dir, outputs[0])).astype(np.float64)
     magnitude = float(np.max(np.abs(expected)))
@@ -102,7 +106,7 @@ def prepare_kiln(args, folder, input_name, expected, work, info):
 
     def timed(n):
         data = json.loads(run_kiln(args, ["bench", program, "--target", "cpu", "--json", "--iters", str(n), "--warmup",
-                                          str(args.warmup), "--threads", str(args.threads)] + flags,
+                                          str(args.warmup), "--threads", str(args.threads)] + flags + freeze,
                                    cache_dir).strip().splitlines()[-1])
         return data["median_ms"]
     return timed
@@ -204,6 +208,11 @@ def print_table(results):
         check = "ok" if kiln.get("ok") else f"WRONG {kiln.get('err_over_magnitude', 0):.1e}" if "ok" in kiln else kiln.get("error", row.get("error", ""))[:60]
         print(f"{row['model']:<22} {ms('kiln'):>9} {ms('eager'):>9} {ms('compile'):>9} {ms('ort'):>9} {ratio('eager'):>10} "
               f"{ratio('compile'):>9} {ratio('ort'):>9}  {check}")
+    for side in ("eager", "compile", "ort"):
+        ratios = [row[side]["kiln_ratio"] for row in results["models"] if "kiln_ratio" in row.get(side, {})]
+        if ratios:
+            geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+            print(f"geometric mean of kiln/{side}: {geomean:.2f} over {len(ratios)} models")
     print("ratios below 1: Kiln is faster.")
 
 
@@ -216,6 +225,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; each side runs --iters/--rounds calls per round")
     parser.add_argument("--models", help="comma-separated subset of the generated models")
     parser.add_argument("--sides", default="kiln,eager,compile,ort")
+    parser.add_argument("--no-freeze", action="store_true", help="Kiln without --freeze (parameters stay inputs)")
     parser.add_argument("--json-out")
     args = parser.parse_args()
     args.sides = set(args.sides.split(","))
@@ -226,7 +236,7 @@ def main():
         names = [n for n in names if n in args.models.split(",")]
     results = {"environment": {"threads": args.threads, "iters": args.iters, "warmup": args.warmup, "rounds": args.rounds,
                                "torch": torch.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
-                               "load_before": os.getloadavg()[0]},
+                               "load_before": os.getloadavg()[0], "kiln_freeze": not args.no_freeze},
                "models": []}
     for name in names:
         results["models"].append(measure(name, args, os.path.join(folder, name)))

@@ -1,6 +1,7 @@
 // Stage 1 of the scheduler (codegen/schedule.h): pointwise nodes inlined into their readers
 // (vertical fusion, and pointwise producers into reduction loads), unless the value must exist
-// in memory: a graph output, a library call's input, an expensive value read by several nodes
+// in memory: a graph output, a library call's input, a value read by several nodes that a
+// convolution's epilogue can compute once, an expensive value read by several nodes
 // or by a node that visits each of its elements several times (an im2col reads each once per
 // kernel tap), or a read whose index does not map back to the producer's elements (the index
 // inversion here).
@@ -225,6 +226,19 @@ bool read_by_extern(SchedulingState& state, int buffer) {
   return false;
 }
 
+// Whether `node` reads the output of a library convolution.
+bool reads_convolution_output(const LoopProgram& p, const LoopNode& node) {
+  bool found = false;
+  visit(node.body, [&](const ExprNode& e) {
+    if (e.kind != ExprKind::Load) return;
+    int writer = p.writer(e.buffer);
+    if (writer >= 0 && p.nodes[size_t(writer)].kind == NodeKind::Extern &&
+        p.nodes[size_t(writer)].extern_call.kind == ExternKind::Convolution)
+      found = true;
+  });
+  return found;
+}
+
 }  // namespace
 
 void inline_pointwise(SchedulingState& state) {
@@ -263,6 +277,14 @@ void inline_pointwise(SchedulingState& state) {
     }
     if (!invertible || readers.empty()) continue;
     size_t size = expr_size(node.body);
+    if (readers.size() > 1 && size > 1 && reads_convolution_output(p, node)) {
+      // The convolution's epilogue computes it once (as oneDNN's post-op where it has one: a
+      // SiLU), instead of each reader from the convolution's output (EfficientNet's
+      // squeeze-excitation blocks pool and scale the SiLU of a depthwise convolution).
+      state.note(node.name + " is stored: " + std::to_string(readers.size()) +
+                 " nodes read this epilogue of a convolution, which computes it once");
+      continue;
+    }
     if (load_count > 1 && size > kMaxInlinedSizeWithManyReaders) {
       state.note(node.name + " is stored: " + std::to_string(load_count) + " reads of an expression of " +
                  std::to_string(size) + " operations");

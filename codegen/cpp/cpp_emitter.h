@@ -33,7 +33,8 @@ struct CppEmitOptions {
   // How parallel loops run: on the module's own thread pool (codegen/cpp/kiln_thread_pool.h:
   // the caller takes chunks and never waits for a worker that has not started; GEMMs are split
   // into row blocks, each a one-thread BLAS call) or as OpenMP parallel regions (one per loop;
-  // standalone kernel headers, which must build without the pool).
+  // standalone kernel headers, which must build without the pool). emit_cpp turns Pool into
+  // OpenMP for a module whose library calls are mostly oneDNN convolutions (cpp_emitter.cpp).
   enum class Threading { Pool, OpenMP };
   Threading threading = Threading::Pool;
 };

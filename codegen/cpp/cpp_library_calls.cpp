@@ -98,22 +98,23 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   std::string convolve = "kiln_convolution(&cache, shape, " + pointer(in) + ", " + pointer(weight) + ", " + bias + ", " +
                          destination + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
                          "\", args->error, args->error_capacity)";
+  // oneDNN runs on OpenMP threads: as many as the module may use (with the pool: while the
+  // pool's workers sleep); a small convolution (under 262144 multiply-adds, as OpenBLAS's
+  // threshold for GEMMs) runs on the calling thread alone, since a team costs more than it saves
+  // there (LeNet's).
+  std::string macs = "(" + index_text(numel(out.shape)) + ") * (" + index_text(weight.shape[1]) + ") * (" +
+                     index_text(weight.shape[2]) + ") * (" + index_text(weight.shape[3]) + ")";
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("const int64_t macs = " + macs + ";");
   if (uses_pool()) {
-    // oneDNN runs on OpenMP threads: as many as the pool may use, while the pool's workers sleep;
-    // a small convolution (under 262144 multiply-adds, as OpenBLAS's threshold for GEMMs) runs on
-    // the calling thread alone, since a team costs more than it saves there.
-    std::string macs = "(" + index_text(numel(out.shape)) + ") * (" + index_text(weight.shape[1]) + ") * (" +
-                       index_text(weight.shape[2]) + ") * (" + index_text(weight.shape[3]) + ")";
-    w_.line("const int omp_threads = omp_get_max_threads();");
-    w_.line("const int64_t macs = " + macs + ";");
     w_.line("if (macs >= 262144) kiln_pool_park();");
     w_.line("omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);");
-    w_.line("const int convolved = " + convolve + ";");
-    w_.line("omp_set_num_threads(omp_threads);");
-    w_.line("if (convolved != 0) return 1;");
   } else {
-    w_.line("if (" + convolve + " != 0) return 1;");
+    w_.line("if (macs < 262144) omp_set_num_threads(1);");
   }
+  w_.line("const int convolved = " + convolve + ";");
+  w_.line("omp_set_num_threads(omp_threads);");
+  w_.line("if (convolved != 0) return 1;");
   if (kernel.steps.empty() || activation != 0) return;
   // The epilogue over the output [N, OH, OW, O], channels innermost.
   parallel_loops(numel(out.shape), loop_dims(out.shape, 3), " collapse(3)", false, [&] {
@@ -145,7 +146,6 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   KILN_CHECK(dtype == DType::f32 || dtype == DType::f64, "gemm of a dtype BLAS lacks");
   module_.uses_blas = true;
   const std::string t = ctype(dtype);
-  const std::string gemm = dtype == DType::f32 ? "cblas_sgemm" : "cblas_dgemm";
   w_.line("const int64_t M = " + index_text(c.shape[rank - 2]) + ", N = " + index_text(c.shape[rank - 1]) + ", K = " +
           index_text(a.shape[rank - 1]) + ";");
   w_.line("int ta = 0, lda = 0, tb = 0, ldb = 0;");
@@ -166,7 +166,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   }
   if (batch_rank > 0) {
     if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
-      emit_folded_gemm(kernel, a, b, c, *row_stride, batch, gemm, t);
+      emit_folded_gemm(kernel, a, b, c, *row_stride, batch, t);
       return;
     }
   }
@@ -202,7 +202,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     if (pool) {
       w_.line("kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (" + sam + "), lda, pb, ldb, pc + lo * N, N);");
     } else {
-      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(M), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+      w_.line("kiln_gemm_block(ta, tb, M, 0, N, K, pa, lda, pb, ldb, pc, N);");
     }
   } else {
     std::string block = std::to_string(options_.gemm_block_rows);
@@ -212,8 +212,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     if (pool) {
       w_.line("kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (" + sam + "), lda, pb, ldb, pc + m0 * N, N);");
     } else {
-      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + sam +
-              "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+      w_.line("kiln_gemm_block(ta, tb, mb, 0, N, K, pa + m0 * (" + sam + "), lda, pb, ldb, pc + m0 * N, N);");
     }
     std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
     w_.open("for (int64_t " + row + " = m0; " + row + " < m0 + mb; ++" + row + ")");
@@ -359,7 +358,7 @@ std::optional<SymInt> CppSourcePrinter::folded_row_stride(const StridedView& a, 
 
 void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b,
                                         const StridedView& c, const SymInt& row_stride, const SymInt& batch,
-                                        const std::string& gemm, const std::string& t) {
+                                        const std::string& t) {
   const size_t rank = c.shape.size();
   w_.line("// batch folded into M: one GEMM");
   w_.line("const int64_t rows = (" + index_text(batch) + ") * M;");
@@ -381,7 +380,7 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
       w_.close(";");
       emit_gemm_dispatch("1", "rows", batch * c.shape[rank - 2] * c.shape[rank - 1] * a.shape[rank - 1]);
     } else {
-      w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(rows), int(N), int(K), 1, pa, lda, pb, ldb, 0, pc, int(N));");
+      w_.line("kiln_gemm_block(ta, tb, rows, 0, N, K, pa, lda, pb, ldb, pc, N);");
     }
     return;
   }
@@ -392,8 +391,7 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
   if (pool) {
     w_.line("kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (" + index_text(row_stride) + "), lda, pb, ldb, pc + m0 * N, N);");
   } else {
-    w_.line("if (K > 0) " + gemm + "(101, ta, tb, int(mb), int(N), int(K), 1, pa + m0 * (" + index_text(row_stride) +
-            "), lda, pb, ldb, 0, pc + m0 * N, int(N));");
+    w_.line("kiln_gemm_block(ta, tb, mb, 0, N, K, pa + m0 * (" + index_text(row_stride) + "), lda, pb, ldb, pc + m0 * N, N);");
   }
   w_.open("for (int64_t folded = m0; folded < m0 + mb; ++folded)");
   // The epilogue is written over the output's own coordinates: unfold the row.

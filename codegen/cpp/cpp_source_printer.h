@@ -121,7 +121,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_gemm(const Kernel& kernel, const LoopNode& node);
   std::optional<SymInt> folded_row_stride(const StridedView& a, const StridedView& b);
   void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
-                        const SymInt& row_stride, const SymInt& batch, const std::string& gemm, const std::string& t);
+                        const SymInt& row_stride, const SymInt& batch, const std::string& t);
   void emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs);
   // A GEMM that runs as oneDNN's matmul with its right operand prepacked (CppEmitOptions::library_matmul).
   bool library_matmul(const LoopNode& node);
