@@ -18,14 +18,15 @@ in a module whose forward takes the sample's tensors (in pytree order) and holds
 values as constants. The dtype is float32 where the op supports it on the CPU, else int64,
 else bool. At most --samples-per-op samples are taken, evenly spaced over the OpInfo's list
 (seeded: the same every run). Samples that torch.export refuses are recorded with the reason
-and counted apart. So are programs that torch.export writes wrong: each exported program is run
-in PyTorch (ExportedProgram.module()) and must give eager's outputs (or, where eager misses the
-float64 result, that result) at the op's tolerances; one that does not is recorded with the
-first difference ("training_diverges", "core_diverges"): where Kiln fails such a case, the suite
-reports it apart (Kiln runs a program as written). Random ops whose eager run differs between
-two seeds skip that check and have no exact outputs (OpInfo seeds most random ops itself, so
-their programs diverge: the suite checks those by a property of the output). Tolerances are OpInfo's: torch.testing's float32 defaults (atol 1e-5,
-rtol 1.3e-6), raised to the largest float32 toleranceOverride the op's entry declares.
+and counted apart. Each exported program is also run in PyTorch (ExportedProgram.module()),
+which should give eager's outputs (or, where eager misses the float64 result, that result) at
+the op's tolerances; a program that does not (torch.export wrote something else than the op) is
+recorded with the first difference ("training_diverges", "core_diverges"), and where Kiln fails
+such a case the suite reports it apart, since Kiln runs a program as written. Random ops whose
+eager run differs between two seeds skip that check and have no exact outputs (OpInfo seeds
+most random ops itself, so their programs diverge; the suite checks those by a property of the
+output). Tolerances are OpInfo's: torch.testing's float32 defaults (atol 1e-5, rtol 1.3e-6),
+raised to the largest float32 toleranceOverride the op's entry declares.
 
 An op's folder is written to OUT/<op>.partial and renamed when complete, so an interrupted run
 resumes where it stopped (ops already present are skipped). Ops run in --jobs processes.
