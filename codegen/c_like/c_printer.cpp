@@ -188,8 +188,39 @@ std::string CPrinter::memory_load(const ExprNode& e) {
     index += " + kiln_wrap_index(int64_t(" + expr(term.value) + "), " + index_text(term.size) + ") * (" +
              index_text(term.stride) + ")";
   }
+  // GCC 12 has no vector type for C++'s bool, so a loop that loads one stayed scalar; the same
+  // byte read as unsigned char (Kiln stores bools as 0 or 1) vectorizes.
+  if (e.dtype == DType::boolean && !dialect_.cuda) return "(((const unsigned char*)" + buf(e.buffer) + ")[" + index + "] != 0)";
   return buf(e.buffer) + "[" + index + "]";
 }
+
+namespace {
+
+// Whether the condition of a where reads a tensor (a mask), as a where of the model does; the
+// wheres that guard reads past a tensor's bounds (an inlined masked read, codegen/
+// schedule_inlining.cpp) test only indices, also when hoisted into a named value (`named`).
+bool reads_tensor(const Expr& e, const std::map<int, std::string>& named) {
+  bool found = false;
+  visit(e, [&](const ExprNode& node) { found = found || (node.kind == ExprKind::Load && !named.count(node.buffer)); });
+  return found;
+}
+
+// Whether evaluating `e` where its value is not used is harmless: no read through an index
+// tensor (it faults on an index out of range) and no integer division (it faults on zero). Its
+// direct reads are in bounds at every point of the loop, or guarded by their own masks.
+bool evaluable_anywhere(const Expr& e) {
+  bool safe = true;
+  visit(e, [&](const ExprNode& node) {
+    if (node.kind == ExprKind::Load && !node.indirect.empty()) safe = false;
+    if (node.kind == ExprKind::Binary && !is_floating(node.args[0]->dtype) &&
+        (node.op == LoopOp::div || node.op == LoopOp::div_trunc || node.op == LoopOp::div_floor ||
+         node.op == LoopOp::fmod || node.op == LoopOp::remainder))
+      safe = false;
+  });
+  return safe;
+}
+
+}  // namespace
 
 std::string CPrinter::expr(const Expr& e) {
   switch (e->kind) {
@@ -212,6 +243,11 @@ std::string CPrinter::expr(const Expr& e) {
              expr(e->args[1]) + "))";
     }
     case ExprKind::Where:
+      // A where on data evaluates both sides (kiln_select): GCC vectorizes that as a blend.
+      if (!dialect_.cuda && reads_tensor(e->args[0], named_values_) && evaluable_anywhere(e->args[1]) && evaluable_anywhere(e->args[2])) {
+        return "kiln_select<" + ctype(e->dtype) + ">(" + expr(e->args[0]) + ", " + expr(e->args[1]) + ", " +
+               expr(e->args[2]) + ")";
+      }
       return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
     case ExprKind::Cast: return convert(expr(e->args[0]), e->args[0]->dtype, e->dtype);
     case ExprKind::Random: {

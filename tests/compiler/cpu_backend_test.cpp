@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "ir/interpreter.h"
 #include "ir/model_file.h"
@@ -119,6 +120,21 @@ TEST(CpuBackend, IndexOutOfRangeIsAnErrorNotAWrongNumber) {
     model.run({{"x", random_tensor({5, 7}, DType::f32, 1)}, {"rows", Tensor::from_doubles({2}, std::vector<double>{1, 5}, DType::i64)}});
   });
   EXPECT_NE(message.find("out of range"), std::string::npos) << message;
+}
+
+// A masked softmax: a where on a bool mask, which generated C++ evaluates as kiln_select (both
+// sides computed, a blend) and whose mask it reads as unsigned char, so that the loop vectorizes.
+TEST(CpuBackend, AMaskedSoftmaxMatchesTheInterpreter) {
+  Graph graph;
+  Node* scores = input(graph, "scores", {3, 37, 37});
+  Node* mask = input(graph, "mask", {37, 37}, DType::boolean);
+  Node* filled = graph.create_call("where", {mask, -std::numeric_limits<double>::infinity(), scores});
+  graph.create_output({graph.create_call("softmax", {filled, -1})});
+  std::vector<double> upper(37 * 37);
+  for (int64_t i = 0; i < 37; ++i)
+    for (int64_t j = 0; j < 37; ++j) upper[size_t(i * 37 + j)] = j > i ? 1 : 0;
+  expect_matches_interpreter(graph, {{"scores", random_tensor({3, 37, 37}, DType::f32, 4)},
+                                     {"mask", Tensor::from_doubles({37, 37}, upper, DType::boolean)}});
 }
 
 TEST(CpuBackend, NonContiguousInputsAreAccepted) {

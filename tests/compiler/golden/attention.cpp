@@ -10,6 +10,10 @@ template <> struct kiln_is_float<float> { static constexpr bool value = true; };
 template <> struct kiln_is_float<double> { static constexpr bool value = true; };
 
 KILN_OP int64_t kiln_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+// A select whose operands are both evaluated (they are arguments): the printer's form of a
+// where on data (c_printer.cpp), which GCC vectorizes as a blend, where `c ? a[i] : b` became a
+// masked load that it does not vectorize.
+template <class T> KILN_OP T kiln_select(bool c, T a, T b) { return c ? a : b; }
 KILN_OP int64_t kiln_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 // Python floor division and modulo of index expressions (SymInt::to_cpp calls these).
 KILN_OP int64_t kiln_floordiv(int64_t a, int64_t b) {
@@ -508,13 +512,13 @@ static int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, const 
           #pragma omp simd
           for (int l = 0; l < 1; ++l) {
             const int64_t r0 = rl0 + l;
-            const float e0 = (b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-__builtin_inff()));
+            const float e0 = kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()));
             acc0[l] = kred_max(acc0[l], e0);
           }
         }
         for (; rl0 < rn0; ++rl0) {
           const int64_t r0 = rl0;
-          const float e0 = (b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-__builtin_inff()));
+          const float e0 = kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()));
           acc0[0] = kred_max(acc0[0], e0);
         }
       }
@@ -531,14 +535,14 @@ static int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, const 
           #pragma omp simd
           for (int l = 0; l < 1; ++l) {
             const int64_t r0 = rl1 + l;
-            const float e1 = kop_exp(kop_sub(float((b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-__builtin_inff()))), float(v20)));
+            const float e1 = kop_exp(kop_sub(float(kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()))), float(v20)));
             acc1[l] = kop_add(acc1[l], e1);
             b25[r0 + 64*x0 + 8*x1] = e1;
           }
         }
         for (; rl1 < rn1; ++rl1) {
           const int64_t r0 = rl1;
-          const float e1 = kop_exp(kop_sub(float((b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-__builtin_inff()))), float(v20)));
+          const float e1 = kop_exp(kop_sub(float(kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()))), float(v20)));
           acc1[0] = kop_add(acc1[0], e1);
           b25[r0 + 64*x0 + 8*x1] = e1;
         }
