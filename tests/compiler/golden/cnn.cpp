@@ -10,11 +10,11 @@ template <> struct kiln_is_float<float> { static constexpr bool value = true; };
 template <> struct kiln_is_float<double> { static constexpr bool value = true; };
 
 KILN_OP int64_t kiln_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+KILN_OP int64_t kiln_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 // A select whose operands are both evaluated (they are arguments): the printer's form of a
 // where on data (c_printer.cpp), which GCC vectorizes as a blend, where `c ? a[i] : b` became a
 // masked load that it does not vectorize.
 template <class T> KILN_OP T kiln_select(bool c, T a, T b) { return c ? a : b; }
-KILN_OP int64_t kiln_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 // Python floor division and modulo of index expressions (SymInt::to_cpp calls these).
 KILN_OP int64_t kiln_floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
