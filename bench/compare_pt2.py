@@ -29,7 +29,6 @@ It re-executes itself under the reference Python of scripts/python-env.
 import argparse
 import datetime
 import json
-import math
 import os
 import subprocess
 import sys
@@ -53,6 +52,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import make_pt2_models  # noqa: E402
+from compare_suite import geomean  # noqa: E402
 from compare_torch import CHECK_TOLERANCE, OtherLoad, kiln_env, summarize  # noqa: E402
 
 
@@ -221,8 +221,7 @@ def print_table(results):
     for side in ("eager", "compile", "ort"):
         ratios = [row[side]["kiln_ratio"] for row in results["models"] if "kiln_ratio" in row.get(side, {})]
         if ratios:
-            geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-            print(f"geometric mean of kiln/{side}: {geomean:.2f} over {len(ratios)} models")
+            print(f"geometric mean of kiln/{side}: {geomean(ratios):.2f} over {len(ratios)} models")
     print("ratios below 1: Kiln is faster.")
 
 

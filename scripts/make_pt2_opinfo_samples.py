@@ -83,20 +83,16 @@ def targets_of(program):
     return sorted({target_name(node.target) for node in program.graph.nodes if node.op == "call_function"})
 
 
-def np_save(folder, name, tensor):
-    import numpy as np
-
-    np.save(os.path.join(folder, name), np.array(tensor.detach().numpy(), order="C"))
-
-
-def save_expected(folder, i, output, torch):
+def save_output(folder, name, output, torch):
+    """One output as `folder/name` (.npy): a tensor (bfloat16 as float32: npy has no bfloat16), or
+    an int as an int64 scalar."""
     import numpy as np
 
     if isinstance(output, torch.Tensor):
         value = (output.float() if output.dtype == torch.bfloat16 else output).detach().numpy()
     else:
         value = np.array(output, dtype=np.int64)
-    np.save(os.path.join(folder, f"expected_{i}.npy"), np.array(value, order="C"))
+    np.save(os.path.join(folder, name), np.array(value, order="C"))
 
 
 def leaves_of(output, torch):
@@ -258,9 +254,9 @@ def export_sample(op, sample, folder, tolerance, torch):
             if problem:
                 record[form + "_diverges"] = problem
     for i, output in enumerate(outputs):
-        save_expected(folder, i, output, torch)
+        save_output(folder, f"expected_{i}.npy", output, torch)
         if exact[i] is not None:
-            np_save(folder, f"exact_{i}.npy", exact[i])
+            save_output(folder, f"exact_{i}.npy", exact[i], torch)
     record["outputs"] = len(outputs)
     record["status"] = "exported"
     return record

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -47,7 +48,7 @@ std::string compare_outputs(const OpInfoCase& test_case, const std::vector<Tenso
 std::string status_name(CaseStatus status) { return kStatusNames[int(status)]; }
 
 CaseStatus status_from_name(const std::string& name) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < int(std::size(kStatusNames)); ++i)
     if (name == kStatusNames[i]) return CaseStatus(i);
   fail("unknown case status '", name, "'");
 }

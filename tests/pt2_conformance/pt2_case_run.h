@@ -5,7 +5,8 @@
 // results are random or uninitialized, checked for a property (random_output_checks.h). Where
 // eager itself misses the op's float64 result (exact_<i>.npy) at those tolerances, an output
 // that matches the float64 result passes too: eager is then the inaccurate side (PyTorch's own
-// reference tests judge precision against float64 the same way). A case passes when both match. The cases of one OpInfo entry are compiled together as one merged graph
+// reference tests judge precision against float64 the same way). A case passes when both
+// match. The cases of one OpInfo entry are compiled together as one merged graph
 // (graph_merge.h); a case whose merged result fails is compiled and run again alone, and that
 // result is the one reported.
 #pragma once
