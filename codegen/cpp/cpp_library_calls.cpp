@@ -242,7 +242,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
 
 // On the thread pool: the GEMMs of a batch (`batch` GEMMs of `rows` rows and N columns,
 // `gemm_entry(bi, lo, hi, n0, n1)` computing rows [lo, hi) and columns [n0, n1) of one) as tasks
-// of whole GEMMs, blocks of rows, or (GEMMs too short to split by rows) blocks of columns, each a
+// of whole GEMMs, blocks of rows, or blocks of columns (kiln_gemm_splits_columns), each a
 // BLAS call on one thread. OpenBLAS's OpenMP build runs a call on omp_get_max_threads() threads, so the
 // calling thread asks for one while the tasks run (the pool's workers always do); large single
 // GEMMs are thus split by Kiln rather than by OpenBLAS, and never start an OpenMP team. `macs`
@@ -250,7 +250,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
 // directly on the caller; otherwise kiln_parallel_for decides at run time (one call either way, so
 // that the tasks' code is compiled once: codegen/cpp/kiln_thread_pool.h).
 void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs) {
-  w_.line("const int64_t task_rows = kiln_gemm_task_rows(" + batch + ", " + rows + ");");
+  w_.line("const int64_t task_rows = kiln_gemm_task_rows(" + batch + ", " + rows + ", N);");
   w_.line("const int64_t row_tasks = (" + rows + " + task_rows - 1) / task_rows;");
   w_.line("const int64_t task_cols = kiln_gemm_task_cols(" + batch + ", " + rows + ", N);");
   w_.line("const int64_t col_tasks = (N + task_cols - 1) / task_cols;");

@@ -217,29 +217,38 @@ static inline void kiln_parallel_for(int64_t n, const F& body, bool parallel = t
 // threads (oneDNN's OpenMP team) follows, and a spinning worker would take a CPU from them.
 static inline void kiln_pool_park() { KILN_STORE(kiln_pool.park, 1); }
 
-// Rows of one GEMM task (codegen/cpp/cpp_library_calls.cpp): whole GEMMs on one thread or when
-// the batch gives every thread two (each task's BLAS call packs the right operand again), else blocks of rows (a multiple of 16, the BLAS kernels' tile) so that every
-// thread gets about two.
-static inline int64_t kiln_gemm_task_rows(int64_t batch, int64_t rows) {
+// How the GEMMs of a batch split into tasks (codegen/cpp/cpp_library_calls.cpp), each task one
+// BLAS call on one thread that packs the whole of one operand and its share of the other: whole
+// GEMMs on one thread or when the batch gives every thread two; else blocks of the longer of the
+// rows and the columns, so that the larger operand is packed once (blocks of rows re-pack all of
+// B, K x N, in every task; blocks of columns re-pack A, rows x K: an im2col convolution's columns
+// matrix, K x H*W, is far larger than its weights). Blocks are multiples of 16 (the BLAS kernels'
+// tile) and every thread gets about two; a GEMM of at most 16 rows (a batch-1 linear layer) splits
+// its columns when there are 64 or more.
+static inline bool kiln_gemm_splits_columns(int64_t batch, int64_t rows, int64_t cols) {
   const int64_t threads = kiln_pool_threads();
-  const int64_t wanted = threads * 2;
-  if (threads == 1 || rows <= 16 || batch >= wanted) return rows > 0 ? rows : 1;
-  const int64_t per_gemm = (wanted + batch - 1) / batch;
-  const int64_t task = (rows + per_gemm - 1) / per_gemm;
+  if (threads == 1 || batch >= threads * 2 || cols < 64) return false;
+  return rows <= 16 || cols > rows;
+}
+
+static inline int64_t kiln_gemm_task_block(int64_t batch, int64_t extent) {
+  const int64_t per_gemm = (kiln_pool_threads() * 2 + batch - 1) / batch;
+  const int64_t task = (extent + per_gemm - 1) / per_gemm;
   return (task + 15) / 16 * 16;
 }
 
-// Columns of one GEMM task: all of them, unless the rows could not be split (a GEMM of at most 16
-// rows, too few in the batch to go around): then blocks of columns (a multiple of 16) so that
-// every thread gets about two. A batch-1 linear layer (one row against a large weight) would
-// otherwise run on one thread.
-static inline int64_t kiln_gemm_task_cols(int64_t batch, int64_t rows, int64_t cols) {
+// Rows of one GEMM task.
+static inline int64_t kiln_gemm_task_rows(int64_t batch, int64_t rows, int64_t cols) {
   const int64_t threads = kiln_pool_threads();
-  const int64_t wanted = threads * 2;
-  if (threads == 1 || rows > 16 || batch >= wanted || cols < 64) return cols > 0 ? cols : 1;
-  const int64_t per_gemm = (wanted + batch - 1) / batch;
-  const int64_t task = (cols + per_gemm - 1) / per_gemm;
-  return (task + 15) / 16 * 16;
+  if (threads == 1 || rows <= 16 || batch >= threads * 2 || kiln_gemm_splits_columns(batch, rows, cols))
+    return rows > 0 ? rows : 1;
+  return kiln_gemm_task_block(batch, rows);
+}
+
+// Columns of one GEMM task.
+static inline int64_t kiln_gemm_task_cols(int64_t batch, int64_t rows, int64_t cols) {
+  if (!kiln_gemm_splits_columns(batch, rows, cols)) return cols > 0 ? cols : 1;
+  return kiln_gemm_task_block(batch, cols);
 }
 
 #undef KILN_LOAD

@@ -191,6 +191,44 @@ TEST(CpuBackend, MatmulWithAnEmptyInnerDimIsZeros) {
   expect_matches_interpreter(graph, {{"a", Tensor::zeros({3, 4, 0}, DType::f32)}, {"b", Tensor::zeros({3, 0, 5}, DType::f32)}});
 }
 
+// Each way the pool splits BLAS GEMMs into tasks (codegen/cpp/kiln_thread_pool.h): blocks of rows
+// (more rows than columns), blocks of columns (more columns than rows: an im2col convolution; or
+// at most 16 rows), whole GEMMs of a batch, each with and without a pointwise epilogue, on 1, 2
+// and 3 threads, the blocks' edges included (sizes that are not multiples of 16).
+TEST(CpuBackend, GemmsSplitIntoTasksMatchTheInterpreter) {
+  struct Shape {
+    int64_t batch, m, k, n;
+  };
+  const Shape shapes[] = {{1, 203, 40, 70}, {1, 70, 40, 203}, {1, 9, 33, 150}, {3, 37, 40, 101}, {5, 90, 24, 40}};
+  int seed = 60;
+  for (const Shape& shape : shapes) {
+    for (bool epilogue : {false, true}) {
+      SCOPED_TRACE(std::to_string(shape.batch) + "x" + std::to_string(shape.m) + "x" + std::to_string(shape.k) + "x" +
+                   std::to_string(shape.n) + (epilogue ? " + relu" : ""));
+      Graph graph;
+      std::vector<SymInt> a_shape = {shape.m, shape.k}, b_shape = {shape.k, shape.n};
+      if (shape.batch > 1) a_shape.insert(a_shape.begin(), shape.batch), b_shape.insert(b_shape.begin(), shape.batch);
+      Node* a = input(graph, "a", a_shape);
+      Node* b = input(graph, "b", b_shape);
+      Node* product = graph.create_call("matmul", {a, b});
+      graph.create_output({epilogue ? graph.create_call("relu", {graph.create_call("add", {product, 0.25})}) : product});
+      CompiledModel model = compile(graph, test_options());
+      std::vector<int64_t> a_sizes, b_sizes;
+      for (const SymInt& size : a_shape) a_sizes.push_back(*size.maybe_constant());
+      for (const SymInt& size : b_shape) b_sizes.push_back(*size.maybe_constant());
+      std::map<std::string, Tensor> inputs = {{"a", random_tensor(a_sizes, DType::f32, seed++)},
+                                              {"b", random_tensor(b_sizes, DType::f32, seed++)}};
+      std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+      for (int threads : {1, 2, 3}) {
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        ASSERT_EQ(actual.size(), 1u);
+        std::string problem = compare_tensors(expected[0], actual[0], 1e-4, 1e-5);
+        EXPECT_TRUE(problem.empty()) << threads << " threads: " << problem;
+      }
+    }
+  }
+}
+
 // The mean of no values is NaN in PyTorch (torch.var_mean(torch.empty(3, 0), 1) is (nan, nan));
 // the compiled Welford reduction said 0.
 TEST(CpuBackend, VarMeanOverNoElementsIsNaN) {

@@ -427,7 +427,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
       }
     }
   };
-  const int64_t task_rows = kiln_gemm_task_rows(1, rows);
+  const int64_t task_rows = kiln_gemm_task_rows(1, rows, N);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -474,7 +474,7 @@ static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnR
     float* pc = b16 + (0 + x0 * (128) + x1 * (64));
     kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (96), lda, pb, ldb, pc + lo * N, N);
   };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M);
+  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -591,7 +591,7 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
     float* pc = b26 + (0 + x0 * (256) + x1 * (128));
     kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (8), lda, pb, ldb, pc + lo * N, N);
   };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M);
+  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -657,7 +657,7 @@ static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, co
   auto gemm_entry = [&](int64_t, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (32), lda, pb, ldb, pc + lo * N, N);
   };
-  const int64_t task_rows = kiln_gemm_task_rows(1, rows);
+  const int64_t task_rows = kiln_gemm_task_rows(1, rows, N);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -787,7 +787,7 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
       }
     }
   };
-  const int64_t task_rows = kiln_gemm_task_rows(1, rows);
+  const int64_t task_rows = kiln_gemm_task_rows(1, rows, N);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -856,7 +856,7 @@ static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, co
       }
     }
   };
-  const int64_t task_rows = kiln_gemm_task_rows(1, rows);
+  const int64_t task_rows = kiln_gemm_task_rows(1, rows, N);
   const int64_t row_tasks = (rows + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(1, rows, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;

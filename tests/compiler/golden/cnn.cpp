@@ -369,7 +369,7 @@ static int32_t kernel1_convolution_gemm(void* const* bufs, const int64_t* sym, c
     float* pc = b3 + (0 + x0 * (2048) + x1 * (2048));
     kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (27), lda, pb, ldb, pc + lo * N, N);
   };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M);
+  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -486,7 +486,7 @@ static int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t* sym,
     float* pc = b20 + (0 + x0 * (1024) + x1 * (1024));
     kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (72), lda, pb, ldb, pc + lo * N, N);
   };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M);
+  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -581,7 +581,7 @@ static int32_t kernel6_logits_matmul(void* const* bufs, const int64_t* sym, cons
       }
     }
   };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M);
+  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;

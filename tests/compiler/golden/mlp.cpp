@@ -357,7 +357,7 @@ static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnR
       }
     }
   };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M);
+  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
@@ -403,7 +403,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
     float* pc = b7 + (0);
     kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (128), lda, pb, ldb, pc + lo * N, N);
   };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M);
+  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
   const int64_t row_tasks = (M + task_rows - 1) / task_rows;
   const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
   const int64_t col_tasks = (N + task_cols - 1) / task_cols;
