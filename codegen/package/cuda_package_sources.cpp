@@ -314,6 +314,26 @@ std::string cuda_package_host_source(const PackageSpec& spec, const ScheduledPro
           "  return nullptr;\n"
           "}\n\n";
   text += "extern \"C\" void " + n + "_cuda_close(void* device) { delete static_cast<PackageRun*>(device); }\n\n";
+  text += "// A run on the caller's device memory (PackageRun::begin_device_io): the outputs' pointers go to `outputs`.\n"
+          "extern \"C\" int32_t " + n + "_cuda_run_device(void* device, const KilnRunArgs* args, void* stream, void** outputs) {\n"
+          "  PackageRun& run = *static_cast<PackageRun*>(device);\n"
+          "  int32_t status = 1;\n"
+          "  try {\n"
+          "    if (run.begin_device_io(stream, outputs) && run_steps(run, args)) status = 0;\n"
+          "    else snprintf(args->error, size_t(args->error_capacity), \"%s\", run.error.c_str());\n"
+          "  } catch (const std::bad_alloc&) {\n"
+          "    snprintf(args->error, size_t(args->error_capacity), \"out of memory\");\n"
+          "  }\n"
+          "  run.end_device_io();\n"
+          "  return status;\n"
+          "}\n\n";
+  text += "// A copy between two places of device memory (an input's new value, on a run on device memory).\n"
+          "extern \"C\" int32_t " + n + "_cuda_copy_device(void* device, void* to, const void* from, int64_t bytes, char* error, int64_t capacity) {\n"
+          "  PackageRun& run = *static_cast<PackageRun*>(device);\n"
+          "  if (run.copy(to, from, bytes)) return 0;\n"
+          "  snprintf(error, size_t(capacity), \"%s\", run.error.c_str());\n"
+          "  return 1;\n"
+          "}\n\n";
   text += "extern \"C\" int32_t " + n + "_cuda_run_on(void* device, const KilnRunArgs* args) {\n"
           "  PackageRun& run = *static_cast<PackageRun*>(device);\n"
           "  try {\n"

@@ -40,6 +40,14 @@ KilnStatus @NAME@_create(const char* weights_path, @NAME@_model** model);
 // at the top, when any) hold their new values afterwards.
 KilnStatus @NAME@_run(@NAME@_model* model, const KilnTensor* inputs, int64_t num_inputs, KilnTensor* outputs,
                       int64_t num_outputs);
+// A CUDA package's run on device memory (GPU 0's, as cudaMalloc or cuMemAlloc give it, in its
+// primary context): the work queued so far on `stream` (a cudaStream_t or CUstream; NULL, the
+// legacy default stream) is waited for first, since it may be writing the inputs; the inputs
+// are read where they are (copied first when not 256-byte aligned); on success `outputs[i]`
+// point to device memory the model owns until its next run or its destruction, complete when
+// the call returns. A CPU package answers KILN_INVALID_ARGUMENT.
+KilnStatus @NAME@_run_device(@NAME@_model* model, const KilnTensor* inputs, int64_t num_inputs, KilnTensor* outputs,
+                             int64_t num_outputs, void* stream);
 void @NAME@_destroy(@NAME@_model* model);  // NULL is ignored
 // OpenMP threads of the model's runs (0: OpenMP's default; no effect on a CUDA package).
 void @NAME@_set_num_threads(@NAME@_model* model, int32_t num_threads);
@@ -105,25 +113,18 @@ class Model {
     check(@NAME@_run(model_, inputs.data(), int64_t(inputs.size()), outputs.data(), int64_t(outputs.size())));
     return outputs;
   }
+  // A CUDA package: inputs and outputs in device memory (@NAME@_run_device), after `stream`'s work.
+  std::vector<KilnTensor> run_device(const std::vector<KilnTensor>& inputs, void* stream = nullptr) {
+    std::vector<KilnTensor> outputs(static_cast<size_t>(@NAME@_num_outputs()));
+    check(@NAME@_run_device(model_, inputs.data(), int64_t(inputs.size()), outputs.data(), int64_t(outputs.size()), stream));
+    return outputs;
+  }
   // Inputs by name (each one exactly once); outputs by name.
   std::map<std::string, KilnTensor> run(const std::map<std::string, KilnTensor>& inputs) {
-    std::vector<KilnTensor> ordered;
-    for (const KilnTensorInfo& info : input_infos()) {
-      auto it = inputs.find(info.name);
-      if (it == inputs.end()) throw Error(KILN_INVALID_ARGUMENT, ("@NAME@: run: input '" + std::string(info.name) + "' is missing").c_str());
-      ordered.push_back(it->second);
-    }
-    if (inputs.size() != ordered.size()) {
-      for (const auto& entry : inputs) {
-        bool known = false;
-        for (const KilnTensorInfo& info : input_infos()) known = known || entry.first == info.name;
-        if (!known) throw Error(KILN_INVALID_ARGUMENT, ("@NAME@: run: the model has no input '" + entry.first + "'").c_str());
-      }
-    }
-    std::vector<KilnTensor> outputs = run(ordered);
-    std::map<std::string, KilnTensor> named;
-    for (size_t i = 0; i < outputs.size(); ++i) named[@NAME@_output(int64_t(i))->name] = outputs[i];
-    return named;
+    return named_outputs(run(ordered_inputs(inputs, "run")));
+  }
+  std::map<std::string, KilnTensor> run_device(const std::map<std::string, KilnTensor>& inputs, void* stream = nullptr) {
+    return named_outputs(run_device(ordered_inputs(inputs, "run_device"), stream));
   }
 
   void set_num_threads(int num_threads) { @NAME@_set_num_threads(model_, num_threads); }
@@ -141,6 +142,29 @@ class Model {
   }
 
  private:
+  static std::vector<KilnTensor> ordered_inputs(const std::map<std::string, KilnTensor>& inputs, const char* call) {
+    std::vector<KilnTensor> ordered;
+    for (const KilnTensorInfo& info : input_infos()) {
+      auto it = inputs.find(info.name);
+      if (it == inputs.end())
+        throw Error(KILN_INVALID_ARGUMENT, ("@NAME@: " + std::string(call) + ": input '" + std::string(info.name) + "' is missing").c_str());
+      ordered.push_back(it->second);
+    }
+    if (inputs.size() != ordered.size()) {
+      for (const auto& entry : inputs) {
+        bool known = false;
+        for (const KilnTensorInfo& info : input_infos()) known = known || entry.first == info.name;
+        if (!known)
+          throw Error(KILN_INVALID_ARGUMENT, ("@NAME@: " + std::string(call) + ": the model has no input '" + entry.first + "'").c_str());
+      }
+    }
+    return ordered;
+  }
+  static std::map<std::string, KilnTensor> named_outputs(const std::vector<KilnTensor>& outputs) {
+    std::map<std::string, KilnTensor> named;
+    for (size_t i = 0; i < outputs.size(); ++i) named[@NAME@_output(int64_t(i))->name] = outputs[i];
+    return named;
+  }
   static void check(KilnStatus status) {
     if (status != KILN_OK) throw Error(status, @NAME@_last_error());
   }

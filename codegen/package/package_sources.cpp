@@ -57,7 +57,7 @@ std::string cuda_table(const PackageSpec& spec) {
   return "bool supports_cuda() { return true; }  // create finds out (NAME_cuda_open)\n"
          "const Entries kIsas[] = {\n"
          "    {\"cuda\", supports_cuda, " + p + "kiln_bind, " + p + "kiln_output_sizes, " + p + "kiln_workspace_bytes, nullptr, " +
-         p + "open, " + p + "close, " + p + "run_on},\n};\n";
+         p + "open, " + p + "close, " + p + "run_on, " + p + "run_device, " + p + "copy_device},\n};\n";
 }
 
 std::string isa_tables(const PackageSpec& spec) {
@@ -77,7 +77,7 @@ std::string isa_tables(const PackageSpec& spec) {
     std::string n(isa_name(isa));
     text += "    {" + quoted(n) + ", supports_" + n + ", " + entry(spec, isa, "kiln_bind") + ", " +
             entry(spec, isa, "kiln_output_sizes") + ", " + entry(spec, isa, "kiln_workspace_bytes") + ", " +
-            entry(spec, isa, "kiln_run") + ", nullptr, nullptr, nullptr},\n";
+            entry(spec, isa, "kiln_run") + ", nullptr, nullptr, nullptr, nullptr, nullptr},\n";
   }
   return text + "};\n";
 }
@@ -126,7 +126,9 @@ std::string entry_declarations(const PackageSpec& spec) {
            "int64_t " + p + "kiln_workspace_bytes(const int64_t* symbols);\n"
            "void* " + p + "open(void* const* parameters, const int64_t* parameter_bytes, int64_t count, char* error, int64_t capacity);\n"
            "void " + p + "close(void* device);\n"
-           "int32_t " + p + "run_on(void* device, const KilnRunArgs* args);\n";
+           "int32_t " + p + "run_on(void* device, const KilnRunArgs* args);\n"
+           "int32_t " + p + "run_device(void* device, const KilnRunArgs* args, void* stream, void** outputs);\n"
+           "int32_t " + p + "copy_device(void* device, void* to, const void* from, int64_t bytes, char* error, int64_t capacity);\n";
   }
   std::string text;
   for (Isa isa : spec.isas) {
@@ -263,8 +265,8 @@ std::string backend_doc(const PackageSpec& spec) {
 
 std::string run_doc(const PackageSpec& spec) {
   if (is_cuda(spec))
-    return "The kernels run on GPU 0, on one stream per model;\n"
-           "// inputs and outputs are host memory, copied to and from the GPU in each run.";
+    return "The kernels run on GPU 0, on one stream per model. @NAME@_run takes host memory,\n"
+           "// copied to and from the GPU in each run; @NAME@_run_device takes and gives device memory.";
   return "The kernels run on OpenMP threads (@NAME@_set_num_threads).";
 }
 

@@ -329,6 +329,97 @@ TEST_F(CudaPackage, TheGuardsRefuseBadInputsBeforeAnyLaunch) {
                run_outputs((dir_ / "ranged.kiln").string() + inputs, "ranged_interpreter"), 1e-4);
 }
 
+// NAME_run_device: inputs and outputs in device memory (the emulation's device memory is host
+// memory), through the package's C++ class: the same numbers as NAME_run, bit for bit, with an
+// input the kernels read in place (256-byte aligned) and one copied first (misaligned); an
+// input the model writes in place holds its new value on the device afterwards.
+TEST_F(CudaPackage, RunsOnDeviceMemoryAsOnHostMemory) {
+  std::ofstream(dir_ / "accumulate.kiln") << R"(graph():
+    %x : f32[s0, 8] [num_users=1] = placeholder[target=x]
+    %y : f32[s0, 8] [num_users=2] = placeholder[target=y]
+    %add_ : f32[s0, 8] [num_users=0] = call_function[target=add_](args = (%y, %x), kwargs = {})
+    %mul : f32[s0, 8] [num_users=1] = call_function[target=mul](args = (%y, 2.0), kwargs = {})
+    return (mul,)
+)";
+  CliResult compiled =
+      kiln("compile " + (dir_ / "accumulate.kiln").string() + " --target cuda --sm 80 -o " + (dir_ / "accumulate").string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  const std::string driver = R"(#include PACKAGE_HEADER
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+// Inputs of 3 rows (their other dims from the shape's text), `offset` floats past a 256-byte
+// boundary, filled by `seed`.
+struct Inputs {
+  std::vector<std::vector<int64_t>> sizes;
+  std::vector<KilnTensor> tensors;
+  std::vector<void*> blocks;
+  ~Inputs() { for (void* block : blocks) free(block); }
+};
+void make(Inputs& in, int offset) {
+  for (const KilnTensorInfo& info : PACKAGE::Model::input_infos()) {
+    std::vector<int64_t> sizes = {3};
+    std::string shape = info.shape;
+    for (size_t at = shape.find(", "); at != std::string::npos; at = shape.find(", ", at + 1)) sizes.push_back(atoll(shape.c_str() + at + 2));
+    in.sizes.push_back(sizes);
+  }
+  for (size_t i = 0; i < in.sizes.size(); ++i) {
+    int64_t count = 1;
+    for (int64_t size : in.sizes[i]) count *= size;
+    void* block = aligned_alloc(256, size_t((count + offset) * 4 + 255) / 256 * 256);
+    in.blocks.push_back(block);
+    float* data = static_cast<float*>(block) + offset;
+    for (int64_t e = 0; e < count; ++e) data[e] = float((e * 37 + int64_t(i) * 11) % 101 - 50) / 25.0f;
+    in.tensors.push_back({data, in.sizes[i].data(), nullptr, int32_t(in.sizes[i].size()), KILN_F32});
+  }
+}
+std::vector<float> values(const KilnTensor& t) {
+  int64_t count = 1;
+  for (int32_t d = 0; d < t.rank; ++d) count *= t.sizes[d];
+  const float* data = static_cast<const float*>(t.data);
+  return std::vector<float>(data, data + count);
+}
+int main(int, char** argv) {
+  PACKAGE::Model model(argv[1]);
+  Inputs host;
+  make(host, 0);
+  std::vector<KilnTensor> outputs = model.run(host.tensors);
+  std::vector<std::vector<float>> expected, expected_inputs;
+  for (const KilnTensor& t : outputs) expected.push_back(values(t));
+  for (const KilnTensor& t : host.tensors) expected_inputs.push_back(values(t));
+  for (int offset : {0, 1}) {
+    Inputs device;
+    make(device, offset);
+    outputs = model.run_device(device.tensors);
+    for (size_t o = 0; o < outputs.size(); ++o)
+      if (values(outputs[o]) != expected[o]) return printf("offset %d: output %zu differs from run's\n", offset, o), 1;
+    for (size_t i = 0; i < device.tensors.size(); ++i)
+      if (values(device.tensors[i]) != expected_inputs[i]) return printf("offset %d: input %zu differs from run's\n", offset, i), 1;
+  }
+  printf("ok %zu outputs\n", expected.size());
+  return 0;
+}
+)";
+  std::ofstream(dir_ / "device_driver.cpp") << driver;
+  for (const char* n : {"mlp", "accumulate"}) {
+    SCOPED_TRACE(n);
+    std::string environment;
+    fs::path dir = std::string(n) == "mlp" ? emulated(package("mlp", "mlp"), "mlp", environment)
+                                            : emulated(dir_ / "accumulate", "accumulate", environment);
+    std::string output;
+    ASSERT_EQ(shell("cd " + dir_.string() + " && c++ -std=c++17 -I" + dir.string() + " '-DPACKAGE_HEADER=\"" + n +
+                        ".h\"' -DPACKAGE=" + n + " device_driver.cpp -L" + dir.string() + " -l" + n + " -Wl,-rpath," +
+                        dir.string() + " -o device_" + n + " && " + environment + " ./device_" + n + " " +
+                        (dir / (std::string(n) + ".safetensors")).string(),
+                    &output),
+              0)
+        << output;
+    EXPECT_THAT(output, HasSubstr("ok 1 outputs"));
+  }
+}
+
 // On a GPU: every sample's package, through its own library, to the interpreter's numbers
 // (cuBLAS sums in another order than the interpreter: 1e-3).
 TEST_F(CudaPackage, OnAGpuEverySampleRunsAsTheInterpreterRunsTheModel) {

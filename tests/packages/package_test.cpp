@@ -406,6 +406,7 @@ int main(int argc, char** argv) {
   wrong = in; wrong.data = NULL; report("no data", mlp_run(model, &wrong, 1, out, 1));
   int64_t strides[] = {1, 2}; wrong = in; wrong.strides = strides; report("strides", mlp_run(model, &wrong, 1, out, 1));
   report("run", mlp_run(model, &in, 1, out, 1));
+  report("device memory", mlp_run_device(model, &in, 1, out, 1, NULL));
   printf("out %d %lld %lld %s\n", out[0].rank, (long long)out[0].sizes[0], (long long)out[0].sizes[1], mlp_output(0)->shape);
   printf("info %lld %s %s %p\n", (long long)mlp_num_inputs(), mlp_input(0)->name, mlp_input(0)->shape, (void*)mlp_input(1));
   mlp_destroy(model);
@@ -440,6 +441,8 @@ int main(int argc, char** argv) {
   EXPECT_THAT(line("no data"), HasSubstr(": 1 mlp: run: input 'x' has no data (NULL)"));
   EXPECT_THAT(line("strides"), HasSubstr(": 1 mlp: run: guard failed: input 'x' dim 1 has stride 2"));
   EXPECT_THAT(line("run"), HasSubstr(": 0"));
+  EXPECT_THAT(line("device memory"), HasSubstr(": 1 mlp: run_device: this package runs on the CPU ("));
+  EXPECT_THAT(line("device memory"), HasSubstr("): its inputs and outputs are host memory; use mlp_run"));
   EXPECT_THAT(output, HasSubstr("out 2 2 10 [s0, 10]"));
   EXPECT_THAT(output, HasSubstr("info 1 x [s0, 784] (nil)"));
 }
