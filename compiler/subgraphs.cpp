@@ -1,6 +1,8 @@
 // Cut pieces of graphs for verify and the minifier. See compiler/subgraphs.h.
 #include "compiler/subgraphs.h"
 
+#include <algorithm>
+
 #include "ir/graph_signature.h"
 #include "kiln/error.h"
 #include "passes/dead_code_elimination.h"
@@ -185,6 +187,79 @@ ir::Graph cut_graph(const ir::Graph& graph, const std::set<std::string>& cut,
   }
   remove_unused(copy, &inputs);
   return copy;
+}
+
+StagedGraph split_in_stages(const ir::Graph& graph, const std::vector<const ir::Node*>& stage_ends) {
+  KILN_CHECK(graph.signature().mutations().empty(), "split_in_stages: the graph mutates its inputs");
+  std::map<const ir::Node*, size_t> stage_of;  // call_function nodes only
+  size_t stage = 0;
+  for (const ir::Node* node : graph.nodes()) {
+    if (node->op() != ir::OpKind::call_function) continue;
+    const std::vector<ir::Node*> reads = node->input_nodes();
+    const ir::Node* read = node->target() == "getitem" && !reads.empty() ? reads.front() : nullptr;
+    auto producer = read ? stage_of.find(read) : stage_of.end();
+    stage_of[node] = producer != stage_of.end() ? producer->second : stage;
+    if (stage < stage_ends.size() && node == stage_ends[stage]) ++stage;
+  }
+  KILN_CHECK(stage >= stage_ends.size(), "split_in_stages: the ends are not call_function nodes of the graph in order");
+  const size_t count = stage_ends.size() + 1;
+  const std::vector<ir::Node*> outputs = graph.outputs();
+  StagedGraph staged;
+  staged.output_stage.assign(outputs.size(), 0);
+  for (size_t k = 0; k < count; ++k) {
+    GraphStage piece{graph.clone(), {}, {}};
+    ir::Graph& copy = piece.graph;
+    ir::Node* first = *copy.nodes().begin();
+    // The values of earlier stages this one reads become its inputs.
+    for (const auto& [node, at] : stage_of) {
+      if (at >= k) continue;
+      bool read_here = false;
+      for (const ir::Node* user : node->users()) {
+        auto user_stage = stage_of.find(user);
+        read_here = read_here || (user_stage != stage_of.end() && user_stage->second == k);
+      }
+      if (!read_here) continue;
+      KILN_CHECK(node->has_single_value(), "split_in_stages: stage ", k, " reads the tuple of ", node->name(),
+                 " computed by an earlier stage");
+      const ir::TensorMeta& meta = node->value();
+      ir::Node* placeholder;
+      {
+        auto guard = copy.inserting_before(first);
+        placeholder = copy.create_placeholder(free_name(copy, node->name() + "_in"),
+                                              ir::TensorMeta::contiguous(meta.dtype, meta.shape, meta.device));
+      }
+      copy.find(node->name())->replace_all_uses_with(placeholder);
+      piece.carried[placeholder->target()] = node->name();
+    }
+    // What it returns: the original outputs it computes, and its values later stages read.
+    std::vector<ir::Node*> returned;
+    auto give = [&](const ir::Node* node) {
+      if (std::find(piece.returns.begin(), piece.returns.end(), node->name()) != piece.returns.end()) return;
+      piece.returns.push_back(node->name());
+      returned.push_back(copy.find(node->name()));
+    };
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      auto at = stage_of.find(outputs[i]);
+      if (at != stage_of.end() ? at->second != k : k != 0) continue;
+      give(outputs[i]);
+      staged.output_stage[i] = staged.stages.size();
+    }
+    for (const auto& [node, at] : stage_of) {
+      if (at != k) continue;
+      for (const ir::Node* user : node->users()) {
+        auto user_stage = stage_of.find(user);
+        if (user_stage != stage_of.end() && user_stage->second > k) {
+          give(node);
+          break;
+        }
+      }
+    }
+    if (returned.empty()) continue;  // no node of its own is needed
+    replace_outputs(copy, returned);
+    remove_unused(copy, nullptr);
+    staged.stages.push_back(std::move(piece));
+  }
+  return staged;
 }
 
 }  // namespace kiln::compiler

@@ -34,28 +34,31 @@ void DataParallel::start(const std::vector<RankDescription>& descriptions, const
 }
 
 void DataParallel::average_gradients() {
-  for (const GradientBucket& bucket : buckets_) {
-    const Tensor& flat = arena_->groups()[bucket.group].gradients;
-    if (bucket.arena_range) {
-      const auto [first, count] = *bucket.arena_range;
-      group_->all_reduce(flat.slice(0, first, first + count), distributed::ReduceOp::average);
-      continue;
-    }
-    // Parameters scattered through the arena: reduced through one packed copy.
-    std::vector<std::pair<Tensor, int64_t>> pieces;  // gradient view, offset in the packed copy
-    int64_t total = 0;
-    for (const std::string& name : bucket.parameters) {
-      const Tensor gradient = arena_->gradient(name);
-      pieces.emplace_back(gradient, total);
-      total += gradient.numel();
-    }
-    const Tensor packed = Tensor::empty({total}, flat.dtype());
-    for (const auto& [gradient, offset] : pieces)
-      packed.slice(0, offset, offset + gradient.numel()).view(gradient.sizes()).copy_from(gradient);
-    group_->all_reduce(packed, distributed::ReduceOp::average);
-    for (const auto& [gradient, offset] : pieces)
-      gradient.copy_from(packed.slice(0, offset, offset + gradient.numel()).view(gradient.sizes()));
+  for (size_t i = 0; i < buckets_.size(); ++i) average_bucket(i);
+}
+
+void DataParallel::average_bucket(size_t index) {
+  const GradientBucket& bucket = buckets_.at(index);
+  const Tensor& flat = arena_->groups()[bucket.group].gradients;
+  if (bucket.arena_range) {
+    const auto [first, count] = *bucket.arena_range;
+    group_->all_reduce(flat.slice(0, first, first + count), distributed::ReduceOp::average);
+    return;
   }
+  // Parameters scattered through the arena: reduced through one packed copy.
+  std::vector<std::pair<Tensor, int64_t>> pieces;  // gradient view, offset in the packed copy
+  int64_t total = 0;
+  for (const std::string& name : bucket.parameters) {
+    const Tensor gradient = arena_->gradient(name);
+    pieces.emplace_back(gradient, total);
+    total += gradient.numel();
+  }
+  const Tensor packed = Tensor::empty({total}, flat.dtype());
+  for (const auto& [gradient, offset] : pieces)
+    packed.slice(0, offset, offset + gradient.numel()).view(gradient.sizes()).copy_from(gradient);
+  group_->all_reduce(packed, distributed::ReduceOp::average);
+  for (const auto& [gradient, offset] : pieces)
+    gradient.copy_from(packed.slice(0, offset, offset + gradient.numel()).view(gradient.sizes()));
 }
 
 std::vector<std::string> gradient_production_order(const ir::Graph& backward, const std::vector<std::string>& wrt) {

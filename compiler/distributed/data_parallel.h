@@ -10,17 +10,20 @@
 // then take rank 0's parameters (one broadcast per dtype group of the ParameterArena) and
 // buffers, so that they start identical whatever each initialized.
 //
-// At each CompiledTraining::apply() (a collective): the accumulated gradients are averaged
-// across the ranks, bucket by bucket (compiler/distributed/gradient_buckets.h: about 25 MB each,
-// in the order the backward produces the gradients), then the fused optimizer runs unchanged on
-// every rank. accumulate() communicates nothing, so gradient accumulation over micro-batches
-// costs one average per update, as DDP's no_sync() gives. Afterwards the gradient views hold the
-// averaged gradients, as PyTorch's .grad does after DDP's backward.
+// The gradients are averaged across the ranks bucket by bucket (compiler/distributed/
+// gradient_buckets.h: about 25 MB each, in the order the backward produces the gradients), then
+// the fused optimizer runs unchanged on every rank. CompiledTraining::step() averages each bucket
+// as soon as the backward has computed it, on the communication stream of a VM while the rest of
+// the backward runs on its compute stream (the backward cut into stages at the buckets'
+// boundaries: compiler/distributed/backward_stages.h), as DDP's bucket hooks do.
+// accumulate() communicates nothing, and apply() averages what was accumulated since (a
+// collective), so gradient accumulation over micro-batches costs one average per update, as
+// DDP's no_sync() gives. Afterwards the gradient views hold the averaged gradients, as PyTorch's
+// .grad does after DDP's backward.
 //
-// Not done yet: the averages run after the whole backward, not overlapped with it on a VM
-// communication stream (the buckets are already in the order that overlap needs); buffers
-// (BatchNorm's running statistics) are taken from rank 0 at set-up only, not before every
-// forward as DDP's broadcast_buffers does; CUDA tensors need a NCCL process group.
+// Not done yet: buffers (BatchNorm's running statistics) are taken from rank 0 at set-up only,
+// not before every forward as DDP's broadcast_buffers does; CUDA tensors need a NCCL process
+// group.
 #pragma once
 
 #include <memory>
@@ -46,6 +49,8 @@ class DataParallel {
   void start(const std::vector<RankDescription>& descriptions, const std::vector<Tensor>& buffers);
   // The gradient arena's average across the ranks (a collective).
   void average_gradients();
+  // Bucket `index`'s part of it (a collective: every rank averages the buckets in one order).
+  void average_bucket(size_t index);
 
   distributed::ProcessGroup& group() const { return *group_; }
   const std::vector<GradientBucket>& buckets() const { return buckets_; }

@@ -1,8 +1,7 @@
 // Gradient buckets: how data-parallel training groups the gradients it averages across ranks, as
 // PyTorch's DistributedDataParallel does (buckets of about 25 MB, filled in the order the backward
 // produces the gradients, so that each bucket is complete as early as possible and can be
-// reduced while the rest of the backward runs; Kiln does not overlap them yet, see
-// compiler/distributed/data_parallel.h).
+// reduced while the rest of the backward runs: compiler/distributed/data_parallel.h).
 //
 // A bucket holds parameters of one dtype group of the ParameterArena, taken in the given order
 // (the backward's: the last layer first) until the next one would take it past `bucket_bytes`

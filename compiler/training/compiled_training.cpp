@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <utility>
 
+#include "compiler/distributed/backward_stages.h"
+#include "compiler/subgraphs.h"
 #include "compiler/target_registry.h"
 #include "compiler/training_stages.h"
 #include "frontends/module/trace_graph.h"
@@ -16,6 +19,7 @@
 #include "passes/pass_manager.h"
 #include "kiln/error.h"
 #include "runtime/log.h"
+#include "runtime/vm/virtual_machine.h"
 
 namespace kiln::training {
 
@@ -96,6 +100,11 @@ struct CompiledTraining::StepProgram {
   std::unique_ptr<compiler::Executable> forward;
   std::unique_ptr<compiler::Executable> backward;
   bool interpreted = false;
+  CompileOptions options;  // what forward and backward were compiled with
+  // Data-parallel step(): the backward in stages that end where gradient buckets are complete,
+  // each compiled (made at the first step(); none when the buckets leave one stage).
+  std::optional<compiler::BackwardStages> stages;
+  std::vector<std::unique_ptr<compiler::Executable>> stage_programs;
 };
 
 struct CompiledTraining::EvalProgram {
@@ -152,6 +161,7 @@ std::unique_ptr<CompiledTraining::StepProgram> CompiledTraining::build_program(c
 }
 
 void CompiledTraining::compile_step(StepProgram& program, const CompileOptions& options) {
+  program.options = options;
   program.forward = compile_over_arena(program.partition.forward, *arena_, options);
   program.backward = compile_over_arena(program.partition.backward, *arena_, options);
   program.interpreted = options.target == "interp";
@@ -298,8 +308,8 @@ CompiledTraining::StepProgram& CompiledTraining::program_for(const Batch& batch)
                      });
 }
 
-float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
-  StepProgram& program = program_for(batch);
+// Runs the forward of `batch`: returns the loss, and the values the backward reads in `saved`.
+float CompiledTraining::run_forward(StepProgram& program, const Batch& batch, std::map<std::string, Tensor>& saved) {
   const passes::Partition& partition = program.partition;
   std::map<std::string, Tensor> forward_inputs;
   std::vector<std::string> input_names = placeholder_names("input", batch.inputs.size());
@@ -310,32 +320,117 @@ float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
   // copied back by the forward's CompiledModel and not returned).
   std::vector<Tensor> forward_outputs = program.forward->run(forward_inputs, options_.num_threads);
   if (program.interpreted) compiler::write_back_mutation_outputs(partition.forward, forward_inputs, forward_outputs);
-
-  std::map<std::string, Tensor> saved;
   const size_t first_saved = forward_outputs.size() - partition.saved.size();
   for (size_t i = 0; i < partition.saved.size(); ++i) saved[partition.saved[i].name] = forward_outputs[first_saved + i];
+  return float(forward_outputs.at(0).item());
+}
+
+float CompiledTraining::accumulate(const Batch& batch, double grad_scale) {
+  StepProgram& program = program_for(batch);
+  const passes::Partition& partition = program.partition;
+  std::map<std::string, Tensor> saved;
+  const float loss = run_forward(program, batch, saved);
   std::vector<Tensor> gradients = program.backward->run(saved, options_.num_threads);
   KILN_CHECK(gradients.size() == partition.wrt.size(), "the backward returns one gradient per parameter");
   std::map<std::string, Tensor> by_name;
   for (size_t i = 0; i < gradients.size(); ++i) by_name[partition.wrt[i]] = gradients[i];
   arena_->accumulate_gradients(by_name, grad_scale);
-  return float(forward_outputs.at(0).item());
+  gradients_averaged_ = false;
+  return loss;
 }
 
 void CompiledTraining::apply() {
-  if (data_parallel_) data_parallel_->average_gradients();
+  if (data_parallel_ && !gradients_averaged_) data_parallel_->average_gradients();
+  gradients_averaged_ = false;
   optimizer_->step();
   copy_parameters_to_module();
 }
 
-void CompiledTraining::zero_grad() { optimizer_->zero_grad(); }
+// The backward cut where gradient buckets are complete, each stage compiled as the backward was.
+void CompiledTraining::stage_backward(StepProgram& program) {
+  const passes::Partition& partition = program.partition;
+  program.stages = compiler::stage_backward(partition.backward, partition.wrt, data_parallel_->buckets());
+  const compiler::BackwardStages& stages = *program.stages;
+  if (log_enabled("distributed")) {
+    std::string text = "compile_training: the backward runs in " + std::to_string(stages.staged.stages.size()) +
+                       " stage(s) for " + std::to_string(data_parallel_->buckets().size()) + " gradient bucket(s):";
+    for (size_t k = 0; k < stages.buckets_done.size(); ++k) {
+      text += "\n  stage " + std::to_string(k) + ": " + std::to_string(stages.gradients[k].size()) + " gradient(s), then bucket(s)";
+      for (size_t bucket : stages.buckets_done[k]) text += " " + std::to_string(bucket);
+    }
+    log("distributed", text);
+  }
+  if (stages.staged.stages.size() < 2) return;  // nothing to overlap
+  for (const compiler::GraphStage& stage : stages.staged.stages) {
+    ir::Graph graph = stage.graph.clone();
+    program.stage_programs.push_back(compile_over_arena(graph, *arena_, program.options));
+    if (!program.interpreted) ++model_compiles_;
+  }
+}
+
+// The backward of a data-parallel step, each gradient bucket averaged across the ranks as soon as
+// the stage that completes it has run: the stages on the VM's compute stream, the averages on its
+// communication stream, ordered by one buffer per stage that the stage writes and the averages
+// of its buckets read.
+void CompiledTraining::overlapped_backward(StepProgram& program, const std::map<std::string, Tensor>& saved) {
+  if (!program.stages) stage_backward(program);
+  if (program.stage_programs.empty()) {  // one stage: the backward, then every bucket
+    std::vector<Tensor> gradients = program.backward->run(saved, options_.num_threads);
+    std::map<std::string, Tensor> by_name;
+    for (size_t i = 0; i < gradients.size(); ++i) by_name[program.partition.wrt[i]] = gradients[i];
+    arena_->accumulate_gradients(by_name, 1.0);
+    data_parallel_->average_gradients();
+    return;
+  }
+  if (!vm_) {
+    vm::VmOptions options;
+    options.streams = {vm::StreamSpec{"compute"}, vm::StreamSpec{"communication"}};
+    vm_ = std::make_unique<vm::VirtualMachine>(options);
+  }
+  const compiler::BackwardStages& stages = *program.stages;
+  const size_t count = stages.staged.stages.size();
+  std::map<std::string, Tensor> values = saved;  // the saved values, then what each stage returns
+  std::vector<vm::BufferPtr> done;
+  for (size_t k = 0; k < count; ++k) done.push_back(vm_->new_buffer(8));
+  vm_->physical_run([&](vm::InstructionsBuilder& b) {
+    for (size_t k = 0; k < count; ++k) {
+      b.run_graph(vm_->stream("compute"), "backward stage " + std::to_string(k), {}, {done[k]}, {},
+                  [this, &program, &stages, &values, k](vm::CallContext&) {
+                    const compiler::GraphStage& stage = stages.staged.stages[k];
+                    std::map<std::string, Tensor> fed = compiler::inputs_of(stage.graph, values);
+                    for (const auto& [placeholder, source] : stage.carried) fed[placeholder] = values.at(source);
+                    std::vector<Tensor> outputs = program.stage_programs[k]->run(fed, options_.num_threads);
+                    KILN_CHECK(outputs.size() == stage.returns.size(), "a backward stage returns what it was cut to");
+                    for (size_t i = 0; i < outputs.size(); ++i) values[stage.returns[i]] = outputs[i];
+                    std::map<std::string, Tensor> gradients;
+                    for (const auto& [parameter, value] : stages.gradients[k]) gradients[parameter] = values.at(value);
+                    arena_->accumulate_gradients(gradients, 1.0);
+                  });
+      for (size_t bucket : stages.buckets_done[k])
+        b.kernel(vm_->stream("communication"), "average bucket " + std::to_string(bucket), {done[k]}, {},
+                 [this, bucket](vm::CallContext&) { data_parallel_->average_bucket(bucket); });
+    }
+  });
+  vm_->sync();
+}
 
 float CompiledTraining::step(const Batch& batch) {
   zero_grad();
-  float loss = accumulate(batch);
+  if (!data_parallel_) {
+    float loss = accumulate(batch);
+    apply();
+    return loss;
+  }
+  StepProgram& program = program_for(batch);
+  std::map<std::string, Tensor> saved;
+  const float loss = run_forward(program, batch, saved);
+  overlapped_backward(program, saved);
+  gradients_averaged_ = true;
   apply();
   return loss;
 }
+
+void CompiledTraining::zero_grad() { optimizer_->zero_grad(); }
 
 void CompiledTraining::copy_parameters_to_module() const {
   for (const auto& [in_module, in_arena] : module_parameters_) in_module.copy_from(in_arena);

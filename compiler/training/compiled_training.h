@@ -25,7 +25,9 @@
 // Gradients follow PyTorch: accumulate() adds this batch's gradients (times grad_scale, as
 // (loss * grad_scale).backward() would) to the gradient arena, apply() runs the optimizer on
 // what has accumulated, zero_grad() clears it (set_to_none=False). step(batch) is
-// zero_grad(); accumulate(batch); apply() and returns the loss.
+// zero_grad(); accumulate(batch); apply() and returns the loss; with data_parallel, step()
+// averages each gradient bucket across the ranks while the rest of the backward runs
+// (compiler/distributed/data_parallel.h), and apply() only what accumulate() added.
 //
 // Compiles, with kiln::compile(fn)'s guards and automatic dynamic shapes
 // (compiler/function/guards.h, dynamic_dims.h). Each compiled step is a variant guarded on the
@@ -64,6 +66,10 @@
 #include "kiln/nn/module.h"
 #include "kiln/var.h"
 #include "passes/partition.h"
+
+namespace kiln::vm {
+class VirtualMachine;
+}
 #include "kiln/tensor.h"
 
 namespace kiln::training {
@@ -132,6 +138,9 @@ class CompiledTraining {
   void compile_step(StepProgram& program, const CompileOptions& options);
   void copy_parameters_to_module() const;
   void start_data_parallel(const StepProgram& first, const OptimizerOptions& optimizer);
+  float run_forward(StepProgram& program, const Batch& batch, std::map<std::string, Tensor>& saved);
+  void stage_backward(StepProgram& program);
+  void overlapped_backward(StepProgram& program, const std::map<std::string, Tensor>& saved);
 
   nn::Module* module_;
   LossFunction loss_;
@@ -145,6 +154,11 @@ class CompiledTraining {
   Variants<EvalProgram> evals_;
   size_t batch_inputs_ = 0, batch_targets_ = 0;  // the example batch's counts
   size_t model_compiles_ = 0;
+  // Data-parallel step(): the VM whose compute and communication streams overlap the backward's
+  // stages with the buckets' averages (made at the first step() that has stages), and whether the
+  // accumulated gradients are averaged already (apply() averages them otherwise).
+  std::unique_ptr<vm::VirtualMachine> vm_;
+  bool gradients_averaged_ = false;
 };
 
 }  // namespace kiln::training

@@ -49,14 +49,25 @@ TEST(DataParallel, CnnWithAdamEqualsOneProcessOnTheWholeBatch) {
   expect_both_ranks_ok(run_worker_job(2, "parity cnn adam"), "parity cnn adam ok");
 }
 
+// Several buckets: step() cuts the backward into stages at their boundaries and averages each
+// bucket on the VM's communication stream while the later stages run; the training is the same.
 TEST(DataParallel, SmallBucketsGiveTheSameTraining) {
   KILN_SKIP_WITHOUT_MPI();
-  // 64 KiB buckets: the MLP's first weight (401408 bytes) cannot share one, so there are several.
-  const JobResult job = run_worker_job(2, "parity mlp sgd 65536");
-  expect_both_ranks_ok(job, "parity mlp sgd ok");
-  std::smatch match;
-  ASSERT_TRUE(std::regex_search(job.output, match, std::regex(R"(20 steps, (\d+) buckets)"))) << job.output;
-  EXPECT_GE(std::stoi(match[1]), 2) << job.output;
+  for (const char* model : {"mlp", "cnn"}) {
+    SCOPED_TRACE(model);
+    // 64 KiB and 4 KiB buckets: the MLP's first weight (401408 bytes) cannot share one, nor can
+    // the CNN's convolution and linear weights, so there are several.
+    const std::string bytes = std::string(model) == "mlp" ? "65536" : "4096";
+    const JobResult job = run_command("KILN_LOG=distributed " +
+                                      mpi_job(2, KILN_DISTRIBUTED_WORKER, "parity " + std::string(model) + " sgd " + bytes));
+    expect_both_ranks_ok(job, "parity " + std::string(model) + " sgd ok");
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(job.output, match, std::regex(R"(20 steps, (\d+) buckets)"))) << job.output;
+    EXPECT_GE(std::stoi(match[1]), 2) << job.output;
+    ASSERT_TRUE(std::regex_search(job.output, match, std::regex(R"(the backward runs in (\d+) stage\(s\) for (\d+) gradient bucket)")))
+        << job.output;
+    EXPECT_GE(std::stoi(match[1]), 2) << job.output;
+  }
 }
 
 TEST(DataParallel, GradientAccumulationCommunicatesOnlyInApply) {
