@@ -128,6 +128,36 @@ std::string driver_call(const ir::Node& node) {
            (transposed ? spatial_list(call.ints(7), spatial) : spatial_list({0}, spatial)) + ", " +
            int_literal(call.int_arg(8)) + ", " + out(0) + ");";
   }
+  if (op == "grid_sample") {
+    static const char* const modes[] = {"bilinear", "nearest", "bicubic"};
+    static const char* const paddings[] = {"zeros", "border", "reflection"};
+    std::string mode, padding;
+    try {
+      mode = modes[int(portable::grid_sample_mode(call.string_arg(2)))];
+      padding = paddings[int(portable::grid_sample_padding(call.string_arg(3)))];
+    } catch (const portable::KernelFailure& failure) {
+      call.fail(failure.what());
+    }
+    return "fallback_kernels::grid_sample(" + in(at[0][0]) + ", " + in(at[1][0]) +
+           ", fallback_kernels::GridSampleMode::" + mode + ", fallback_kernels::GridSamplePadding::" + padding + ", " +
+           (call.bool_arg(4) ? "true" : "false") + ", " + out(0) + ");";
+  }
+  if (op == "roi_align") {
+    return "fallback_kernels::roi_align(" + in(at[0][0]) + ", " + in(at[1][0]) + ", " + in(at[2][0]) + ", " +
+           int_literal(call.int_arg(3)) + ", " + int_literal(call.int_arg(4)) + ", " + int_literal(call.int_arg(5)) +
+           ", " + double_literal(call.float_arg(6)) + ", " + (call.string_arg(7) == "max" ? "true" : "false") + ", " +
+           (call.bool_arg(8) ? "true" : "false") + ", " + out(0) + ");";
+  }
+  if (op == "deform_conv2d") {
+    std::string views;
+    if (call.is_tensor(3)) views += " mask = " + in(at[3][0]);
+    if (call.is_tensor(4)) views += std::string(views.empty() ? "" : ",") + " bias = " + in(at[4][0]);
+    std::string text = views.empty() ? "" : "const fallback_kernels::View" + views + ";\n      ";
+    return text + "fallback_kernels::deform_conv2d(" + in(at[0][0]) + ", " + in(at[1][0]) + ", " + in(at[2][0]) + ", " +
+           (call.is_tensor(3) ? "&mask" : "nullptr") + ", " + (call.is_tensor(4) ? "&bias" : "nullptr") + ", " +
+           spatial_list(call.ints(5), 2) + ", " + spatial_list(call.ints(6), 2) + ", " + spatial_list(call.ints(7), 2) +
+           ", " + int_literal(call.int_arg(8)) + ", " + int_literal(call.int_arg(9)) + ", " + out(0) + ");";
+  }
   if (op == "det") return "fallback_kernels::det(" + in(at[0][0]) + ", " + out(0) + ");";
   if (op == "index_put") {
     std::string text = "fallback_kernels::View";
@@ -179,7 +209,7 @@ std::string package_fallback_handler(const ir::Graph& graph, const std::vector<s
   }
   if (!refused.empty())
     fail("the model has nodes that the code generator does not compile and a package cannot carry: ", refused,
-         "; a package computes such nodes for cumsum, scatter, index_put, topk, det, convolution and matmul only. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
+         "; a package computes such nodes for cumsum, scatter, index_put, topk, det, convolution, matmul, grid_sample, roi_align and deform_conv2d only. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
   std::string ns = package_name + "_fallback_kernels";
   return "// The model's fallback nodes (ops the code generator does not lower), computed with the math of\n"
          "// Kiln's reference kernels (ir/kernels/portable_kernels.h, below).\n"

@@ -5,16 +5,17 @@
 // too, in a namespace of the package's own (NAME_fallback_kernels, so that packages of several
 // Kiln versions link into one program), and one function `run_fallback` whose switch over
 // the fallback index calls that node's driver with its attributes (dims, reduce mode, k,
-// largest, which indices are None, a scalar src) baked in.
+// largest, which indices are None, a scalar src, sampling modes) baked in.
 //
 // Covered: cumsum, scatter (with reduce), index_put (integer and bool indices, None dims,
-// accumulate), topk, det, convolution (transposed, or of dtypes the GEMM does not take) and
-// matmul/bmm (integers, f16, bf16: dtypes the GEMM does not take), on
+// accumulate), topk, det, convolution (transposed, or of dtypes the GEMM does not take),
+// matmul/bmm (integers, f16, bf16: dtypes the GEMM does not take), grid_sample (nearest,
+// bilinear, bicubic; zeros, border, reflection; align_corners; 1-3 spatial dims), roi_align
+// (avg, max, aligned) and deform_conv2d (mask, bias, groups, offset groups), on
 // f32, f64, f16, bf16, i64, i32, i16, i8, u8 and bool tensors (f16 and bf16 widened to double
 // and rounded back as the interpreter does, with runtime/half.h's conversions, pasted in too).
-// Any other fallback node (grid_sample, roi_align, deform_conv2d, gather/index_select of a
-// 0-d tensor) makes package_fallback_handler throw a kiln::Error
-// naming every such node with its op and what to do.
+// Any other fallback node (gather/index_select of a 0-d tensor) makes package_fallback_handler
+// throw a kiln::Error naming every such node with its op and what to do.
 #pragma once
 
 #include <string>

@@ -1,9 +1,12 @@
 // The math of the reference kernels that packages compile in: the ops the code generator does
 // not lower and a package runs anyway (its "fallback" ops): cumsum, scatter (with reduce),
-// index_put (bool masks, None dims, accumulate), topk, det, and convolution and matmul (a
-// transposed convolution, or dtypes the code generator's GEMM does not take). There is one implementation of each: the
-// interpreter's kernels (ir/kernels/reduction_kernels.cpp, indexing_kernels.cpp,
-// linalg_kernels.cpp, convolution_kernels.cpp) call the cores below on the values they read from Tensors, and every
+// index_put (bool masks, None dims, accumulate), topk, det, convolution and matmul (a
+// transposed convolution, or dtypes the code generator's GEMM does not take), and the sampling
+// ops grid_sample (every mode and padding mode, 1-3 spatial dims), roi_align (avg, max) and
+// deform_conv2d. There is one implementation of each: the interpreter's kernels
+// (ir/kernels/reduction_kernels.cpp, indexing_kernels.cpp, linalg_kernels.cpp,
+// convolution_kernels.cpp, sampling_kernels.cpp) call the cores below on the values they read
+// from Tensors, and every
 // package (`kiln compile MODEL -o DIR`) pastes this text into NAME.cpp, inside a namespace of
 // its own (KILN_PORTABLE_NAMESPACE), where the generated fallback handler
 // (codegen/package/package_fallbacks.h) calls the drivers at the end with each node's
@@ -532,6 +535,376 @@ void batched_product(const T* x, const T* y, int64_t batches, int64_t n, int64_t
   }
 }
 
+// ---------------------------------------------------------------- grid_sample
+
+// grid_sample samples input [N, C, D1..Dr] (1 <= r <= 3) at a grid [N, O1..Or, r] of
+// normalized coordinates (last one first: x indexes the last spatial dim) in [-1, 1],
+// denormalized with or without align_corners, as PyTorch's grid_sampler and ONNX's reference
+// (onnx/reference/ops/op_grid_sample.py) do: out-of-range coordinates are clamped (border) or
+// reflected (reflection); nearest rounds half to even; bilinear and bicubic (Keys, a = -0.75)
+// interpolate over 2 or 4 taps per dim, each tap read with the padding rule (zeros reads 0
+// outside). Coordinates are kept in the grid's precision (rounded to float after each step
+// unless the grid is f64).
+enum class GridSampleMode { bilinear, nearest, bicubic };
+enum class GridSamplePadding { zeros, border, reflection };
+
+inline GridSampleMode grid_sample_mode(const std::string& name) {
+  if (name == "bilinear") return GridSampleMode::bilinear;
+  if (name == "nearest") return GridSampleMode::nearest;
+  if (name == "bicubic") return GridSampleMode::bicubic;
+  throw KernelFailure("mode '" + name + "' is not one of bilinear, nearest, bicubic");
+}
+
+inline GridSamplePadding grid_sample_padding(const std::string& name) {
+  if (name == "zeros") return GridSamplePadding::zeros;
+  if (name == "border") return GridSamplePadding::border;
+  if (name == "reflection") return GridSamplePadding::reflection;
+  throw KernelFailure("padding_mode '" + name + "' is not one of zeros, border, reflection");
+}
+
+// The shape of grid_sample's result, [N, C, O1..Or], for an input and a grid that fit.
+inline Shape grid_sample_shape(const Shape& input, const Shape& grid) {
+  if (input.size() < 3 || input.size() > 5)
+    throw KernelFailure("grid_sample expects an input of rank 3 to 5, but got shape " + shape_text(input));
+  if (grid.size() != input.size())
+    throw KernelFailure("grid_sample expects a grid of the input's rank " + std::to_string(input.size()) +
+                        ", but got shape " + shape_text(grid));
+  if (grid[0] != input[0])
+    throw KernelFailure("grid_sample: the grid's batch size " + std::to_string(grid[0]) + " is not the input's " +
+                        std::to_string(input[0]));
+  if (grid.back() != int64_t(input.size()) - 2)
+    throw KernelFailure("grid_sample: the grid's last dim must be " + std::to_string(input.size() - 2) +
+                        " (one coordinate per spatial dim), but it is " + std::to_string(grid.back()));
+  Shape out = {input[0], input[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  return out;
+}
+
+// The coordinate rules of one input's spatial dims.
+struct GridSampler {
+  const double* data = nullptr;  // the input, row-major
+  Shape spatial;                 // D1..Dr
+  bool align_corners = false;
+  GridSamplePadding padding = GridSamplePadding::zeros;
+  bool round_to_float = true;  // coordinates are kept in the grid's precision
+
+  double low(size_t) const { return align_corners ? 0.0 : -0.5; }
+  double high(size_t d) const { return align_corners ? double(spatial[d]) - 1 : double(spatial[d]) - 0.5; }
+
+  double keep(double value) const { return round_to_float ? double(float(value)) : value; }
+
+  double denormalize(double n, size_t d) const {
+    double length = double(spatial[d]);
+    return keep(align_corners ? (n + 1) / 2.0 * (length - 1) : ((n + 1) * length - 1) / 2.0);
+  }
+
+  // ONNX's _gs_reflect: reflect by the nearer border until within [low, high].
+  static double reflect(double x, double x_min, double x_max) {
+    double range = x_max - x_min;
+    if (x < x_min) {
+      double dx = x_min - x;
+      int64_t n = int64_t(dx / range);
+      double r = dx - double(n) * range;
+      return n % 2 == 0 ? x_min + r : x_max - r;
+    }
+    if (x > x_max) {
+      double dx = x - x_max;
+      int64_t n = int64_t(dx / range);
+      double r = dx - double(n) * range;
+      return n % 2 == 0 ? x_max - r : x_min + r;
+    }
+    return x;
+  }
+
+  // The coordinate after the padding rule of out-of-range positions (border, reflection).
+  double padded_coordinate(double x, size_t d) const {
+    if (x >= low(d) && x <= high(d)) return x;
+    if (padding == GridSamplePadding::border) return std::clamp(x, 0.0, double(spatial[d]) - 1);
+    if (padding == GridSamplePadding::reflection) return keep(reflect(x, low(d), high(d)));
+    return x;
+  }
+
+  // The index read for tap `i` of dim d, or -1 for a zero (zeros padding outside).
+  int64_t tap_index(int64_t i, size_t d) const {
+    int64_t size = spatial[d];
+    if (padding == GridSamplePadding::zeros) return i >= 0 && i < size ? i : -1;
+    if (padding == GridSamplePadding::border) return std::clamp<int64_t>(i, 0, size - 1);
+    return int64_t(reflect(double(i), low(d), high(d)));
+  }
+
+  // Sum over the taps of every dim: weight product times the value at the tap.
+  double interpolate(int64_t plane_offset, const std::vector<std::vector<int64_t>>& taps,
+                     const std::vector<std::vector<double>>& weights) const {
+    size_t rank = spatial.size();
+    std::vector<size_t> choice(rank, 0);
+    double total = 0;
+    while (true) {
+      double weight = 1;
+      int64_t offset = 0;
+      bool zero = false;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t index = taps[d][choice[d]];
+        weight *= weights[d][choice[d]];
+        if (index < 0) zero = true;
+        offset = offset * spatial[d] + (index < 0 ? 0 : index);
+      }
+      if (!zero) total += weight * data[size_t(plane_offset + offset)];
+      size_t d = rank;
+      while (d > 0 && ++choice[d - 1] == taps[d - 1].size()) choice[--d] = 0;
+      if (d == 0) break;
+    }
+    return total;
+  }
+};
+
+// Keys' cubic convolution weights (a = -0.75) of the four taps around a point at fraction x.
+inline void cubic_coefficients(double x, std::vector<double>& coefficients) {
+  const double a = -0.75;
+  x = std::fabs(x);
+  coefficients = {((a * (x + 1) - 5 * a) * (x + 1) + 8 * a) * (x + 1) - 4 * a, ((a + 2) * x - (a + 3)) * x * x + 1,
+                  ((a + 2) * (1 - x) - (a + 3)) * (1 - x) * (1 - x) + 1,
+                  ((a * (2 - x) - 5 * a) * (2 - x) + 8 * a) * (2 - x) - 4 * a};
+}
+
+// out (grid_sample_shape's, row-major) = input (row-major, shape `input_sizes`) sampled at
+// `grid` (row-major, `grid_sizes`); round_to_float unless the grid is f64.
+inline void grid_sample_values(const double* input, const Shape& input_sizes, const double* grid,
+                               const Shape& grid_sizes, GridSampleMode mode, GridSamplePadding padding,
+                               bool align_corners, bool round_to_float, double* out) {
+  GridSampler sampler;
+  sampler.data = input;
+  sampler.spatial = Shape(input_sizes.begin() + 2, input_sizes.end());
+  sampler.padding = padding;
+  sampler.align_corners = align_corners;
+  sampler.round_to_float = round_to_float;
+  size_t rank = sampler.spatial.size();
+  int64_t batch = input_sizes[0], channels = input_sizes[1];
+  int64_t plane = element_count(sampler.spatial);
+  int64_t points = element_count(Shape(grid_sizes.begin() + 1, grid_sizes.end() - 1));
+  std::vector<std::vector<int64_t>> taps(rank);
+  std::vector<std::vector<double>> weights(rank);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t p = 0; p < points; ++p) {
+      const double* normalized = &grid[size_t((n * points + p) * int64_t(rank))];
+      for (size_t d = 0; d < rank; ++d) {
+        double x = sampler.denormalize(normalized[rank - 1 - d], d);
+        if (mode == GridSampleMode::nearest) x = std::nearbyint(x);
+        x = sampler.padded_coordinate(x, d);
+        if (mode == GridSampleMode::nearest) {
+          taps[d] = {sampler.tap_index(int64_t(x), d)};
+          weights[d] = {1.0};
+          continue;
+        }
+        int64_t first = int64_t(std::floor(x));
+        double t = x - double(first);
+        if (mode == GridSampleMode::bilinear) {
+          taps[d] = {sampler.tap_index(first, d), sampler.tap_index(first + 1, d)};
+          weights[d] = {1 - t, t};
+        } else {
+          taps[d] = {sampler.tap_index(first - 1, d), sampler.tap_index(first, d), sampler.tap_index(first + 1, d),
+                     sampler.tap_index(first + 2, d)};
+          cubic_coefficients(t, weights[d]);
+        }
+      }
+      for (int64_t c = 0; c < channels; ++c)
+        out[size_t((n * channels + c) * points + p)] = sampler.interpolate((n * channels + c) * plane, taps, weights);
+    }
+}
+
+// ---------------------------------------------------------------- roi_align
+
+// roi_align pools input [N, C, H, W] over boxes rois [R, 4] (x1, y1, x2, y2, scaled by
+// spatial_scale) of images batch_indices [R], as torchvision and ONNX's reference
+// (onnx/reference/ops/op_roi_align.py) do: per box and output bin, sampling_ratio^2 points (or
+// ceil(bin size) per dim when 0) bilinearly interpolated and averaged (avg) or the largest
+// weighted corner (max, as ONNX defines it); aligned shifts box coordinates by half a pixel.
+
+// The shape of roi_align's result, [R, C, pooled_height, pooled_width], for arguments that fit.
+inline Shape roi_align_shape(const Shape& input, const Shape& rois, const Shape& batch_indices, int64_t pooled_height,
+                             int64_t pooled_width) {
+  if (input.size() != 4) throw KernelFailure("roi_align expects an input [N, C, H, W], but got shape " + shape_text(input));
+  if (rois.size() != 2 || rois[1] != 4)
+    throw KernelFailure("roi_align expects rois [R, 4], but got shape " + shape_text(rois));
+  if (batch_indices.size() != 1 || batch_indices[0] != rois[0])
+    throw KernelFailure("roi_align expects batch_indices [" + std::to_string(rois[0]) + "], but got shape " +
+                        shape_text(batch_indices));
+  if (pooled_height < 1 || pooled_width < 1)
+    throw KernelFailure("roi_align: the output size " + std::to_string(pooled_height) + "x" +
+                        std::to_string(pooled_width) + " must be positive");
+  return {rois[0], input[1], pooled_height, pooled_width};
+}
+
+// One sample point's four corners (offsets in the plane) and bilinear weights.
+struct RoiSamplePoint {
+  int64_t position[4] = {0, 0, 0, 0};
+  double weight[4] = {0, 0, 0, 0};
+};
+
+inline RoiSamplePoint roi_sample_point(double y, double x, int64_t height, int64_t width) {
+  RoiSamplePoint point;
+  if (y < -1.0 || y > double(height) || x < -1.0 || x > double(width)) return point;
+  y = std::max(y, 0.0);
+  x = std::max(x, 0.0);
+  int64_t y_low = int64_t(y), x_low = int64_t(x), y_high, x_high;
+  if (y_low >= height - 1) {
+    y_high = y_low = height - 1;
+    y = double(y_low);
+  } else {
+    y_high = y_low + 1;
+  }
+  if (x_low >= width - 1) {
+    x_high = x_low = width - 1;
+    x = double(x_low);
+  } else {
+    x_high = x_low + 1;
+  }
+  double ly = y - double(y_low), lx = x - double(x_low), hy = 1 - ly, hx = 1 - lx;
+  point.position[0] = y_low * width + x_low;
+  point.position[1] = y_low * width + x_high;
+  point.position[2] = y_high * width + x_low;
+  point.position[3] = y_high * width + x_high;
+  point.weight[0] = hy * hx;
+  point.weight[1] = hy * lx;
+  point.weight[2] = ly * hx;
+  point.weight[3] = ly * lx;
+  return point;
+}
+
+// out ([R, C, pooled_height, pooled_width], row-major) from input (row-major, `input_sizes`),
+// `roi_count` boxes (row-major [R, 4]) and their batch indices; max_mode: "max", else "avg".
+// Throws KernelFailure for a batch index out of range.
+inline void roi_align_values(const double* input, const Shape& input_sizes, const double* rois,
+                             const int64_t* batch_indices, int64_t roi_count, int64_t pooled_height,
+                             int64_t pooled_width, int64_t sampling_ratio, double spatial_scale, bool max_mode,
+                             bool aligned, double* out) {
+  int64_t batch = input_sizes[0], channels = input_sizes[1], height = input_sizes[2], width = input_sizes[3];
+  double offset = aligned ? 0.5 : 0.0;
+  for (int64_t r = 0; r < roi_count; ++r) {
+    int64_t image = batch_indices[r];
+    if (image < 0 || image >= batch)
+      throw KernelFailure("roi_align: batch index " + std::to_string(image) + " of box " + std::to_string(r) +
+                          " is out of range for a batch of " + std::to_string(batch));
+    const double* box = &rois[size_t(r * 4)];
+    double start_w = box[0] * spatial_scale - offset, start_h = box[1] * spatial_scale - offset;
+    double roi_width = box[2] * spatial_scale - offset - start_w, roi_height = box[3] * spatial_scale - offset - start_h;
+    if (!aligned) {
+      roi_width = std::max(roi_width, 1.0);
+      roi_height = std::max(roi_height, 1.0);
+    }
+    double bin_h = roi_height / double(pooled_height), bin_w = roi_width / double(pooled_width);
+    int64_t grid_h = sampling_ratio > 0 ? sampling_ratio : int64_t(std::ceil(roi_height / double(pooled_height)));
+    int64_t grid_w = sampling_ratio > 0 ? sampling_ratio : int64_t(std::ceil(roi_width / double(pooled_width)));
+    double count = double(std::max<int64_t>(grid_h * grid_w, 1));
+    for (int64_t ph = 0; ph < pooled_height; ++ph)
+      for (int64_t pw = 0; pw < pooled_width; ++pw) {
+        std::vector<RoiSamplePoint> samples;
+        for (int64_t iy = 0; iy < grid_h; ++iy)
+          for (int64_t ix = 0; ix < grid_w; ++ix) {
+            double y = start_h + double(ph) * bin_h + (double(iy) + 0.5) * bin_h / double(grid_h);
+            double x = start_w + double(pw) * bin_w + (double(ix) + 0.5) * bin_w / double(grid_w);
+            samples.push_back(roi_sample_point(y, x, height, width));
+          }
+        for (int64_t c = 0; c < channels; ++c) {
+          const double* plane = &input[size_t((image * channels + c) * height * width)];
+          double value = 0;
+          bool first = true;
+          for (const RoiSamplePoint& s : samples) {
+            if (!max_mode) {
+              for (int k = 0; k < 4; ++k) value += s.weight[k] * plane[s.position[k]];
+              continue;
+            }
+            double largest = -std::numeric_limits<double>::infinity();
+            for (int k = 0; k < 4; ++k) largest = std::max(largest, s.weight[k] * plane[s.position[k]]);
+            value = first ? largest : std::max(value, largest);
+            first = false;
+          }
+          if (!max_mode) value /= count;
+          out[size_t(((r * channels + c) * pooled_height + ph) * pooled_width + pw)] = value;
+        }
+      }
+  }
+}
+
+// ---------------------------------------------------------------- deform_conv2d
+
+// deform_conv2d (torchvision's, ONNX's DeformConv): each output position sums, over the input
+// channels of its group and the kernel taps, the weight times the input sampled bilinearly
+// (zeros outside) at the tap's position plus its learned offset, times the mask; plus the bias.
+// input [N, C, H, W], weight [OC, C / groups, KH, KW], offset [N, 2 * offset_groups * KH * KW,
+// OH, OW] (dy, dx per tap), mask [N, offset_groups * KH * KW, OH, OW], bias [OC].
+
+// The shape of deform_conv2d's result, [N, OC, OH, OW], for arguments that fit (mask and bias
+// null when None).
+inline Shape deform_conv2d_shape(const Shape& input, const Shape& weight, const Shape& offset, const Shape* mask,
+                                 const Shape* bias, int64_t groups, int64_t offset_groups) {
+  if (input.size() != 4 || weight.size() != 4 || offset.size() != 4)
+    throw KernelFailure("deform_conv2d expects 4-d input, weight and offset, but got shapes " + shape_text(input) +
+                        ", " + shape_text(weight) + " and " + shape_text(offset));
+  if (groups < 1 || offset_groups < 1) throw KernelFailure("groups and offset_groups must be positive");
+  if (input[1] != weight[1] * groups || weight[0] % groups != 0)
+    throw KernelFailure("deform_conv2d: input channels " + std::to_string(input[1]) + " do not match weight " +
+                        shape_text(weight) + " and groups " + std::to_string(groups));
+  if (input[1] % offset_groups != 0)
+    throw KernelFailure("deform_conv2d: " + std::to_string(input[1]) + " channels are not divisible by offset_groups " +
+                        std::to_string(offset_groups));
+  int64_t taps = weight[2] * weight[3];
+  if (offset[0] != input[0] || offset[1] != 2 * offset_groups * taps)
+    throw KernelFailure("deform_conv2d: offset must be [N, 2 * offset_groups * KH * KW, OH, OW], but it is " +
+                        shape_text(offset));
+  if (mask != nullptr && *mask != Shape{input[0], offset_groups * taps, offset[2], offset[3]})
+    throw KernelFailure("deform_conv2d: mask must be [N, offset_groups * KH * KW, OH, OW], but it is " +
+                        shape_text(*mask));
+  if (bias != nullptr && *bias != Shape{weight[0]})
+    throw KernelFailure("deform_conv2d: bias must have shape [" + std::to_string(weight[0]) + "], got " +
+                        shape_text(*bias));
+  return {input[0], weight[0], offset[2], offset[3]};
+}
+
+// out ([N, OC, OH, OW], row-major) from row-major input, weight, offset, mask and bias (null
+// when None); stride, padding and dilation have two values (height, width).
+inline void deform_conv2d_values(const double* x, const Shape& input_sizes, const double* w, const Shape& weight_sizes,
+                                 const double* off, const Shape& offset_sizes, const double* mask, const double* bias,
+                                 const Shape& stride, const Shape& padding, const Shape& dilation, int64_t groups,
+                                 int64_t offset_groups, double* out) {
+  int64_t n = input_sizes[0], channels = input_sizes[1], height = input_sizes[2], width = input_sizes[3];
+  int64_t out_channels = weight_sizes[0], per_group = weight_sizes[1], kh = weight_sizes[2], kw = weight_sizes[3];
+  int64_t oh = offset_sizes[2], ow = offset_sizes[3], taps = kh * kw;
+  int64_t channels_per_offset_group = channels / offset_groups, out_per_group = out_channels / groups;
+  auto sample = [&](const double* plane, double y, double xx) {
+    int64_t y0 = int64_t(std::floor(y)), x0 = int64_t(std::floor(xx));
+    double dy = y - double(y0), dx = xx - double(x0), total = 0;
+    for (int64_t a = 0; a < 2; ++a)
+      for (int64_t b = 0; b < 2; ++b) {
+        int64_t yy = y0 + a, xi = x0 + b;
+        if (yy < 0 || yy >= height || xi < 0 || xi >= width) continue;
+        total += (a ? dy : 1 - dy) * (b ? dx : 1 - dx) * plane[yy * width + xi];
+      }
+    return total;
+  };
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < out_channels; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double total = bias == nullptr ? 0.0 : bias[o];
+          int64_t group = o / out_per_group;
+          for (int64_t c = group * per_group; c < (group + 1) * per_group; ++c) {
+            int64_t g = c / channels_per_offset_group;
+            const double* plane = &x[size_t((b * channels + c) * height * width)];
+            for (int64_t t = 0; t < taps; ++t) {
+              int64_t ki = t / kw, kj = t % kw;
+              size_t at = size_t(((b * offset_groups + g) * taps + t) * 2);
+              double dy = off[(at * size_t(oh) + size_t(i)) * size_t(ow) + size_t(j)];
+              double dx = off[((at + 1) * size_t(oh) + size_t(i)) * size_t(ow) + size_t(j)];
+              double y = double(i * stride[0] - padding[0] + ki * dilation[0]) + dy;
+              double xx = double(j * stride[1] - padding[1] + kj * dilation[1]) + dx;
+              double m = mask == nullptr ? 1.0 : mask[size_t((((b * offset_groups + g) * taps + t) * oh + i) * ow + j)];
+              total += w[size_t(((o * per_group + (c - group * per_group)) * kh + ki) * kw + kj)] * sample(plane, y, xx) * m;
+            }
+          }
+          out[size_t(((b * out_channels + o) * oh + i) * ow + j)] = total;
+        }
+}
+
 // ---------------------------------------------------------------- strided tensors (packages)
 
 // The dtype codes of kiln::DType (kiln/dtype.h), as packages pass them.
@@ -878,6 +1251,60 @@ inline void matmul(const View& self, const View& other, const View& out) {
     batched_product(l.data(), r.data(), batches, n, k, m, product.data());
     write_values(out, std::vector<int64_t>(product.begin(), product.end()));
   }
+}
+
+// The result of a driver, of `shape`, must be what `out` holds.
+inline void check_out_shape(const View& out, const Shape& shape, const char* op) {
+  if (out.sizes != shape)
+    throw KernelFailure(std::string(op) + ": the output has shape " + shape_text(out.sizes) + ", the result " +
+                        shape_text(shape));
+}
+
+// grid_sample(input, grid, mode, padding_mode, align_corners) into out (input's dtype).
+inline void grid_sample(const View& input, const View& grid, GridSampleMode mode, GridSamplePadding padding,
+                        bool align_corners, const View& out) {
+  Shape shape = grid_sample_shape(input.sizes, grid.sizes);
+  check_out_shape(out, shape, "grid_sample");
+  std::vector<double> x = read_values<double>(input), coordinates = read_values<double>(grid);
+  std::vector<double> result(size_t(element_count(shape)), 0.0);
+  grid_sample_values(x.data(), input.sizes, coordinates.data(), grid.sizes, mode, padding, align_corners,
+                     grid.dtype != kF64, result.data());
+  write_values(out, result);
+}
+
+// roi_align(input, rois, batch_indices, output_height, output_width, sampling_ratio,
+// spatial_scale, mode, aligned) into out (input's dtype); max_mode: mode "max".
+inline void roi_align(const View& input, const View& rois, const View& batch_indices, int64_t pooled_height,
+                      int64_t pooled_width, int64_t sampling_ratio, double spatial_scale, bool max_mode, bool aligned,
+                      const View& out) {
+  check_index_dtype(batch_indices, "roi_align: batch_indices");
+  Shape shape = roi_align_shape(input.sizes, rois.sizes, batch_indices.sizes, pooled_height, pooled_width);
+  check_out_shape(out, shape, "roi_align");
+  std::vector<double> x = read_values<double>(input), boxes = read_values<double>(rois);
+  std::vector<int64_t> images = read_values<int64_t>(batch_indices);
+  std::vector<double> result(size_t(element_count(shape)), 0.0);
+  roi_align_values(x.data(), input.sizes, boxes.data(), images.data(), shape[0], pooled_height, pooled_width,
+                   sampling_ratio, spatial_scale, max_mode, aligned, result.data());
+  write_values(out, result);
+}
+
+// deform_conv2d(input, weight, offset, mask, bias, stride, padding, dilation, groups,
+// offset_groups) into out (input's dtype); `mask` and `bias` null when None; the lists have
+// two values (height, width).
+inline void deform_conv2d(const View& input, const View& weight, const View& offset, const View* mask,
+                          const View* bias, const Shape& stride, const Shape& padding, const Shape& dilation,
+                          int64_t groups, int64_t offset_groups, const View& out) {
+  Shape shape = deform_conv2d_shape(input.sizes, weight.sizes, offset.sizes, mask != nullptr ? &mask->sizes : nullptr,
+                                    bias != nullptr ? &bias->sizes : nullptr, groups, offset_groups);
+  check_out_shape(out, shape, "deform_conv2d");
+  std::vector<double> x = read_values<double>(input), w = read_values<double>(weight), off = read_values<double>(offset);
+  std::vector<double> m = mask != nullptr ? read_values<double>(*mask) : std::vector<double>{};
+  std::vector<double> b = bias != nullptr ? read_values<double>(*bias) : std::vector<double>{};
+  std::vector<double> result(size_t(element_count(shape)), 0.0);
+  deform_conv2d_values(x.data(), input.sizes, w.data(), weight.sizes, off.data(), offset.sizes,
+                       mask != nullptr ? m.data() : nullptr, bias != nullptr ? b.data() : nullptr, stride, padding,
+                       dilation, groups, offset_groups, result.data());
+  write_values(out, result);
 }
 
 }  // namespace KILN_PORTABLE_NAMESPACE

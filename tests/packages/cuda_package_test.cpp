@@ -13,8 +13,9 @@
 //     emulated_package_device.h) through the package's own C API, to the interpreter's numbers;
 //     its guards refuse bad inputs (wrong sizes, a symbol outside its range) with the messages a
 //     cpu package gives; --embed-weights needs no weights file; fallback nodes run on the host
-//     (a round trip of their buffers through the package's portable kernels), to the
-//     interpreter's numbers and messages;
+//     (a round trip of their buffers through the package's portable kernels; the sampling ops
+//     grid_sample, roi_align and deform_conv2d among them), to the interpreter's numbers and
+//     messages;
 //   - on a GPU (tests/gpu/check_cuda_packages.sh runs these there), every sample's package runs
 //     to the interpreter's numbers.
 #include <gmock/gmock.h>
@@ -263,6 +264,52 @@ TEST_F(CudaPackage, FallbackNodesRunOnTheHost) {
   std::string bad = " --input x=" + (dir_ / "x.npy").string() + " --input index=" + (dir_ / "bad.npy").string();
   expect_user_error(kiln("run " + scatter_dir.string() + bad, environment),
                     "scatter_ones: run: node %scatter (scatter): scatter(): index 9 is out of bounds for dimension of size 6");
+}
+
+// The sampling ops' fallback nodes (grid_sample, roi_align, deform_conv2d) run on the host as
+// the others do: a model of the three, with a symbolic batch, on the CPU emulation against the
+// interpreter; a roi batch index out of range is the interpreter's message, naming the node.
+TEST_F(CudaPackage, SamplingFallbackNodesRunOnTheHost) {
+  fs::path model = dir_ / "sampling.kiln";
+  std::ofstream(model) << R"(graph():
+    %x : f32[s0, 4, 6, 6] [num_users=4] = placeholder[target=x]
+    %grid : f32[s0, 3, 3, 2] [num_users=2] = placeholder[target=grid]
+    %rois : f32[3, 4] [num_users=1] = placeholder[target=rois]
+    %images : i64[3] [num_users=1] = placeholder[target=images]
+    %weight : f32[2, 2, 3, 3] [num_users=1] = placeholder[target=weight]
+    %offset : f32[s0, 36, 4, 4] [num_users=1] = placeholder[target=offset]
+    %mask : f32[s0, 18, 4, 4] [num_users=1] = placeholder[target=mask]
+    %bias : f32[2] [num_users=1] = placeholder[target=bias]
+    %doubled : f32[s0, 4, 6, 6] [num_users=1] = call_function[target=mul](args = (%x, 2), kwargs = {})
+    %sampled : f32[s0, 4, 3, 3] [num_users=1] = call_function[target=grid_sample](args = (%doubled, %grid, "bicubic", "reflection", False), kwargs = {})
+    %nearest : f32[s0, 4, 3, 3] [num_users=1] = call_function[target=grid_sample](args = (%x, %grid, "nearest", "border", True), kwargs = {})
+    %pooled : f32[3, 4, 2, 2] [num_users=1] = call_function[target=roi_align](args = (%x, %rois, %images, 2, 2, 0, 1.0, "avg", True), kwargs = {})
+    %deformed : f32[s0, 2, 4, 4] [num_users=1] = call_function[target=deform_conv2d](args = (%x, %weight, %offset, %mask, %bias, [1, 1], [0, 0], [1, 1], 2, 2), kwargs = {})
+    %relu : f32[s0, 2, 4, 4] [num_users=1] = call_function[target=relu](args = (%deformed,), kwargs = {})
+    return (sampled, nearest, pooled, relu)
+)";
+  fs::path built = dir_ / "sampling";
+  CliResult compiled = kiln("compile " + model.string() + " --target cuda --sm 80 -o " + built.string());
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  EXPECT_THAT(read_file(built / "sampling_cuda.cpp"), HasSubstr("fallback node sampled"));
+  std::string environment;
+  fs::path dir = emulated(built, "sampling", environment);
+  write_npy((dir_ / "rois.npy").string(),
+            Tensor::from_doubles({3, 4}, std::vector<double>{0, 0, 4, 4, 1.5, 2, 5.5, 5, -1, 3, 2, 7}, DType::f32));
+  write_npy((dir_ / "images.npy").string(), Tensor::from_doubles({3}, std::vector<double>{1, 0, 1}, DType::i64));
+  std::string boxes = " --input rois=" + (dir_ / "rois.npy").string() + " --input images=";
+  for (const char* size : {"2", "3"}) {
+    SCOPED_TRACE(std::string("s0=") + size);
+    std::string inputs = boxes + (dir_ / "images.npy").string() + " --random-inputs 7 --dim s0=" + size;
+    std::map<std::string, Tensor> expected = run_outputs(model.string() + inputs, std::string("interp_") + size);
+    EXPECT_EQ(expected.size(), 4u);
+    expect_close(run_outputs(dir.string() + inputs, std::string("package_") + size, environment), expected, 1e-5);
+  }
+  write_npy((dir_ / "bad.npy").string(), Tensor::from_doubles({3}, std::vector<double>{1, 0, 2}, DType::i64));
+  std::string bad = boxes + (dir_ / "bad.npy").string() + " --random-inputs 7 --dim s0=2";
+  const std::string message = "node %pooled (roi_align): roi_align: batch index 2 of box 2 is out of range for a batch of 2";
+  expect_user_error(kiln("run " + model.string() + bad), message);
+  expect_user_error(kiln("run " + dir.string() + bad, environment), "sampling: run: " + message);
 }
 
 // The exported program of in-place view writes (tests/data/pt2/inplace_views.pt2: index_put

@@ -8,7 +8,8 @@
 // damaged manifest; wrong input dtype or rank; bad names; a CPU lacking every instruction set
 // the package holds (through the test hook $KILN_HIDE_CPU_FEATURES). Models with fallback ops
 // (cumsum, scatter, index_put, topk, det, transposed convolution:
-// tests/data/packages/fallback_ops.kiln) run as packages to the interpreter's numbers, their
+// tests/data/packages/fallback_ops.kiln; the sampling ops: package_sampling_test.cpp) run as
+// packages to the interpreter's numbers, their
 // run-time errors as the interpreter's; a model with a fallback op a package cannot carry is
 // refused, naming the node and the op.
 #include <gmock/gmock.h>
@@ -199,16 +200,17 @@ TEST_F(PackageCli, IntegerAndHalfMatmulsRunInPackagesAsInTheInterpreter) {
 // its op and why.
 TEST_F(PackageCli, UncoveredFallbackOpsAreRefusedByName) {
   std::string model = write_model(dir_, "uncovered", R"(graph():
-    %x : f32[1, 2, 4, 4] [num_users=1] = placeholder[target=x]
-    %grid : f32[1, 3, 3, 2] [num_users=1] = placeholder[target=grid]
-    %grid_sample : f32[1, 2, 3, 3] [num_users=1] = call_function[target=grid_sample](args = (%x, %grid), kwargs = {})
-    return (grid_sample,)
+    %x : f32[] [num_users=1] = placeholder[target=x]
+    %i : i64[] [num_users=1] = placeholder[target=i]
+    %picked : f32[] [num_users=1] = call_function[target=gather](args = (%x, 0, %i), kwargs = {})
+    return (picked,)
 )");
   fs::path dir = dir_ / "uncovered_package";
   CliResult refused = kiln("compile " + model + " -o " + dir.string());
   expect_user_error(refused, "the model has nodes that the code generator does not compile and a package cannot carry: ");
-  EXPECT_THAT(refused.err, HasSubstr("%grid_sample (grid_sample)"));
-  EXPECT_THAT(refused.err, HasSubstr("cumsum, scatter, index_put, topk, det, convolution and matmul only"));
+  EXPECT_THAT(refused.err, HasSubstr("%picked (gather)"));
+  EXPECT_THAT(refused.err, HasSubstr("cumsum, scatter, index_put, topk, det, convolution, matmul, grid_sample, roi_align "
+                                     "and deform_conv2d only"));
   EXPECT_FALSE(fs::exists(dir));
 }
 
