@@ -23,6 +23,7 @@
 #include "compiler/model_files.h"
 #include "compiler/package_writer.h"
 #include "compiler/target_registry.h"
+#include "compiler/targets/cpu_toolchain.h"
 #include "compiler/training_stages.h"
 #include "runtime/cpu_features.h"
 #include "tools/codegen_flags.h"
@@ -100,6 +101,13 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
   std::cout << "package: " << result.directory.string() << " (" << package.name << ".h, lib" << package.name
             << ".so, lib" << package.name << ".a, " << package.name << ".safetensors of " << result.weights_bytes
             << " bytes; " << result.kernel_count << (result.kernel_count == 1 ? " kernel" : " kernels") << ")\n";
+  // What the package's portability costs, where `kiln run` would call oneDNN.
+  bool convolves = false;
+  for (const ir::Node* node : graph.nodes()) convolves = convolves || node->target() == "convolution";
+  if (convolves && options.target == "cpu" && !options.onednn && !compiler::dnnl_library().empty())
+    std::cout << "note: the package's convolutions are im2col + GEMM (it needs no oneDNN); `kiln run` calls oneDNN, "
+                 "which is faster on most convolutions (bench/compare_package.py measures both); --onednn makes the package "
+                 "call oneDNN too\n";
   return 0;
 }
 

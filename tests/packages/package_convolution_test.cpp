@@ -107,6 +107,14 @@ TEST_F(PackageConvolution, OneDnnIsAnOptIn) {
     return;
   }
   fs::path dir = package(cli_test::sample_model("cnn"), "cnn_dnnl", "--onednn");
+  // Without --onednn, `kiln compile -o` says what the portable convolutions cost and how to opt in.
+  const std::string note = "note: the package's convolutions are im2col + GEMM (it needs no oneDNN); `kiln run` calls oneDNN";
+  CliResult plain = kiln("compile " + cli_test::sample_model("cnn") + " -o " + (dir_ / "cnn_plain").string());
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_THAT(plain.out, HasSubstr(note));
+  CliResult opted = kiln("compile " + cli_test::sample_model("cnn") + " -o " + (dir_ / "cnn_opted").string() + " --onednn");
+  ASSERT_EQ(opted.status, 0) << opted.err;
+  EXPECT_THAT(opted.out, Not(HasSubstr("note:")));
   std::string traces = onednn_traces(dir, "cnn_dnnl");
   EXPECT_THAT(traces, HasSubstr("NEEDED libdnnl"));
   EXPECT_THAT(traces, HasSubstr("requires onednn"));
