@@ -130,6 +130,11 @@ class MpiProcessGroup final : public distributed::ProcessGroup {
   }
 
   std::string backend() const override { return "mpi"; }
+  bool collectives_on_any_thread() const override {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    return level >= MPI_THREAD_SERIALIZED;
+  }
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
 

@@ -352,8 +352,11 @@ void CompiledTraining::stage_backward(StepProgram& program) {
   program.stages = compiler::stage_backward(partition.backward, partition.wrt, data_parallel_->buckets());
   const compiler::BackwardStages& stages = *program.stages;
   if (log_enabled("distributed")) {
+    const bool overlapped = stages.staged.stages.size() > 1 && data_parallel_->group().collectives_on_any_thread();
     std::string text = "compile_training: the backward runs in " + std::to_string(stages.staged.stages.size()) +
-                       " stage(s) for " + std::to_string(data_parallel_->buckets().size()) + " gradient bucket(s):";
+                       " stage(s) for " + std::to_string(data_parallel_->buckets().size()) + " gradient bucket(s), " +
+                       (overlapped ? "each bucket averaged on the communication stream once its stage has run"
+                                   : "averaged after the backward") + ":";
     for (size_t k = 0; k < stages.buckets_done.size(); ++k) {
       text += "\n  stage " + std::to_string(k) + ": " + std::to_string(stages.gradients[k].size()) + " gradient(s), then bucket(s)";
       for (size_t bucket : stages.buckets_done[k]) text += " " + std::to_string(bucket);
@@ -374,7 +377,9 @@ void CompiledTraining::stage_backward(StepProgram& program) {
 // of its buckets read.
 void CompiledTraining::overlapped_backward(StepProgram& program, const std::map<std::string, Tensor>& saved) {
   if (!program.stages) stage_backward(program);
-  if (program.stage_programs.empty()) {  // one stage: the backward, then every bucket
+  // One stage, or a group whose collectives must stay on this thread: the backward, then every
+  // bucket.
+  if (program.stage_programs.empty() || !data_parallel_->group().collectives_on_any_thread()) {
     std::vector<Tensor> gradients = program.backward->run(saved, options_.num_threads);
     std::map<std::string, Tensor> by_name;
     for (size_t i = 0; i < gradients.size(); ++i) by_name[program.partition.wrt[i]] = gradients[i];

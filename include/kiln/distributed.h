@@ -52,6 +52,11 @@ class ProcessGroup {
   void all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::sum);
   // Every rank's `tensor`, stacked in rank order along a new leading dim: [world_size, ...sizes].
   Tensor all_gather(const Tensor& tensor);
+  // Whether the collectives may be called from another thread than the one that made the group
+  // (one call at a time): what lets CompiledTraining::step() average gradient buckets on a
+  // communication thread while the backward runs (else it averages them after the backward).
+  // MPI: whether MPI was started with MPI_THREAD_SERIALIZED or more.
+  virtual bool collectives_on_any_thread() const { return true; }
   // Tells the other ranks that this one failed: collectives they wait in, or call later, throw
   // kiln::Error naming this rank and `reason`. The group is unusable afterwards. A group destroyed
   // while an exception unwinds the stack does this itself.

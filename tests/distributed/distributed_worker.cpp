@@ -48,7 +48,8 @@ class CountingGroup : public ProcessGroup {
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   void abort(const std::string& reason) override { inner_->abort(reason); }
-  int all_reduces = 0;
+  bool collectives_on_any_thread() const override { return inner_->collectives_on_any_thread(); }
+  int all_reduces = 0;  // (written by the communication thread of an overlapped step, read after it)
 
  protected:
   void run_barrier() override { inner_->barrier(); }
