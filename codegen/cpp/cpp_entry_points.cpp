@@ -95,9 +95,9 @@ void CppSourcePrinter::emit_blas_support(bool maybe_unused) {
   w_.line("  cblas_dgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);");
   w_.line("}");
   w_.line("// Rows [0, rows) x columns [n0, n1) of C = A B: A (rows x K) at pa, B (K x N) at pb, C at pc with");
-  w_.line("// N columns; ta, lda, tb, ldb as kiln_blas_layout gives them.");
+  w_.line("// rows ldc apart (N for a contiguous C); ta, lda, tb, ldb as kiln_blas_layout gives them.");
   w_.line("template <class T>");
-  w_.line("static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t N) {");
+  w_.line("static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t ldc) {");
   w_.line("  if (K <= 0 || rows <= 0 || n1 <= n0) return;");
   w_.line("  const T* pbn = pb + (tb == 111 ? n0 : n0 * ldb);");
   w_.line("  if (rows == 1) {");
@@ -106,7 +106,7 @@ void CppSourcePrinter::emit_blas_support(bool maybe_unused) {
   w_.line("    else kiln_gemv(111, int(n1 - n0), int(K), pbn, ldb, pa, incx, pc + n0);");
   w_.line("    return;");
   w_.line("  }");
-  w_.line("  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(N));");
+  w_.line("  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(ldc));");
   w_.line("}");
 }
 

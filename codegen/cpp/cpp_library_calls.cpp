@@ -135,13 +135,51 @@ std::string CppSourcePrinter::view_pointer(const StridedView& view, const std::v
   return buf(view.buffer) + " + (" + offset + ")";
 }
 
+// A batch dim of C that can be the rows of each GEMM in place of C's own row dim, when it has
+// more elements: the right operand is the same matrix along it (B's stride there is 0), and A
+// and C keep a BLAS row layout along it (unit last strides, a row stride of at least K and N).
+// x[seq, batch, d] @ w[d, n] (a sequence-first transformer, whose batch dim cannot fold into
+// the rows) is then `batch` GEMMs of `seq` rows rather than `seq` GEMMs of `batch` rows, each of
+// which packed all of w again.
+static std::optional<size_t> batch_dim_as_rows(const StridedView& a, const StridedView& b, const StridedView& c) {
+  const size_t rank = c.shape.size();
+  auto constant = [](const SymInt& value) { return value.maybe_constant(); };
+  const std::optional<int64_t> m = constant(c.shape[rank - 2]), n = constant(c.shape[rank - 1]), k = constant(a.shape[rank - 1]);
+  if (!m || !n || !k || !(a.strides[rank - 1] == SymInt(1)) || !(c.strides[rank - 1] == SymInt(1))) return std::nullopt;
+  std::optional<size_t> best;
+  int64_t rows = *m;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    const std::optional<int64_t> extent = constant(c.shape[d]), a_stride = constant(a.strides[d]), c_stride = constant(c.strides[d]);
+    if (!extent || !a_stride || !c_stride || !(b.strides[d] == SymInt(0)) || *extent <= rows) continue;
+    if (*a_stride < *k || *c_stride < *n) continue;
+    best = d;
+    rows = *extent;
+  }
+  return best;
+}
+
 void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   const ExternCall& call = node.extern_call;
-  const StridedView& a = call.inputs.at(0);
-  const StridedView& b = call.inputs.at(1);
-  const StridedView& c = call.outputs.at(0);
+  StridedView a = call.inputs.at(0);
+  StridedView b = call.inputs.at(1);
+  StridedView c = call.outputs.at(0);
   const size_t rank = c.shape.size();
   KILN_CHECK(rank >= 2 && a.shape.size() == rank && b.shape.size() == rank, "gemm views must share a rank");
+  // The loop variable of each dim of the views (the epilogue's expressions name the output's own
+  // dims), and the batch dim that becomes the rows when one is longer (batch_dim_as_rows).
+  std::vector<std::string> vars;
+  for (size_t i = 0; i < rank; ++i) vars.push_back(loop_var(i).to_string());
+  std::optional<size_t> rows_dim;
+  if (!library_matmul(node) && (rank == 2 || !folded_row_stride(a, b))) rows_dim = batch_dim_as_rows(a, b, c);
+  if (rows_dim) {
+    const size_t d = *rows_dim, m = rank - 2;
+    std::swap(a.shape[d], a.shape[m]);
+    std::swap(a.strides[d], a.strides[m]);
+    std::swap(c.shape[d], c.shape[m]);
+    std::swap(c.strides[d], c.strides[m]);
+    b.shape[d] = c.shape[d];  // B is the same matrix along the old rows too
+    std::swap(vars[d], vars[m]);
+  }
   DType dtype = p_.buffer(c.buffer).dtype;
   KILN_CHECK(dtype == DType::f32 || dtype == DType::f64, "gemm of a dtype BLAS lacks");
   module_.uses_blas = true;
@@ -164,7 +202,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     emit_library_matmul(kernel, a, c, batch * c.shape[rank - 2], *row_stride);
     return;
   }
-  if (batch_rank > 0) {
+  if (batch_rank > 0 && !rows_dim) {
     if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
       emit_folded_gemm(kernel, a, b, c, *row_stride, batch, t);
       return;
@@ -176,6 +214,11 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   w_.line("if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) +
           " + i] = 0; }");
   std::string sam = index_text(a.strides[rank - 2]);
+  // C's row stride (N, but for rows taken from a batch dim).
+  const std::string ldc = rows_dim ? index_text(c.strides[rank - 2]) : "N";
+  if (rows_dim)
+    w_.line("// the rows are the output's dim " + std::to_string(*rows_dim) +
+            " (the right operand is the same matrix along it), longer than its own rows");
   bool epilogue = !kernel.steps.empty();
   // Small GEMMs of a batch run in parallel, each on one thread, when the whole batch is worth
   // a parallel region (~1M multiply-adds); otherwise each GEMM is one BLAS call that threads
@@ -190,19 +233,18 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   w_.line("int64_t rest = bi;");
   w_.line("(void)rest;");
   for (size_t i = batch_rank; i-- > 0;) {
-    std::string var = loop_var(i).to_string();
-    w_.line("const int64_t " + var + " = rest % (" + index_text(c.shape[i]) + ");");
+    w_.line("const int64_t " + vars[i] + " = rest % (" + index_text(c.shape[i]) + ");");
     w_.line("rest /= (" + index_text(c.shape[i]) + ");");
   }
-  for (size_t i = 0; i < batch_rank; ++i) batch_vars.push_back(loop_var(i).to_string());
+  for (size_t i = 0; i < batch_rank; ++i) batch_vars.push_back(vars[i]);
   w_.line("const " + t + "* pa = " + view_pointer(a, batch_vars) + ";");
   w_.line("const " + t + "* pb = " + view_pointer(b, batch_vars) + ";");
   w_.line(t + "* pc = " + view_pointer(c, batch_vars) + ";");
   if (!epilogue) {
     if (pool) {
-      w_.line("kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (" + sam + "), lda, pb, ldb, pc + lo * N, N);");
+      w_.line("kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (" + sam + "), lda, pb, ldb, pc + lo * " + ldc + ", " + ldc + ");");
     } else {
-      w_.line("kiln_gemm_block(ta, tb, M, 0, N, K, pa, lda, pb, ldb, pc, N);");
+      w_.line("kiln_gemm_block(ta, tb, M, 0, N, K, pa, lda, pb, ldb, pc, " + ldc + ");");
     }
   } else {
     std::string block = std::to_string(options_.gemm_block_rows);
@@ -210,11 +252,11 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     w_.open("for (int64_t m0 = " + lo + "; m0 < " + hi + "; m0 += " + block + ")");
     w_.line("const int64_t mb = " + hi + " - m0 < " + block + " ? " + hi + " - m0 : " + block + ";");
     if (pool) {
-      w_.line("kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (" + sam + "), lda, pb, ldb, pc + m0 * N, N);");
+      w_.line("kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (" + sam + "), lda, pb, ldb, pc + m0 * " + ldc + ", " + ldc + ");");
     } else {
-      w_.line("kiln_gemm_block(ta, tb, mb, 0, N, K, pa + m0 * (" + sam + "), lda, pb, ldb, pc + m0 * N, N);");
+      w_.line("kiln_gemm_block(ta, tb, mb, 0, N, K, pa + m0 * (" + sam + "), lda, pb, ldb, pc + m0 * " + ldc + ", " + ldc + ");");
     }
-    std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
+    std::string row = vars[rank - 2], col = vars[rank - 1];
     w_.open("for (int64_t " + row + " = m0; " + row + " < m0 + mb; ++" + row + ")");
     w_.line("#pragma omp simd");
     w_.open("for (int64_t " + col + " = " + (pool ? "n0" : "0") + "; " + col + " < " + (pool ? "n1" : "N") + "; ++" + col + ")");

@@ -229,6 +229,35 @@ TEST(CpuBackend, GemmsSplitIntoTasksMatchTheInterpreter) {
   }
 }
 
+// x[seq, batch, d] @ w[d, n] where x is a sequence-first view of a batch-first tensor (an ONNX
+// transformer's in-projection): the batch cannot fold into the rows, so each GEMM takes the
+// longer seq dim as its rows (C's rows then seq * batch * n apart) and the batch is the loop:
+// `batch` GEMMs rather than `seq`. With and without an epilogue, at 1 to 3 threads.
+TEST(CpuBackend, ASequenceFirstMatmulTakesItsLongerDimAsRows) {
+  for (bool epilogue : {false, true}) {
+    SCOPED_TRACE(epilogue ? "+ bias" : "plain");
+    Graph graph;
+    Node* x = input(graph, "x", {3, 41, 24});
+    Node* w = input(graph, "w", {24, 70});
+    Node* bias = input(graph, "bias", {70});
+    Node* seq_first = graph.create_call("permute", {x, ints({1, 0, 2})});
+    Node* product = graph.create_call("matmul", {seq_first, w});
+    graph.create_output({epilogue ? graph.create_call("add", {product, bias}) : product});
+    std::string source = dump_codegen_stage(graph, "cpp", {});
+    EXPECT_NE(source.find("the rows are the output's dim 0"), std::string::npos) << source;
+    CompiledModel model = compile(graph, test_options());
+    std::map<std::string, Tensor> inputs = {{"x", random_tensor({3, 41, 24}, DType::f32, 80)},
+                                            {"w", random_tensor({24, 70}, DType::f32, 81)},
+                                            {"bias", random_tensor({70}, DType::f32, 82)}};
+    std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+    for (int threads : {1, 2, 3}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      std::string problem = compare_tensors(expected[0], actual[0], 1e-4, 1e-5);
+      EXPECT_TRUE(problem.empty()) << threads << " threads: " << problem;
+    }
+  }
+}
+
 // The mean of no values is NaN in PyTorch (torch.var_mean(torch.empty(3, 0), 1) is (nan, nan));
 // the compiled Welford reduction said 0.
 TEST(CpuBackend, VarMeanOverNoElementsIsNaN) {

@@ -304,9 +304,9 @@ static inline void kiln_gemm(int ta, int tb, int m, int n, int k, const double* 
   cblas_dgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
 }
 // Rows [0, rows) x columns [n0, n1) of C = A B: A (rows x K) at pa, B (K x N) at pb, C at pc with
-// N columns; ta, lda, tb, ldb as kiln_blas_layout gives them.
+// rows ldc apart (N for a contiguous C); ta, lda, tb, ldb as kiln_blas_layout gives them.
 template <class T>
-static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t N) {
+static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int64_t n1, int64_t K, const T* pa, int lda, const T* pb, int ldb, T* pc, int64_t ldc) {
   if (K <= 0 || rows <= 0 || n1 <= n0) return;
   const T* pbn = pb + (tb == 111 ? n0 : n0 * ldb);
   if (rows == 1) {
@@ -315,7 +315,7 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
     else kiln_gemv(111, int(n1 - n0), int(K), pbn, ldb, pa, incx, pc + n0);
     return;
   }
-  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(N));
+  kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(ldc));
 }
 
 // kernel0_mul: mul, clone
