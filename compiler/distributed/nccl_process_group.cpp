@@ -93,6 +93,8 @@ class NcclProcessGroup final : public distributed::ProcessGroup {
   }
 
   std::string backend() const override { return "nccl"; }
+  // Each collective makes the device's context current on its thread, and polls the MPI group.
+  bool collectives_on_any_thread() const override { return mpi_->collectives_on_any_thread(); }
   int rank() const override { return mpi_->rank(); }
   int world_size() const override { return mpi_->world_size(); }
 
