@@ -19,6 +19,7 @@
 #include <climits>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -161,6 +162,14 @@ class MpiProcessGroup final : public distributed::ProcessGroup {
     }
   }
 
+  // Another rank's failure notice, once it has arrived (the group is then broken).
+  std::optional<std::string> failure_notice() {
+    std::string notice;
+    if (!poll_abort_notice(notice)) return std::nullopt;
+    broken_ = notice;
+    return notice;
+  }
+
  protected:
   void run_barrier() override {
     check_usable("barrier");
@@ -171,7 +180,6 @@ class MpiProcessGroup final : public distributed::ProcessGroup {
 
   void run_broadcast(const Tensor& tensor, int root) override {
     check_usable("broadcast");
-    check_cpu(tensor, "broadcast");
     const Tensor work = tensor.contiguous();
     char* bytes = static_cast<char*>(work.data_ptr());
     for (int64_t offset = 0; offset < int64_t(work.nbytes()); offset += kChunkBytes) {
@@ -185,7 +193,6 @@ class MpiProcessGroup final : public distributed::ProcessGroup {
 
   void run_all_reduce(const Tensor& tensor, distributed::ReduceOp op) override {
     check_usable("all_reduce");
-    check_cpu(tensor, "all_reduce");
     // f16 and bf16 are summed in f32; anything not contiguous through a contiguous copy.
     const bool half = tensor.dtype() == DType::f16 || tensor.dtype() == DType::bf16;
     const Tensor work = half ? tensor.to(DType::f32).contiguous() : tensor.contiguous();
@@ -206,7 +213,6 @@ class MpiProcessGroup final : public distributed::ProcessGroup {
 
   void run_all_gather(const Tensor& tensor, const Tensor& gathered) override {
     check_usable("all_gather");
-    check_cpu(tensor, "all_gather");
     const Tensor work = tensor.contiguous();
     if (int64_t(work.nbytes()) > kChunkBytes)
       fail("all_gather: the tensor holds ", work.nbytes(), " bytes; the mpi backend gathers at most ", kChunkBytes,
@@ -225,10 +231,11 @@ class MpiProcessGroup final : public distributed::ProcessGroup {
            ") and cannot be used again");
   }
 
-  static void check_cpu(const Tensor& tensor, const char* collective) {
+  void check_tensor(const Tensor& tensor, const char* collective) const override {
     if (!tensor.device().is_cpu())
       fail(collective, ": the tensor is on ", tensor.device().to_string(),
-           "; the mpi backend moves CPU tensors (CUDA tensors need the nccl backend, not implemented yet)");
+           "; the mpi backend moves CPU tensors (CUDA tensors need the nccl backend: ProcessGroupOptions::backend = "
+           "\"nccl\")");
   }
 
   void check(int code, const char* collective) {
@@ -319,6 +326,12 @@ std::shared_ptr<distributed::ProcessGroup> mpi_process_group(const distributed::
   return group;
 }
 
+std::optional<std::string> mpi_failure_notice(distributed::ProcessGroup& group) {
+  auto* mpi = dynamic_cast<MpiProcessGroup*>(&group);
+  KILN_CHECK(mpi != nullptr, "mpi_failure_notice: not an mpi process group");
+  return mpi->failure_notice();
+}
+
 }  // namespace kiln::compiler
 
 #else  // no MPI in this build
@@ -330,6 +343,8 @@ std::shared_ptr<distributed::ProcessGroup> mpi_process_group(const distributed::
       "init_process_group: this build of Kiln has no MPI (install Debian's libopenmpi-dev and openmpi-bin, then "
       "configure again: scripts/setup does both)");
 }
+
+std::optional<std::string> mpi_failure_notice(distributed::ProcessGroup&) { return std::nullopt; }
 
 }  // namespace kiln::compiler
 

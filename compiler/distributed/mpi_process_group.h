@@ -19,6 +19,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "kiln/distributed.h"
 
@@ -28,5 +30,11 @@ namespace kiln::compiler {
 // initialized here unless the program did it). Throws kiln::Error when no MPI launcher started
 // the program, when MPI was already finalized in this process, or when this build has no MPI.
 std::shared_ptr<distributed::ProcessGroup> mpi_process_group(const distributed::ProcessGroupOptions& options);
+
+// The line another rank sent when it failed (its ProcessGroup::abort), once it has reached this
+// rank, polled without waiting; std::nullopt until then. `group` must be mpi_process_group's; it is
+// broken once a notice has arrived. The nccl backend polls it while it waits on the GPU, so that a
+// failed rank ends the others' NCCL collectives too.
+std::optional<std::string> mpi_failure_notice(distributed::ProcessGroup& group);
 
 }  // namespace kiln::compiler

@@ -1,6 +1,6 @@
 // Data-parallel training across processes: a process group (the ranks of one job) and its
-// collectives on tensors, after torch.distributed. The backend today is MPI (Open MPI) for CPU
-// tensors; a NCCL backend for CUDA tensors is not written yet (the interface leaves room for it).
+// collectives on tensors, after torch.distributed. Two backends: "mpi" (Open MPI) moves CPU
+// tensors, "nccl" (NCCL, loaded at run time) moves CUDA tensors; each refuses the other's.
 //
 //   // started as: mpirun -np 2 ./train   (or: kiln launch -n 2 ./train)
 //   std::shared_ptr<kiln::distributed::ProcessGroup> group = kiln::distributed::init_process_group();
@@ -27,8 +27,19 @@ namespace kiln::distributed {
 enum class ReduceOp { sum, average };
 
 struct ProcessGroupOptions {
-  // "mpi": the only backend so far (CPU tensors, processes started by mpirun or `kiln launch`).
+  // "mpi": CPU tensors, processes started by mpirun or `kiln launch`.
+  // "nccl": CUDA tensors (a Tensor whose Storage is device memory on Device::cuda(i), contiguous),
+  //   one GPU per rank, processes started the same way: the ranks agree on NCCL's unique id over
+  //   MPI, then talk through one NCCL communicator. NCCL (libnccl.so.2, 2.10 or later) is loaded at
+  //   run time, found as $KILN_NCCL_LIBRARY names it, else on the library path, else in the CUDA
+  //   toolkit's lib64. Each collective runs on the group's own CUDA stream and returns once it has
+  //   completed on the device, so the caller's writes to the tensor must have completed before the
+  //   call (synchronize the stream that made them). f16 and bf16 are summed by NCCL in their own
+  //   dtype (not in f32 as the mpi backend does); i16, u16 and bool are refused.
   std::string backend = "mpi";
+  // nccl: the CUDA device of this rank; -1 picks the launcher's local rank (OMPI_COMM_WORLD_LOCAL_RANK,
+  // MPI_LOCALRANKID) modulo the number of devices.
+  int device = -1;
   // Seconds a collective may wait for the other ranks before it throws kiln::Error.
   double timeout_seconds = 300;
 };
@@ -70,11 +81,17 @@ class ProcessGroup {
   virtual void run_broadcast(const Tensor& tensor, int root) = 0;
   virtual void run_all_reduce(const Tensor& tensor, ReduceOp op) = 0;
   virtual void run_all_gather(const Tensor& tensor, const Tensor& gathered) = 0;
+  // Throws kiln::Error naming `collective` when the backend cannot move `tensor` (a CUDA tensor on
+  // the mpi backend, a CPU tensor on the nccl one); called before any communication.
+  virtual void check_tensor(const Tensor& tensor, const char* collective) const;
+  // all_gather's result, uninitialized (Tensor::empty on the CPU; device memory on the nccl backend).
+  virtual Tensor empty_tensor(const Sizes& sizes, DType dtype, Device device) const;
 };
 
-// The process group of this job (the same object while one is alive). Throws kiln::Error when the
-// program was not started by a launcher (mpirun, `kiln launch`), when the backend is unknown or
-// missing from this build, or when the options are invalid.
+// The process group of this job for options.backend (the same object while one is alive). Throws
+// kiln::Error when the program was not started by a launcher (mpirun, `kiln launch`), when the
+// backend is unknown or missing from this build, when the options are invalid, and for "nccl"
+// when NCCL is not found ("NCCL was not found: ... set $KILN_NCCL_LIBRARY") or there is no GPU.
 std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options = {});
 
 }  // namespace kiln::distributed

@@ -13,6 +13,14 @@
 #include "runtime/cuda/driver_api.h"
 #include "runtime/cuda/nvrtc_api.h"
 
+// NCCL ships apart from the toolkit (the CUDA 13 toolkit's include folder may hold it).
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+
+#include "runtime/cuda/nccl_api.h"
+#define KILN_NCCL_HEADER 1
+#endif
+
 namespace kiln::cuda {
 
 #define KILN_SAME(ours, theirs) static_assert(int(ours) == int(theirs), #ours " differs from the CUDA toolkit's")
@@ -55,6 +63,35 @@ KILN_SAME(kiln::cuda::CUBLASLT_EPILOGUE_BIAS, ::CUBLASLT_EPILOGUE_BIAS);
 KILN_SAME(kiln::cuda::CUBLASLT_EPILOGUE_RELU_BIAS, ::CUBLASLT_EPILOGUE_RELU_BIAS);
 KILN_SAME(kiln::cuda::CUBLASLT_EPILOGUE_GELU, ::CUBLASLT_EPILOGUE_GELU);
 KILN_SAME(kiln::cuda::CUBLASLT_EPILOGUE_GELU_BIAS, ::CUBLASLT_EPILOGUE_GELU_BIAS);
+#if KILN_NCCL_HEADER
+KILN_SAME(kiln::cuda::kNcclUniqueIdBytes, NCCL_UNIQUE_ID_BYTES);
+KILN_SAME(kiln::cuda::ncclSuccess, ::ncclSuccess);
+KILN_SAME(kiln::cuda::ncclUnhandledCudaError, ::ncclUnhandledCudaError);
+KILN_SAME(kiln::cuda::ncclSystemError, ::ncclSystemError);
+KILN_SAME(kiln::cuda::ncclInternalError, ::ncclInternalError);
+KILN_SAME(kiln::cuda::ncclInvalidArgument, ::ncclInvalidArgument);
+KILN_SAME(kiln::cuda::ncclInvalidUsage, ::ncclInvalidUsage);
+KILN_SAME(kiln::cuda::ncclRemoteError, ::ncclRemoteError);
+KILN_SAME(kiln::cuda::ncclInProgress, ::ncclInProgress);
+KILN_SAME(kiln::cuda::ncclSum, ::ncclSum);
+KILN_SAME(kiln::cuda::ncclAvg, ::ncclAvg);
+KILN_SAME(kiln::cuda::ncclInt8, ::ncclInt8);
+KILN_SAME(kiln::cuda::ncclUint8, ::ncclUint8);
+KILN_SAME(kiln::cuda::ncclInt32, ::ncclInt32);
+KILN_SAME(kiln::cuda::ncclUint32, ::ncclUint32);
+KILN_SAME(kiln::cuda::ncclInt64, ::ncclInt64);
+KILN_SAME(kiln::cuda::ncclUint64, ::ncclUint64);
+KILN_SAME(kiln::cuda::ncclFloat16, ::ncclFloat16);
+KILN_SAME(kiln::cuda::ncclFloat32, ::ncclFloat32);
+KILN_SAME(kiln::cuda::ncclFloat64, ::ncclFloat64);
+KILN_SAME(kiln::cuda::ncclBfloat16, ::ncclBfloat16);
+KILN_SAME(kiln::cuda::nccl_version_code(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_VERSION_CODE);
+// Kiln passes NCCL's enums as int and the unique id by value: the same sizes make the same ABI.
+static_assert(sizeof(kiln::cuda::ncclUniqueId) == sizeof(::ncclUniqueId));
+static_assert(sizeof(kiln::cuda::ncclResult_t) == sizeof(::ncclResult_t));
+static_assert(sizeof(kiln::cuda::ncclRedOp_t) == sizeof(::ncclRedOp_t));
+static_assert(sizeof(kiln::cuda::ncclDataType_t) == sizeof(::ncclDataType_t));
+#endif
 #undef KILN_SAME
 static_assert(sizeof(kiln::cuda::cublasLtMatmulDescOpaque_t) == sizeof(::cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(kiln::cuda::cublasLtMatrixLayoutOpaque_t) == sizeof(::cublasLtMatrixLayoutOpaque_t));

@@ -16,6 +16,9 @@
 //                                report it (the test checks the output)
 //   hang SECONDS                 rank 1 never joins an all-reduce; the others must time out after SECONDS
 //   mismatch WHAT                rank 1 builds a different training (parameters, optimizer, model)
+//   nccl                         (needs a GPU per rank and NCCL) the nccl group's barrier, broadcast,
+//                                all_reduce (sum, average) and all_gather in every dtype it maps equal
+//                                the mpi group's on the same values; each group refuses the other's tensors
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -30,6 +33,7 @@
 #include "kiln/distributed.h"
 #include "kiln/kiln.h"
 #include "runtime/checksum.h"
+#include "runtime/cuda/cuda_context.h"
 #include "tests/training_step/training_models.h"
 
 namespace kiln::training_step_test {
@@ -168,6 +172,16 @@ void check_ranks_identical(ProcessGroup& group, const CompiledTraining& training
       fail("rank ", rank, "'s parameters differ from rank 0's");
 }
 
+// A CUDA tensor that is never read: its storage's address is not device memory (a group must refuse
+// it before touching it).
+Tensor unreadable_cuda_tensor(const Sizes& sizes, DType dtype, int device = 0) {
+  auto storage = std::make_shared<Storage>(reinterpret_cast<void*>(uintptr_t(0x1000)), size_t(numel_of(sizes)) * dtype_size(dtype),
+                                           Device::cuda(device), [](void*) {});
+  Sizes strides(sizes.size(), 1);
+  for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * sizes[i];
+  return Tensor(storage, sizes, strides, 0, dtype);
+}
+
 void collectives(const std::shared_ptr<ProcessGroup>& group_pointer) {
   ProcessGroup& group = *group_pointer;
   const int rank = group.rank(), world = group.world_size();
@@ -205,6 +219,10 @@ void collectives(const std::shared_ptr<ProcessGroup>& group_pointer) {
   std::printf("rank %d: undefined error: %s\n", rank, error_of([&] { group.all_reduce(Tensor()); }).c_str());
   std::printf("rank %d: bool error: %s\n", rank,
               error_of([&] { group.all_reduce(Tensor::full({2}, 1, DType::boolean)); }).c_str());
+  std::printf("rank %d: cuda tensor error: %s\n", rank,
+              error_of([&] { group.all_reduce(unreadable_cuda_tensor({2}, DType::f32)); }).c_str());
+  std::printf("rank %d: cuda all_gather error: %s\n", rank,
+              error_of([&] { group.all_gather(unreadable_cuda_tensor({2}, DType::f32)); }).c_str());
   group.barrier();
 
   // compile_training's set-up: every rank starts from rank 0's parameters, whatever it initialized.
@@ -229,6 +247,94 @@ void collectives(const std::shared_ptr<ProcessGroup>& group_pointer) {
   }
   check_ranks_identical(group, training);
   std::printf("rank %d: collectives ok\n", rank);
+}
+
+// Device copies of CPU tensors and back, through the driver (the worker's own helper).
+class DeviceCopies {
+ public:
+  explicit DeviceCopies(int device) : context_(device) {}
+  Tensor to_device(const Tensor& cpu) {
+    const Tensor source = cpu.contiguous();
+    context_.make_current();
+    const cuda::DriverFunctions& api = context_.driver().api();
+    cuda::CUdeviceptr address = 0;
+    context_.driver().check(api.cuMemAlloc(&address, std::max<size_t>(source.nbytes(), 1)), "cuMemAlloc");
+    context_.driver().check(api.cuMemcpyHtoDAsync(address, source.data_ptr(), source.nbytes(), nullptr), "upload");
+    context_.synchronize();
+    const cuda::CudaContext* context = &context_;
+    auto storage = std::make_shared<Storage>(reinterpret_cast<void*>(uintptr_t(address)), source.nbytes(),
+                                             Device::cuda(context_.info().ordinal), [context](void* pointer) {
+                                               context->make_current();
+                                               context->driver().api().cuMemFree(cuda::CUdeviceptr(uintptr_t(pointer)));
+                                             });
+    return Tensor(storage, source.sizes(), source.strides(), 0, source.dtype());
+  }
+  Tensor to_host(const Tensor& device) {
+    Tensor host = Tensor::empty(device.sizes(), device.dtype());
+    context_.make_current();
+    context_.driver().check(context_.driver().api().cuMemcpyDtoHAsync(
+                                host.data_ptr(), cuda::CUdeviceptr(uintptr_t(device.data_ptr())), host.nbytes(), nullptr),
+                            "download");
+    context_.synchronize();
+    return host;
+  }
+
+ private:
+  cuda::CudaContext context_;
+};
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (a.flat_double(i) != b.flat_double(i)) return false;
+  return true;
+}
+
+// The nccl group's collectives against the mpi group's, on the same values in every dtype.
+void nccl_collectives(const std::shared_ptr<ProcessGroup>& mpi) {
+  const int rank = mpi->rank(), world = mpi->world_size();
+  distributed::ProcessGroupOptions options;
+  options.backend = "nccl";
+  options.device = rank;
+  options.timeout_seconds = 120;
+  std::shared_ptr<ProcessGroup> nccl = distributed::init_process_group(options);
+  expect(nccl->backend() == "nccl" && nccl->rank() == rank && nccl->world_size() == world, "the nccl group's ranks");
+  DeviceCopies device(rank);
+  nccl->barrier();
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8, DType::i8}) {
+    const std::string name(dtype_name(dtype));
+    // Small integers (and halves): exact in every dtype, so the sums agree bit for bit.
+    std::vector<double> values;
+    for (int i = 0; i < 37; ++i) values.push_back(double((rank * 7 + i) % 11) + (is_floating(dtype) ? 0.5 * rank : 0));
+    const Tensor host = Tensor::from_doubles({37}, values, dtype);
+    Tensor expected = host.clone();
+    mpi->all_reduce(expected, ReduceOp::sum);
+    Tensor on_device = device.to_device(host);
+    nccl->all_reduce(on_device, ReduceOp::sum);
+    expect(same_values(device.to_host(on_device), expected), "all_reduce sum of " + name);
+    if (is_floating(dtype)) {
+      expected = host.clone();
+      mpi->all_reduce(expected, ReduceOp::average);
+      on_device = device.to_device(host);
+      nccl->all_reduce(on_device, ReduceOp::average);
+      expect(same_values(device.to_host(on_device), expected), "all_reduce average of " + name);
+    }
+    expected = host.clone();
+    mpi->broadcast(expected, world - 1);
+    on_device = device.to_device(host);
+    nccl->broadcast(on_device, world - 1);
+    expect(same_values(device.to_host(on_device), expected), "broadcast of " + name);
+    const Tensor gathered = nccl->all_gather(device.to_device(host.view({37, 1})));
+    expect(gathered.device() == Device::cuda(rank), "all_gather's result is on the group's device");
+    expect(same_values(device.to_host(gathered), mpi->all_gather(host.view({37, 1}))), "all_gather of " + name);
+  }
+  nccl->barrier();
+  std::printf("rank %d: nccl cpu tensor error: %s\n", rank,
+              error_of([&] { nccl->all_reduce(Tensor::full({2}, 1, DType::f32)); }).c_str());
+  std::printf("rank %d: mpi cuda tensor error: %s\n", rank,
+              error_of([&] { mpi->all_reduce(device.to_device(Tensor::full({2}, 1, DType::f32))); }).c_str());
+  nccl->barrier();
+  std::printf("rank %d: nccl ok\n", rank);
 }
 
 template <typename Model>
@@ -442,6 +548,8 @@ int run(int argc, char** argv) {
     hang(group, group_options.timeout_seconds);
   } else if (scenario == "mismatch" && args.size() == 1) {
     mismatch(group, args[0]);
+  } else if (scenario == "nccl") {
+    nccl_collectives(group);
   } else {
     fail("unknown scenario or wrong arguments: ", scenario);
   }
