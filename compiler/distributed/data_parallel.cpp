@@ -39,6 +39,7 @@ void DataParallel::average_gradients() {
 
 void DataParallel::average_bucket(size_t index) {
   const GradientBucket& bucket = buckets_.at(index);
+  if (group_->world_size() == 1) return;  // the average over one rank is its own gradients
   const Tensor& flat = arena_->groups()[bucket.group].gradients;
   if (bucket.arena_range) {
     const auto [first, count] = *bucket.arena_range;

@@ -55,7 +55,7 @@ Batch make_batch(int64_t step) {
   return {{Tensor::from_doubles({8, 2}, points, DType::f32)}, {Tensor::from_doubles({8}, labels, DType::i64)}};
 }
 
-TEST(DataParallelOptions, OneRankTrainsAsWithoutAGroupAndAveragesEachBucketOncePerUpdate) {
+TEST(DataParallelOptions, OneRankTrainsAsWithoutAGroupAndAveragesNothing) {
   manual_seed(3);
   nn::Sequential plain_model(nn::Linear(2, 16), nn::ReLU(), nn::Linear(16, 3));
   manual_seed(3);
@@ -71,16 +71,15 @@ TEST(DataParallelOptions, OneRankTrainsAsWithoutAGroupAndAveragesEachBucketOnceP
   const size_t buckets = TrainingAccess::training(training).data_parallel()->buckets().size();
   EXPECT_EQ(buckets, 1u);  // 4 small f32 parameters, far below 25 MB
   group->calls.clear();
-  for (int64_t step = 0; step < 5; ++step) {
+  // One rank's gradients are the average already: no update communicates (the 2-rank jobs of
+  // data_parallel_test.cpp count one all-reduce per bucket and update).
+  for (int64_t step = 0; step < 5; ++step)
     EXPECT_EQ(training.step(make_batch(step)), plain.step(make_batch(step))) << "step " << step;
-    EXPECT_EQ(group->calls.size(), size_t(step + 1) * buckets);
-  }
   training.zero_grad();
   training.accumulate(make_batch(0), 0.5);
   training.accumulate(make_batch(1), 0.5);
-  EXPECT_EQ(group->calls.size(), 5 * buckets) << "accumulate() communicates nothing";
   training.apply();
-  EXPECT_EQ(group->calls.size(), 6 * buckets);
+  EXPECT_EQ(group->calls, std::vector<std::string>{});
   plain.zero_grad();
   plain.accumulate(make_batch(0), 0.5);
   plain.accumulate(make_batch(1), 0.5);
