@@ -3,7 +3,8 @@
 // `kiln launch` (1 rank works too); run by bench/compare_ddp.py against PyTorch DDP.
 //
 //   mpirun -np N kiln_ddp_step_bench --model mlp|attention [--weights FILE] [--iters N] [--warmup N]
-//                                    [--threads N] [--check-steps K] [--block N]
+//                                    [--threads N] [--check-steps K] [--block N] [--bucket-bytes B]
+//                                    [--overlap automatic|always|never]
 //
 // Each rank trains on its own batch of the model's size (mlp: 64 x 784 with labels, cross_entropy;
 // attention: 2 x 8 x 32 with a target, mse_loss), made by a formula of the rank and the element's
@@ -111,6 +112,8 @@ bool ranks_hold_the_same_weights(distributed::ProcessGroup& group, const Compile
 struct Options {
   std::string model = "mlp", weights;
   int iters = 200, warmup = 20, threads = 1, check_steps = 10, block = 10;
+  int64_t bucket_bytes = int64_t(25) << 20;  // TrainingOptions::gradient_bucket_bytes
+  TrainingOptions::Overlap overlap = TrainingOptions::Overlap::automatic;
 };
 
 int run(const Options& options) {
@@ -122,6 +125,8 @@ int run(const Options& options) {
     TrainingOptions training_options;
     training_options.num_threads = options.threads;
     if (data_parallel) training_options.data_parallel = group;
+    training_options.gradient_bucket_bytes = options.bucket_bytes;
+    training_options.overlap_communication = options.overlap;
     return compile_training(*workload.model, workload.loss, sgd, workload.batch, training_options);
   };
   manual_seed(0);
@@ -203,10 +208,18 @@ int main(int argc, char** argv) try {
     else if (arg == "--threads") options.threads = count(0);
     else if (arg == "--check-steps") options.check_steps = count(0);
     else if (arg == "--block") options.block = count(1);
+    else if (arg == "--bucket-bytes") options.bucket_bytes = count(1);
+    else if (arg == "--overlap") {
+      const std::string mode = value();
+      if (mode == "automatic") options.overlap = TrainingOptions::Overlap::automatic;
+      else if (mode == "always") options.overlap = TrainingOptions::Overlap::always;
+      else if (mode == "never") options.overlap = TrainingOptions::Overlap::never;
+      else fail("--overlap must be automatic, always or never, got '", mode, "'");
+    }
     else
       fail("unknown argument '", arg,
            "' (usage: --model mlp|attention [--weights FILE] [--iters N] [--warmup N] [--threads N] "
-           "[--check-steps K] [--block N])");
+           "[--check-steps K] [--block N] [--bucket-bytes B] [--overlap automatic|always|never])");
   }
   return run(options);
 } catch (const std::exception& error) {

@@ -3,7 +3,9 @@
 #include "compiler/training/compiled_training.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <sched.h>
 #include <optional>
 #include <set>
 #include <utility>
@@ -346,17 +348,45 @@ void CompiledTraining::apply() {
   copy_parameters_to_module();
 }
 
+// Whether step() averages buckets on a communication thread during the backward: never for one
+// rank (nothing to average) or a group whose collectives must stay on this thread; else as
+// TrainingOptions::overlap_communication says, automatic where the process may run on more cores
+// than the backward's threads (sched_getaffinity), so that the thread has a core of its own.
+bool CompiledTraining::overlaps_communication() const {
+  const distributed::ProcessGroup& group = data_parallel_->group();
+  if (group.world_size() == 1 || !group.collectives_on_any_thread()) return false;
+  switch (options_.overlap_communication) {
+    case TrainingOptions::Overlap::always:
+      return true;
+    case TrainingOptions::Overlap::never:
+      return false;
+    case TrainingOptions::Overlap::automatic:
+      break;
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return false;
+  // The backward's threads: num_threads, else OpenMP's default (OMP_NUM_THREADS, else every core).
+  int threads = options_.num_threads;
+  if (threads <= 0) {
+    const char* variable = std::getenv("OMP_NUM_THREADS");
+    threads = variable != nullptr ? std::atoi(variable) : 0;
+  }
+  return threads > 0 && CPU_COUNT(&cpus) > threads;
+}
+
 // The backward cut where gradient buckets are complete, each stage compiled as the backward was.
 void CompiledTraining::stage_backward(StepProgram& program) {
   const passes::Partition& partition = program.partition;
   program.stages = compiler::stage_backward(partition.backward, partition.wrt, data_parallel_->buckets());
   const compiler::BackwardStages& stages = *program.stages;
   if (log_enabled("distributed")) {
-    const bool overlapped = stages.staged.stages.size() > 1 && data_parallel_->group().collectives_on_any_thread();
+    const bool overlapped = stages.staged.stages.size() > 1 && overlaps_communication();
     std::string text = "compile_training: the backward runs in " + std::to_string(stages.staged.stages.size()) +
                        " stage(s) for " + std::to_string(data_parallel_->buckets().size()) + " gradient bucket(s), " +
                        (overlapped ? "each bucket averaged on the communication stream once its stage has run"
-                                   : "averaged after the backward") + ":";
+                                   : "averaged after the backward (no core to spare for a communication thread, one "
+                                     "rank, or TrainingOptions::overlap_communication)") + ":";
     for (size_t k = 0; k < stages.buckets_done.size(); ++k) {
       text += "\n  stage " + std::to_string(k) + ": " + std::to_string(stages.gradients[k].size()) + " gradient(s), then bucket(s)";
       for (size_t bucket : stages.buckets_done[k]) text += " " + std::to_string(bucket);
@@ -377,9 +407,8 @@ void CompiledTraining::stage_backward(StepProgram& program) {
 // of its buckets read.
 void CompiledTraining::overlapped_backward(StepProgram& program, const std::map<std::string, Tensor>& saved) {
   if (!program.stages) stage_backward(program);
-  // One stage, or a group whose collectives must stay on this thread: the backward, then every
-  // bucket.
-  if (program.stage_programs.empty() || !data_parallel_->group().collectives_on_any_thread()) {
+  // One stage, or no overlap (overlaps_communication): the backward, then every bucket.
+  if (program.stage_programs.empty() || !overlaps_communication()) {
     std::vector<Tensor> gradients = program.backward->run(saved, options_.num_threads);
     std::map<std::string, Tensor> by_name;
     for (size_t i = 0; i < gradients.size(); ++i) by_name[program.partition.wrt[i]] = gradients[i];
@@ -390,6 +419,10 @@ void CompiledTraining::overlapped_backward(StepProgram& program, const std::map<
   if (!vm_) {
     vm::VmOptions options;
     options.streams = {vm::StreamSpec{"compute"}, vm::StreamSpec{"communication"}};
+    // No spinning: a rank often has one core (mpirun --bind-to core), which a spinning scheduler or
+    // worker would take from the backward's stages and the collectives' own polling.
+    options.scheduler_spin = std::chrono::microseconds(0);
+    options.worker_spin = std::chrono::microseconds(0);
     vm_ = std::make_unique<vm::VirtualMachine>(options);
   }
   const compiler::BackwardStages& stages = *program.stages;

@@ -141,6 +141,7 @@ class CompiledTraining {
   float run_forward(StepProgram& program, const Batch& batch, std::map<std::string, Tensor>& saved);
   void stage_backward(StepProgram& program);
   void overlapped_backward(StepProgram& program, const std::map<std::string, Tensor>& saved);
+  bool overlaps_communication() const;
 
   nn::Module* module_;
   LossFunction loss_;

@@ -73,6 +73,13 @@ struct TrainingOptions {
   // shapes for the same result as one process on the concatenated batch.
   std::shared_ptr<distributed::ProcessGroup> data_parallel;
   int64_t gradient_bucket_bytes = int64_t(25) << 20;
+  // Whether step() averages each bucket on a communication thread while the rest of the backward
+  // runs (the backward cut into stages at the buckets' boundaries), as DDP does: automatic does
+  // where the process may run on more cores than its compute threads (the thread needs one of its
+  // own: with `mpirun --bind-to core` and one thread per rank it would only slow the step), always
+  // and never force it. Either way the numbers are the same.
+  enum class Overlap { automatic, always, never };
+  Overlap overlap_communication = Overlap::automatic;
 };
 
 class CompiledTraining;  // compiler/training/compiled_training.h

@@ -14,6 +14,8 @@
 //    trainings: errors on the ranks, never a hang.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <regex>
 #include <string>
 
@@ -58,8 +60,8 @@ TEST(DataParallel, SmallBucketsGiveTheSameTraining) {
     // 64 KiB and 4 KiB buckets: the MLP's first weight (401408 bytes) cannot share one, nor can
     // the CNN's convolution and linear weights, so there are several.
     const std::string bytes = std::string(model) == "mlp" ? "65536" : "4096";
-    const JobResult job = run_command("KILN_LOG=distributed " +
-                                      mpi_job(2, KILN_DISTRIBUTED_WORKER, "parity " + std::string(model) + " sgd " + bytes));
+    const JobResult job = run_command(
+        "KILN_LOG=distributed " + mpi_job(2, KILN_DISTRIBUTED_WORKER, "parity " + std::string(model) + " sgd " + bytes + " always"));
     expect_both_ranks_ok(job, "parity " + std::string(model) + " sgd ok");
     std::smatch match;
     ASSERT_TRUE(std::regex_search(job.output, match, std::regex(R"(20 steps, (\d+) buckets)"))) << job.output;
@@ -67,6 +69,30 @@ TEST(DataParallel, SmallBucketsGiveTheSameTraining) {
     ASSERT_TRUE(std::regex_search(job.output, match, std::regex(R"(the backward runs in (\d+) stage\(s\) for (\d+) gradient bucket\(s\), each bucket averaged on the communication stream)")))
         << job.output;
     EXPECT_GE(std::stoi(match[1]), 2) << job.output;
+  }
+}
+
+// TrainingOptions::overlap_communication = automatic overlaps where a rank may run on more cores
+// than its compute threads (the communication thread needs one), and the training is the same
+// either way.
+TEST(DataParallel, AutomaticOverlapNeedsACoreToSpare) {
+  KILN_SKIP_WITHOUT_MPI();
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+  const int cores = CPU_COUNT(&cpus);
+  for (int threads : {1, cores}) {
+    SCOPED_TRACE(std::to_string(threads) + " thread(s) on " + std::to_string(cores) + " core(s)");
+    // Unbound ranks (mpirun binds each of 2 ranks to a core of its own by default): each may run
+    // on every core of this process.
+    const JobResult job = run_command("KILN_LOG=distributed OMP_NUM_THREADS=" + std::to_string(threads) + " " +
+                                      job_environment() + KILN_MPIEXEC + " --oversubscribe --bind-to none -np 2 " +
+                                      KILN_DISTRIBUTED_WORKER + " parity mlp sgd 65536");
+    expect_both_ranks_ok(job, "parity mlp sgd ok");
+    const bool spare = cores > threads;
+    EXPECT_NE(job.output.find(spare ? "each bucket averaged on the communication stream" : "averaged after the backward"),
+              std::string::npos)
+        << job.output;
   }
 }
 

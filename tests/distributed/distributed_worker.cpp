@@ -339,7 +339,7 @@ void nccl_collectives(const std::shared_ptr<ProcessGroup>& mpi) {
 
 template <typename Model>
 void parity(const std::shared_ptr<ProcessGroup>& group, const std::string& model_name,
-            const std::string& optimizer_name, int64_t bucket_bytes) {
+            const std::string& optimizer_name, int64_t bucket_bytes, TrainingOptions::Overlap overlap) {
   ParityReference reference(model_name);
   const OptimizerOptions optimizer = reference_optimizer(reference.report.at("optimizers").at(optimizer_name));
   Model single_model;
@@ -355,6 +355,7 @@ void parity(const std::shared_ptr<ProcessGroup>& group, const std::string& model
   TrainingOptions options = test_options();
   options.data_parallel = counting;
   options.gradient_bucket_bytes = bucket_bytes;
+  options.overlap_communication = overlap;
   CompiledTraining ddp =
       compile_training(model, cross_entropy_loss, optimizer, shard(reference.batch(0), *group), options);
   const size_t buckets = TrainingAccess::training(ddp).data_parallel()->buckets().size();
@@ -532,10 +533,15 @@ int run(int argc, char** argv) {
     collectives(group);
   } else if (scenario == "parity" && args.size() >= 2) {
     const int64_t bucket_bytes = args.size() > 2 ? std::atoll(args[2].c_str()) : int64_t(25) << 20;
+    const std::string overlap_name = args.size() > 3 ? args[3] : "automatic";
+    TrainingOptions::Overlap overlap = TrainingOptions::Overlap::automatic;
+    if (overlap_name == "always") overlap = TrainingOptions::Overlap::always;
+    else if (overlap_name == "never") overlap = TrainingOptions::Overlap::never;
+    else if (overlap_name != "automatic") fail("unknown overlap '", overlap_name, "'");
     if (args[0] == "mlp")
-      parity<Mlp>(group, "mlp", args[1], bucket_bytes);
+      parity<Mlp>(group, "mlp", args[1], bucket_bytes, overlap);
     else if (args[0] == "cnn")
-      parity<SmallCnn>(group, "cnn", args[1], bucket_bytes);
+      parity<SmallCnn>(group, "cnn", args[1], bucket_bytes, overlap);
     else
       fail("unknown model '", args[0], "'");
   } else if (scenario == "accumulate") {
