@@ -3,9 +3,10 @@
 #include "compiler/training/compiled_training.h"
 
 #include <algorithm>
+#include <sched.h>
+
 #include <cstdlib>
 #include <iostream>
-#include <sched.h>
 #include <optional>
 #include <set>
 #include <utility>
@@ -107,6 +108,7 @@ struct CompiledTraining::StepProgram {
   // each compiled (made at the first step(); none when the buckets leave one stage).
   std::optional<compiler::BackwardStages> stages;
   std::vector<std::unique_ptr<compiler::Executable>> stage_programs;
+  bool logged_averaging = false;  // KILN_LOG=distributed said that this variant averages after its backward
 };
 
 struct CompiledTraining::EvalProgram {
@@ -375,25 +377,24 @@ bool CompiledTraining::overlaps_communication() const {
   return threads > 0 && CPU_COUNT(&cpus) > threads;
 }
 
-// The backward cut where gradient buckets are complete, each stage compiled as the backward was.
+// The backward cut where gradient buckets are complete, each stage compiled as the backward was
+// (none when the buckets leave one stage: nothing to overlap).
 void CompiledTraining::stage_backward(StepProgram& program) {
   const passes::Partition& partition = program.partition;
   program.stages = compiler::stage_backward(partition.backward, partition.wrt, data_parallel_->buckets());
   const compiler::BackwardStages& stages = *program.stages;
   if (log_enabled("distributed")) {
-    const bool overlapped = stages.staged.stages.size() > 1 && overlaps_communication();
     std::string text = "compile_training: the backward runs in " + std::to_string(stages.staged.stages.size()) +
                        " stage(s) for " + std::to_string(data_parallel_->buckets().size()) + " gradient bucket(s), " +
-                       (overlapped ? "each bucket averaged on the communication stream once its stage has run"
-                                   : "averaged after the backward (no core to spare for a communication thread, one "
-                                     "rank, or TrainingOptions::overlap_communication)") + ":";
+                       (stages.staged.stages.size() > 1 ? "each bucket averaged on the communication stream once its stage has run"
+                                                        : "averaged after it") + ":";
     for (size_t k = 0; k < stages.buckets_done.size(); ++k) {
       text += "\n  stage " + std::to_string(k) + ": " + std::to_string(stages.gradients[k].size()) + " gradient(s), then bucket(s)";
       for (size_t bucket : stages.buckets_done[k]) text += " " + std::to_string(bucket);
     }
     log("distributed", text);
   }
-  if (stages.staged.stages.size() < 2) return;  // nothing to overlap
+  if (stages.staged.stages.size() < 2) return;
   for (const compiler::GraphStage& stage : stages.staged.stages) {
     ir::Graph graph = stage.graph.clone();
     program.stage_programs.push_back(compile_over_arena(graph, *arena_, program.options));
@@ -406,9 +407,16 @@ void CompiledTraining::stage_backward(StepProgram& program) {
 // communication stream, ordered by one buffer per stage that the stage writes and the averages
 // of its buckets read.
 void CompiledTraining::overlapped_backward(StepProgram& program, const std::map<std::string, Tensor>& saved) {
-  if (!program.stages) stage_backward(program);
-  // One stage, or no overlap (overlaps_communication): the backward, then every bucket.
-  if (program.stage_programs.empty() || !overlaps_communication()) {
+  // No overlap (overlaps_communication), or one stage: the backward, then every bucket.
+  const bool overlap = overlaps_communication();
+  if (!overlap && !program.logged_averaging) {
+    program.logged_averaging = true;
+    log("distributed", "compile_training: the backward runs whole, its " + std::to_string(data_parallel_->buckets().size()) +
+                           " gradient bucket(s) averaged after it (no core to spare for a communication thread, one "
+                           "rank, or TrainingOptions::overlap_communication)");
+  }
+  if (overlap && !program.stages) stage_backward(program);
+  if (!overlap || program.stage_programs.empty()) {
     std::vector<Tensor> gradients = program.backward->run(saved, options_.num_threads);
     std::map<std::string, Tensor> by_name;
     for (size_t i = 0; i < gradients.size(); ++i) by_name[program.partition.wrt[i]] = gradients[i];
