@@ -192,9 +192,11 @@ ir::Graph cut_graph(const ir::Graph& graph, const std::set<std::string>& cut,
 StagedGraph split_in_stages(const ir::Graph& graph, const std::vector<const ir::Node*>& stage_ends) {
   KILN_CHECK(graph.signature().mutations().empty(), "split_in_stages: the graph mutates its inputs");
   std::map<const ir::Node*, size_t> stage_of;  // call_function nodes only
+  std::vector<const ir::Node*> computed;       // the same, in node order (what the stages follow)
   size_t stage = 0;
   for (const ir::Node* node : graph.nodes()) {
     if (node->op() != ir::OpKind::call_function) continue;
+    computed.push_back(node);
     const std::vector<ir::Node*> reads = node->input_nodes();
     const ir::Node* read = node->target() == "getitem" && !reads.empty() ? reads.front() : nullptr;
     auto producer = read ? stage_of.find(read) : stage_of.end();
@@ -211,8 +213,8 @@ StagedGraph split_in_stages(const ir::Graph& graph, const std::vector<const ir::
     ir::Graph& copy = piece.graph;
     ir::Node* first = *copy.nodes().begin();
     // The values of earlier stages this one reads become its inputs.
-    for (const auto& [node, at] : stage_of) {
-      if (at >= k) continue;
+    for (const ir::Node* node : computed) {
+      if (stage_of.at(node) >= k) continue;
       bool read_here = false;
       for (const ir::Node* user : node->users()) {
         auto user_stage = stage_of.find(user);
@@ -244,8 +246,8 @@ StagedGraph split_in_stages(const ir::Graph& graph, const std::vector<const ir::
       give(outputs[i]);
       staged.output_stage[i] = staged.stages.size();
     }
-    for (const auto& [node, at] : stage_of) {
-      if (at != k) continue;
+    for (const ir::Node* node : computed) {
+      if (stage_of.at(node) != k) continue;
       for (const ir::Node* user : node->users()) {
         auto user_stage = stage_of.find(user);
         if (user_stage != stage_of.end() && user_stage->second > k) {
