@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A package against `kiln run`'s compiled model, side by side in one run (issue 15 item 9).
 
-Compiles MODEL into a package in a scratch folder (`kiln compile MODEL -o DIR`: convolutions as
-im2col + GEMM, needing only a compiler, OpenMP and BLAS), and with --onednn also a package
-whose convolutions call oneDNN (`kiln compile --onednn`, as `kiln run --target cpu` does when
-Kiln has oneDNN), then times, in alternating rounds so that all see the same machine,
+Compiles MODEL into a package in a scratch folder (`kiln compile MODEL -o DIR`: where Kiln has
+oneDNN, its libraries call oneDNN's convolutions as `kiln run --target cpu` does, and im2col +
+GEMM ones ship beside them for CMake builds without oneDNN), and with --portable also a package
+of the im2col + GEMM convolutions alone (`kiln compile --portable`, needing only a compiler,
+OpenMP and BLAS), then times, in alternating rounds so that all see the same machine,
 `kiln bench MODEL --target cpu` (the compiled model behind Kiln's runtime) and `kiln bench DIR`
 for each package (the package's own library, as an app links it), and prints each one's median
 of medians and its fastest run (the least disturbed by other load on a shared machine), their
@@ -14,7 +15,7 @@ NAME_<isa>.o in libNAME.a, `size`) besides the API's (NAME.o). Extra arguments g
 bench (e.g. --dim s0=32 --threads 2). Only the standard library (and binutils' `size`).
 
   bench/compare_package.py samples/models/mlp.kiln --dim s0=64 --threads 2
-  bench/compare_package.py .cache/onnx-tests/resnet18/model.onnx --onednn --threads 2 --rounds 5 --iters 10
+  bench/compare_package.py .cache/onnx-tests/resnet18/model.onnx --portable --threads 2 --rounds 5 --iters 10
 """
 import argparse
 import json
@@ -57,15 +58,16 @@ def main():
     parser.add_argument("--kiln", default="build/tools/kiln")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--onednn", action="store_true", help="also time a package compiled with --onednn")
+    parser.add_argument("--portable", action="store_true",
+                        help="also time a package compiled with --portable (im2col + GEMM convolutions alone)")
     parser.add_argument("--json", help="also write the results to this file")
     args, extra = parser.parse_known_args()
     with tempfile.TemporaryDirectory() as scratch:
         packages = {"package": os.path.join(scratch, "package")}
         compile_package(args.kiln, args.model, packages["package"], [])
-        if args.onednn:
-            packages["package_onednn"] = os.path.join(scratch, "package_onednn")
-            compile_package(args.kiln, args.model, packages["package_onednn"], ["--onednn"])
+        if args.portable:
+            packages["package_portable"] = os.path.join(scratch, "package_portable")
+            compile_package(args.kiln, args.model, packages["package_portable"], ["--portable"])
         times = {"kiln_run": []}
         times.update({name: [] for name in packages})
         minimums = {name: [] for name in times}

@@ -232,18 +232,36 @@ CompiledModel compile(const ir::Graph& graph, const CompileOptions& options) {
 
 PackageResult write_package(const ir::Graph& graph, const CompileOptions& options, const PackageOptions& package) {
   const CodeTarget& target = find_code_target(options.target);
-  // A package needs only a C++ compiler, OpenMP and BLAS: its convolutions lower to im2col +
-  // GEMM unless it asks for the convolution library (oneDNN) the target calls.
+  // The convolutions: the library's (oneDNN) kernels, im2col + GEMM ones (which need only a C++
+  // compiler, OpenMP and BLAS), or both sets, chosen where the package is built
+  // (PackageOptions::Convolutions).
+  using Convolutions = PackageOptions::Convolutions;
   codegen::LoweringOptions lowering = target.lowering_options();
-  if (package.library_convolution && !lowering.library_convolution)
+  const bool has_library = lowering.library_convolution;
+  if (package.convolutions == Convolutions::library && !has_library)
     fail("--onednn: Kiln was built without oneDNN (install libdnnl-dev and rebuild), or the target '", options.target,
          "' calls no convolution library");
-  lowering.library_convolution = package.library_convolution;
-  lowering.library_matmul = package.library_convolution;
+  const bool library = has_library && package.convolutions != Convolutions::portable;
+  lowering.library_convolution = library;
+  lowering.library_matmul = library;
   StageTimer timer(options);
   Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer, lowering);
   PackageOptions named = package;
   named.output_names = graph.output_names();
+  named.convolutions = library ? package.convolutions : Convolutions::portable;
+  // Both sets only where the library's kernels call it (a model without convolutions has one).
+  std::optional<Generated> portable;
+  if (named.convolutions == Convolutions::both && g.code->uses_library()) {
+    lowering.library_convolution = false;
+    lowering.library_matmul = false;
+    CompileOptions untimed = options;  // (its stages are not printed twice)
+    untimed.on_stage = nullptr;
+    StageTimer portable_timer(untimed);
+    portable.emplace(generate(graph, &target, untimed, StopAfter::emit, /*titled=*/true, portable_timer, lowering));
+    named.portable_code = portable->code.get();
+  } else if (named.convolutions == Convolutions::both) {
+    named.convolutions = Convolutions::portable;
+  }
   PackageResult result = target.write_package(*g.code, g.graph, named);
   timer.done("package");
   return result;

@@ -4,6 +4,7 @@
 // target's: compiler/targets/cpu_package.h; the cuda target's, the same API over CUDA kernels:
 // compiler/targets/cuda_package.h), which writes
 //   NAME.h, NAME.cpp, NAME_kernels.inc, NAME_<isa>.cpp, CMakeLists.txt  (codegen/package/package_sources.h)
+//   NAME_kernels_portable.inc   with both kinds of convolutions: the im2col + GEMM kernels
 //   NAME.safetensors   every parameter and folded constant the kernels take, checksummed
 //   libNAME.so, libNAME.a   built here with the system compiler, one kernel build per ISA
 //   manifest.json      runtime/package_manifest.h
@@ -20,6 +21,8 @@
 
 namespace kiln::compiler {
 
+struct GeneratedCode;
+
 struct PackageOptions {
   std::filesystem::path directory;
   std::string name;    // a C identifier; every exported symbol starts with it
@@ -28,10 +31,16 @@ struct PackageOptions {
   // three (avx512, avx2, scalar).
   std::vector<Isa> isas;
   bool embed_weights = false;  // also compile the weights into the libraries
-  // Convolutions call the target's convolution library (the cpu target's oneDNN, `--onednn`),
-  // which the package then links and its manifest requires. Default: im2col + GEMM, so that the
-  // package needs only a C++ compiler, OpenMP and BLAS.
-  bool library_convolution = false;
+  // How the package's convolutions run: portable (im2col + GEMM: the package needs only a C++
+  // compiler, OpenMP and BLAS; `--portable`), library (the target's convolution library, the cpu
+  // target's oneDNN, which the package then needs; `--onednn`), or both, the default where the
+  // target has a library and the model convolves: both kernel sets ship, the libraries built here
+  // and a CMake build that finds the library run the library's (as `kiln run` does), a CMake
+  // build without it the portable ones.
+  enum class Convolutions { portable, library, both };
+  Convolutions convolutions = Convolutions::both;
+  // With both: the portable kernels (the driver sets it; null when they are the only ones).
+  const GeneratedCode* portable_code = nullptr;
   // The names of the model's outputs as `kiln run` prints them (those of the graph as loaded,
   // ir::Graph::output_names); write_package sets them.
   std::vector<std::string> output_names;
@@ -44,6 +53,7 @@ struct PackageResult {
   std::vector<std::string> files;  // written, in the folder
   size_t kernel_count = 0;
   int64_t weights_bytes = 0;
+  bool portable_kernels = false;  // im2col + GEMM convolutions ship beside oneDNN's
 };
 
 // The default package name for a model file: its stem, made a C identifier ("resnet-18.onnx"

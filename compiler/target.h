@@ -40,6 +40,8 @@ struct PackageResult;
 // its build step needs.
 struct GeneratedCode {
   virtual ~GeneratedCode() = default;
+  // Whether the code calls the target's convolution library (the cpu target's oneDNN).
+  virtual bool uses_library() const { return false; }
   std::string source;       // the generated source (module.cpp, kernels.cu)
   size_t kernel_count = 0;  // kernels it defines and runs
 };

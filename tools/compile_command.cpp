@@ -1,11 +1,12 @@
 // `kiln compile MODEL [-o DIR] [--target cpu|cuda] [--isa scalar|avx2|avx512] [--sm N] [--no-cache]
-// [--force] [--freeze] [--train [--loss NAME]] [--name NAME] [--embed-weights] [--onednn]`: compiles a model
+// [--force] [--freeze] [--train [--loss NAME]] [--name NAME] [--embed-weights] [--onednn|--portable]`: compiles a model
 // for a code target of the registry (compiler/target_registry.h; cpu: C++ and the system
 // compiler; cuda: CUDA source and NVRTC, no GPU needed) through the one driver
 // (compiler/compile_driver.h) into the compile cache, printing each stage with its time. With
 // -o it writes a package into DIR instead (compiler/package_writer.h: NAME.h, the sources,
 // NAME.safetensors, libNAME.so and libNAME.a; cpu: built for --isa all by default, convolutions
-// as im2col + GEMM unless --onednn; cuda: the device code built by nvcc, else NVRTC, for --sm); with --train, -o writes the artifacts
+// through oneDNN with im2col + GEMM ones beside for builds without it, or one kind alone with
+// --onednn or --portable; cuda: the device code built by nvcc, else NVRTC, for --sm); with --train, -o writes the artifacts
 // (module.so, manifest.json, module.cpp). With
 // --train it compiles the model's training step: the joint graph of the loss output (--loss,
 // default the only floating scalar output) against every floating parameter, split by the
@@ -43,6 +44,7 @@ struct CompileOptions {
   std::string name;
   bool embed_weights = false;
   bool onednn = false;
+  bool portable = false;
 };
 
 void print_timing(const std::string& stage, double ms) {
@@ -86,7 +88,8 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
   package.name = options.name.empty() ? compiler::default_package_name(options.model) : options.name;
   package.source = options.model;
   package.embed_weights = options.embed_weights;
-  package.library_convolution = options.onednn;
+  using Convolutions = compiler::PackageOptions::Convolutions;
+  package.convolutions = options.onednn ? Convolutions::library : options.portable ? Convolutions::portable : Convolutions::both;
   package.overwrite = options.force;
   if (!options.codegen.isa.empty() && options.codegen.isa != "all") package.isas = {parse_isa(options.codegen.isa)};
   compile_options.isa.reset();
@@ -101,13 +104,10 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
   std::cout << "package: " << result.directory.string() << " (" << package.name << ".h, lib" << package.name
             << ".so, lib" << package.name << ".a, " << package.name << ".safetensors of " << result.weights_bytes
             << " bytes; " << result.kernel_count << (result.kernel_count == 1 ? " kernel" : " kernels") << ")\n";
-  // What the package's portability costs, where `kiln run` would call oneDNN.
-  bool convolves = false;
-  for (const ir::Node* node : graph.nodes()) convolves = convolves || node->target() == "convolution";
-  if (convolves && options.target == "cpu" && !options.onednn && !compiler::dnnl_library().empty())
-    std::cout << "note: the package's convolutions are im2col + GEMM (it needs no oneDNN); `kiln run` calls oneDNN, "
-                 "which is faster on most convolutions (bench/compare_package.py measures both); --onednn makes the package "
-                 "call oneDNN too\n";
+  if (result.portable_kernels)
+    std::cout << "note: the convolutions call oneDNN, as `kiln run` does (the libraries built here link libdnnl); "
+                 "the package also carries im2col + GEMM ones, which its CMakeLists.txt builds where oneDNN is not found "
+                 "(or with -D" << package.name << "_ONEDNN=OFF); --portable writes those alone\n";
   return 0;
 }
 
@@ -116,10 +116,18 @@ int run_compile(const CompileOptions& options) {
   if (!options.loss.empty() && !options.train) fail("--loss applies only with --train");
   check_codegen_flags(options.target, options.codegen);
   bool package = !options.out_dir.empty() && (options.target == "cpu" || options.target == "cuda") && !options.train;
-  if (!package && (!options.name.empty() || options.embed_weights || options.codegen.isa == "all" || options.onednn))
-    fail(!options.name.empty() ? "--name" : options.embed_weights ? "--embed-weights" : options.onednn ? "--onednn" : "--isa all",
+  if (!package && (!options.name.empty() || options.embed_weights || options.codegen.isa == "all" || options.onednn ||
+                   options.portable))
+    fail(!options.name.empty() ? "--name"
+         : options.embed_weights ? "--embed-weights"
+         : options.onednn        ? "--onednn"
+         : options.portable      ? "--portable"
+                                 : "--isa all",
          " applies only to packages: -o DIR with --target cpu or cuda, without --train");
   if (options.onednn && options.target != "cpu") fail("--onednn applies only to --target cpu packages (not --target ", options.target, ")");
+  if (options.portable && options.target != "cpu")
+    fail("--portable applies only to --target cpu packages (not --target ", options.target, ")");
+  if (options.onednn && options.portable) fail("--onednn and --portable exclude each other: pick one kind of convolutions");
   ir::Graph graph = compiler::load_model(options.model);
   kiln::CompileOptions compile_options = codegen_compile_options(options.target, options.codegen);
   compile_options.overwrite = options.force;
@@ -150,8 +158,12 @@ void add_compile_command(CLI::App& app) {
   compile->add_flag("--embed-weights", options->embed_weights,
                     "Packages: also compile the weights into the libraries (NAME_create(NULL) uses them)");
   compile->add_flag("--onednn", options->onednn,
-                    "cpu packages: run 2-d f32 convolutions through oneDNN, as `kiln run` does when Kiln was built with it "
-                    "(the package then links libdnnl; default: im2col + GEMM, needing only a C++ compiler, OpenMP and BLAS)");
+                    "cpu packages: only oneDNN's convolutions (the package then needs libdnnl to build). Default, where Kiln "
+                    "has oneDNN: oneDNN's, as `kiln run` runs them, in the libraries built here, and im2col + GEMM ones too, "
+                    "which the package's CMakeLists.txt builds where oneDNN is not found");
+  compile->add_flag("--portable", options->portable,
+                    "cpu packages: only im2col + GEMM convolutions (the package and its libraries need only a C++ compiler, "
+                    "OpenMP and BLAS)");
   compile->add_flag("--force", options->force, "Overwrite DIR when it is not empty");
   compile->add_flag("--train", options->train,
                     "Compile the training step: the forward and backward graphs of the loss against every floating "

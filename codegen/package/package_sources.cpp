@@ -243,7 +243,21 @@ std::string cmake_file(const PackageSpec& spec) {
             "  target_link_libraries(" + n + " PUBLIC BLAS::BLAS)\n"
             "endif()\n";
   }
-  if (spec.uses_dnnl) {
+  if (spec.uses_dnnl && spec.portable_kernels) {
+    text += "# The convolutions run through oneDNN (libdnnl-dev) where it is found and " + n + "_ONEDNN is on, as\n"
+            "# `kiln run` does; else as im2col + GEMM (" + n + "_kernels_portable.inc), which needs nothing more.\n"
+            "option(" + n + "_ONEDNN \"Run " + n + "'s convolutions through oneDNN when it is installed\" ON)\n"
+            "if(" + n + "_ONEDNN)\n"
+            "  find_library(" + n + "_DNNL_LIBRARY dnnl)\n"
+            "  find_path(" + n + "_DNNL_INCLUDE oneapi/dnnl/dnnl.h)\n"
+            "endif()\n"
+            "if(" + n + "_ONEDNN AND " + n + "_DNNL_LIBRARY AND " + n + "_DNNL_INCLUDE)\n"
+            "  target_include_directories(" + n + " PRIVATE \"${" + n + "_DNNL_INCLUDE}\")\n"
+            "  target_link_libraries(" + n + " PUBLIC \"${" + n + "_DNNL_LIBRARY}\")\n"
+            "else()\n"
+            "  target_compile_definitions(" + n + " PRIVATE " + upper(n) + "_PORTABLE_KERNELS)\n"
+            "endif()\n";
+  } else if (spec.uses_dnnl) {
     text += "# The convolutions run through oneDNN (libdnnl-dev).\n"
             "find_library(" + n + "_DNNL_LIBRARY dnnl REQUIRED)\n"
             "target_link_libraries(" + n + " PUBLIC \"${" + n + "_DNNL_LIBRARY}\")\n";
@@ -281,7 +295,10 @@ std::string create_doc(const PackageSpec& spec) {
 
 std::string link_note(const PackageSpec& spec) {
   if (is_cuda(spec)) return " (with -ldl; the CUDA driver and cuBLAS are loaded at run time)";
-  return std::string(" (with -fopenmp") + (spec.uses_blas ? ", a CBLAS" : "") + (spec.uses_dnnl ? ", oneDNN (-ldnnl)" : "") + ")";
+  return std::string(" (with -fopenmp") + (spec.uses_blas ? ", a CBLAS" : "") + (spec.uses_dnnl ? ", oneDNN (-ldnnl)" : "") + ")" +
+         (spec.portable_kernels ? "; a CMake build without oneDNN (or with -D@NAME@_ONEDNN=OFF) compiles the im2col + "
+                                  "GEMM convolutions of @NAME@_kernels_portable.inc instead, which need only OpenMP and a CBLAS"
+                                : "");
 }
 
 }  // namespace
@@ -307,7 +324,8 @@ void check_package_name(const std::string& name) {
   if (name.size() > 64) fail("package name '", name, "' is longer than 64 characters (pass a shorter --name)");
 }
 
-std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source) {
+std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source,
+                                                 const std::string& portable_source) {
   check_package_name(spec.name);
   KILN_CHECK(is_cuda(spec) || !spec.isas.empty(), "a package needs at least one instruction set");
   KILN_CHECK(!is_cuda(spec) || !spec.cuda_host_source.empty(), "a CUDA package needs its host code");
@@ -345,6 +363,10 @@ std::map<std::string, std::string> package_files(const PackageSpec& spec, const 
     return files;
   }
   files[n + "_kernels.inc"] = module_source;
+  if (spec.portable_kernels) {
+    KILN_CHECK(spec.uses_dnnl && !portable_source.empty(), "portable kernels come beside oneDNN's");
+    files[n + "_kernels_portable.inc"] = portable_source;
+  }
   for (Isa isa : spec.isas) {
     std::string text = "// " + n + "_" + std::string(isa_name(isa)) + ".cpp: the kernels of " + n +
                        " built for the " + std::string(isa_name(isa)) + " instruction set";
@@ -353,7 +375,14 @@ std::map<std::string, std::string> package_files(const PackageSpec& spec, const 
     text += flags.empty() ? " (no flags)" : " (" + flags.substr(1) + ")";
     text += ", their entry points renamed. Generated: do not edit.\n";
     for (const char* point : kEntryPoints) text += "#define " + std::string(point) + " " + entry(spec, isa, point) + "\n";
-    text += "#include \"" + n + "_kernels.inc\"\n";
+    if (spec.portable_kernels) {
+      text += "// " + upper(n) + "_PORTABLE_KERNELS (CMakeLists.txt defines it where oneDNN is not found): the im2col +\n"
+              "// GEMM convolutions, which need no oneDNN; else oneDNN's.\n"
+              "#ifdef " + upper(n) + "_PORTABLE_KERNELS\n#include \"" + n + "_kernels_portable.inc\"\n#else\n#include \"" + n +
+              "_kernels.inc\"\n#endif\n";
+    } else {
+      text += "#include \"" + n + "_kernels.inc\"\n";
+    }
     files[n + "_" + std::string(isa_name(isa)) + ".cpp"] = text;
   }
   return files;

@@ -71,6 +71,9 @@ struct PackageSpec {
   bool embed_weights = false;     // NAME.cpp .incbin's NAME.safetensors
   bool uses_blas = false;
   bool uses_dnnl = false;
+  // cpu, with oneDNN's convolutions (uses_dnnl): im2col + GEMM kernels of the same interface ship
+  // too (NAME_kernels_portable.inc), which a CMake build without oneDNN compiles instead.
+  bool portable_kernels = false;
   std::string blas_library;       // the BLAS Kiln links, the CMake file's default
   std::string fallback_handler;   // NAME.cpp's handler of the fallback nodes (package_fallbacks.h), or ""
   std::string target = "cpu";     // "cpu" or "cuda"
@@ -90,6 +93,8 @@ void check_package_name(const std::string& name);
 
 // File name -> text, for every source file of the package. `module_source`: the cpu module's
 // source, or the CUDA module's.
-std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source);
+// `portable_source`: with spec.portable_kernels, the im2col + GEMM kernels' module source.
+std::map<std::string, std::string> package_files(const PackageSpec& spec, const std::string& module_source,
+                                                 const std::string& portable_source = "");
 
 }  // namespace kiln::codegen

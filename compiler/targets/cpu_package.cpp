@@ -61,9 +61,29 @@ void build_libraries(const fs::path& directory, const codegen::PackageSpec& spec
   build_package_libraries(directory, n, units, link);
 }
 
+// Whether two codes of one graph can share one API (NAME.cpp's tables and fallback handler).
+bool same_interface(const CpuPackageCode& a, const CpuPackageCode& b) {
+  auto tensors = [](const std::vector<codegen::PackageTensor>& x, const std::vector<codegen::PackageTensor>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].name != y[i].name || x[i].dtype != y[i].dtype || x[i].shape != y[i].shape) return false;
+    return true;
+  };
+  if (!tensors(a.inputs, b.inputs) || !tensors(a.outputs, b.outputs) || a.symbols != b.symbols ||
+      a.module->fallbacks != b.module->fallbacks || a.parameters.size() != b.parameters.size())
+    return false;
+  for (size_t i = 0; i < a.parameters.size(); ++i)
+    if (a.parameters[i].name != b.parameters[i].name) return false;
+  return true;
+}
+
 }  // namespace
 
-PackageResult write_cpu_package(const CpuPackageCode& code, const ir::Graph& graph, const PackageOptions& given) {
+PackageResult write_cpu_package(const CpuPackageCode& given_code, const ir::Graph& graph, const PackageOptions& given,
+                                const CpuPackageCode* given_portable) {
+  // Both kernel sets only when they share one interface; else the portable one alone.
+  const CpuPackageCode* portable = given_portable && same_interface(given_code, *given_portable) ? given_portable : nullptr;
+  const CpuPackageCode& code = given_portable && !portable ? *given_portable : given_code;
   PackageOptions options = given;
   options.directory = fs::absolute(given.directory);  // the build steps run inside it
   codegen::check_package_name(options.name);
@@ -73,16 +93,22 @@ PackageResult write_cpu_package(const CpuPackageCode& code, const ir::Graph& gra
   PackageWeights weights = package_weights(code.parameters, graph, options.name);
   codegen::PackageSpec spec = package_spec(code, graph, options, weights);
   spec.fallback_handler = std::move(fallback_handler);
+  if (portable) {
+    spec.portable_kernels = true;
+    spec.uses_blas = spec.uses_blas || portable->module->uses_blas;
+  }
   PackageResult result;
   result.directory = options.directory;
   result.kernel_count = code.kernel_count;
   result.weights_bytes = int64_t(weights.bytes.size());
+  result.portable_kernels = spec.portable_kernels;
   auto write = [&](const std::string& file, std::string_view text) {
     write_file_atomically((options.directory / file).string(), text);
     result.files.push_back(file);
   };
   write(spec.name + ".safetensors", weights.bytes);
-  for (const auto& [file, text] : codegen::package_files(spec, code.module->source)) write(file, text);
+  for (const auto& [file, text] : codegen::package_files(spec, code.module->source, portable ? portable->module->source : ""))
+    write(file, text);
   write(kPackageManifestFile, package_manifest_to_json(package_manifest(code, spec)));
   if (options.build) {
     build_libraries(options.directory, spec);

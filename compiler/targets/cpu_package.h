@@ -24,6 +24,10 @@ struct CpuPackageCode {
   size_t kernel_count = 0;
 };
 
-PackageResult write_cpu_package(const CpuPackageCode& code, const ir::Graph& graph, const PackageOptions& options);
+// `portable`: with both kinds of convolutions (PackageOptions::Convolutions::both), the im2col +
+// GEMM kernels beside `code`'s library ones; they must take the same inputs, parameters, symbols
+// and fallback nodes (the same graph lowered two ways), else the package gets them alone.
+PackageResult write_cpu_package(const CpuPackageCode& code, const ir::Graph& graph, const PackageOptions& options,
+                                const CpuPackageCode* portable = nullptr);
 
 }  // namespace kiln::compiler

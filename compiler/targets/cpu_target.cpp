@@ -2,6 +2,8 @@
 // compiler/targets/cpu_target.h.
 #include "compiler/targets/cpu_target.h"
 
+#include <optional>
+
 #include <fstream>
 
 #include "codegen/cpp/cpp_emitter.h"
@@ -25,6 +27,7 @@ namespace kiln::compiler {
 namespace {
 
 struct CpuCode final : GeneratedCode {
+  bool uses_library() const override { return module.uses_dnnl; }
   codegen::CppModule module;
   ArtifactManifest manifest;  // all but the build's own fields (isa, key, version)
   std::vector<codegen::PackageTensor> inputs, outputs;  // with their shapes, for packages
@@ -140,10 +143,14 @@ class CpuTarget final : public CodeTarget {
 
   PackageResult write_package(const GeneratedCode& generated, const ir::Graph& graph,
                               const PackageOptions& options) const override {
-    const CpuCode& code = static_cast<const CpuCode&>(generated);
-    CpuPackageCode package{&code.module, code.inputs, code.outputs, code.manifest.parameters, code.manifest.symbols,
-                           code.kernel_count};
-    return write_cpu_package(package, graph, options);
+    auto package_code = [](const CpuCode& code) {
+      return CpuPackageCode{&code.module, code.inputs, code.outputs, code.manifest.parameters, code.manifest.symbols,
+                            code.kernel_count};
+    };
+    std::optional<CpuPackageCode> portable;
+    if (options.portable_code) portable = package_code(static_cast<const CpuCode&>(*options.portable_code));
+    return write_cpu_package(package_code(static_cast<const CpuCode&>(generated)), graph, options,
+                             portable ? &*portable : nullptr);
   }
 
   std::unique_ptr<Artifact> load(const std::filesystem::path& directory) const override {
