@@ -98,8 +98,11 @@ TEST_F(NvccBuild, EverySamplesKernelsBuildWithNvccAndNvrtc) {
     EXPECT_EQ(cubin.sm, 80);
     std::vector<std::string> kernels = cubin.kernels();
     std::set<std::string> defined(kernels.begin(), kernels.end());
-    for (const cuda::PlanStep& step : artifact->plan().steps)
-      if (step.kind == cuda::PlanStep::Kind::Kernel) EXPECT_TRUE(defined.count(step.name)) << step.name;
+    for (const cuda::PlanStep& step : artifact->plan().steps) {
+      if (step.kind == cuda::PlanStep::Kind::Kernel) {
+        EXPECT_TRUE(defined.count(step.name)) << step.name;
+      }
+    }
   }
 }
 
