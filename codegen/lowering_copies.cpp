@@ -99,31 +99,36 @@ void lower_pad(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   lowerer.define_pointwise(node, lowerer.load_masked(input, index, mask, fill));
 }
 
+// A 0-d operand of gather or index_select reads as shape [1], as PyTorch treats it: its one
+// element, at an index checked against a size of 1 (0 or -1). `vars` of a 0-d result: [0].
+Accessor as_rank_one(Accessor value) {
+  if (value.shape.empty()) value.shape = {SymInt(1)};
+  return value;
+}
+
+std::vector<SymInt> result_vars(const SymShape& shape) {
+  return shape.empty() ? std::vector<SymInt>{SymInt(0)} : vars_of(shape);
+}
+
 void lower_gather(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
-  const Accessor& self = lowerer.tensor(call, 0);
-  const Accessor& index = lowerer.tensor(call, 2);
-  if (self.shape.empty() || index.shape.empty()) {
-    lowerer.lower_fallback(node, call);
-    return;
-  }
-  const SymShape& shape = node.value().shape;
+  const Accessor self = as_rank_one(lowerer.tensor(call, 0));
+  const Accessor index = as_rank_one(lowerer.tensor(call, 2));
+  const std::vector<SymInt> vars = result_vars(node.value().shape);
   size_t dim = size_t(call.int_arg(1) < 0 ? call.int_arg(1) + int64_t(self.shape.size()) : call.int_arg(1));
-  Expr position = cast(lowerer.load(index, vars_of(shape)), DType::i64);
-  lowerer.define_pointwise(node, lowerer.load_indirect(self, vars_of(shape), dim, position));
+  Expr position = cast(lowerer.load(index, vars), DType::i64);
+  lowerer.define_pointwise(node, lowerer.load_indirect(self, vars, dim, position));
 }
 
 void lower_index_select(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
-  const Accessor& self = lowerer.tensor(call, 0);
+  const Accessor& given = lowerer.tensor(call, 0);
+  const Accessor self = as_rank_one(given);
   const Accessor& index = lowerer.tensor(call, 2);
-  if (self.shape.empty()) {
-    lowerer.lower_fallback(node, call);
-    return;
-  }
-  const SymShape& shape = node.value().shape;
+  const std::vector<SymInt> vars = result_vars(node.value().shape);
   size_t dim = size_t(call.int_arg(1) < 0 ? call.int_arg(1) + int64_t(self.shape.size()) : call.int_arg(1));
-  std::vector<SymInt> at = index.shape.empty() ? std::vector<SymInt>{} : std::vector<SymInt>{loop_var(dim)};
+  // (A 0-d self's result is 0-d: its one element, picked by the index's one.)
+  std::vector<SymInt> at = index.shape.empty() ? std::vector<SymInt>{} : std::vector<SymInt>{given.shape.empty() ? SymInt(0) : loop_var(dim)};
   Expr position = cast(lowerer.load(index, at), DType::i64);
-  lowerer.define_pointwise(node, lowerer.load_indirect(self, vars_of(shape), dim, position));
+  lowerer.define_pointwise(node, lowerer.load_indirect(self, vars, dim, position));
 }
 
 }  // namespace

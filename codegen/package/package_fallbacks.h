@@ -14,8 +14,9 @@
 // (avg, max, aligned) and deform_conv2d (mask, bias, groups, offset groups), on
 // f32, f64, f16, bf16, i64, i32, i16, i8, u8 and bool tensors (f16 and bf16 widened to double
 // and rounded back as the interpreter does, with runtime/half.h's conversions, pasted in too).
-// Any other fallback node (gather/index_select of a 0-d tensor) makes package_fallback_handler
-// throw a kiln::Error naming every such node with its op and what to do.
+// These are every op the code generator leaves to a fallback; any other fallback node (an op
+// added later without a driver here) makes package_fallback_handler throw a kiln::Error naming
+// every such node with its op and what to do.
 #pragma once
 
 #include <string>

@@ -258,6 +258,29 @@ TEST(CpuBackend, ASequenceFirstMatmulTakesItsLongerDimAsRows) {
   }
 }
 
+// gather and index_select of 0-d tensors read them as shape [1] (PyTorch's rule): the one
+// element at index 0, and another index is an IndexError, as in the interpreter (they used to
+// be fallback nodes, which a package could not carry).
+TEST(CpuBackend, GatherAndIndexSelectOfZeroDimTensors) {
+  Graph graph;
+  Node* x = input(graph, "x", {});
+  Node* i = input(graph, "i", {}, DType::i64);
+  Node* v = input(graph, "v", {4});
+  Node* j = input(graph, "j", {1}, DType::i64);
+  graph.create_output({graph.create_call("gather", {x, 0, i}), graph.create_call("index_select", {x, 0, j}),
+                       graph.create_call("index_select", {x, -1, i}), graph.create_call("gather", {v, 0, j})});
+  expect_matches_interpreter(graph, {{"x", Tensor::full({}, 2.5, DType::f32)},
+                                     {"i", Tensor::full({}, 0.0, DType::i64)},
+                                     {"v", random_tensor({4}, DType::f32, 90)},
+                                     {"j", Tensor::full({1}, 0.0, DType::i64)}});
+  CompiledModel model = compile(graph, test_options());
+  std::string message = error_of([&] {
+    model.run({{"x", Tensor::full({}, 2.5, DType::f32)}, {"i", Tensor::full({}, 1.0, DType::i64)},
+               {"v", random_tensor({4}, DType::f32, 91)}, {"j", Tensor::full({1}, 0.0, DType::i64)}});
+  });
+  EXPECT_NE(message.find("out of range"), std::string::npos) << message;
+}
+
 // The mean of no values is NaN in PyTorch (torch.var_mean(torch.empty(3, 0), 1) is (nan, nan));
 // the compiled Welford reduction said 0.
 TEST(CpuBackend, VarMeanOverNoElementsIsNaN) {
