@@ -105,9 +105,10 @@ int write_package(const ir::Graph& graph, const CompileOptions& options, kiln::C
             << ".so, lib" << package.name << ".a, " << package.name << ".safetensors of " << result.weights_bytes
             << " bytes; " << result.kernel_count << (result.kernel_count == 1 ? " kernel" : " kernels") << ")\n";
   if (result.portable_kernels)
-    std::cout << "note: the convolutions call oneDNN, as `kiln run` does (the libraries built here link libdnnl); "
-                 "the package also carries im2col + GEMM ones, which its CMakeLists.txt builds where oneDNN is not found "
-                 "(or with -D" << package.name << "_ONEDNN=OFF); --portable writes those alone\n";
+    std::cout << "note: the kernels call oneDNN for convolutions (and matrix products of frozen weights), as `kiln run` "
+                 "does (the libraries built here link libdnnl); the package also carries kernels without it (im2col + "
+                 "GEMM), which its CMakeLists.txt builds where oneDNN is not found (or with -D" << package.name
+              << "_ONEDNN=OFF); --portable writes those alone\n";
   return 0;
 }
 
