@@ -54,29 +54,17 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 
 
-def reexecute_under_reference_python():
-    """Runs this script under scripts/python-env's Python unless it already runs there."""
-    if os.environ.get("KILN_COMPARE_DDP_PYENV") == sys.prefix:
-        return
-    python = subprocess.run([os.path.join(REPO, "scripts", "python-env")], check=True, capture_output=True, text=True,
-                            cwd=REPO).stdout.strip().splitlines()[-1]
-    python = python if os.path.isabs(python) else os.path.join(REPO, python)
-    env_dir = os.path.abspath(os.path.dirname(os.path.dirname(python)))
-    if os.path.abspath(sys.prefix) == env_dir:
-        return
-    os.environ["KILN_COMPARE_DDP_PYENV"] = env_dir
-    os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
-
+sys.path.insert(0, BENCH_DIR)
+from reference_python import reexecute_under_reference_python  # noqa: E402
 
 if __name__ == "__main__":
-    reexecute_under_reference_python()
+    reexecute_under_reference_python(__file__)
 
 import torch  # noqa: E402  (after the re-execution above)
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-sys.path.insert(0, BENCH_DIR)
 from compare_torch import Attention, OtherLoad  # noqa: E402
 from compare_training import Mlp  # noqa: E402
 
