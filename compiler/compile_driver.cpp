@@ -89,7 +89,7 @@ CacheEntry build_artifact(const CodeTarget& target, const GeneratedCode& code, c
                           const CompileOptions& options, StageTimer& timer) {
   CompileCache cache(options.cache_dir);
   auto build = [&](const fs::path& directory) {
-    if (std::string made = target.prepare_build(code, options); !made.empty()) timer.done(made);
+    target.prepare_build(code, options, [&](const std::string& made) { timer.done(made); });
     target.build(code, key, options, directory);
     timer.done(std::string(target.build_stage()));
   };

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,13 +75,15 @@ class CodeTarget {
   virtual void build(const GeneratedCode& code, const std::string& key, const CompileOptions& options,
                      const std::filesystem::path& directory) const = 0;
   virtual std::string_view build_stage() const = 0;
-  // Makes what every build of this target shares in the compile cache when it is missing (the
-  // cpu target's link stubs, compiler/targets/link_stubs.h), before build(). Returns the stage
-  // name to report its time under, "" when nothing was made (the default: nothing to make).
-  virtual std::string prepare_build(const GeneratedCode& code, const CompileOptions& options) const {
+  // Makes what every build of this target shares (the cpu target's link stubs, compiler/targets/
+  // link_stubs.h, and precompiled prelude) in the compile cache when it is missing, or in the
+  // process (loading its in-process compiler), before build(); calls `made` with a stage name
+  // after each such thing made, to report its time under (the default: nothing to make).
+  virtual void prepare_build(const GeneratedCode& code, const CompileOptions& options,
+                             const std::function<void(const std::string&)>& made) const {
     (void)code;
     (void)options;
-    return "";
+    (void)made;
   }
   // The files `kiln compile -o DIR` copies (those of them that exist).
   virtual std::vector<std::string> artifact_files() const = 0;

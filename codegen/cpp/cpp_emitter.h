@@ -32,15 +32,22 @@ struct CppEmitOptions {
   bool library_matmul = false;
   // How parallel loops run: on the module's own thread pool (codegen/cpp/kiln_thread_pool.h:
   // the caller takes chunks and never waits for a worker that has not started; GEMMs are split
-  // into row blocks, each a one-thread BLAS call) or as OpenMP parallel regions (one per loop;
-  // standalone kernel headers, which must build without the pool). emit_cpp turns Pool into
-  // OpenMP for a module whose library calls are mostly oneDNN convolutions (cpp_emitter.cpp).
-  enum class Threading { Pool, OpenMP };
+  // into row blocks, each a one-thread BLAS call); on OpenMP's team through the module's own
+  // runner (codegen/cpp/kiln_openmp_team.h: libgomp's ABI, no OpenMP lowering asked of the
+  // compiler); or as `#pragma omp parallel` regions (one per loop; standalone kernel headers,
+  // which must build without either runner, with or without -fopenmp). emit_cpp turns Pool into
+  // Team for a module whose library calls are mostly oneDNN convolutions (cpp_emitter.cpp).
+  // Modules (Pool, Team) ask only `omp simd` of the compiler (-fopenmp-simd).
+  enum class Threading { Pool, Team, OpenMP };
   Threading threading = Threading::Pool;
 };
 
 struct CppModule {
   std::string source;
+  // source[fixed_begin, fixed_end): the text every module of this threading starts with, the
+  // same for all of them (prelude, runner, op layer; the title line before it is the model's),
+  // which a build may take from a precompiled header instead (compiler/targets/cpu_toolchain.h).
+  size_t fixed_begin = 0, fixed_end = 0;
   std::vector<std::string> fallbacks;  // graph nodes run by the host's reference kernels, in ABI order
   bool uses_blas = false;
   bool uses_dnnl = false;  // the module calls oneDNN (codegen/cpp/kiln_dnnl.h): link it

@@ -269,6 +269,12 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   w_.close(";");
   if (pool) {
     emit_gemm_dispatch("batch", "M", batch * c.shape[rank - 2] * c.shape[rank - 1] * a.shape[rank - 1]);
+  } else if (batch_rank > 0 && uses_runner()) {
+    // One call of the team's runner for both paths (the entry compiled once), parallel or not.
+    w_.open("auto gemm_batch = [&](int64_t b0, int64_t b1)");
+    w_.line("for (int64_t bi = b0; bi < b1; ++bi) gemm_entry(bi);");
+    w_.close(";");
+    w_.line("kiln_team_for(batch, gemm_batch, batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576);");
   } else if (batch_rank > 0) {
     w_.open("if (batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576)");
     w_.line("#pragma omp parallel for schedule(static)");

@@ -67,22 +67,25 @@ void CppSourcePrinter::declare_reduction_lanes(const ReduceStepText& r) {
     w_.line(t + " wn" + r.n + " = 0;");
     return;
   }
-  std::string init;
-  switch (r.kind) {
-    case ReductionKind::Sum: init = literal(0, 0, r.at); break;
-    case ReductionKind::Prod: init = literal(1, 1, r.at); break;
-    case ReductionKind::Max:
-    case ReductionKind::ArgMax: init = lowest(r.at); break;
-    case ReductionKind::Min:
-    case ReductionKind::ArgMin: init = highest(r.at); break;
-    case ReductionKind::Welford: break;
-  }
   w_.line(t + " " + r.acc + "[" + L + "];");
-  w_.line("for (int l = 0; l < " + L + "; ++l) " + r.acc + "[l] = " + init + ";");
+  w_.line("for (int l = 0; l < " + L + "; ++l) " + r.acc + "[l] = " + reduction_identity(r) + ";");
   if (r.arg) {
     w_.line("int64_t " + r.idx + "[" + L + "];");
     w_.line("for (int l = 0; l < " + L + "; ++l) " + r.idx + "[l] = -1;");
   }
+}
+
+std::string CppSourcePrinter::reduction_identity(const ReduceStepText& r) {
+  switch (r.kind) {
+    case ReductionKind::Sum: return literal(0, 0, r.at);
+    case ReductionKind::Prod: return literal(1, 1, r.at);
+    case ReductionKind::Max:
+    case ReductionKind::ArgMax: return lowest(r.at);
+    case ReductionKind::Min:
+    case ReductionKind::ArgMin: return highest(r.at);
+    case ReductionKind::Welford: break;
+  }
+  return "";
 }
 
 void CppSourcePrinter::emit_reduction_combine(const KernelStep& step, const ReduceStepText& r, const std::string& lane,
@@ -167,22 +170,56 @@ void CppSourcePrinter::emit_reduction_row(const Kernel& kernel, const KernelStep
   w_.close();
 }
 
-// A whole-tensor reduction: no outer loop to share out, so the threads split the row and
-// OpenMP combines their lanes.
+// A whole-tensor reduction: no outer loop to share out, so the threads split the row. Through
+// the module's runner: the row's chunks of L elements fall into at most one part per thread
+// (kKilnSplitParts at most), each part reduces into its own lanes, and the parts' lanes are
+// combined into the step's in part order afterwards (one part, the row in order, when the row is
+// under the parallel threshold). In a standalone header: OpenMP's reduction clause.
 void CppSourcePrinter::emit_split_reduction_row(const KernelStep& step, const ReduceStepText& r, const std::string& op,
                                                 const std::string& flat, const std::string& rv) {
   const std::string& L = r.L;
   const std::string rl = "rl" + r.n, rn = "rn" + r.n, chunks = "chunks" + r.n;
+  const std::string threshold = std::to_string(options_.parallel_threshold);
   w_.line("const int64_t " + chunks + " = " + rn + " / " + L + ";");
-  w_.line("#pragma omp parallel for schedule(static) reduction(" + op + ":" + r.acc + "[:" + L + "]) if(" + rn +
-          " >= " + std::to_string(options_.parallel_threshold) + ")");
-  w_.open("for (int64_t c = 0; c < " + chunks + "; ++c)");
-  w_.line("#pragma omp simd");
-  w_.open("for (int l = 0; l < " + L + "; ++l)");
-  w_.line("const int64_t " + rv + " = c * " + L + " + l;");
-  emit_reduction_combine(step, r, "l", flat);
-  w_.close();
-  w_.close();
+  auto chunk_loop = [&](const std::string& from, const std::string& to) {
+    w_.open("for (int64_t c = " + from + "; c < " + to + "; ++c)");
+    w_.line("#pragma omp simd");
+    w_.open("for (int l = 0; l < " + L + "; ++l)");
+    w_.line("const int64_t " + rv + " = c * " + L + " + l;");
+    emit_reduction_combine(step, r, "l", flat);
+    w_.close();
+    w_.close();
+  };
+  if (!uses_runner()) {
+    w_.line("#pragma omp parallel for schedule(static) reduction(" + op + ":" + r.acc + "[:" + L + "]) if(" + rn +
+            " >= " + threshold + ")");
+    chunk_loop("0", chunks);
+  } else {
+    constexpr int kKilnSplitParts = 64;
+    const std::string parts = "parts" + r.n, lanes = "part_lanes" + r.n, limit = std::to_string(kKilnSplitParts);
+    w_.open("");
+    w_.line("const int64_t " + parts + " = " + rn + " < " + threshold + " ? 1 : " + runner_threads() + " < " + limit +
+            " ? " + runner_threads() + " : " + limit + ";");
+    w_.line(r.t + " " + lanes + "[" + limit + "][" + L + "];");
+    w_.open("auto kiln_parts = [&](int64_t p0, int64_t p1)");
+    w_.open("for (int64_t p = p0; p < p1; ++p)");
+    // The part's own lanes, under the step's name, so the combine text is the row loop's.
+    w_.line(r.t + " " + r.acc + "[" + L + "];");
+    w_.line("for (int l = 0; l < " + L + "; ++l) " + r.acc + "[l] = " + reduction_identity(r) + ";");
+    chunk_loop(chunks + " * p / " + parts, chunks + " * (p + 1) / " + parts);
+    w_.line("for (int l = 0; l < " + L + "; ++l) " + lanes + "[p][l] = " + r.acc + "[l];");
+    w_.close();
+    w_.close(";");
+    w_.line(runner() + "(" + parts + ", kiln_parts, " + parts + " > 1);");
+    const char* merge = r.kind == ReductionKind::Sum    ? "kop_add"
+                        : r.kind == ReductionKind::Prod ? "kop_mul"
+                        : r.kind == ReductionKind::Max  ? "kred_max"
+                                                        : "kred_min";
+    w_.line("for (int64_t p = 0; p < " + parts + "; ++p)");
+    w_.line("  for (int l = 0; l < " + L + "; ++l) " + r.acc + "[l] = " + merge + "(" + r.acc + "[l], " + lanes +
+            "[p][l]);");
+    w_.close();
+  }
   w_.line(rl + " = " + chunks + " * " + L + ";");
   w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
   w_.line("const int64_t " + rv + " = " + rl + ";");

@@ -54,6 +54,12 @@ class CppSourcePrinter : public CPrinter {
   // "#pragma omp parallel for ..." when the work can be large, else nothing.
   std::string parallel_pragma(const SymInt& work, const std::string& clauses);
   bool uses_pool() const { return options_.threading == CppEmitOptions::Threading::Pool; }
+  // Whether parallel loops go through a runner of the module (the pool's or the team's) rather
+  // than `#pragma omp parallel` (standalone headers).
+  bool uses_runner() const { return options_.threading != CppEmitOptions::Threading::OpenMP; }
+  // The runner's function (kiln_parallel_for or kiln_team_for) and its thread count, as text.
+  std::string runner() const { return uses_pool() ? "kiln_parallel_for" : "kiln_team_for"; }
+  std::string runner_threads() const { return uses_pool() ? "kiln_pool_threads()" : "kiln_team_threads()"; }
   // One loop of a nest: `var` runs over [0, extent) in steps of `step`.
   struct LoopDim {
     std::string var, extent;
@@ -61,8 +67,8 @@ class CppSourcePrinter : public CPrinter {
   };
   // The loops over `dims` with `body` inside, shared among threads when `work` can reach the
   // parallel threshold: an OpenMP `parallel for` with `omp_clauses` (collapse, simd, ...), or
-  // chunks of the flattened nest on the module's thread pool. `simd`: the nest is one loop
-  // that is also a simd loop.
+  // chunks of the flattened nest given to the module's runner (the pool's or the team's).
+  // `simd`: the nest is one loop that is also a simd loop.
   void parallel_loops(const SymInt& work, const std::vector<LoopDim>& dims, const std::string& omp_clauses, bool simd,
                       const std::function<void()>& body);
   // The outer dims [0, count) of `outer` as loops.
@@ -105,6 +111,8 @@ class CppSourcePrinter : public CPrinter {
   void combine_reduction_lanes(const KernelStep& step, const ReduceStepText& r);
   DType accumulation_dtype(const Kernel& kernel, const KernelStep& step);
   std::string split_reduction_operator(const Kernel& kernel, const KernelStep& step);
+  // The value a reduction's lanes start from (its identity), as text.
+  std::string reduction_identity(const ReduceStepText& r);
   void store_reduction(const KernelStep& step, const std::vector<std::string>& values, DType from);
 
   // ---- cpp_column_reductions.cpp

@@ -15,5 +15,8 @@ std::string_view cpp_dnnl_glue();
 // The thread pool pasted after the prelude of a module whose loops run on it: the text of
 // codegen/cpp/kiln_thread_pool.h.
 std::string_view cpp_thread_pool();
+// The OpenMP team runner pasted after the prelude of a module whose loops run as OpenMP regions:
+// the text of codegen/cpp/kiln_openmp_team.h.
+std::string_view cpp_openmp_team();
 
 }  // namespace kiln::codegen

@@ -2,6 +2,9 @@
 // compiler/targets/cpu_target.h.
 #include "compiler/targets/cpu_target.h"
 
+#include <algorithm>
+#include <functional>
+#include <mutex>
 #include <optional>
 
 #include <fstream>
@@ -9,11 +12,14 @@
 #include "codegen/cpp/cpp_emitter.h"
 #include "compiler/targets/cpu_package.h"
 #include "compiler/targets/cpu_toolchain.h"
+#include "compiler/targets/in_process_compiler.h"
 #include "compiler/targets/link_stubs.h"
 #include "compiler/targets/package_build.h"
 #include "compiler/testing_fault_injection.h"
 #include "runtime/atomic_file.h"
 #include "runtime/checksum.h"
+#include "runtime/compile_cache.h"
+#include "runtime/log.h"
 #include "runtime/cpu/artifact_manifest.h"
 #include "runtime/cpu/cpu_artifact.h"
 #include "kiln/error.h"
@@ -35,7 +41,7 @@ struct CpuCode final : GeneratedCode {
 
 // The libraries `module` calls into.
 std::vector<std::string> module_libraries(const codegen::CppModule& module) {
-  std::vector<std::string> libraries;
+  std::vector<std::string> libraries = {openmp_library()};
   if (module.uses_blas) {
     if (blas_library().empty()) fail("the model has matrix products, and Kiln was built without a BLAS library (install libopenblas-dev and rebuild)");
     libraries.push_back(blas_library());
@@ -44,8 +50,61 @@ std::vector<std::string> module_libraries(const codegen::CppModule& module) {
   return libraries;
 }
 
-void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module,
+// The precompiled header of the text `module` starts with (its fixed text) for `flags`, from the
+// compile cache, made there when missing (`made`); std::nullopt (logged) when it cannot be made:
+// the module is then compiled whole.
+std::optional<std::filesystem::path> precompiled_prelude(const InProcessCompiler& compiler,
+                                                         const codegen::CppModule& module,
+                                                         const std::vector<std::string>& flags,
+                                                         const std::optional<std::filesystem::path>& cache_dir,
+                                                         bool* made = nullptr) {
+  if (module.fixed_end <= module.fixed_begin) return std::nullopt;
+  const std::string fixed = module.source.substr(module.fixed_begin, module.fixed_end - module.fixed_begin);
+  try {
+    CompileCache cache(cache_dir);
+    CacheEntry entry = cache.get_or_build(precompiled_header_key(compiler, fixed, flags), [&](const std::filesystem::path& staging) {
+      compiler.make_pch(fixed, "kiln_module_prelude.h", flags, staging / "prelude.pch");
+    });
+    if (std::string damage = cache.last_damage(); !damage.empty())
+      log("cache", "the precompiled prelude entry " + damage + "; it was rebuilt, not used");
+    if (made != nullptr) *made = !entry.hit;
+    return entry.directory / "prelude.pch";
+  } catch (const Error& error) {
+    log("cache", std::string("no precompiled prelude (") + error.what() + "): the module is compiled whole");
+  } catch (const std::filesystem::filesystem_error& error) {
+    log("cache", std::string("no precompiled prelude (") + error.what() + "): the module is compiled whole");
+  }
+  return std::nullopt;
+}
+
+// module.cpp built by the in-process compiler: the text after the fixed part, its lines numbered
+// as in module.cpp, with the fixed part from the precompiled header.
+void build_module_in_process(const InProcessCompiler& compiler, const std::filesystem::path& dir, Isa isa,
+                             const codegen::CppModule& module, const std::string& source,
+                             const std::optional<std::filesystem::path>& cache_dir) {
+  const std::vector<std::string> flags = generated_code_flags(isa);
+  std::optional<std::filesystem::path> pch = precompiled_prelude(compiler, module, flags, cache_dir);
+  const std::filesystem::path source_path = dir / "module.cpp";
+  std::string text = source;
+  // The precompiled header holds the module's fixed text as emitted; a source that differs there
+  // (a fault injected by a test) is compiled whole.
+  if (pch && source.compare(module.fixed_begin, module.fixed_end - module.fixed_begin, module.source,
+                            module.fixed_begin, module.fixed_end - module.fixed_begin) != 0)
+    pch.reset();
+  if (pch) {
+    const size_t line = size_t(std::count(source.begin(), source.begin() + std::ptrdiff_t(module.fixed_end), '\n')) + 1;
+    text = "#line " + std::to_string(line) + " \"" + source_path.string() + "\"\n" + source.substr(module.fixed_end);
+  }
+  compiler.build_shared(text, source_path, source_path, flags, pch,
+                        link_inputs(module_libraries(module), cache_dir).arguments, dir / "module.so");
+}
+
+void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module, const std::string& source,
                   const std::optional<std::filesystem::path>& cache_dir) {
+  if (const InProcessCompiler* compiler = in_process_compiler()) {
+    build_module_in_process(*compiler, dir, isa, module, source, cache_dir);
+    return;
+  }
   std::vector<std::string> argv = {cxx_command()};
   for (const std::string& flag : generated_code_flags(isa)) argv.push_back(flag);
   argv.insert(argv.end(), {"-shared", "module.cpp", "-o", "module.so"});
@@ -110,7 +169,7 @@ class CpuTarget final : public CodeTarget {
     const CpuCode& code = static_cast<const CpuCode&>(generated);
     Isa isa = resolve_isa(options.isa);
     std::string content = "kiln " KILN_VERSION "\nabi " + std::to_string(kKilnAbiVersion) + "\nisa " +
-                          std::string(isa_name(isa)) + "\ncxx " + cxx_identity() + "\nfuse " +
+                          std::string(isa_name(isa)) + "\ncxx " + generated_code_compiler() + "\nfuse " +
                           (options.fuse ? "1" : "0") + "\nblas " + blas_library() + "\ndnnl " + dnnl_library() + "\n";
     for (const std::string& flag : generated_code_flags(isa)) content += flag + " ";
     content += "\n" + code.source + "\nmanifest\n" + artifact_manifest_to_json(code.manifest);
@@ -132,11 +191,21 @@ class CpuTarget final : public CodeTarget {
     manifest.isa = isa;
     manifest.key = key;
     write_artifact_manifest(directory / kArtifactManifestFile, manifest);
-    build_module(directory, isa, code.module, options.cache_dir);
+    build_module(directory, isa, code.module, source, options.cache_dir);
   }
-  std::string prepare_build(const GeneratedCode& generated, const CompileOptions& options) const override {
+  void prepare_build(const GeneratedCode& generated, const CompileOptions& options,
+                     const std::function<void(const std::string&)>& made) const override {
     const CpuCode& code = static_cast<const CpuCode&>(generated);
-    return link_inputs(module_libraries(code.module), options.cache_dir).made_stub ? "link stubs (once per cache)" : "";
+    static std::once_flag load;
+    bool loaded_now = false;
+    std::call_once(load, [&] { loaded_now = in_process_compiler() != nullptr; });
+    if (loaded_now) made("in-process compiler load (once per process)");
+    if (link_inputs(module_libraries(code.module), options.cache_dir).made_stub) made("link stubs (once per cache)");
+    if (const InProcessCompiler* compiler = in_process_compiler()) {
+      bool made_pch = false;
+      precompiled_prelude(*compiler, code.module, generated_code_flags(resolve_isa(options.isa)), options.cache_dir, &made_pch);
+      if (made_pch) made("precompiled prelude (once per cache)");
+    }
   }
   std::string_view build_stage() const override { return "c++ compile"; }
   std::vector<std::string> artifact_files() const override { return {"module.so", kArtifactManifestFile, "module.cpp"}; }

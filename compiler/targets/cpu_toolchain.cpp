@@ -16,6 +16,9 @@
 #ifndef KILN_DNNL_LIBRARY
 #define KILN_DNNL_LIBRARY ""
 #endif
+#ifndef KILN_OPENMP_LIBRARY
+#define KILN_OPENMP_LIBRARY "libgomp.so.1"
+#endif
 
 namespace kiln::compiler {
 
@@ -31,8 +34,11 @@ std::string read_head(const std::filesystem::path& file, size_t max_lines) {
 }  // namespace
 
 std::string cxx_command() {
-  const char* cxx = std::getenv("CXX");
-  return cxx != nullptr && *cxx != '\0' ? cxx : "c++";
+  for (const char* variable : {"KILN_CXX", "CXX"}) {
+    const char* cxx = std::getenv(variable);
+    if (cxx != nullptr && *cxx != '\0') return cxx;
+  }
+  return "c++";
 }
 
 std::string cxx_identity() {
@@ -64,13 +70,14 @@ std::string cxx_identity() {
 }
 
 std::vector<std::string> generated_code_flags(Isa isa) {
-  std::vector<std::string> flags = {"-O3", "-std=c++17", "-fPIC", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+  std::vector<std::string> flags = {"-O3", "-std=c++17", "-fPIC", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math",
                                     "-fno-semantic-interposition"};
   for (const std::string& flag : isa_compiler_flags(isa)) flags.push_back(flag);
   return flags;
 }
 
 std::string blas_library() { return KILN_BLAS_LIBRARY; }
+std::string openmp_library() { return KILN_OPENMP_LIBRARY; }
 std::string dnnl_library() { return KILN_DNNL_LIBRARY; }
 
 namespace {
@@ -116,11 +123,17 @@ void compile_generated_code(const std::vector<std::string>& argv, const std::fil
   std::string head = read_head(log, 20);
   if (!located_error(head, source_path.filename().string()))
     fail("the C++ compiler '", argv[0], "' failed (exit ", status, ") on the generated code in ", source_path.string(), ":\n", head);
-  std::vector<std::filesystem::path> kept = {source_path, log};
+  report_rejected_code("the C++ compiler '" + argv[0] + "'", " (exit " + std::to_string(status) + ")", source_path, log,
+                       head, copy_kept);
+}
+
+void report_rejected_code(const std::string& compiler, const std::string& status, const std::filesystem::path& source,
+                          const std::filesystem::path& log, const std::string& head, bool copy_kept) {
+  std::vector<std::filesystem::path> kept = {source, log};
   if (copy_kept) kept = keep_copies(kept);
-  throw InternalError("the C++ compiler '" + argv[0] + "' rejected the generated code (exit " + std::to_string(status) +
-                      "): the generated source is kept at " + kept[0].string() + " and the compiler's output at " +
-                      kept[1].string() + "; its first lines:\n" + head);
+  throw InternalError(compiler + " rejected the generated code" + status + ": the generated source is kept at " +
+                      kept[0].string() + " and the compiler's output at " + kept[1].string() + "; its first lines:\n" +
+                      head);
 }
 
 void run_build_step(const std::vector<std::string>& argv, const std::filesystem::path& directory,

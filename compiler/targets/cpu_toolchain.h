@@ -13,15 +13,20 @@
 
 namespace kiln::compiler {
 
+// The system compiler: $KILN_CXX, else $CXX, else c++. It builds generated code when the
+// in-process compiler (compiler/targets/in_process_compiler.h) is not used, and always makes the
+// link stubs and builds packages.
 std::string cxx_command();
 // Which compiler cxx_command() runs, for cache keys: its path (found on $PATH when it names no
 // folder, symbolic links resolved), size and modification time, so that an entry records the
 // compiler that built it and a compiler upgraded or switched in place (update-alternatives)
 // changes the key. The command itself when it cannot be found.
 std::string cxx_identity();
-// -O3, OpenMP, the math flags and `isa`'s flags (no -shared, no output).
+// -O3, OpenMP's simd loops (-fopenmp-simd: a module starts its parallel regions itself, through
+// libgomp), the math flags and `isa`'s flags (no -shared, no output).
 std::vector<std::string> generated_code_flags(Isa isa);
 std::string blas_library();  // "" when Kiln was configured without one
+std::string openmp_library();  // GNU OpenMP (libgomp), which every module links
 std::string dnnl_library();  // "" when Kiln was configured without oneDNN
 
 // Runs `argv` in `directory` with its stdout and stderr in `log`. Throws kiln::Error when the
@@ -39,5 +44,12 @@ void run_build_step(const std::vector<std::string>& argv, const std::filesystem:
 // that the caller deletes (a cache staging folder); without, they stay where they are (a package).
 void compile_generated_code(const std::vector<std::string>& argv, const std::filesystem::path& directory,
                             const std::filesystem::path& log, const std::filesystem::path& source, bool copy_kept);
+
+// Throws the kiln::InternalError of generated code that `compiler` ("the C++ compiler 'g++'")
+// rejected (`status`: " (exit 1)" or ""), with the diagnostic's `head` and where `source` and
+// `log` are kept (copied first into a new kiln-failed-build-XXXXXX folder with `copy_kept`).
+[[noreturn]] void report_rejected_code(const std::string& compiler, const std::string& status,
+                                       const std::filesystem::path& source, const std::filesystem::path& log,
+                                       const std::string& head, bool copy_kept);
 
 }  // namespace kiln::compiler

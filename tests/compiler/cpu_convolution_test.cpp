@@ -77,6 +77,45 @@ TEST(CpuConvolution, GeneratedCodeCallsOneDnnWhenBuiltWithIt) {
   }
 }
 
+// A module whose library calls are mostly oneDNN convolutions runs its loops on OpenMP's team
+// (the one oneDNN keeps spinning), through the module's own runner (codegen/cpp/
+// kiln_openmp_team.h), never a `#pragma omp parallel` the compiler would have to lower; on 1, 2
+// and 3 threads, the team of each size, as the interpreter computes.
+TEST(CpuConvolution, ConvolutionLedModulesRunTheirLoopsOnOpenMPsTeamThroughTheirRunner) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN: no convolution-led module";
+  // Large enough for a parallel pointwise loop (the product of the two convolutions) and a
+  // whole-tensor sum (of another input) split in parts.
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[2, 8, 64, 64] = placeholder[target=x]\n"
+      "    %w : f32[16, 8, 3, 3] = placeholder[target=w]\n"
+      "    %w2 : f32[16, 8, 3, 3] = placeholder[target=w2]\n"
+      "    %a : f32[2, 16, 64, 64] = call_function[target=convolution](args = (%x, %w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %b : f32[2, 16, 64, 64] = call_function[target=convolution](args = (%x, %w2, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %p : f32[2, 16, 64, 64] = call_function[target=mul](args = (%a, %b), kwargs = {})\n"
+      "    %v : f32[200000] = placeholder[target=v]\n"
+      "    %total : f32[] = call_function[target=sum](args = (%v,), kwargs = {})\n"
+      "    return (p, total)\n",
+      "test.kiln");
+  std::string source = dump_codegen_stage(graph, "cpp");
+  EXPECT_NE(source.find("kiln_team_for(kiln_n, kiln_chunk"), std::string::npos);
+  EXPECT_NE(source.find("kiln_team_for(parts"), std::string::npos);
+  EXPECT_EQ(source.find("#pragma omp parallel"), std::string::npos);
+  EXPECT_EQ(source.find("kiln_parallel_for(kiln_n"), std::string::npos);
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({2, 8, 64, 64}, DType::f32, 5)},
+                                          {"w", test_support::random_tensor({16, 8, 3, 3}, DType::f32, 6)},
+                                          {"w2", test_support::random_tensor({16, 8, 3, 3}, DType::f32, 7)},
+                                          {"v", test_support::random_tensor({200000}, DType::f32, 8)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  CompiledModel model = compile(graph, options(/*freeze=*/false));
+  for (int threads : {1, 2, 3}) {
+    std::vector<Tensor> actual = model.run(inputs, threads);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-3, 1e-4), "") << i << ", " << threads << " threads";
+  }
+}
+
 TEST(CpuConvolution, SymbolicBatchRemakesThePrimitivesPerGeometry) {
   // One convolution at batch 1, 3, then 1 again: the cache holds an entry per geometry.
   ir::Graph graph = ir::parse_graph(

@@ -77,7 +77,7 @@ TEST(GeneratedCode, CnnWithLibraryConvolutionsIsPinned) {
       codegen::emit_cpp(codegen::schedule(codegen::lower(simplified_graph(graph, /*freeze=*/true), lowering)), emit);
   EXPECT_TRUE(module.uses_dnnl);
   std::string text = without(module.source, codegen::cpp_prelude(), "prelude: codegen/cpp/kiln_prelude.h");
-  text = without(text, codegen::cpp_thread_pool(), "thread pool: codegen/cpp/kiln_thread_pool.h");
+  text = without(text, codegen::cpp_openmp_team(), "OpenMP team runner: codegen/cpp/kiln_openmp_team.h");
   text = without(text, codegen::cpp_dnnl_glue(), "oneDNN glue: codegen/cpp/kiln_dnnl.h");
   test_support::expect_matches_golden(text, fs::path("tests/compiler/golden") / "cnn_library_convolution.cpp");
 }

@@ -72,8 +72,9 @@ TEST_F(Cli, EveryCommandsHelpHasItsOwnExamples) {
       ++count;
       EXPECT_THAT(line, ::testing::StartsWith("  kiln " + std::string(command) + " ")) << command;
       std::smatch sample;
-      if (std::regex_search(line, sample, std::regex("samples/models/[a-z_]+\\.kiln")))
+      if (std::regex_search(line, sample, std::regex("samples/models/[a-z_]+\\.kiln"))) {
         EXPECT_TRUE(std::filesystem::exists(std::string(KILN_SOURCE_DIR) + "/" + sample.str())) << line;
+      }
     }
     EXPECT_GE(count, 1) << command;
   }
