@@ -8,8 +8,11 @@ both builds have (kiln_vm_bench by default), by benchmark name.
 
   python3 bench/compare_builds.py --a OLD_BUILD --b NEW_BUILD [--rounds 3] [--iters 50]
       [--target cpu] [--threads 2] [--models M ...] [--gbench kiln_vm_bench ...] [--json-out F]
+      [--a-env K=V ...] [--b-env K=V ...] [--freeze] [--dim-size 4]
 
-Models default to the bundled samples (samples/models/*.kiln, random inputs, symbolic dims 4).
+Models default to the bundled samples (samples/models/*.kiln, random inputs, symbolic dims
+--dim-size). --a-env/--b-env set variables for one side's runs: one build against itself with
+another compiler (`--a B --b B --a-env KILN_CXX=c++`: the system compiler against the in-process one).
 """
 import argparse
 import glob
@@ -42,14 +45,16 @@ def target_flag(kiln):
     return "--target" if "--target" in help_text else "--backend"
 
 
-def kiln_bench(kiln, model, args):
+def kiln_bench(kiln, model, args, env):
     command = [kiln, "bench", model, target_flag(kiln), args.target, "--json", "-n", str(args.iters),
                "--random-inputs", "1"]
     if args.threads:
         command += ["--threads", str(args.threads)]
+    if args.freeze:
+        command += ["--freeze"]
     for symbol in symbols_of(model):
-        command += ["--dim", f"{symbol}=4"]
-    done = subprocess.run(command, capture_output=True, text=True)
+        command += ["--dim", f"{symbol}={args.dim_size}"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         fail(f"{' '.join(command)} failed:\n{done.stderr.strip()}")
     result = json.loads(done.stdout)
@@ -89,7 +94,20 @@ def main():
                         help="Google Benchmark executables, relative to each build folder")
     parser.add_argument("--gbench-repetitions", type=int, default=5)
     parser.add_argument("--json-out")
+    parser.add_argument("--a-env", nargs="*", default=[], help="KEY=VALUE variables of side A's runs")
+    parser.add_argument("--b-env", nargs="*", default=[], help="KEY=VALUE variables of side B's runs")
+    parser.add_argument("--freeze", action="store_true", help="kiln bench --freeze")
+    parser.add_argument("--dim-size", type=int, default=4, help="the size of every symbolic dim")
     args = parser.parse_args()
+
+    envs = {}
+    for side in ("a", "b"):
+        envs[side] = dict(os.environ)
+        for item in getattr(args, f"{side}_env"):
+            if "=" not in item:
+                fail(f"--{side}-env takes KEY=VALUE, got {item!r}")
+            key, value = item.split("=", 1)
+            envs[side][key] = value
 
     kilns = {side: os.path.join(getattr(args, side), "tools", "kiln") for side in ("a", "b")}
     for side, kiln in kilns.items():
@@ -103,9 +121,10 @@ def main():
     for _ in range(args.rounds):
         for model in models:
             for side in ("a", "b"):
-                best[side, model] = min(best[side, model], kiln_bench(kilns[side], model, args))
+                best[side, model] = min(best[side, model], kiln_bench(kilns[side], model, args, envs[side]))
 
-    report = {"target": args.target, "threads": args.threads, "rounds": args.rounds, "models": {}, "gbench": {}}
+    report = {"target": args.target, "threads": args.threads, "rounds": args.rounds, "freeze": args.freeze,
+              "a_env": args.a_env, "b_env": args.b_env, "models": {}, "gbench": {}}
     print(f"{'model':<28} {'A ms':>10} {'B ms':>10} {'B/A':>7}")
     ratios = []
     for model in models:

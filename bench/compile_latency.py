@@ -3,7 +3,8 @@
 
 Each build gets its own empty compile cache (a temporary KILN_CACHE_DIR). The first compile in it
 makes what a cache keeps for every model (the link stubs: stage "link stubs (once per cache)")
-and is reported apart, as "first in a fresh cache"; then every model is compiled `--rounds` times
+and is reported apart, as "first in a fresh cache" (with the precompiled prelude of the
+in-process compiler, once per cache too); then every model is compiled `--rounds` times
 with `--no-cache`, the builds interleaved (A, B, A, B, ...: the machine's noise falls on both),
 and each stage's median is printed, with B/A when two builds are given. The CPU time the machine's
 other processes used meanwhile is printed too (from /proc/stat): trust a row only when it is low.
@@ -25,7 +26,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAGE_LINE = re.compile(r"^  (\S.*?)\s+(-?[0-9.]+) ms$")
-FIRST_IN_CACHE = "link stubs (once per cache)"
 
 
 def fail(message):
@@ -98,12 +98,21 @@ def main():
     report = {"rounds": args.rounds, "others_cpu_per_second": others / elapsed, "first_in_fresh_cache": first, "models": {}}
     print(f"others: the machine's other processes used {others / elapsed:.2f} CPUs on average while this ran")
     for side in sides:
-        stub = first[side].get(FIRST_IN_CACHE)
+        once = [f"{stage} {ms:.1f} ms" for stage, ms in first[side].items() if "(once per" in stage]
         print(f"first compile in a fresh cache ({side.upper()}, {os.path.basename(models[0])}): total "
-              f"{first[side]['total']:.1f} ms" + (f", of which {FIRST_IN_CACHE} {stub:.1f} ms" if stub is not None else ""))
+              f"{first[side]['total']:.1f} ms" + (f", of which {', '.join(once)}" if once else ""))
     for model in models:
         name = os.path.relpath(model, ROOT) if model.startswith(ROOT) else model
+        # Every side's stages, in order (a stage only one build has, such as the in-process
+        # compiler's load, goes before the next stage both have).
         stages = list(runs[sides[0], model][0])
+        for side in sides[1:]:
+            theirs = list(runs[side, model][0])
+            for i, stage in enumerate(theirs):
+                if stage in stages:
+                    continue
+                later = [s for s in theirs[i + 1:] if s in stages]
+                stages.insert(stages.index(later[0]) if later else len(stages), stage)
         medians = {side: {stage: statistics.median(run.get(stage, 0.0) for run in runs[side, model]) for stage in stages}
                    for side in sides}
         report["models"][name] = medians

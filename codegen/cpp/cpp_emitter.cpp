@@ -36,7 +36,16 @@ CppModule CppSourcePrinter::run() {
     w_.raw(cpp_dnnl_glue());
     w_.raw("\n");
   }
-  for (const Kernel& kernel : s_.kernels) emit_kernel(kernel);
+  module_.kernels_begin = w_.str().size();
+  for (const Kernel& kernel : s_.kernels) {
+    CppModule::KernelSpan span;
+    span.begin = w_.str().size();
+    emit_kernel(kernel);
+    span.end = w_.str().size();
+    span.declaration = kernel_signature(kernel) + ";";
+    module_.kernel_spans.push_back(std::move(span));
+  }
+  module_.entries_begin = w_.str().size();
   emit_bind();
   emit_sizes();
   emit_run();
@@ -216,10 +225,18 @@ Expr CppSourcePrinter::hoist_row_invariants(const Expr& e, size_t inner_rank,
   return node;
 }
 
+// A module's kernels have external linkage, hidden inside the module, so that they can be
+// compiled in several translation units (CppModule::kernel_spans), and are never inlined into
+// kiln_run (one call each per run). A standalone header's are static.
+std::string CppSourcePrinter::kernel_signature(const Kernel& kernel) {
+  const std::string linkage = uses_runner() ? "__attribute__((noinline, visibility(\"hidden\"))) " : "static ";
+  return linkage + "int32_t " + kernel.name + "(void* const* bufs, const int64_t* sym, const KilnRunArgs* args)";
+}
+
 void CppSourcePrinter::emit_kernel(const Kernel& kernel) {
   std::string origins = origins_text(kernel.origins);
   w_.line("// " + kernel.name + ": " + origins);
-  w_.open("static int32_t " + kernel.name + "(void* const* bufs, const int64_t* sym, const KilnRunArgs* args)");
+  w_.open(kernel_signature(kernel));
   w_.line("(void)args;");
   declare_symbols();
   declare_buffers(kernel_buffers(kernel));

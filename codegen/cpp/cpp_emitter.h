@@ -46,8 +46,20 @@ struct CppModule {
   std::string source;
   // source[fixed_begin, fixed_end): the text every module of this threading starts with, the
   // same for all of them (prelude, runner, op layer; the title line before it is the model's),
-  // which a build may take from a precompiled header instead (compiler/targets/cpu_toolchain.h).
+  // which a build may take from a precompiled header instead (compiler/targets/cpu_target.cpp).
   size_t fixed_begin = 0, fixed_end = 0;
+  // Where the module's parts are, so that a build may compile its kernels in several translation
+  // units at once: source[fixed_end, kernels_begin) is what every unit needs besides the fixed
+  // text (support functions, the oneDNN glue), each kernel's function a span with a declaration
+  // for the unit that calls it, and source[entries_begin, end) the entry points (kiln_run calls
+  // the kernels). Kernels have external linkage, hidden in the module, and the state that loops
+  // share (the thread pool) is one inline variable, so that units link into one module.
+  struct KernelSpan {
+    size_t begin = 0, end = 0;
+    std::string declaration;  // "int32_t kernel0_x(void* const*, const int64_t*, const KilnRunArgs*);"
+  };
+  size_t kernels_begin = 0, entries_begin = 0;
+  std::vector<KernelSpan> kernel_spans;
   std::vector<std::string> fallbacks;  // graph nodes run by the host's reference kernels, in ABI order
   bool uses_blas = false;
   bool uses_dnnl = false;  // the module calls oneDNN (codegen/cpp/kiln_dnnl.h): link it

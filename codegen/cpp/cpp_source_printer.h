@@ -51,6 +51,8 @@ class CppSourcePrinter : public CPrinter {
   void declare_symbols();
   void declare_buffers(const std::set<int>& ids);
   std::set<int> kernel_buffers(const Kernel& kernel);
+  // The kernel function's signature (no body, no semicolon).
+  std::string kernel_signature(const Kernel& kernel);
   // "#pragma omp parallel for ..." when the work can be large, else nothing.
   std::string parallel_pragma(const SymInt& work, const std::string& clauses);
   bool uses_pool() const { return options_.threading == CppEmitOptions::Threading::Pool; }

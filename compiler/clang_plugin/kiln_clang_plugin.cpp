@@ -119,12 +119,15 @@ bool run_frontend(const std::vector<const char*>& args, const char* source_name,
   return compiler.ExecuteAction(action) && compiler.getDiagnostics().getNumErrors() == 0;
 }
 
-// The linker's command line the driver makes for `clang -shared OBJECT -o OUTPUT INPUTS...`
+// The linker's command line the driver makes for `clang -shared OBJECTS... -o OUTPUT INPUTS...`
 // (start files, library paths, the C library), as LLD takes it.
-bool link_arguments(const KilnClangBuild& build, std::vector<std::string>& out, llvm::raw_ostream& log) {
-  std::vector<const char*> args = {KILN_CLANG_EXECUTABLE, "-resource-dir", KILN_CLANG_RESOURCE_DIR, "-shared",
-                                   "-Wl,-O1", build.object_path, "-o", build.output_path};
-  for (int i = 0; i < build.link_input_count; ++i) args.push_back(build.link_inputs[i]);
+bool link_arguments(const char* const* objects, int object_count, const char* output_path,
+                    const char* const* link_inputs, int link_input_count, std::vector<std::string>& out,
+                    llvm::raw_ostream& log) {
+  std::vector<const char*> args = {KILN_CLANG_EXECUTABLE, "-resource-dir", KILN_CLANG_RESOURCE_DIR, "-shared", "-Wl,-O1"};
+  for (int i = 0; i < object_count; ++i) args.push_back(objects[i]);
+  args.insert(args.end(), {"-o", output_path});
+  for (int i = 0; i < link_input_count; ++i) args.push_back(link_inputs[i]);
   llvm::IntrusiveRefCntPtr<clang::DiagnosticsEngine> diagnostics = diagnostics_into(log);
   clang::driver::Driver driver(KILN_CLANG_EXECUTABLE, llvm::sys::getDefaultTargetTriple(), *diagnostics);
   std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(args));
@@ -143,6 +146,24 @@ bool link_arguments(const KilnClangBuild& build, std::vector<std::string>& out, 
 std::mutex& linker_lock() {
   static std::mutex lock;
   return lock;
+}
+
+// Links as link_arguments says, with LLD in this process; its messages go to `stream`.
+int link_shared(const char* const* objects, int object_count, const char* output_path, const char* const* link_inputs,
+                int link_input_count, llvm::raw_ostream& stream) {
+  std::vector<std::string> link;
+  if (!link_arguments(objects, object_count, output_path, link_inputs, link_input_count, link, stream))
+    return KILN_CLANG_FAILED;
+  std::vector<const char*> link_args;
+  for (const std::string& arg : link) link_args.push_back(arg.c_str());
+  std::lock_guard<std::mutex> hold(linker_lock());
+  bool linked = lld::elf::link(link_args, stream, stream, /*exitEarly=*/false, /*disableOutput=*/false);
+  // LLD 14 frees its link's state (input and output sections, the symbol table's arena) only
+  // when it exits the process; the next link in this process needs it gone, and no errors
+  // counted.
+  if (lld::errorHandler().cleanupCallback) lld::errorHandler().cleanupCallback();
+  lld::errorHandler().errorCount = 0;
+  return linked ? KILN_CLANG_OK : KILN_CLANG_LINK_ERROR;
 }
 
 }  // namespace
@@ -198,27 +219,22 @@ int kiln_clang_build(const KilnClangBuild* build) {
     copy_log(text, build->log, build->log_capacity);
     return KILN_CLANG_OK;
   }
-  std::vector<std::string> link;
-  if (!link_arguments(*build, link, stream)) {
-    stream.flush();
-    copy_log(text, build->log, build->log_capacity);
-    return KILN_CLANG_FAILED;
-  }
-  std::vector<const char*> link_args;
-  for (const std::string& arg : link) link_args.push_back(arg.c_str());
-  bool linked;
-  {
-    std::lock_guard<std::mutex> hold(linker_lock());
-    linked = lld::elf::link(link_args, stream, stream, /*exitEarly=*/false, /*disableOutput=*/false);
-    // LLD 14 frees its link's state (input and output sections, the symbol table's arena) only
-    // when it exits the process; the next link in this process needs it gone, and no errors
-    // counted.
-    if (lld::errorHandler().cleanupCallback) lld::errorHandler().cleanupCallback();
-    lld::errorHandler().errorCount = 0;
-  }
+  int status = link_shared(&build->object_path, 1, build->output_path, build->link_inputs, build->link_input_count,
+                           stream);
   stream.flush();
   copy_log(text, build->log, build->log_capacity);
-  return linked ? KILN_CLANG_OK : KILN_CLANG_LINK_ERROR;
+  return status;
+}
+
+int kiln_clang_link(const char* const* objects, int object_count, const char* output_path,
+                    const char* const* link_inputs, int link_input_count, char* log, size_t log_capacity) {
+  initialize_llvm();
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  int status = link_shared(objects, object_count, output_path, link_inputs, link_input_count, stream);
+  stream.flush();
+  copy_log(text, log, log_capacity);
+  return status;
 }
 
 }  // extern "C"

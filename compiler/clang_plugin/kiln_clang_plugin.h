@@ -22,7 +22,7 @@ extern "C" {
 #define KILN_CLANG_EXPORT __attribute__((visibility("default")))
 
 /* Bumped when a struct or function below changes: Kiln refuses a plugin of another version. */
-#define KILN_CLANG_PLUGIN_ABI 1
+#define KILN_CLANG_PLUGIN_ABI 2
 
 /* What kiln_clang_build and kiln_clang_make_pch return. */
 enum {
@@ -48,6 +48,12 @@ typedef struct KilnClangBuild {
 } KilnClangBuild;
 
 KILN_CLANG_EXPORT int kiln_clang_build(const KilnClangBuild* build);
+
+/* Links `objects` (object files) with `link_inputs` into the shared object `output_path`, as
+ * kiln_clang_build links its one object: a module compiled in several translation units. */
+KILN_CLANG_EXPORT int kiln_clang_link(const char* const* objects, int object_count, const char* output_path,
+                                      const char* const* link_inputs, int link_input_count, char* log,
+                                      size_t log_capacity);
 
 /* Parses `header_text` (named `header_name` in diagnostics) with `flags` and writes it as a
  * precompiled header to `pch_path`; the flags of every build that includes it must match. */

@@ -2,7 +2,10 @@
 // compiler/targets/cpu_target.h.
 #include "compiler/targets/cpu_target.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -50,6 +53,16 @@ std::vector<std::string> module_libraries(const codegen::CppModule& module) {
   return libraries;
 }
 
+// The flags of a module built by the in-process compiler: the system compiler's, and no loop
+// unrolling beyond what the vectorizer does. Clang's -O3 unrolls loops GCC's -O3 leaves alone; on
+// the attention sample that doubled the compile (166 -> 272 ms) for no faster kernel (bench/README.md,
+// "Cold compile latency").
+std::vector<std::string> in_process_flags(Isa isa) {
+  std::vector<std::string> flags = generated_code_flags(isa);
+  flags.push_back("-fno-unroll-loops");
+  return flags;
+}
+
 // The precompiled header of the text `module` starts with (its fixed text) for `flags`, from the
 // compile cache, made there when missing (`made`); std::nullopt (logged) when it cannot be made:
 // the module is then compiled whole.
@@ -77,25 +90,84 @@ std::optional<std::filesystem::path> precompiled_prelude(const InProcessCompiler
   return std::nullopt;
 }
 
+// How many translation units the in-process compiler splits `module` into, compiled on threads
+// at once: one per CPU this process may run on, each with at least kMinUnitBytes of kernel text
+// (a unit costs ~5 ms more: it loads the precompiled prelude and compiles the support functions
+// again), at most kMaxUnits. bench/README.md ("Cold compile latency") has the measurements.
+// $KILN_COMPILE_UNITS (1 to 64) sets the count instead (at most one unit per kernel).
+size_t unit_count(const codegen::CppModule& module) {
+  constexpr size_t kMinUnitBytes = 6000, kMaxUnits = 4;
+  if (const char* chosen = std::getenv("KILN_COMPILE_UNITS"); chosen != nullptr && *chosen != '\0') {
+    char* end = nullptr;
+    long units = std::strtol(chosen, &end, 10);
+    if (*end != '\0' || units < 1 || units > 64)
+      fail("$KILN_COMPILE_UNITS must be a count of translation units from 1 to 64, got '", chosen, "'");
+    return std::max<size_t>(1, std::min(size_t(units), module.kernel_spans.size()));
+  }
+  size_t kernel_bytes = 0;
+  for (const codegen::CppModule::KernelSpan& span : module.kernel_spans) kernel_bytes += span.end - span.begin;
+  cpu_set_t cpus;
+  const size_t available = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? size_t(CPU_COUNT(&cpus)) : 1;
+  return std::max<size_t>(1, std::min({available, kMaxUnits, module.kernel_spans.size(), kernel_bytes / kMinUnitBytes}));
+}
+
+// The translation units of `source` (module.cpp, whose parts `module` locates), the kernels dealt
+// to `units` units by size (the largest first, each to the lightest unit; unit 0 also holds the
+// entry points, and declares the kernels the others define); each unit's lines numbered as in
+// module.cpp. With `pch`, the fixed text comes from the precompiled header, else each unit starts
+// with it.
+std::vector<std::string> module_units(const codegen::CppModule& module, const std::string& source,
+                                      const std::filesystem::path& source_path, size_t units, bool pch) {
+  std::vector<size_t> line_starts = {0};  // offset -> line, by the lines' starts
+  for (size_t at = 0; at < source.size(); ++at)
+    if (source[at] == '\n') line_starts.push_back(at + 1);
+  auto from = [&](size_t offset) {
+    size_t line = size_t(std::upper_bound(line_starts.begin(), line_starts.end(), offset) - line_starts.begin());
+    return "#line " + std::to_string(line) + " \"" + source_path.string() + "\"\n";
+  };
+  const auto& spans = module.kernel_spans;
+  std::vector<size_t> unit_of(spans.size(), 0), load(units, 0);
+  load[0] = source.size() - module.entries_begin;
+  std::vector<size_t> order(spans.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return spans[a].end - spans[a].begin > spans[b].end - spans[b].begin;
+  });
+  for (size_t k : order) {
+    size_t lightest = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+    unit_of[k] = lightest;
+    load[lightest] += spans[k].end - spans[k].begin;
+  }
+  const std::string common = (pch ? from(module.fixed_end) : std::string()) +
+                             source.substr(pch ? module.fixed_end : 0, module.kernels_begin - (pch ? module.fixed_end : 0));
+  std::vector<std::string> texts(units, common);
+  for (size_t k = 0; k < spans.size(); ++k)
+    texts[unit_of[k]] += from(spans[k].begin) + source.substr(spans[k].begin, spans[k].end - spans[k].begin);
+  for (size_t k = 0; k < spans.size(); ++k)
+    if (unit_of[k] != 0) texts[0] += spans[k].declaration + "\n";
+  texts[0] += from(module.entries_begin) + source.substr(module.entries_begin);
+  return texts;
+}
+
 // module.cpp built by the in-process compiler: the text after the fixed part, its lines numbered
-// as in module.cpp, with the fixed part from the precompiled header.
+// as in module.cpp, with the fixed part from the precompiled header; in several units at once
+// where the module is large enough (unit_count).
 void build_module_in_process(const InProcessCompiler& compiler, const std::filesystem::path& dir, Isa isa,
                              const codegen::CppModule& module, const std::string& source,
                              const std::optional<std::filesystem::path>& cache_dir) {
-  const std::vector<std::string> flags = generated_code_flags(isa);
+  const std::vector<std::string> flags = in_process_flags(isa);
   std::optional<std::filesystem::path> pch = precompiled_prelude(compiler, module, flags, cache_dir);
   const std::filesystem::path source_path = dir / "module.cpp";
-  std::string text = source;
-  // The precompiled header holds the module's fixed text as emitted; a source that differs there
-  // (a fault injected by a test) is compiled whole.
-  if (pch && source.compare(module.fixed_begin, module.fixed_end - module.fixed_begin, module.source,
-                            module.fixed_begin, module.fixed_end - module.fixed_begin) != 0)
+  // A source that is not the module's (a fault injected by a test) is compiled whole.
+  std::vector<std::string> texts = {source};
+  if (source == module.source) {
+    texts = module_units(module, source, source_path, unit_count(module), pch.has_value());
+  } else {
     pch.reset();
-  if (pch) {
-    const size_t line = size_t(std::count(source.begin(), source.begin() + std::ptrdiff_t(module.fixed_end), '\n')) + 1;
-    text = "#line " + std::to_string(line) + " \"" + source_path.string() + "\"\n" + source.substr(module.fixed_end);
   }
-  compiler.build_shared(text, source_path, source_path, flags, pch,
+  log("cache", "building " + source_path.string() + " in process, in " + std::to_string(texts.size()) +
+                   " translation unit" + (texts.size() == 1 ? "" : "s") + (pch ? ", the prelude precompiled" : ""));
+  compiler.build_shared(texts, source_path, source_path, flags, pch,
                         link_inputs(module_libraries(module), cache_dir).arguments, dir / "module.so");
 }
 
@@ -171,7 +243,8 @@ class CpuTarget final : public CodeTarget {
     std::string content = "kiln " KILN_VERSION "\nabi " + std::to_string(kKilnAbiVersion) + "\nisa " +
                           std::string(isa_name(isa)) + "\ncxx " + generated_code_compiler() + "\nfuse " +
                           (options.fuse ? "1" : "0") + "\nblas " + blas_library() + "\ndnnl " + dnnl_library() + "\n";
-    for (const std::string& flag : generated_code_flags(isa)) content += flag + " ";
+    for (const std::string& flag : in_process_compiler_chosen() ? in_process_flags(isa) : generated_code_flags(isa))
+      content += flag + " ";
     content += "\n" + code.source + "\nmanifest\n" + artifact_manifest_to_json(code.manifest);
     Checksum64 a(0), b(0x9E3779B97F4A7C15ULL);
     a.update(content.data(), content.size());
@@ -203,7 +276,7 @@ class CpuTarget final : public CodeTarget {
     if (link_inputs(module_libraries(code.module), options.cache_dir).made_stub) made("link stubs (once per cache)");
     if (const InProcessCompiler* compiler = in_process_compiler()) {
       bool made_pch = false;
-      precompiled_prelude(*compiler, code.module, generated_code_flags(resolve_isa(options.isa)), options.cache_dir, &made_pch);
+      precompiled_prelude(*compiler, code.module, in_process_flags(resolve_isa(options.isa)), options.cache_dir, &made_pch);
       if (made_pch) made("precompiled prelude (once per cache)");
     }
   }

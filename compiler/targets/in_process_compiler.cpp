@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "compiler/clang_plugin/kiln_clang_plugin.h"
 #include "compiler/targets/cpu_toolchain.h"
@@ -105,9 +106,10 @@ const InProcessCompiler* in_process_compiler() {
         InProcessCompiler loaded;
         loaded.build_ = reinterpret_cast<InProcessCompiler::Build>(dlsym(handle, "kiln_clang_build"));
         loaded.make_pch_ = reinterpret_cast<InProcessCompiler::MakePch>(dlsym(handle, "kiln_clang_make_pch"));
+        loaded.link_ = reinterpret_cast<InProcessCompiler::Link>(dlsym(handle, "kiln_clang_link"));
         const char* reason = nullptr;
         if (abi == nullptr || unavailable == nullptr || identity == nullptr || loaded.build_ == nullptr ||
-            loaded.make_pch_ == nullptr || abi() != KILN_CLANG_PLUGIN_ABI) {
+            loaded.make_pch_ == nullptr || loaded.link_ == nullptr || abi() != KILN_CLANG_PLUGIN_ABI) {
           why_not = file->string() + " is of another interface version";
         } else if ((reason = unavailable()) != nullptr) {
           why_not = file->string() + " cannot build here: " + reason;
@@ -127,36 +129,65 @@ const InProcessCompiler* in_process_compiler() {
   return compiler ? &*compiler : nullptr;
 }
 
-void InProcessCompiler::build_shared(const std::string& text, const fs::path& source_name, const fs::path& kept_source,
-                                     const std::vector<std::string>& flags, const std::optional<fs::path>& pch,
-                                     const std::vector<std::string>& link_inputs, const fs::path& output) const {
+void InProcessCompiler::build_shared(const std::vector<std::string>& texts, const fs::path& source_name,
+                                     const fs::path& kept_source, const std::vector<std::string>& flags,
+                                     const std::optional<fs::path>& pch, const std::vector<std::string>& link_inputs,
+                                     const fs::path& output) const {
   const std::string name = source_name.string(), pch_path = pch ? pch->string() : "";
-  const fs::path object = fs::path(output).replace_extension(".o");
-  const std::string object_path = object.string(), output_path = output.string();
-  std::vector<const char*> flag_pointers = c_strings(flags), input_pointers = c_strings(link_inputs);
-  std::string log(64 * 1024, '\0');
-  KilnClangBuild build = {name.c_str(),
-                          text.data(),
-                          text.size(),
-                          flag_pointers.data(),
-                          int(flag_pointers.size()),
-                          pch ? pch_path.c_str() : nullptr,
-                          object_path.c_str(),
-                          output_path.c_str(),
-                          input_pointers.data(),
-                          int(input_pointers.size()),
-                          log.data(),
-                          log.size()};
-  int status = build_(&build);
-  log.resize(log.find('\0'));
+  const std::vector<const char*> flag_pointers = c_strings(flags), input_pointers = c_strings(link_inputs);
+  const std::string output_path = output.string();
+  // Unit i's object and log; one unit is compiled and linked in one call.
+  const size_t units = texts.size();
+  std::vector<std::string> objects(units), logs(units, std::string(64 * 1024, '\0'));
+  std::vector<int> statuses(units, KILN_CLANG_FAILED);
+  for (size_t i = 0; i < units; ++i)
+    objects[i] = (output.parent_path() / ("module_" + std::to_string(i) + ".o")).string();
+  auto compile = [&](size_t i) {
+    KilnClangBuild build = {name.c_str(),
+                            texts[i].data(),
+                            texts[i].size(),
+                            flag_pointers.data(),
+                            int(flag_pointers.size()),
+                            pch ? pch_path.c_str() : nullptr,
+                            objects[i].c_str(),
+                            units == 1 ? output_path.c_str() : nullptr,
+                            input_pointers.data(),
+                            int(input_pointers.size()),
+                            logs[i].data(),
+                            logs[i].size()};
+    statuses[i] = build_(&build);
+    logs[i].resize(logs[i].find('\0'));
+  };
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < units; ++i) threads.emplace_back(compile, i);
+    compile(0);
+    for (std::thread& thread : threads) thread.join();
+  }
+  int status = KILN_CLANG_OK;
+  std::string log;
+  for (size_t i = 0; i < units && status == KILN_CLANG_OK; ++i) {
+    status = statuses[i];
+    log = logs[i];
+  }
+  if (status == KILN_CLANG_OK && units > 1) {
+    std::vector<const char*> object_pointers = c_strings(objects);
+    log.assign(64 * 1024, '\0');
+    status = link_(object_pointers.data(), int(object_pointers.size()), output_path.c_str(), input_pointers.data(),
+                   int(input_pointers.size()), log.data(), log.size());
+    log.resize(log.find('\0'));
+  }
   std::error_code ignored;
-  fs::remove(object, ignored);
-  if (status == KILN_CLANG_OK) return;
+  for (const std::string& object : objects) fs::remove(object, ignored);
+  if (status != KILN_CLANG_OK) report(status, log, kept_source, output);
+}
+
+void InProcessCompiler::report(int status, const std::string& log, const fs::path& kept_source,
+                               const fs::path& output) const {
   const fs::path log_file = output.parent_path() / "compile.log";
   { std::ofstream(log_file) << log; }
   if (status == KILN_CLANG_SOURCE_ERROR)
-    report_rejected_code(description_, "", kept_source, log_file, read_head(log, 20),
-                         /*copy_kept=*/true);
+    report_rejected_code(description_, "", kept_source, log_file, read_head(log, 20), /*copy_kept=*/true);
   fail(description_, " failed", status == KILN_CLANG_LINK_ERROR ? " to link " : " on ", output.filename().string(), ":\n",
        read_head(log, 20));
 }
@@ -170,6 +201,11 @@ void InProcessCompiler::make_pch(const std::string& header, const std::string& h
                          int(flag_pointers.size()), pch_path.c_str(), log.data(), log.size());
   log.resize(log.find('\0'));
   if (status != KILN_CLANG_OK) fail(description_, " could not precompile ", header_name, ":\n", read_head(log, 20));
+}
+
+bool in_process_compiler_chosen() {
+  std::string why_not;
+  return plugin_file(why_not).has_value();
 }
 
 std::string generated_code_compiler() {

@@ -33,7 +33,9 @@ class InProcessCompiler {
   // with the diagnostic and where `kept_source` and the log are kept (copied to a new
   // kiln-failed-build-XXXXXX folder of the temporary directory); a link or other failure
   // throws kiln::Error with the log's head.
-  void build_shared(const std::string& text, const std::filesystem::path& source_name,
+  // With several `texts` (translation units of one module), each is compiled on a thread of its
+  // own, and the objects are linked together.
+  void build_shared(const std::vector<std::string>& texts, const std::filesystem::path& source_name,
                     const std::filesystem::path& kept_source, const std::vector<std::string>& flags,
                     const std::optional<std::filesystem::path>& pch, const std::vector<std::string>& link_inputs,
                     const std::filesystem::path& output) const;
@@ -51,9 +53,14 @@ class InProcessCompiler {
   friend const InProcessCompiler* in_process_compiler();
   using Build = int (*)(const void*);
   using MakePch = int (*)(const char*, const char*, size_t, const char* const*, int, const char*, char*, size_t);
+  using Link = int (*)(const char* const*, int, const char*, const char* const*, int, char*, size_t);
+  // Reports a build that failed with `status` and `log`: see build_shared.
+  [[noreturn]] void report(int status, const std::string& log, const std::filesystem::path& kept_source,
+                           const std::filesystem::path& output) const;
   void* handle_ = nullptr;
   Build build_ = nullptr;
   MakePch make_pch_ = nullptr;
+  Link link_ = nullptr;
   std::string identity_, description_;
 };
 
@@ -61,8 +68,13 @@ class InProcessCompiler {
 // built by the system compiler (see above; the reason logged once on the `cache` channel).
 const InProcessCompiler* in_process_compiler();
 
-// What builds generated code, for cache keys: the in-process compiler's identity, else the
-// system compiler's (cxx_identity).
+// Whether builds will use the in-process compiler, decided without loading it (for cache keys,
+// which a cached model is looked up by before anything is built): no $KILN_CXX or $CXX, and a
+// plugin file found. Where that plugin then cannot be loaded, the system compiler builds the
+// entry stored under the key (logged on the `cache` channel).
+bool in_process_compiler_chosen();
+// What builds generated code, for cache keys: the plugin file's identity (path, size,
+// modification time) when in_process_compiler_chosen(), else the system compiler's (cxx_identity).
 std::string generated_code_compiler();
 
 // The compile cache key of the precompiled header of `fixed_text` built with `flags` by `compiler`.

@@ -98,6 +98,33 @@ TEST_F(InProcessCompile, ADamagedPrecompiledPreludeIsMadeAgain) {
   EXPECT_THAT(again.err, HasSubstr("the precompiled prelude entry"));
 }
 
+// A module compiled in several translation units at once (one per kernel at most; unit 0 has
+// the entry points) runs as the interpreter computes, on the pool that all units share.
+TEST_F(InProcessCompile, KernelsCompiledInSeveralUnitsLinkIntoOneModule) {
+  if (!plugin_built()) GTEST_SKIP() << "Kiln was built without Clang's libraries";
+  for (const char* units : {"1", "3"}) {
+    CliResult result = kiln("verify " + cli_test::sample_model("attention") + " --target cpu",
+                            std::string("KILN_LOG=cache KILN_COMPILE_UNITS=") + units + " KILN_CACHE_DIR=" +
+                                (dir_ / ("cache" + std::string(units))).string());
+    ASSERT_EQ(result.status, 0) << result.err;
+    EXPECT_THAT(result.out, HasSubstr("every stage agrees with the interpreter"));
+    EXPECT_THAT(result.err, HasSubstr(std::string("in process, in ") + units + " translation unit"));
+  }
+  CliResult mlp_units = kiln("run " + mlp() + " --target cpu --check --threads 2 --dim s0=300 --random-inputs 1",
+                             "KILN_COMPILE_UNITS=3");
+  EXPECT_EQ(mlp_units.status, 0) << mlp_units.err;
+}
+
+TEST_F(InProcessCompile, ABadUnitCountIsAnError) {
+  if (!plugin_built()) GTEST_SKIP() << "Kiln was built without Clang's libraries";
+  for (const char* bad : {"0", "x", "65", "2x"}) {
+    CliResult result = kiln("compile --no-cache " + mlp(), std::string("KILN_COMPILE_UNITS=") + bad);
+    EXPECT_EQ(result.status, 1) << bad;
+    EXPECT_THAT(result.err, HasSubstr("$KILN_COMPILE_UNITS must be a count of translation units from 1 to 64, got '" +
+                                      std::string(bad) + "'"));
+  }
+}
+
 TEST_F(InProcessCompile, KilnCxxNamesTheCompilerThatBuilds) {
   CliResult result = kiln("compile --no-cache " + mlp(), "KILN_LOG=cache KILN_CXX=c++");
   ASSERT_EQ(result.status, 0) << result.err;
