@@ -8,6 +8,8 @@
 #include <benchmark/benchmark.h>
 #include <stdint.h>
 
+// The prelude defines KILN_MODULE_STATE (codegen/cpp/kiln_prelude.h); this program is one unit.
+#define KILN_MODULE_STATE static
 #include "codegen/cpp/kiln_thread_pool.h"
 
 namespace {

@@ -225,11 +225,10 @@ Expr CppSourcePrinter::hoist_row_invariants(const Expr& e, size_t inner_rank,
   return node;
 }
 
-// A module's kernels have external linkage, hidden inside the module, so that they can be
-// compiled in several translation units (CppModule::kernel_spans), and are never inlined into
-// kiln_run (one call each per run). A standalone header's are static.
+// A module's kernels are KILN_KERNEL (codegen/cpp/kiln_prelude.h: hidden external linkage, so
+// that they can be compiled in several translation units); a standalone header's are static.
 std::string CppSourcePrinter::kernel_signature(const Kernel& kernel) {
-  const std::string linkage = uses_runner() ? "__attribute__((noinline, visibility(\"hidden\"))) " : "static ";
+  const std::string linkage = uses_runner() ? "KILN_KERNEL " : "static ";
   return linkage + "int32_t " + kernel.name + "(void* const* bufs, const int64_t* sym, const KilnRunArgs* args)";
 }
 

@@ -86,6 +86,8 @@ class KernelHeaderWriter {
     w_.line("#undef KILN_OP");
     w_.line("#undef KILN_FAULT_FLAG");
     w_.line("#undef KILN_RAISE_FAULT");
+    w_.line("#undef KILN_MODULE_STATE");
+    w_.line("#undef KILN_KERNEL");
     w_.line("");
     emit_isa_constant();
     if (!workspace_.empty()) emit_workspace_function();
@@ -188,7 +190,8 @@ class KernelHeaderWriter {
   // and <stdint.h> outside its namespace, and its own copy of the prelude must not be skipped
   // because another header (or a Kiln module) defined the guard first.
   static std::string prelude_body() {
-    std::string text(cpp_prelude());
+    // The header's fault flags are its own (codegen/cpp/kiln_prelude.h: KILN_MODULE_STATE).
+    std::string text = "#undef KILN_MODULE_STATE\n#define KILN_MODULE_STATE static\n" + std::string(cpp_prelude());
     for (const std::string& line : {std::string("#ifndef KILN_PRELUDE_H\n"), std::string("#define KILN_PRELUDE_H\n"),
                                     std::string("#include <stddef.h>\n"), std::string("#include <stdint.h>\n"),
                                     std::string("#endif  // KILN_PRELUDE_H\n")}) {

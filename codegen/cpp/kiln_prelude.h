@@ -80,6 +80,18 @@ typedef struct KilnRunArgs {
 #endif
 
 #define KILN_INLINE static inline __attribute__((always_inline, unused))
+// A module's kernel functions, and the state its kernels and entry points share (the thread
+// pool, the fault flags): external linkage hidden inside the module (state: one inline variable),
+// so that a build may compile the kernels in several translation units (codegen/cpp/
+// cpp_emitter.h: CppModule::kernel_spans); kernels are never inlined into kiln_run (one call
+// each). A package's per-ISA sources, which hold the same kernels, and a standalone kernel
+// header define both `static` first.
+#ifndef KILN_KERNEL
+#define KILN_KERNEL __attribute__((noinline, visibility("hidden")))
+#endif
+#ifndef KILN_MODULE_STATE
+#define KILN_MODULE_STATE __attribute__((visibility("hidden"))) inline
+#endif
 
 // ---------------------------------------------------------------- bits and selects
 KILN_INLINE uint32_t kiln_f32_bits(float x) { uint32_t u; __builtin_memcpy(&u, &x, 4); return u; }
@@ -657,9 +669,9 @@ KILN_INLINE float kiln_philox_normal(uint64_t seed, uint64_t offset, uint64_t in
 
 // ---------------------------------------------------------------- the op layer's hooks
 // What codegen/c_like/c_ops.h asks of a prelude: op functions are static inline; fault flags
-// are file-local ints set atomically (OpenMP threads may raise them together).
+// are the module's ints (KILN_MODULE_STATE), set atomically (threads may raise them together).
 #define KILN_OP static inline
-#define KILN_FAULT_FLAG(name) static int name = 0
+#define KILN_FAULT_FLAG(name) KILN_MODULE_STATE int name = 0
 #define KILN_RAISE_FAULT(name) __atomic_store_n(&name, 1, __ATOMIC_RELAXED)
 
 #undef KILN_INLINE

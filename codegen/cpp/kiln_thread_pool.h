@@ -53,9 +53,9 @@ struct KilnPool {
   int32_t started;    // workers started
   unsigned long workers[KILN_POOL_MAX_WORKERS];
 };
-// One pool per module however many translation units the module was compiled in: an inline
-// variable (one definition in the linked module), hidden (never shared with another module).
-__attribute__((visibility("hidden"))) inline KilnPool kiln_pool;
+// One pool per module however many translation units the module was compiled in (KILN_MODULE_STATE:
+// one hidden inline variable, never shared with another module).
+KILN_MODULE_STATE KilnPool kiln_pool;
 
 static inline void kiln_pool_pause() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -375,6 +375,8 @@ std::map<std::string, std::string> package_files(const PackageSpec& spec, const 
     text += flags.empty() ? " (no flags)" : " (" + flags.substr(1) + ")";
     text += ", their entry points renamed. Generated: do not edit.\n";
     for (const char* point : kEntryPoints) text += "#define " + std::string(point) + " " + entry(spec, isa, point) + "\n";
+    text += "#define KILN_KERNEL static  // each instruction set's kernels, pool and fault flags are its own\n"
+            "#define KILN_MODULE_STATE static\n";
     if (spec.portable_kernels) {
       text += "// " + upper(n) + "_PORTABLE_KERNELS (CMakeLists.txt defines it where oneDNN is not found): the im2col +\n"
               "// GEMM convolutions, which need no oneDNN; else oneDNN's.\n"

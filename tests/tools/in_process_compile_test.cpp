@@ -115,6 +115,17 @@ TEST_F(InProcessCompile, KernelsCompiledInSeveralUnitsLinkIntoOneModule) {
   EXPECT_EQ(mlp_units.status, 0) << mlp_units.err;
 }
 
+// A fault raised by a kernel of another unit (random class targets out of range in the
+// classifier's loss) reaches kiln_run in unit 0: the fault flags are the module's, not a unit's.
+TEST_F(InProcessCompile, AFaultInAnotherUnitIsReported) {
+  if (!plugin_built()) GTEST_SKIP() << "Kiln was built without Clang's libraries";
+  CliResult result = kiln("run " + cli_test::sample_model("classifier") + " --target cpu --random-inputs 1 --dim s0=64",
+                          "KILN_LOG=cache KILN_COMPILE_UNITS=64");
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.err, Not(HasSubstr("in 1 translation unit")));
+  EXPECT_THAT(result.err, HasSubstr("IndexError: an index is out of range in kernel"));
+}
+
 TEST_F(InProcessCompile, ABadUnitCountIsAnError) {
   if (!plugin_built()) GTEST_SKIP() << "Kiln was built without Clang's libraries";
   for (const char* bad : {"0", "x", "65", "2x"}) {

@@ -36,7 +36,7 @@ TEST_F(Pt2Command, CodeStagesShowThePyTorchSourceToo) {
   EXPECT_THAT(scheduled.out, ::testing::ContainsRegex("fuses: [^\n]*  # from .*make_pt2_test_programs\\.py:[0-9]+ bn"));
   CliResult code = kiln("dump " + kPt2 + "cnn_train.pt2 --stage cpp --show-source");
   ASSERT_EQ(code.status, 0) << code.err;
-  EXPECT_THAT(code.out, ::testing::ContainsRegex("// from .*make_pt2_test_programs\\.py:[0-9]+ conv\nstatic int32_t kernel"));
+  EXPECT_THAT(code.out, ::testing::ContainsRegex("// from .*make_pt2_test_programs\\.py:[0-9]+ conv\nKILN_KERNEL int32_t kernel"));
   for (const char* stage : {"loops", "scheduled", "cpp"}) {
     CliResult plain = kiln("dump " + kPt2 + "cnn_train.pt2 --stage " + stage);
     ASSERT_EQ(plain.status, 0) << plain.err;

@@ -319,7 +319,7 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
 }
 
 // kernel0_layer_norm_var_mean: layer_norm_var_mean, layer_norm, layer_norm_scaled, layer_norm_normalized, layer_norm_rstd, layer_norm_var, layer_norm_var_eps, layer_norm_mean, layer_norm_centered
-static int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
@@ -381,7 +381,7 @@ static int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t* sym
 }
 
 // kernel1_linear_matmul: linear_weight_t, linear_matmul, linear
-static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b11 = (float*)bufs[11];  // layer_norm
@@ -447,7 +447,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
 }
 
 // kernel2_matmul: reshape, permute, q, k, transpose, matmul
-static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b15 = (float*)bufs[15];  // linear
@@ -494,7 +494,7 @@ static int32_t kernel2_matmul(void* const* bufs, const int64_t* sym, const KilnR
 }
 
 // kernel3_softmax_max: softmax_max, where, mul, softmax_sum, softmax_exp, softmax_shifted, softmax, softmax_inverse_sum
-static int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b16 = (float*)bufs[16];  // matmul
@@ -563,7 +563,7 @@ static int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, const 
 }
 
 // kernel4_matmul_1: reshape, permute, v, matmul_1
-static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b15 = (float*)bufs[15];  // linear
@@ -611,7 +611,7 @@ static int32_t kernel4_matmul_1(void* const* bufs, const int64_t* sym, const Kil
 }
 
 // kernel5_linear_1_matmul_a: permute_1, reshape_1, linear_1_matmul
-static int32_t kernel5_linear_1_matmul_a(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel5_linear_1_matmul_a(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b26 = (float*)bufs[26];  // matmul_1
@@ -629,7 +629,7 @@ static int32_t kernel5_linear_1_matmul_a(void* const* bufs, const int64_t* sym, 
 }
 
 // kernel6_linear_1_matmul: linear_1_weight_t, linear_1_matmul
-static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b27 = (float*)bufs[27];  // linear_1_matmul_a
@@ -677,7 +677,7 @@ static int32_t kernel6_linear_1_matmul(void* const* bufs, const int64_t* sym, co
 }
 
 // kernel7_layer_norm_1_var_mean: layer_norm_1_var_mean, add, linear_1, layer_norm_1, layer_norm_1_scaled, layer_norm_1_normalized, layer_norm_1_rstd, layer_norm_1_var, layer_norm_1_var_eps, layer_norm_1_mean, layer_norm_1_centered
-static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
@@ -741,7 +741,7 @@ static int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64_t* s
 }
 
 // kernel8_linear_2_matmul: linear_2_weight_t, linear_2_matmul, gelu, gelu_half_x, linear_2, gelu_one_plus, gelu_erf, gelu_scaled
-static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b43 = (float*)bufs[43];  // layer_norm_1
@@ -807,7 +807,7 @@ static int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sym, co
 }
 
 // kernel9_linear_3_matmul: linear_3_weight_t, linear_3_matmul, out, add, linear_1, linear_3
-static int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel9_linear_3_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x

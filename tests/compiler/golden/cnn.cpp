@@ -319,7 +319,7 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
 }
 
 // kernel0_convolution_columns: convolution
-static int32_t kernel0_convolution_columns(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel0_convolution_columns(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
@@ -341,7 +341,7 @@ static int32_t kernel0_convolution_columns(void* const* bufs, const int64_t* sym
 }
 
 // kernel1_convolution_gemm: convolution
-static int32_t kernel1_convolution_gemm(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel1_convolution_gemm(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b1 = (float*)bufs[1];  // conv1_weight
@@ -389,7 +389,7 @@ static int32_t kernel1_convolution_gemm(void* const* bufs, const int64_t* sym, c
 }
 
 // kernel2_max_pool: max_pool, relu, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution
-static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b3 = (float*)bufs[3];  // convolution_gemm
@@ -436,7 +436,7 @@ static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const Kil
 }
 
 // kernel3_convolution_1_columns: convolution_1
-static int32_t kernel3_convolution_1_columns(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel3_convolution_1_columns(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b17 = (float*)bufs[17];  // max_pool
@@ -458,7 +458,7 @@ static int32_t kernel3_convolution_1_columns(void* const* bufs, const int64_t* s
 }
 
 // kernel4_convolution_1_gemm: convolution_1
-static int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b18 = (float*)bufs[18];  // conv2_weight
@@ -506,7 +506,7 @@ static int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t* sym,
 }
 
 // kernel5_adaptive_avg_pool_sum: adaptive_avg_pool, relu_1, convolution_1
-static int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b20 = (float*)bufs[20];  // convolution_1_gemm
@@ -545,7 +545,7 @@ static int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64_t* s
 }
 
 // kernel6_logits_matmul: flatten, logits_weight_t, logits_matmul, logits
-static int32_t kernel6_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel6_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b25 = (float*)bufs[25];  // adaptive_avg_pool

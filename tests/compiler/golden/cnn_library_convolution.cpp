@@ -321,7 +321,7 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
 // <oneDNN glue: codegen/cpp/kiln_dnnl.h>
 
 // kernel0_batch_norm_convolution_input: batch_norm_convolution
-static int32_t kernel0_batch_norm_convolution_input(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel0_batch_norm_convolution_input(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
@@ -346,7 +346,7 @@ static int32_t kernel0_batch_norm_convolution_input(void* const* bufs, const int
 }
 
 // kernel1_batch_norm_convolution: batch_norm_convolution
-static int32_t kernel1_batch_norm_convolution(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel1_batch_norm_convolution(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_input
@@ -366,7 +366,7 @@ static int32_t kernel1_batch_norm_convolution(void* const* bufs, const int64_t* 
 }
 
 // kernel2_max_pool: max_pool, relu
-static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b4 = (float*)bufs[4];  // batch_norm_convolution
@@ -401,7 +401,7 @@ static int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const Kil
 }
 
 // kernel3_convolution_1: convolution_1
-static int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b6 = (float*)bufs[6];  // max_pool
@@ -421,7 +421,7 @@ static int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, cons
 }
 
 // kernel4_adaptive_avg_pool_sum: adaptive_avg_pool, relu_1
-static int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b9 = (float*)bufs[9];  // convolution_1
@@ -454,7 +454,7 @@ static int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64_t* s
 }
 
 // kernel5_logits_matmul: flatten, logits_matmul, logits
-static int32_t kernel5_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel5_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b12 = (float*)bufs[12];  // adaptive_avg_pool

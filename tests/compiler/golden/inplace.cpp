@@ -319,7 +319,7 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
 }
 
 // kernel0_mul: mul, clone
-static int32_t kernel0_mul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel0_mul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
@@ -333,7 +333,7 @@ static int32_t kernel0_mul(void* const* bufs, const int64_t* sym, const KilnRunA
 }
 
 // kernel1_add_1: slice_1, add_1
-static int32_t kernel1_add_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel1_add_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b2 = (float*)bufs[2];  // mul
@@ -349,7 +349,7 @@ static int32_t kernel1_add_1(void* const* bufs, const int64_t* sym, const KilnRu
 }
 
 // kernel2_index_put: reshape_1, index_put
-static int32_t kernel2_index_put(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel2_index_put(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b2 = (float*)bufs[2];  // mul
@@ -396,7 +396,7 @@ static int32_t kernel2_index_put(void* const* bufs, const int64_t* sym, const Ki
 }
 
 // kernel3_sub: clone_1, transpose, select, sub
-static int32_t kernel3_sub(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel3_sub(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b5 = (float*)bufs[5];  // index_put
@@ -410,7 +410,7 @@ static int32_t kernel3_sub(void* const* bufs, const int64_t* sym, const KilnRunA
 }
 
 // kernel4_index_put_1: index_put_1
-static int32_t kernel4_index_put_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel4_index_put_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b5 = (float*)bufs[5];  // index_put
@@ -457,7 +457,7 @@ static int32_t kernel4_index_put_1(void* const* bufs, const int64_t* sym, const 
 }
 
 // kernel5_relu: clone_2, transpose_2, relu
-static int32_t kernel5_relu(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel5_relu(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b8 = (float*)bufs[8];  // index_put_1
@@ -480,7 +480,7 @@ static int32_t kernel5_relu(void* const* bufs, const int64_t* sym, const KilnRun
 }
 
 // kernel6_index_put_2: index_put_2
-static int32_t kernel6_index_put_2(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel6_index_put_2(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b8 = (float*)bufs[8];  // index_put_1
@@ -527,7 +527,7 @@ static int32_t kernel6_index_put_2(void* const* bufs, const int64_t* sym, const 
 }
 
 // kernel7_full_like: full_like
-static int32_t kernel7_full_like(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel7_full_like(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b12 = (float*)bufs[12];  // full_like
@@ -540,7 +540,7 @@ static int32_t kernel7_full_like(void* const* bufs, const int64_t* sym, const Ki
 }
 
 // kernel8_index_put_3: index_put_3
-static int32_t kernel8_index_put_3(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel8_index_put_3(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b11 = (float*)bufs[11];  // index_put_2
@@ -587,7 +587,7 @@ static int32_t kernel8_index_put_3(void* const* bufs, const int64_t* sym, const 
 }
 
 // kernel9_add: clone_4, add
-static int32_t kernel9_add(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel9_add(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b14 = (float*)bufs[14];  // index_put_3
@@ -604,7 +604,7 @@ static int32_t kernel9_add(void* const* bufs, const int64_t* sym, const KilnRunA
 }
 
 // kernel10_sum_1: sum_1
-static int32_t kernel10_sum_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel10_sum_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b16 = (float*)bufs[16];  // add

@@ -319,7 +319,7 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
 }
 
 // kernel0_matmul: transpose, matmul, relu, add
-static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   const int64_t s_s0 = sym[0];
@@ -377,7 +377,7 @@ static int32_t kernel0_matmul(void* const* bufs, const int64_t* sym, const KilnR
 }
 
 // kernel1_linear_matmul: linear_weight_t, linear_matmul
-static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   const int64_t s_s0 = sym[0];
@@ -423,7 +423,7 @@ static int32_t kernel1_linear_matmul(void* const* bufs, const int64_t* sym, cons
 }
 
 // kernel2_probs_max: probs_max, linear, probs_sum, probs_exp, probs_shifted, probs, probs_inverse_sum
-static int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+KILN_KERNEL int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   const int64_t s_s0 = sym[0];
