@@ -55,8 +55,8 @@ std::vector<std::string> module_libraries(const codegen::CppModule& module) {
 
 // The flags of a module built by the in-process compiler: the system compiler's, and no loop
 // unrolling beyond what the vectorizer does. Clang's -O3 unrolls loops GCC's -O3 leaves alone; on
-// the attention sample that doubled the compile (166 -> 272 ms) for no faster kernel (bench/README.md,
-// "Cold compile latency").
+// the attention sample that was 272 ms of compile instead of 166 (bench/README.md, "Cold compile
+// latency", has the kernels' speed).
 std::vector<std::string> in_process_flags(Isa isa) {
   std::vector<std::string> flags = generated_code_flags(isa);
   flags.push_back("-fno-unroll-loops");
