@@ -96,7 +96,7 @@ std::optional<std::filesystem::path> precompiled_prelude(const InProcessCompiler
 // again), at most kMaxUnits. bench/README.md ("Cold compile latency") has the measurements.
 // $KILN_COMPILE_UNITS (1 to 64) sets the count instead (at most one unit per kernel).
 size_t unit_count(const codegen::CppModule& module) {
-  constexpr size_t kMinUnitBytes = 6000, kMaxUnits = 4;
+  constexpr size_t kMinUnitBytes = 3000, kMaxUnits = 4;
   if (const char* chosen = std::getenv("KILN_COMPILE_UNITS"); chosen != nullptr && *chosen != '\0') {
     char* end = nullptr;
     long units = std::strtol(chosen, &end, 10);
