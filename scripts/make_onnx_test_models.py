@@ -925,6 +925,15 @@ def make_bad_cases():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     save_bad("resize_scale_overflows.onnx", model)
+    # A graph input whose initializer has another shape than the input declares (found by the
+    # bounded fuzz run: ONNX types the users from the declaration, Kiln froze the initializer).
+    node = helper.make_node("Sin", ["x"], ["y"], name="sin")
+    graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [3, 4])],
+                              [value_info("y", TensorProto.FLOAT, [3, 4])],
+                              initializer=[numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "x")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save_bad("initializer_shape_unlike_its_input.onnx", model)
 
 
 def make_sequence_cases():

@@ -204,6 +204,9 @@ class Importer {
     }
     state_.onnx_graph = &graph;
     for (const auto& input : graph.input())
+      if (auto initializer = state_.values.find(input.name()); initializer != state_.values.end())
+        check_initializer_of_input(input, initializer->second);
+    for (const auto& input : graph.input())
       if (!state_.values.count(input.name())) {
         add_input(input);
         state_.run_time_inputs.insert(input.name());
@@ -238,6 +241,26 @@ class Importer {
   OnnxModel& model() { return model_; }
 
  private:
+  // A graph input that has an initializer takes the initializer's value (Kiln freezes it), whose
+  // type must be the one the input declares: ONNX's shape inference types the input's users
+  // from the declaration.
+  void check_initializer_of_input(const onnx::ValueInfoProto& input, const OnnxValue& value) {
+    if (!input.type().has_tensor_type()) return;
+    const auto& tensor_type = input.type().tensor_type();
+    std::optional<DType> declared = dtype_from_onnx(tensor_type.elem_type());
+    bool agrees = !declared || *declared == value.dtype();
+    if (agrees && tensor_type.has_shape()) {
+      const auto& dims = tensor_type.shape().dim();
+      ir::SymShape shape = value.shape();
+      agrees = int64_t(dims.size()) == int64_t(shape.size());
+      for (int i = 0; agrees && i < dims.size(); ++i)
+        agrees = !dims[i].has_dim_value() || !shape[size_t(i)].is_constant() || dims[i].dim_value() == shape[size_t(i)].constant();
+    }
+    if (!agrees)
+      fail("'", model_.path, "': graph input '", input.name(), "' is declared ", onnx_type_text(tensor_type),
+           ", but its initializer holds ", dtype_name(value.dtype()), ir::shape_string(value.shape()));
+  }
+
   void add_input(const onnx::ValueInfoProto& input) {
     auto where = [&] { return "'" + model_.path + "': graph input '" + input.name() + "'"; };
     if (input.type().has_sequence_type() || input.type().has_optional_type()) return add_collection_input(input);

@@ -217,6 +217,14 @@ TEST_F(OnnxBadInput, AnOldOpsetGraphOutputThatNothingDefinesIsRefusedBeforeConve
   EXPECT_EQ(error_of([&] { import_onnx(path); }), "'" + path + "' fails Kiln's model check: graph output 'y0' is not defined");
 }
 
+// Found by the bounded fuzz run (CI): was an internal error ("the importer produced f32[2, 3, 4]
+// for 'y0', but ONNX infers f32[3, 4]").
+TEST_F(OnnxBadInput, AnInitializerOfAnotherShapeThanItsGraphInputDeclares) {
+  EXPECT_EQ(error_of([] { import_onnx(bad("initializer_shape_unlike_its_input.onnx")); }),
+            "'" + bad("initializer_shape_unlike_its_input.onnx") +
+                "': graph input 'x' is declared f32[3, 4], but its initializer holds f32[2, 3, 4]");
+}
+
 TEST_F(OnnxBadInput, AResizeScaleWhoseSizeNoIntegerHoldsIsRefused) {
   EXPECT_EQ(error_of([] { import_onnx(bad("resize_scale_overflows.onnx")); }),
             "'" + bad("resize_scale_overflows.onnx") +
