@@ -934,6 +934,18 @@ def make_bad_cases():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     save_bad("initializer_shape_unlike_its_input.onnx", model)
+    # A graph input that the file declares again, as a graph output or in value_info, with
+    # another shape (found by the bounded fuzz run: ONNX types the users from the second one).
+    for case, extra in (("output", "outputs"), ("value_info", "value_info")):
+        node = helper.make_node("Add", ["x", "c"], ["y"], name="add")
+        again = value_info("x", TensorProto.FLOAT, [2, 1, 4])
+        graph = helper.make_graph([node], "g", [value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                                  [value_info("y", TensorProto.FLOAT, [2, 3, 4])] + ([again] if extra == "outputs" else []),
+                                  initializer=[numpy_helper.from_array(np.ones((), np.float32), "c")],
+                                  value_info=[again] if extra == "value_info" else None)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        save_bad(f"input_declared_again_as_{case}.onnx", model)
 
 
 def make_sequence_cases():

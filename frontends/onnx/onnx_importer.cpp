@@ -2,6 +2,7 @@
 // node-by-node conversion with constant folding, the type self-check, outputs.
 #include "frontends/onnx/onnx_importer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -77,6 +78,24 @@ std::string onnx_type_text(const onnx::TypeProto::Tensor& tensor_type) {
   return text + "]";
 }
 
+// A tensor value has ONNX's element type (where ONNX names one Kiln has), its rank, and every
+// static dim that both know.
+bool agrees_with_onnx_type(const OnnxValue& value, const onnx::TypeProto::Tensor& tensor_type) {
+  std::optional<DType> expected = dtype_from_onnx(tensor_type.elem_type());
+  if (expected && *expected != value.dtype()) return false;
+  if (!tensor_type.has_shape()) return true;
+  const auto& dims = tensor_type.shape().dim();
+  ir::SymShape shape = value.shape();
+  if (int64_t(dims.size()) != int64_t(shape.size())) return false;
+  for (int i = 0; i < dims.size(); ++i)
+    if (dims[i].has_dim_value() && shape[size_t(i)].is_constant() && dims[i].dim_value() != shape[size_t(i)].constant())
+      return false;
+  return true;
+}
+
+// A tensor value's type as Kiln writes it: "f32[2, s0, 4]".
+std::string type_text(const OnnxValue& value) { return std::string(dtype_name(value.dtype())) + ir::shape_string(value.shape()); }
+
 // A converted value must have ONNX's element type and agree on rank and every static dim.
 // `declared`: the type is written in the model file (a graph output or value_info), so a
 // disagreement is the model's (kiln::Error); otherwise ONNX inferred it, and a disagreement
@@ -89,18 +108,8 @@ void check_against_onnx_type(const OnnxValue& value, const onnx::TypeProto& type
                         "', but ONNX infers a tensor");
   }
   const auto& tensor_type = type.tensor_type();
-  std::optional<DType> expected = dtype_from_onnx(tensor_type.elem_type());
-  bool agrees = !expected || *expected == value.dtype();
-  ir::SymShape shape = value.shape();
-  if (agrees && tensor_type.has_shape()) {
-    const auto& dims = tensor_type.shape().dim();
-    agrees = int64_t(dims.size()) == int64_t(shape.size());
-    for (int i = 0; agrees && i < dims.size(); ++i)
-      if (dims[i].has_dim_value() && shape[size_t(i)].is_constant() && dims[i].dim_value() != shape[size_t(i)].constant())
-        agrees = false;
-  }
-  if (agrees) return;
-  std::string computed = std::string(dtype_name(value.dtype())) + ir::shape_string(shape);
+  if (agrees_with_onnx_type(value, tensor_type)) return;
+  std::string computed = type_text(value);
   if (declared)
     fail(where, ": output '", value.name, "' is declared ", onnx_type_text(tensor_type),
          " in the model, but the node computes ", computed, " from its inputs");
@@ -219,7 +228,23 @@ class Importer {
   // `declared`: the types the model file writes, as read before ONNX's inference merged its own
   // into them (a declared [a, b] that ONNX filled in is still the file's [a, b]).
   void check_types(const std::map<std::string, onnx::TypeProto>& declared) {
-    std::map<std::string, const onnx::TypeProto*> types = known_types(model_.proto->graph());
+    const onnx::GraphProto& graph = model_.proto->graph();
+    // Graph inputs and initializers that the file declares again (as a graph output, or in
+    // value_info) with another type: ONNX types their users from that declaration.
+    std::map<std::string, std::string> given;  // name -> "graph input" or "initializer"
+    for (const auto& initializer : graph.initializer()) given.emplace(initializer.name(), "initializer");
+    for (const auto& input : graph.input()) given.emplace(input.name(), "graph input");
+    for (const auto& [name, kind] : given) {
+      auto file_type = declared.find(name);
+      auto value = state_.values.find(name);
+      if (file_type == declared.end() || value == state_.values.end() || !value->second.is_tensor() ||
+          !file_type->second.has_tensor_type() || agrees_with_onnx_type(value->second, file_type->second.tensor_type()))
+        continue;
+      bool is_output = std::any_of(graph.output().begin(), graph.output().end(), [&](const auto& o) { return o.name() == name; });
+      fail("'", model_.path, "': ", kind, " '", name, "' is ", type_text(value->second), ", but the model declares it ",
+           onnx_type_text(file_type->second.tensor_type()), is_output ? " as a graph output" : " in its value_info");
+    }
+    std::map<std::string, const onnx::TypeProto*> types = known_types(graph);
     for (const Converted& value_of : converted_) {
       auto value = state_.values.find(value_of.name);
       if (value == state_.values.end()) continue;
@@ -245,20 +270,9 @@ class Importer {
   // type must be the one the input declares: ONNX's shape inference types the input's users
   // from the declaration.
   void check_initializer_of_input(const onnx::ValueInfoProto& input, const OnnxValue& value) {
-    if (!input.type().has_tensor_type()) return;
-    const auto& tensor_type = input.type().tensor_type();
-    std::optional<DType> declared = dtype_from_onnx(tensor_type.elem_type());
-    bool agrees = !declared || *declared == value.dtype();
-    if (agrees && tensor_type.has_shape()) {
-      const auto& dims = tensor_type.shape().dim();
-      ir::SymShape shape = value.shape();
-      agrees = int64_t(dims.size()) == int64_t(shape.size());
-      for (int i = 0; agrees && i < dims.size(); ++i)
-        agrees = !dims[i].has_dim_value() || !shape[size_t(i)].is_constant() || dims[i].dim_value() == shape[size_t(i)].constant();
-    }
-    if (!agrees)
-      fail("'", model_.path, "': graph input '", input.name(), "' is declared ", onnx_type_text(tensor_type),
-           ", but its initializer holds ", dtype_name(value.dtype()), ir::shape_string(value.shape()));
+    if (!input.type().has_tensor_type() || agrees_with_onnx_type(value, input.type().tensor_type())) return;
+    fail("'", model_.path, "': graph input '", input.name(), "' is declared ", onnx_type_text(input.type().tensor_type()),
+         ", but its initializer holds ", type_text(value));
   }
 
   void add_input(const onnx::ValueInfoProto& input) {

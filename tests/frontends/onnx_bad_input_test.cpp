@@ -225,6 +225,17 @@ TEST_F(OnnxBadInput, AnInitializerOfAnotherShapeThanItsGraphInputDeclares) {
                 "': graph input 'x' is declared f32[3, 4], but its initializer holds f32[2, 3, 4]");
 }
 
+// Found by the bounded fuzz run: was an internal error ("the importer produced f32[2, 3, 4] for
+// 'y0', but ONNX infers f32[2, 1, 4]").
+TEST_F(OnnxBadInput, AGraphInputDeclaredAgainWithAnotherShapeIsRefused) {
+  EXPECT_EQ(error_of([] { import_onnx(bad("input_declared_again_as_output.onnx")); }),
+            "'" + bad("input_declared_again_as_output.onnx") +
+                "': graph input 'x' is f32[2, 3, 4], but the model declares it f32[2, 1, 4] as a graph output");
+  EXPECT_EQ(error_of([] { import_onnx(bad("input_declared_again_as_value_info.onnx")); }),
+            "'" + bad("input_declared_again_as_value_info.onnx") +
+                "': graph input 'x' is f32[2, 3, 4], but the model declares it f32[2, 1, 4] in its value_info");
+}
+
 TEST_F(OnnxBadInput, AResizeScaleWhoseSizeNoIntegerHoldsIsRefused) {
   EXPECT_EQ(error_of([] { import_onnx(bad("resize_scale_overflows.onnx")); }),
             "'" + bad("resize_scale_overflows.onnx") +
