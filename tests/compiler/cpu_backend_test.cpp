@@ -27,7 +27,9 @@
 
 // GCC 12 reports -Wmaybe-uninitialized inside std::variant for braced Argument lists (a known
 // false positive of its inliner, like the -Wrestrict one the build turns off).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace kiln::compiler {
 namespace {
