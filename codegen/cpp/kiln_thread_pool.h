@@ -81,6 +81,38 @@ static inline void kiln_pool_futex(uint32_t* word, int op, uint32_t value) {
 #define KILN_LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
 #define KILN_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 
+// The threads (the caller's included) that parallel loops may use from now on.
+static inline void kiln_pool_set_threads(int threads) {
+  if (threads < 1) threads = 1;
+  if (threads > KILN_POOL_MAX_WORKERS + 1) threads = KILN_POOL_MAX_WORKERS + 1;
+  __atomic_store_n(&kiln_pool.threads, threads, __ATOMIC_RELAXED);  // two callers may race: either value is right
+}
+
+static inline int32_t kiln_pool_threads() {
+  const int32_t threads = __atomic_load_n(&kiln_pool.threads, __ATOMIC_RELAXED);
+  return threads < 1 ? 1 : threads;
+}
+
+template <class F>
+static void kiln_pool_trampoline(void* context, int64_t begin, int64_t end) {
+  (*(const F*)context)(begin, end);
+}
+
+// The pool's code that is the same in every module (kiln_parallel_run, its workers, the shutdown)
+// is compiled once per compile cache when the in-process compiler builds modules: with
+// KILN_RUNNER_SEPARATE a module's units only declare kiln_parallel_run, and the cache's
+// runner.o, compiled from this text with KILN_RUNNER_DEFINITIONS too, defines it (hidden: each
+// module links its own copy, with its own pool). Otherwise every module defines it, static.
+#if defined(KILN_RUNNER_SEPARATE) && !defined(KILN_RUNNER_DEFINITIONS)
+__attribute__((visibility("hidden"))) void kiln_parallel_run(int64_t n, void (*body)(void*, int64_t, int64_t),
+                                                             void* context, bool parallel);
+#else
+#if defined(KILN_RUNNER_SEPARATE)
+#define KILN_RUNNER_LINKAGE __attribute__((visibility("hidden")))
+#else
+#define KILN_RUNNER_LINKAGE static
+#endif
+
 // Claims and runs chunks of the current job until none is left.
 static inline void kiln_pool_run_chunks(KilnPool* p) {
   uint64_t t = KILN_LOAD(p->ticket);
@@ -134,28 +166,11 @@ __attribute__((destructor)) static void kiln_pool_shutdown() {
   p->started = 0;
 }
 
-// The threads (the caller's included) that parallel loops may use from now on.
-static inline void kiln_pool_set_threads(int threads) {
-  if (threads < 1) threads = 1;
-  if (threads > KILN_POOL_MAX_WORKERS + 1) threads = KILN_POOL_MAX_WORKERS + 1;
-  __atomic_store_n(&kiln_pool.threads, threads, __ATOMIC_RELAXED);  // two callers may race: either value is right
-}
-
-static inline int32_t kiln_pool_threads() {
-  const int32_t threads = __atomic_load_n(&kiln_pool.threads, __ATOMIC_RELAXED);
-  return threads < 1 ? 1 : threads;
-}
-
-template <class F>
-static void kiln_pool_trampoline(void* context, int64_t begin, int64_t end) {
-  (*(const F*)context)(begin, end);
-}
-
 // Runs body(context, begin, end) over chunks of [0, n): on the caller and the pool's workers when
 // `parallel`, else (or when the pool is busy or has one thread) on the caller alone, in one call.
 // Never inlined, and the same function for every loop of a module: the loop's body is reached
 // only through `body`, so the compiler optimizes it once, in its trampoline (see kiln_parallel_for).
-__attribute__((noinline)) static void kiln_parallel_run(int64_t n, void (*body)(void*, int64_t, int64_t), void* context,
+__attribute__((noinline)) KILN_RUNNER_LINKAGE void kiln_parallel_run(int64_t n, void (*body)(void*, int64_t, int64_t), void* context,
                                                         bool parallel) {
   KilnPool* p = &kiln_pool;
   if (n <= 0) return;
@@ -202,6 +217,9 @@ __attribute__((noinline)) static void kiln_parallel_run(int64_t n, void (*body)(
   }
   KILN_STORE(p->caller, 0);
 }
+
+#undef KILN_RUNNER_LINKAGE
+#endif  // the pool's code
 
 // Runs body(begin, end) over chunks of [0, n) on the caller and the pool's workers; with
 // `parallel` false, on the caller alone. Generated code passes its size test as `parallel`

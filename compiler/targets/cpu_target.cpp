@@ -63,10 +63,24 @@ std::vector<std::string> in_process_flags(Isa isa) {
   return flags;
 }
 
-// The precompiled header of the text `module` starts with (its fixed text) for `flags`, from the
-// compile cache, made there when missing (`made`); std::nullopt (logged) when it cannot be made:
-// the module is then compiled whole.
-std::optional<std::filesystem::path> precompiled_prelude(const InProcessCompiler& compiler,
+// The flags of a module's units when its prelude is precompiled: the pool's code is then not in
+// the units but in the prelude entry's runner.o (codegen/cpp/kiln_thread_pool.h), compiled once
+// per cache: ~12 ms of each unit's compile (bench/README.md, "Cold compile latency").
+std::vector<std::string> runner_separate(std::vector<std::string> flags) {
+  flags.push_back("-DKILN_RUNNER_SEPARATE");
+  return flags;
+}
+
+// What a module built in units with the precompiled prelude takes from the compile cache: the
+// precompiled header of its fixed text and the object of the pool's code (runner.o).
+struct PrecompiledPrelude {
+  std::filesystem::path header, runner_object;
+};
+
+// The precompiled prelude of the text `module` starts with (its fixed text) for `flags` (with
+// KILN_RUNNER_SEPARATE), from the compile cache, made there when missing (`made`); std::nullopt
+// (logged) when it cannot be made: the module is then compiled whole.
+std::optional<PrecompiledPrelude> precompiled_prelude(const InProcessCompiler& compiler,
                                                          const codegen::CppModule& module,
                                                          const std::vector<std::string>& flags,
                                                          const std::optional<std::filesystem::path>& cache_dir,
@@ -77,11 +91,13 @@ std::optional<std::filesystem::path> precompiled_prelude(const InProcessCompiler
     CompileCache cache(cache_dir);
     CacheEntry entry = cache.get_or_build(precompiled_header_key(compiler, fixed, flags), [&](const std::filesystem::path& staging) {
       compiler.make_pch(fixed, "kiln_module_prelude.h", flags, staging / "prelude.pch");
+      compiler.compile_object("#define KILN_RUNNER_DEFINITIONS 1\n" + fixed, "kiln_module_runner.cpp", flags,
+                              staging / "runner.o");
     });
     if (std::string damage = cache.last_damage(); !damage.empty())
       log("cache", "the precompiled prelude entry " + damage + "; it was rebuilt, not used");
     if (made != nullptr) *made = !entry.hit;
-    return entry.directory / "prelude.pch";
+    return PrecompiledPrelude{entry.directory / "prelude.pch", entry.directory / "runner.o"};
   } catch (const Error& error) {
     log("cache", std::string("no precompiled prelude (") + error.what() + "): the module is compiled whole");
   } catch (const std::filesystem::filesystem_error& error) {
@@ -93,7 +109,7 @@ std::optional<std::filesystem::path> precompiled_prelude(const InProcessCompiler
 // How many translation units the in-process compiler splits `module` into, compiled on threads
 // at once: one per CPU this process may run on, each with at least kMinUnitBytes of kernel text
 // (a unit costs ~5 ms more: it loads the precompiled prelude and compiles the support functions
-// again), at most kMaxUnits. bench/README.md ("Cold compile latency") has the measurements.
+// it uses again), at most kMaxUnits. bench/README.md ("Cold compile latency") has the measurements.
 // $KILN_COMPILE_UNITS (1 to 64) sets the count instead (at most one unit per kernel).
 size_t unit_count(const codegen::CppModule& module) {
   constexpr size_t kMinUnitBytes = 3000, kMaxUnits = 4;
@@ -127,7 +143,10 @@ std::vector<std::string> module_units(const codegen::CppModule& module, const st
   };
   const auto& spans = module.kernel_spans;
   std::vector<size_t> unit_of(spans.size(), 0), load(units, 0);
-  load[0] = source.size() - module.entries_begin;
+  // Entry points (argument checks, calls of the kernels) compile several times faster per byte
+  // than kernels (loops, runners' lambdas): the MLP sample's 5.6 KB of them alone in a unit took
+  // 26 ms, its 7 KB of kernels 65 ms; counted at a quarter of their size.
+  load[0] = (source.size() - module.entries_begin) / 4;
   std::vector<size_t> order(spans.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -155,20 +174,22 @@ std::vector<std::string> module_units(const codegen::CppModule& module, const st
 void build_module_in_process(const InProcessCompiler& compiler, const std::filesystem::path& dir, Isa isa,
                              const codegen::CppModule& module, const std::string& source,
                              const std::optional<std::filesystem::path>& cache_dir) {
-  const std::vector<std::string> flags = in_process_flags(isa);
-  std::optional<std::filesystem::path> pch = precompiled_prelude(compiler, module, flags, cache_dir);
-  const std::filesystem::path source_path = dir / "module.cpp";
+  std::vector<std::string> flags = in_process_flags(isa);
   // A source that is not the module's (a fault injected by a test) is compiled whole.
-  std::vector<std::string> texts = {source};
-  if (source == module.source) {
-    texts = module_units(module, source, source_path, unit_count(module), pch.has_value());
-  } else {
-    pch.reset();
+  std::optional<PrecompiledPrelude> prelude;
+  if (source == module.source) prelude = precompiled_prelude(compiler, module, runner_separate(flags), cache_dir);
+  const std::filesystem::path source_path = dir / "module.cpp";
+  std::vector<std::string> texts = {source}, inputs = link_inputs(module_libraries(module), cache_dir).arguments;
+  std::optional<std::filesystem::path> pch;
+  if (source == module.source) texts = module_units(module, source, source_path, unit_count(module), prelude.has_value());
+  if (prelude) {
+    flags = runner_separate(flags);
+    pch = prelude->header;
+    inputs.insert(inputs.begin(), prelude->runner_object.string());
   }
   log("cache", "building " + source_path.string() + " in process, in " + std::to_string(texts.size()) +
                    " translation unit" + (texts.size() == 1 ? "" : "s") + (pch ? ", the prelude precompiled" : ""));
-  compiler.build_shared(texts, source_path, source_path, flags, pch,
-                        link_inputs(module_libraries(module), cache_dir).arguments, dir / "module.so");
+  compiler.build_shared(texts, source_path, source_path, flags, pch, inputs, dir / "module.so");
 }
 
 void build_module(const std::filesystem::path& dir, Isa isa, const codegen::CppModule& module, const std::string& source,
@@ -276,7 +297,7 @@ class CpuTarget final : public CodeTarget {
     if (link_inputs(module_libraries(code.module), options.cache_dir).made_stub) made("link stubs (once per cache)");
     if (const InProcessCompiler* compiler = in_process_compiler()) {
       bool made_pch = false;
-      precompiled_prelude(*compiler, code.module, in_process_flags(resolve_isa(options.isa)), options.cache_dir, &made_pch);
+      precompiled_prelude(*compiler, code.module, runner_separate(in_process_flags(resolve_isa(options.isa))), options.cache_dir, &made_pch);
       if (made_pch) made("precompiled prelude (once per cache)");
     }
   }

@@ -203,6 +203,18 @@ void InProcessCompiler::make_pch(const std::string& header, const std::string& h
   if (status != KILN_CLANG_OK) fail(description_, " could not precompile ", header_name, ":\n", read_head(log, 20));
 }
 
+void InProcessCompiler::compile_object(const std::string& text, const std::string& source_name,
+                                       const std::vector<std::string>& flags, const fs::path& object) const {
+  const std::vector<const char*> flag_pointers = c_strings(flags);
+  const std::string object_path = object.string();
+  std::string log(64 * 1024, '\0');
+  KilnClangBuild build = {source_name.c_str(), text.data(), text.size(), flag_pointers.data(), int(flag_pointers.size()),
+                          nullptr, object_path.c_str(), nullptr, nullptr, 0, log.data(), log.size()};
+  int status = build_(&build);
+  log.resize(log.find('\0'));
+  if (status != KILN_CLANG_OK) fail(description_, " could not compile ", source_name, ":\n", read_head(log, 20));
+}
+
 bool in_process_compiler_chosen() {
   std::string why_not;
   return plugin_file(why_not).has_value();
@@ -216,7 +228,7 @@ std::string generated_code_compiler() {
 
 std::string precompiled_header_key(const InProcessCompiler& compiler, const std::string& fixed_text,
                                    const std::vector<std::string>& flags) {
-  std::string content = "kiln precompiled prelude 1\ncompiler " + compiler.identity() + "\nflags";
+  std::string content = "kiln precompiled prelude 2 (prelude.pch, runner.o)\ncompiler " + compiler.identity() + "\nflags";
   for (const std::string& flag : flags) content += " " + flag;
   content += "\n" + fixed_text;
   Checksum64 a(0), b(0x9E3779B97F4A7C15ULL);

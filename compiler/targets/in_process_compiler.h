@@ -43,6 +43,10 @@ class InProcessCompiler {
   // throws kiln::Error with the diagnostics when it cannot.
   void make_pch(const std::string& header, const std::string& header_name, const std::vector<std::string>& flags,
                 const std::filesystem::path& pch) const;
+  // Compiles `text` (named `source_name`) with `flags` into the object file `object`; throws
+  // kiln::Error with the diagnostics when it cannot.
+  void compile_object(const std::string& text, const std::string& source_name, const std::vector<std::string>& flags,
+                      const std::filesystem::path& object) const;
   // The compiler's identity for cache keys: its version and the plugin file (path, size,
   // modification time), so that a plugin rebuilt or upgraded changes every key.
   const std::string& identity() const { return identity_; }
@@ -77,7 +81,8 @@ bool in_process_compiler_chosen();
 // modification time) when in_process_compiler_chosen(), else the system compiler's (cxx_identity).
 std::string generated_code_compiler();
 
-// The compile cache key of the precompiled header of `fixed_text` built with `flags` by `compiler`.
+// The compile cache key of the precompiled header of `fixed_text` built with `flags` by `compiler`
+// (the entry also holds the object of the pool's code compiled from it: cpu_target.cpp).
 std::string precompiled_header_key(const InProcessCompiler& compiler, const std::string& fixed_text,
                                    const std::vector<std::string>& flags);
 

@@ -1,6 +1,6 @@
 // Generated code compiled in the Kiln process (compiler/targets/in_process_compiler.h: the plugin
 // libkiln-clang.so, Clang's and LLD's libraries): the stages a cold compile reports (the plugin
-// loaded once per process, the precompiled prelude made once per cache), the cache key that
+// loaded once per process, the precompiled prelude and the pool's object made once per cache), the cache key that
 // records which compiler built an entry, a damaged precompiled prelude rebuilt, and the fallback
 // to the system compiler, with one KILN_LOG=cache line, when $KILN_CXX names a compiler or the
 // plugin cannot be loaded (a missing LLVM library, a missing file). Skipped where Kiln was built
@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -96,6 +97,29 @@ TEST_F(InProcessCompile, ADamagedPrecompiledPreludeIsMadeAgain) {
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("precompiled prelude (once per cache)"));
   EXPECT_THAT(again.err, HasSubstr("the precompiled prelude entry"));
+}
+
+// The pool's code is compiled once per cache, into the precompiled prelude's entry (runner.o),
+// and every module links it: defined once in module.so however many units it was compiled in.
+TEST_F(InProcessCompile, ThePoolsCodeIsCompiledOncePerCacheAndLinkedIntoEachModule) {
+  if (!plugin_built()) GTEST_SKIP() << "Kiln was built without Clang's libraries";
+  CliResult result = kiln("compile " + mlp(), "KILN_COMPILE_UNITS=3");
+  ASSERT_EQ(result.status, 0) << result.err;
+  int runner_objects = 0, modules = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "cache" / "entries")) {
+    if (entry.path().filename() == "runner.o") {
+      ++runner_objects;
+      EXPECT_TRUE(fs::exists(entry.path().parent_path() / "prelude.pch"));
+    }
+    if (entry.path().filename() != "module.so") continue;
+    ++modules;
+    const fs::path listing = dir_ / "symbols.txt";
+    ASSERT_EQ(std::system(("nm -C " + entry.path().string() + " > " + listing.string()).c_str()), 0);
+    const std::string symbols = cli_test::read_file(listing);
+    EXPECT_EQ(lines_with(symbols, " kiln_parallel_run("), 1) << symbols;
+  }
+  EXPECT_EQ(runner_objects, 1);
+  EXPECT_EQ(modules, 1);
 }
 
 // A module compiled in several translation units at once (one per kernel at most; unit 0 has
