@@ -88,13 +88,21 @@ std::string CppSourcePrinter::reduction_identity(const ReduceStepText& r) {
   return "";
 }
 
+bool CppSourcePrinter::stashes_short_row(const KernelStep& step, const ReduceStepText& r) {
+  if (r.lanes != 1 || step.stash_buffer < 0 || r.arg || r.welford) return false;
+  if (p_.buffer(step.stash_buffer).dtype != r.at) return false;  // read back, the value must be exact
+  bool reads_stash = false;
+  visit(step.body, [&](const ExprNode& node) { reads_stash |= node.kind == ExprKind::Load && node.buffer == step.stash_buffer; });
+  return !reads_stash;
+}
+
 void CppSourcePrinter::emit_reduction_combine(const KernelStep& step, const ReduceStepText& r, const std::string& lane,
-                                              const std::string& flat) {
+                                              const std::string& flat, const std::string& stashed) {
   const std::string& n = r.n;
   const std::string& t = r.t;
   const std::string& acc = r.acc;
   std::string v = "e" + n;
-  w_.line("const " + t + " " + v + " = " + expr(step.body) + ";");
+  w_.line("const " + t + " " + v + " = " + (stashed.empty() ? expr(step.body) : stashed) + ";");
   switch (r.kind) {
     case ReductionKind::Sum: w_.line(acc + "[" + lane + "] = kop_add(" + acc + "[" + lane + "], " + v + ");"); break;
     case ReductionKind::Prod: w_.line(acc + "[" + lane + "] = kop_mul(" + acc + "[" + lane + "], " + v + ");"); break;
@@ -126,7 +134,8 @@ void CppSourcePrinter::emit_reduction_combine(const KernelStep& step, const Redu
       break;
     }
   }
-  if (step.stash_buffer >= 0) w_.line(buf(step.stash_buffer) + "[" + index_text(step.stash_index) + "] = " + v + ";");
+  if (step.stash_buffer >= 0 && stashed.empty())
+    w_.line(buf(step.stash_buffer) + "[" + index_text(step.stash_index) + "] = " + v + ";");
 }
 
 void CppSourcePrinter::emit_reduction_loops(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
@@ -151,6 +160,23 @@ void CppSourcePrinter::emit_reduction_row(const Kernel& kernel, const KernelStep
   w_.line("int64_t " + rl + " = 0;");
   if (std::string op = split_reduction_operator(kernel, step); !op.empty()) {
     emit_split_reduction_row(step, r, op, flat, rv);
+    return;
+  }
+  if (stashes_short_row(step, r)) {
+    // A short row whose values are stashed (softmax's exp): the values in one vectorizable loop
+    // into the stash, then reduced from it in order, one lane: the same values in the same order.
+    // In one loop, GCC vectorized the values' math with an in-order sum and Clang left it scalar
+    // (the MLP sample's softmax over 10 classes: 2.6 us with g++, 3.7 with Clang; split, 2.3 and
+    // 1.9). The stash is the step's own output, so the next loop reads only what this one wrote.
+    const std::string stash = buf(step.stash_buffer) + "[" + index_text(step.stash_index) + "]";
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + rv + " = 0; " + rv + " < " + rn + "; ++" + rv + ")");
+    w_.line(stash + " = " + expr(step.body) + ";");
+    w_.close();
+    w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
+    w_.line("const int64_t " + rv + " = " + rl + ";");
+    emit_reduction_combine(step, r, "0", flat, stash);
+    w_.close();
     return;
   }
   w_.open("for (; " + rl + " + " + L + " <= " + rn + "; " + rl + " += " + L + ")");

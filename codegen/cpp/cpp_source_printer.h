@@ -99,9 +99,12 @@ class CppSourcePrinter : public CPrinter {
   ReduceStepText reduce_step_text(const Kernel& kernel, const KernelStep& step, int number);
   // Declares and initializes the step's lanes.
   void declare_reduction_lanes(const ReduceStepText& r);
-  // Folds the step's value at the current point into lane `lane` (also stashing it).
+  // Folds the step's value at the current point into lane `lane` (also stashing it), or, with
+  // `stashed`, the value already stashed there (that expression).
   void emit_reduction_combine(const KernelStep& step, const ReduceStepText& r, const std::string& lane,
-                              const std::string& flat);
+                              const std::string& flat, const std::string& stashed = "");
+  // Whether a one-lane row computes its stashed values in a loop of their own first.
+  bool stashes_short_row(const KernelStep& step, const ReduceStepText& r);
   // The loops over the row from dim `dim` on; the last dim in chunks of `lanes`, then a tail.
   void emit_reduction_loops(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
                             const std::string& flat, size_t dim);

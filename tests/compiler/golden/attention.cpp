@@ -531,20 +531,14 @@ KILN_KERNEL int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, c
        {
         const int64_t rn1 = 8;
         int64_t rl1 = 0;
-        for (; rl1 + 1 <= rn1; rl1 += 1) {
-          #pragma omp simd
-          for (int l = 0; l < 1; ++l) {
-            const int64_t r0 = rl1 + l;
-            const float e1 = kop_exp(kop_sub(float(kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()))), float(v20)));
-            acc1[l] = kop_add(acc1[l], e1);
-            b25[r0 + 64*x0 + 8*x1] = e1;
-          }
+        #pragma omp simd
+        for (int64_t r0 = 0; r0 < rn1; ++r0) {
+          b25[r0 + 64*x0 + 8*x1] = kop_exp(kop_sub(float(kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()))), float(v20)));
         }
         for (; rl1 < rn1; ++rl1) {
           const int64_t r0 = rl1;
-          const float e1 = kop_exp(kop_sub(float(kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()))), float(v20)));
+          const float e1 = b25[r0 + 64*x0 + 8*x1];
           acc1[0] = kop_add(acc1[0], e1);
-          b25[r0 + 64*x0 + 8*x1] = e1;
         }
       }
       float res1 = acc1[0];

@@ -464,20 +464,14 @@ KILN_KERNEL int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, con
          {
           const int64_t rn1 = 10;
           int64_t rl1 = 0;
-          for (; rl1 + 1 <= rn1; rl1 += 1) {
-            #pragma omp simd
-            for (int l = 0; l < 1; ++l) {
-              const int64_t r0 = rl1 + l;
-              const float e1 = kop_exp(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
-              acc1[l] = kop_add(acc1[l], e1);
-              b15[r0 + 10*x0] = e1;
-            }
+          #pragma omp simd
+          for (int64_t r0 = 0; r0 < rn1; ++r0) {
+            b15[r0 + 10*x0] = kop_exp(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
           }
           for (; rl1 < rn1; ++rl1) {
             const int64_t r0 = rl1;
-            const float e1 = kop_exp(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
+            const float e1 = b15[r0 + 10*x0];
             acc1[0] = kop_add(acc1[0], e1);
-            b15[r0 + 10*x0] = e1;
           }
         }
         float res1 = acc1[0];
