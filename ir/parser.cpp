@@ -281,7 +281,11 @@ class Parser {
         error_at(start, "type ", format_tensor_type(meta), " has ", meta.strides.size(), " strides for ",
                  meta.shape.size(), " dimensions");
     } else {
-      meta.strides = contiguous_strides(meta.shape);
+      try {
+        meta.strides = contiguous_strides(meta.shape);
+      } catch (const SymbolicError& error) {  // sizes whose product no int64 holds
+        error_at(start, "type ", format_tensor_type(meta), " has no contiguous strides: ", error.what());
+      }
     }
     if (peek() == '@') {
       ++position_;

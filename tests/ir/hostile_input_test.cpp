@@ -90,6 +90,14 @@ TEST(HostileText, AReturnedLiteralIsRefusedWhereItIsWritten) {
 
 // The JSON reader took a literal output, which the interpreter then met as an internal error
 // ("output value 1.5 is not a node").
+// Found by a 60 s fuzz run (scripts/fuzz text_parser): sizes whose product no int64 holds gave
+// "symbolic integer overflow" without the file and line.
+TEST(HostileText, SizesWhoseProductOverflowsAreRefusedWhereWritten) {
+  EXPECT_EQ(parse_error("graph():\n    %x : f32[2, 2049638230412172390, 3] = placeholder[target=x]\n    return (x,)\n"),
+            "t.kiln:2:10: type f32[2, 2049638230412172390, 3] has no contiguous strides: symbolic integer overflow: a "
+            "value does not fit in int64");
+}
+
 TEST(HostileJson, AReturnedLiteralIsRefusedAtItsPath) {
   std::string text = R"({"format": "kiln-graph", "version": 2, "nodes": [
       {"name": "x", "op": "placeholder", "target": "x", "args": [], "kwargs": [],
