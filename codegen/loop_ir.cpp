@@ -150,6 +150,15 @@ size_t expr_size(const Expr& expr) {
   return count;
 }
 
+bool applies_expensive_op(const Expr& expr) {
+  bool found = false;
+  visit(expr, [&](const ExprNode& node) {
+    found = found || ((node.kind == ExprKind::Unary || node.kind == ExprKind::Binary) &&
+                      loop_op_info(node.op).cost == LoopCost::expensive);
+  });
+  return found;
+}
+
 std::string geometry_text(const ConvolutionGeometry& geometry) {
   auto list = [](const std::vector<int64_t>& values) {
     std::string text = "[";

@@ -130,6 +130,8 @@ Expr substitute(const Expr& expr, const std::map<std::string, SymInt>& replaceme
 std::vector<int> loaded_buffers(const Expr& expr);
 // Number of operations (nodes) in the expression.
 size_t expr_size(const Expr& expr);
+// Whether the expression applies an op the loop op table marks expensive (exp, erf, tanh, ...).
+bool applies_expensive_op(const Expr& expr);
 
 // ---------------------------------------------------------------- nodes
 

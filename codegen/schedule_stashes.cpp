@@ -29,16 +29,6 @@ bool same_expr(const Expr& a, const Expr& b) {
   return same_expr(a->mask, b->mask) && same_expr(a->other, b->other);
 }
 
-// Whether the expression applies an op the loop op table marks expensive.
-bool expensive(const Expr& expr) {
-  bool found = false;
-  visit(expr, [&](const ExprNode& node) {
-    found = found || ((node.kind == ExprKind::Unary || node.kind == ExprKind::Binary) &&
-                      loop_op_info(node.op).cost == LoopCost::expensive);
-  });
-  return found;
-}
-
 // Replaces every occurrence of `target` in `expr` by `replacement`; counts them.
 Expr replace_expr(const Expr& expr, const Expr& target, const Expr& replacement, int& count) {
   if (!expr) return expr;
@@ -60,7 +50,7 @@ void stash_reduced_values(const LoopProgram& program, Kernel& kernel) {
   if (kernel.kind != KernelKind::Reduction) return;
   for (size_t i = 0; i < kernel.steps.size(); ++i) {
     KernelStep& reduce = kernel.steps[i];
-    if (reduce.kind != KernelStep::Kind::Reduce || !expensive(reduce.body)) continue;
+    if (reduce.kind != KernelStep::Kind::Reduce || !applies_expensive_op(reduce.body)) continue;
     if (reduce.reduction == ReductionKind::Welford) continue;
     for (size_t j = i + 1; j < kernel.steps.size(); ++j) {
       KernelStep& row = kernel.steps[j];

@@ -4,6 +4,8 @@
 // reduction kernels, with row-invariant values hoisted out of the row loop.
 #include "codegen/cpp/cpp_emitter.h"
 
+#include <algorithm>
+
 #include "codegen/c_like/c_ops.h"
 #include "codegen/cpp/cpp_source_printer.h"
 #include "codegen/cpp/prelude.h"
@@ -103,6 +105,7 @@ void CppSourcePrinter::parallel_loops(const SymInt& work, const std::vector<Loop
                                       const std::string& omp_clauses, bool simd, const std::function<void()>& body) {
   auto plain_loops = [&](const std::string& first_pragma) {
     if (!first_pragma.empty()) w_.line(first_pragma);
+    if (simd && interleave_simd_ && !first_pragma.empty()) w_.line("KILN_INTERLEAVE_SIMD");
     for (const LoopDim& d : dims) {
       std::string step = d.step == 1 ? "++" + d.var : d.var + " += " + std::to_string(d.step);
       w_.open("for (int64_t " + d.var + " = 0; " + d.var + " < " + d.extent + "; " + step + ")");
@@ -125,7 +128,7 @@ void CppSourcePrinter::parallel_loops(const SymInt& work, const std::vector<Loop
   w_.line("const int64_t kiln_n = " + total + ";");
   w_.open("auto kiln_chunk = [&](int64_t kiln_begin, int64_t kiln_end)");
   if (dims.size() == 1 && dims[0].step == 1) {
-    if (simd) w_.line("#pragma omp simd");
+    if (simd) simd_pragma();
     w_.open("for (int64_t " + dims[0].var + " = kiln_begin; " + dims[0].var + " < kiln_end; ++" + dims[0].var + ")");
   } else {
     w_.open("for (int64_t kiln_i = kiln_begin; kiln_i < kiln_end; ++kiln_i)");
@@ -155,6 +158,11 @@ void CppSourcePrinter::parallel_loops(const SymInt& work, const std::vector<Loop
   w_.close();
 }
 
+void CppSourcePrinter::simd_pragma() {
+  w_.line("#pragma omp simd");
+  if (interleave_simd_) w_.line("KILN_INTERLEAVE_SIMD");
+}
+
 void CppSourcePrinter::store_outputs(const KernelStep& step, const std::string& value, DType from) {
   for (int b : step.outputs) {
     DType to = p_.buffer(b).dtype;
@@ -178,7 +186,7 @@ void CppSourcePrinter::inner_loops(const SymShape& inner, size_t from, const std
     return;
   }
   std::string var = reduction_var(from).to_string();
-  if (from + 1 == inner.size()) w_.line("#pragma omp simd");
+  if (from + 1 == inner.size()) simd_pragma();
   w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(inner[from]) + "; ++" + var + ")");
   inner_loops(inner, from + 1, body);
   w_.close();
@@ -194,11 +202,13 @@ void CppSourcePrinter::emit_row_step(const Kernel& kernel, const KernelStep& ste
   for (const auto& [name, value] : hoisted) {
     w_.line("const " + ctype(value->dtype) + " " + name + " = " + expr(value) + ";");
   }
+  interleave_simd_ = applies_expensive_op(body);
   inner_loops(kernel.inner, 0, [&] {
     std::string v = "t" + std::to_string(number);
     w_.line("const " + ctype(body->dtype) + " " + v + " = " + expr(body) + ";");
     store_outputs(step, v, body->dtype);
   });
+  interleave_simd_ = false;
 }
 
 bool CppSourcePrinter::depends_on_row(const Expr& e, size_t inner_rank) {
@@ -239,11 +249,13 @@ void CppSourcePrinter::emit_kernel(const Kernel& kernel) {
   w_.line("(void)args;");
   declare_symbols();
   declare_buffers(kernel_buffers(kernel));
+  interleave_simd_ = false;
   switch (kernel.kind) {
     case KernelKind::Pointwise: emit_pointwise_kernel(kernel); break;
     case KernelKind::Reduction: emit_reduction_kernel(kernel); break;
     case KernelKind::Extern: emit_extern_kernel(kernel); break;
   }
+  interleave_simd_ = false;
   w_.line("return 0;");
   w_.close();
   w_.line("");
@@ -256,7 +268,7 @@ void CppSourcePrinter::outer_loops(const SymShape& outer, size_t from, const std
     return;
   }
   std::string var = loop_var(from).to_string();
-  if (simd_innermost && from + 1 == outer.size() && from > 0) w_.line("#pragma omp simd");
+  if (simd_innermost && from + 1 == outer.size() && from > 0) simd_pragma();
   w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(outer[from]) + "; ++" + var + ")");
   outer_loops(outer, from + 1, body, simd_innermost);
   w_.close();
@@ -265,6 +277,8 @@ void CppSourcePrinter::outer_loops(const SymShape& outer, size_t from, const std
 void CppSourcePrinter::emit_pointwise_kernel(const Kernel& kernel) {
   SymInt work = numel(kernel.outer);
   const size_t rank = kernel.outer.size();
+  interleave_simd_ = std::any_of(kernel.steps.begin(), kernel.steps.end(),
+                                 [](const KernelStep& step) { return applies_expensive_op(step.body); });
   auto body = [&] {
     int number = 0;
     for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
@@ -319,7 +333,7 @@ void CppSourcePrinter::emit_tiled_transpose(const Kernel& kernel, const SymInt& 
     w_.line("const int64_t row_end = tr + " + tile_text + " < " + rows + " ? tr + " + tile_text + " : " + rows + ";");
     w_.line("const int64_t col_end = tc + " + tile_text + " < " + cols + " ? tc + " + tile_text + " : " + cols + ";");
     w_.open("for (int64_t " + row + " = tr; " + row + " < row_end; ++" + row + ")");
-    w_.line("#pragma omp simd");
+    simd_pragma();
     w_.open("for (int64_t " + col + " = tc; " + col + " < col_end; ++" + col + ")");
     body();
     w_.close();

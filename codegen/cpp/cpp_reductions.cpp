@@ -6,8 +6,11 @@
 // (one count per chunk, so one reciprocal per chunk). A whole-tensor float reduction splits its
 // row across threads and lets OpenMP combine their lanes. Long f32 sums accumulate in f64.
 #include <functional>
+#include <map>
+#include <set>
 
 #include "codegen/cpp/cpp_source_printer.h"
+#include "codegen/index_analysis.h"
 #include "kiln/error.h"
 
 namespace kiln::codegen {
@@ -180,6 +183,7 @@ void CppSourcePrinter::emit_reduction_row(const Kernel& kernel, const KernelStep
     return;
   }
   w_.open("for (; " + rl + " + " + L + " <= " + rn + "; " + rl + " += " + L + ")");
+  if (&step == prefetching_step_ && r.lanes == kLanes) emit_next_row_prefetches(kernel, rl, r.lanes);
   if (r.welford) {
     w_.line("wn" + n + " += " + r.t + "(1);");
     w_.line("const " + r.t + " winv" + n + " = " + r.t + "(1) / wn" + n + ";");
@@ -253,6 +257,48 @@ void CppSourcePrinter::emit_split_reduction_row(const KernelStep& step, const Re
   w_.close();
 }
 
+// Rows of 4 KB (softmax over 1024 floats) are a page each, and the L2 streamer prefetches
+// within a page only: without these each row's first pass waited on DRAM, and a row's passes
+// never overlapped the next row's reads (softmax 4096x1024, one thread: 2.52 -> 2.29 ms).
+// A prefetch never faults, so the address past the last row needs no guard; it is computed as
+// an integer, never as an out-of-range pointer.
+void CppSourcePrinter::emit_next_row_prefetches(const Kernel& kernel, const std::string& chunk_start, int lanes) {
+  if (kernel.outer.empty() || kernel.inner.empty()) return;
+  // The next row waits in L2 while this one is reduced: rows of up to 16K elements (64 KB of
+  // f32; a longer one could push out its own prefetched lines before they are read).
+  constexpr int64_t kMaxRowElements = 16 * 1024;
+  const SymInt row_elements = numel(kernel.inner);
+  std::string guard;
+  if (std::optional<int64_t> known = row_elements.maybe_constant()) {
+    if (*known > kMaxRowElements) return;
+  } else {
+    guard = "if ((" + index_text(row_elements) + ") <= " + std::to_string(kMaxRowElements) + ") ";
+  }
+  const SymInt outer_var = loop_var(kernel.outer.size() - 1), row_var = reduction_var(kernel.inner.size() - 1);
+  std::set<int> stashes, seen;
+  for (const KernelStep& step : kernel.steps)
+    if (step.stash_buffer >= 0) stashes.insert(step.stash_buffer);
+  const std::map<std::string, SymInt> next_row = {{outer_var.to_string(), outer_var + SymInt(1)},
+                                                  {row_var.to_string(), SymInt::symbol(chunk_start)}};
+  for (const KernelStep& step : kernel.steps) {
+    visit(step.body, [&](const ExprNode& node) {
+      if (node.kind != ExprKind::Load || registers_.count(node.buffer) || !node.indirect.empty() || node.mask ||
+          stashes.count(node.buffer) || seen.count(node.buffer)) {
+        return;
+      }
+      std::optional<AffineIndex> form = affine_form(node.index, {outer_var, row_var});
+      if (!form || !(form->coefficients[1] == SymInt(1)) || form->coefficients[0] == SymInt(0)) return;
+      seen.insert(node.buffer);
+      const int64_t bytes = int64_t(dtype_size(node.dtype)) * lanes;
+      const std::string base = "(uintptr_t)" + buf(node.buffer) + " + (uintptr_t)(" +
+                               index_text(node.index.substitute(next_row)) + ") * sizeof(*" + buf(node.buffer) + ")";
+      for (int64_t line = 0; line < bytes; line += 64) {
+        w_.line(guard + "__builtin_prefetch((const void*)(" + base + (line ? " + " + std::to_string(line) : "") + "));");
+      }
+    });
+  }
+}
+
 void CppSourcePrinter::combine_reduction_lanes(const KernelStep& step, const ReduceStepText& r) {
   const std::string& t = r.t;
   const std::string& L = r.L;
@@ -321,6 +367,9 @@ void CppSourcePrinter::emit_reduction_kernel(const Kernel& kernel) {
   }
   SymInt work = numel(kernel.outer) * numel(kernel.inner);
   const size_t rank = kernel.outer.size();
+  prefetching_step_ = nullptr;
+  for (const KernelStep& step : kernel.steps)
+    if (step.kind == KernelStep::Kind::Reduce && rank > 0) prefetching_step_ = &step;
   auto body = [&] {
     int number = 0;
     for (const KernelStep& step : kernel.steps) {
@@ -340,6 +389,7 @@ void CppSourcePrinter::emit_reduction_kernel(const Kernel& kernel) {
   }
   parallel_loops(work, loop_dims(kernel.outer, rank), rank >= 2 ? " collapse(" + std::to_string(rank) + ")" : "", false,
                  body);
+  prefetching_step_ = nullptr;
 }
 
 // Long f32 sums and Welford statistics accumulate in f64 lanes (the interpreter sums in

@@ -73,6 +73,9 @@ class CppSourcePrinter : public CPrinter {
   // `simd`: the nest is one loop that is also a simd loop.
   void parallel_loops(const SymInt& work, const std::vector<LoopDim>& dims, const std::string& omp_clauses, bool simd,
                       const std::function<void()>& body);
+  // `#pragma omp simd` for a loop of the kernel being printed, followed by KILN_INTERLEAVE_SIMD
+  // (kiln_prelude.h) when its body applies an expensive op (interleave_simd_).
+  void simd_pragma();
   // The outer dims [0, count) of `outer` as loops.
   std::vector<LoopDim> loop_dims(const SymShape& outer, size_t count);
   // Stores (or keeps in a register) every output of a pointwise step, from value `v` of `from`.
@@ -112,6 +115,10 @@ class CppSourcePrinter : public CPrinter {
                           const std::string& flat);
   void emit_split_reduction_row(const KernelStep& step, const ReduceStepText& r, const std::string& op,
                                 const std::string& flat, const std::string& rv);
+  // Prefetches of the next outer point's row (the last outer variable plus one), at chunk
+  // `chunk_start` of the row: one per cache line of each buffer the kernel streams along its
+  // rows (index contiguous in the last row variable, moving with the last outer one).
+  void emit_next_row_prefetches(const Kernel& kernel, const std::string& chunk_start, int lanes);
   // Combines the lanes into the step's results and stores them.
   void combine_reduction_lanes(const KernelStep& step, const ReduceStepText& r);
   DType accumulation_dtype(const Kernel& kernel, const KernelStep& step);
@@ -157,6 +164,12 @@ class CppSourcePrinter : public CPrinter {
   void emit_run();
 
   int hoist_counter_ = 0;
+  // Whether the simd loops being printed apply an expensive op (set per pointwise kernel and
+  // per row step; simd_pragma reads it).
+  bool interleave_simd_ = false;
+  // The Reduce step of the reduction kernel being printed that prefetches the next row (its
+  // last: the row pass that runs longest in softmax, where the exp is), or null.
+  const KernelStep* prefetching_step_ = nullptr;
   CppEmitOptions options_;
   CSourceWriter w_;
   CppModule module_;

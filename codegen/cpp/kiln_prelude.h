@@ -92,6 +92,17 @@ typedef struct KilnRunArgs {
 #ifndef KILN_MODULE_STATE
 #define KILN_MODULE_STATE __attribute__((visibility("hidden"))) inline
 #endif
+// Follows `#pragma omp simd` on a loop whose body applies a polynomial (exp, erf, tanh, ...):
+// each iteration is one long dependent chain of vector instructions, and Clang's cost model
+// keeps one chain in flight when the body is large; four interleaved chains keep the FMA units
+// busy (the erf-GELU chain: 1.4-1.8x at one thread). GCC has no such hint.
+#ifndef KILN_INTERLEAVE_SIMD
+#if defined(__clang__)
+#define KILN_INTERLEAVE_SIMD _Pragma("clang loop interleave_count(4)")
+#else
+#define KILN_INTERLEAVE_SIMD
+#endif
+#endif
 
 // ---------------------------------------------------------------- bits and selects
 KILN_INLINE uint32_t kiln_f32_bits(float x) { uint32_t u; __builtin_memcpy(&u, &x, 4); return u; }
@@ -270,8 +281,10 @@ KILN_INLINE float kiln_exp(float x) {
   float sum = 1.0f + r_high;
   float sum_error = (1.0f - sum) + r_high;
   float p = sum + (sum_error + (r_low + kiln_exp_tail(r_high + r_low)));
-  // 2^k in two factors, so that results in the subnormal range are rounded once.
-  int32_t half = k / 2;
+  // 2^k in two factors, so that results in the subnormal range are rounded once. Both factors
+  // are normal for every k in [-151, 129] whichever way the halving rounds, so an arithmetic
+  // shift (GCC's and Clang's >> of a negative int) does: one instruction where k / 2 took five.
+  int32_t half = k >> 1;
   float scale_a = kiln_bits_f32(uint32_t(half + 127) << 23);
   float scale_b = kiln_bits_f32(uint32_t(k - half + 127) << 23);
   float result = (p * scale_a) * scale_b;

@@ -335,6 +335,7 @@ KILN_KERNEL int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t
       const int64_t rn0 = 32;
       int64_t rl0 = 0;
       for (; rl0 + 16 <= rn0; rl0 += 16) {
+        __builtin_prefetch((const void*)((uintptr_t)b0 + (uintptr_t)(rl0 + 32*x0 + 32) * sizeof(*b0)));
         wn0 += float(1);
         const float winv0 = float(1) / wn0;
         #pragma omp simd
@@ -689,6 +690,8 @@ KILN_KERNEL int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64
       const int64_t rn0 = 32;
       int64_t rl0 = 0;
       for (; rl0 + 16 <= rn0; rl0 += 16) {
+        __builtin_prefetch((const void*)((uintptr_t)b0 + (uintptr_t)(rl0 + 32*x0 + 32) * sizeof(*b0)));
+        __builtin_prefetch((const void*)((uintptr_t)b29 + (uintptr_t)(rl0 + 32*x0 + 32) * sizeof(*b29)));
         wn0 += float(1);
         const float winv0 = float(1) / wn0;
         #pragma omp simd

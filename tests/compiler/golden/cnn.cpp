@@ -521,6 +521,7 @@ KILN_KERNEL int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64
         const int64_t rn0 = 64;
         int64_t rl0 = 0;
         for (; rl0 + 16 <= rn0; rl0 += 16) {
+          __builtin_prefetch((const void*)((uintptr_t)b20 + (uintptr_t)(rl0 + 1024*x0 + 64*x1 + 64) * sizeof(*b20)));
           #pragma omp simd
           for (int l = 0; l < 16; ++l) {
             const int64_t r0 = rl0 + l;
