@@ -134,6 +134,17 @@ Expr substitute(const Expr& expr, const std::map<std::string, SymInt>& replaceme
   return map_indices(expr, [&](const SymInt& index) { return index.substitute(replacements); });
 }
 
+Expr with_loads_redirected(const Expr& expr, int from, int to) {
+  if (!expr) return expr;
+  auto node = std::make_shared<ExprNode>(*expr);
+  if (node->kind == ExprKind::Load && node->buffer == from) node->buffer = to;
+  for (Expr& arg : node->args) arg = with_loads_redirected(arg, from, to);
+  for (IndirectTerm& term : node->indirect) term.value = with_loads_redirected(term.value, from, to);
+  node->mask = with_loads_redirected(node->mask, from, to);
+  node->other = with_loads_redirected(node->other, from, to);
+  return node;
+}
+
 std::vector<int> loaded_buffers(const Expr& expr) {
   std::vector<int> buffers;
   visit(expr, [&](const ExprNode& node) {

@@ -126,6 +126,8 @@ void visit(const Expr& expr, const std::function<void(const ExprNode&)>& f);
 Expr map_indices(const Expr& expr, const std::function<SymInt(const SymInt&)>& f);
 // Substitutes symbols in every index of the expression.
 Expr substitute(const Expr& expr, const std::map<std::string, SymInt>& replacements);
+// A copy of the expression whose loads of buffer `from` load buffer `to` (same index).
+Expr with_loads_redirected(const Expr& expr, int from, int to);
 // The buffers the expression loads from.
 std::vector<int> loaded_buffers(const Expr& expr);
 // Number of operations (nodes) in the expression.

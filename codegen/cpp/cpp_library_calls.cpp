@@ -25,29 +25,45 @@ void CppSourcePrinter::emit_extern_kernel(const Kernel& kernel) {
   emit_gemm(kernel, node);
 }
 
+const KernelStep* CppSourcePrinter::sole_convolution_epilogue(const Kernel& kernel, const StridedView& out) {
+  if (kernel.steps.size() != 1) return nullptr;
+  const KernelStep& step = kernel.steps[0];
+  if (step.kind != KernelStep::Kind::StoreOuter || step.outputs.size() != 1 || step.stash_buffer >= 0) return nullptr;
+  const int conv_out = out.buffer, result = step.outputs[0];
+  if (!(out.offset == SymInt(0)) || !(out.strides == contiguous_strides(out.shape))) return nullptr;
+  if (p_.buffer(conv_out).dtype != DType::f32 || p_.buffer(result).dtype != DType::f32 ||
+      !(p_.buffer(result).shape == out.shape) || !(p_.buffer(conv_out).shape == out.shape))
+    return nullptr;
+  if (std::find(p_.outputs.begin(), p_.outputs.end(), conv_out) != p_.outputs.end()) return nullptr;
+  // Only this step reads the output, among the nodes some kernel computes.
+  for (int reader : p_.readers(conv_out)) {
+    if (reader == step.node) continue;
+    for (const Kernel& other : s_.kernels) {
+      if (other.extern_node == reader) return nullptr;
+      for (const KernelStep& computed : other.steps)
+        if (computed.node == reader) return nullptr;
+    }
+  }
+  // Each read of the output is of the element the step stores (so the result has the output's
+  // layout, and an element is read before it is overwritten).
+  bool pointwise = true;
+  visit(step.body, [&](const ExprNode& node) {
+    if (node.kind == ExprKind::Load && node.buffer == conv_out)
+      pointwise = pointwise && !node.mask && node.indirect.empty() && node.index == step.store_index;
+    if (node.kind == ExprKind::Load && node.buffer == result) pointwise = false;
+  });
+  return pointwise ? &step : nullptr;
+}
+
 // A convolution's epilogue that is one activation of its output, which nothing else reads, runs
 // as oneDNN's post-op: the convolution writes the activation's buffer directly, and no loop reads
 // the output back. Only activations whose oneDNN form keeps NaN (KilnConvolutionActivation).
 std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, const StridedView& out) {
   const std::pair<int, int> none{0, -1};
-  if (kernel.steps.size() != 1) return none;
-  const KernelStep& step = kernel.steps[0];
-  if (step.kind != KernelStep::Kind::StoreOuter || step.outputs.size() != 1 || step.stash_buffer >= 0) return none;
+  const KernelStep* epilogue = sole_convolution_epilogue(kernel, out);
+  if (epilogue == nullptr) return none;
+  const KernelStep& step = *epilogue;
   const int conv_out = out.buffer, result = step.outputs[0];
-  if (!(out.offset == SymInt(0)) || !(out.strides == contiguous_strides(out.shape))) return none;
-  if (p_.buffer(conv_out).dtype != DType::f32 || p_.buffer(result).dtype != DType::f32 ||
-      !(p_.buffer(result).shape == out.shape) || !(p_.buffer(conv_out).shape == out.shape))
-    return none;
-  if (std::find(p_.outputs.begin(), p_.outputs.end(), conv_out) != p_.outputs.end()) return none;
-  // Only this step reads the output, among the nodes some kernel computes.
-  for (int reader : p_.readers(conv_out)) {
-    if (reader == step.node) continue;
-    for (const Kernel& other : s_.kernels) {
-      if (other.extern_node == reader) return none;
-      for (const KernelStep& computed : other.steps)
-        if (computed.node == reader) return none;
-    }
-  }
   auto is_output_load = [&](const Expr& e) {
     return e && e->kind == ExprKind::Load && e->buffer == conv_out && !e->mask && e->indirect.empty() &&
            e->index == step.store_index;
@@ -94,7 +110,16 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
             ") as oneDNN's post-op, written straight into " + p_.buffer(activation_buffer).name);
   w_.line("const KilnConvolutionShape shape = " + shape + ";");
   std::string bias = call.inputs.size() > 2 ? pointer(call.inputs[2]) : "nullptr";
-  std::string destination = activation != 0 ? buf(activation_buffer) + " + (0)" : pointer(out);
+  // An epilogue oneDNN cannot apply (relu6: its clip turns NaN into 0) but that reads only the
+  // element it writes runs in place: the convolution writes the epilogue's buffer, which the
+  // epilogue then reads and overwrites; one pass over memory and no read for ownership of a
+  // second buffer (MobileNet-v2's relu6 after the 112x112x96 expansion: 38 MB per image batch of
+  // 8 read, written, and read for ownership, now read and written).
+  const KernelStep* in_place = activation == 0 ? sole_convolution_epilogue(kernel, out) : nullptr;
+  std::string destination = activation != 0 ? buf(activation_buffer) + " + (0)"
+                            : in_place      ? buf(in_place->outputs[0]) + " + (0)"
+                                            : pointer(out);
+  if (in_place) w_.line("// the epilogue in place: the convolution writes " + p_.buffer(in_place->outputs[0]).name);
   std::string convolve = "kiln_convolution(&cache, shape, " + pointer(in) + ", " + pointer(weight) + ", " + bias + ", " +
                          destination + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
                          "\", args->error, args->error_capacity)";
@@ -122,7 +147,15 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     w_.line("#pragma omp simd");
     w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(out.shape[3]) + "; ++" + var + ")");
     int number = 0;
-    for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+    for (const KernelStep& step : kernel.steps) {
+      if (&step != in_place) {
+        emit_point_step(step, number++);
+        continue;
+      }
+      KernelStep redirected = step;
+      redirected.body = with_loads_redirected(step.body, out.buffer, step.outputs[0]);
+      emit_point_step(redirected, number++);
+    }
     w_.close();
   });
 }

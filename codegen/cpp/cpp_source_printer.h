@@ -149,6 +149,10 @@ class CppSourcePrinter : public CPrinter {
                            const SymInt& row_stride);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
+  // The convolution kernel's one epilogue step when it alone reads the convolution's output
+  // (contiguous, f32), each read at the point it stores, into one buffer of the output's shape;
+  // else null.
+  const KernelStep* sole_convolution_epilogue(const Kernel& kernel, const StridedView& out);
   // The activation oneDNN can apply for the convolution kernel's epilogue, and the buffer it then
   // writes (cpp_library_calls.cpp); {0, -1} when the epilogue stays Kiln's loop.
   std::pair<int, int> convolution_post_op(const Kernel& kernel, const StridedView& out);

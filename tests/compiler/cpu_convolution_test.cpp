@@ -196,5 +196,52 @@ TEST(CpuConvolution, ActivationsThatKeepNaNRunAsOneDnnPostOps) {
   }
 }
 
+// An epilogue oneDNN cannot apply (a clamp: its clip turns NaN into 0; a residual sum) that reads
+// only the element it writes runs in place: the convolution writes the epilogue's buffer and the
+// epilogue overwrites it. An output also read elsewhere keeps its own buffer. The same values as
+// the interpreter's, NaN included.
+TEST(CpuConvolution, EpiloguesThatReadOnlyTheElementTheyWriteRunInPlace) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[2, 16, 12, 12] = placeholder[target=x]\n"
+      "    %w : f32[16, 16, 1, 1] = placeholder[target=w]\n"
+      "    %w3 : f32[16, 1, 3, 3] = placeholder[target=w3]\n"
+      "    %b : f32[16] = placeholder[target=b]\n"
+      "    %c1 : f32[2, 16, 12, 12] = call_function[target=convolution](args = (%x, %w, %b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %relu6 : f32[2, 16, 12, 12] = call_function[target=clamp](args = (%c1, 0.0, 6.0), kwargs = {})\n"
+      "    %c2 : f32[2, 16, 12, 12] = call_function[target=convolution](args = (%relu6, %w3, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 16), kwargs = {})\n"
+      "    %residual : f32[2, 16, 12, 12] = call_function[target=add](args = (%c2, %x), kwargs = {})\n"
+      "    %c3 : f32[2, 16, 12, 12] = call_function[target=convolution](args = (%residual, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %clamped : f32[2, 16, 12, 12] = call_function[target=clamp](args = (%c3, 0.0, 6.0), kwargs = {})\n"
+      "    %pooled : f32[2, 16, 1, 1] = call_function[target=mean](args = (%c3, [2, 3], True), kwargs = {})\n"
+      "    %gated : f32[2, 16, 12, 12] = call_function[target=mul](args = (%clamped, %pooled), kwargs = {})\n"
+      "    %o : f32[2, 16, 12, 12] = call_function[target=convolution](args = (%gated, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (o,)\n",
+      "in_place.kiln");
+  if (built_with_onednn()) {
+    std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+    size_t in_place = 0;
+    for (size_t at = 0; (at = source.find("// the epilogue in place", at)) != std::string::npos; ++at) ++in_place;
+    EXPECT_EQ(in_place, 2u) << "c1's clamp and c2's residual sum; not c3's clamp (c3 is also averaged)";
+  }
+  Tensor x = test_support::random_tensor({2, 16, 12, 12}, DType::f32, 8);
+  x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  x.data<float>()[300] = 40.0f;  // past the clamp
+  std::map<std::string, Tensor> inputs = {{"x", x},
+                                          {"w", test_support::random_tensor({16, 16, 1, 1}, DType::f32, 9)},
+                                          {"w3", test_support::random_tensor({16, 1, 3, 3}, DType::f32, 10)},
+                                          {"b", test_support::random_tensor({16}, DType::f32, 11)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  ASSERT_TRUE(std::isnan(expected[0].flat_double(5)));
+  for (bool freeze : {false, true}) {
+    CompiledModel model = compile(graph, options(freeze));
+    for (int threads : {1, 2}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      // Sums of up to 16 x 40 after three convolutions: f32 accumulation against the interpreter's.
+      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-3), "") << threads << " threads, freeze " << freeze;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::compiler
