@@ -182,21 +182,70 @@ void CppSourcePrinter::emit_reduction_row(const Kernel& kernel, const KernelStep
     w_.close();
     return;
   }
-  w_.open("for (; " + rl + " + " + L + " <= " + rn + "; " + rl + " += " + L + ")");
-  if (&step == prefetching_step_ && r.lanes == kLanes) emit_next_row_prefetches(kernel, rl, r.lanes);
+  if (vector_max_min(step, r)) {
+    emit_vector_max_min_row(kernel, step, r, rv);
+  } else {
+    w_.open("for (; " + rl + " + " + L + " <= " + rn + "; " + rl + " += " + L + ")");
+    if (&step == prefetching_step_ && r.lanes == kLanes) emit_next_row_prefetches(kernel, rl, r.lanes);
+    emit_reduction_chunk(step, r, flat, rv);
+    w_.close();
+  }
+  w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
+  w_.line("const int64_t " + rv + " = " + rl + ";");
+  emit_reduction_combine(step, r, "0", flat);
+  w_.close();
+}
+
+// One chunk of L elements of the row: each combined into its own lane.
+void CppSourcePrinter::emit_reduction_chunk(const KernelStep& step, const ReduceStepText& r, const std::string& flat,
+                                            const std::string& rv) {
+  const std::string& n = r.n;
+  const std::string rl = "rl" + n;
   if (r.welford) {
     w_.line("wn" + n + " += " + r.t + "(1);");
     w_.line("const " + r.t + " winv" + n + " = " + r.t + "(1) / wn" + n + ";");
   }
   w_.line("#pragma omp simd");
-  w_.open("for (int l = 0; l < " + L + "; ++l)");
+  w_.open("for (int l = 0; l < " + r.L + "; ++l)");
   w_.line("const int64_t " + rv + " = " + rl + " + l;");
   emit_reduction_combine(step, r, "l", flat);
   w_.close();
+}
+
+bool CppSourcePrinter::vector_max_min(const KernelStep& step, const ReduceStepText& r) {
+  return (r.kind == ReductionKind::Max || r.kind == ReductionKind::Min) && r.at == DType::f32 && r.lanes == kLanes &&
+         kLanes == 16 && step.stash_buffer < 0;
+}
+
+// The lanes of an f32 max or min as one vector of 16 (GCC's and Clang's vector extension) across
+// the chunks of the row: each chunk's values computed into an array by an `omp simd` loop, then
+// combined with the lanes by one compare and blend. Sixteen lanes in an array, combined inside the
+// simd loop, came out of Clang as pieces of 2, 2, 4 and 8 lanes (20 instructions per chunk where
+// one compare, one blend and a load do; softmax's max pass over 4096x1024 floats, one thread:
+// 2.30 -> 2.08 ms, and 2.24 -> 2.06 ms with GCC). The same lanes see the same values: the results
+// are the array form's.
+void CppSourcePrinter::emit_vector_max_min_row(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                                               const std::string& rv) {
+  const std::string& n = r.n;
+  const std::string rl = "rl" + n, rn = "rn" + n, vacc = "vacc" + n, chunk = "chunk" + n, values = "values" + n;
+  const std::string better = r.kind == ReductionKind::Max ? " > " : " < ";
+  w_.open("");
+  w_.line("kiln_f32x16 " + vacc + ";");
+  w_.line("__builtin_memcpy(&" + vacc + ", " + r.acc + ", sizeof " + vacc + ");");
+  w_.open("for (; " + rl + " + 16 <= " + rn + "; " + rl + " += 16)");
+  if (&step == prefetching_step_) emit_next_row_prefetches(kernel, rl, r.lanes);
+  w_.line("float " + values + "[16];");
+  w_.line("#pragma omp simd");
+  w_.open("for (int l = 0; l < 16; ++l)");
+  w_.line("const int64_t " + rv + " = " + rl + " + l;");
+  w_.line(values + "[l] = " + expr(step.body) + ";");
   w_.close();
-  w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
-  w_.line("const int64_t " + rv + " = " + rl + ";");
-  emit_reduction_combine(step, r, "0", flat);
+  w_.line("kiln_f32x16 " + chunk + ";");
+  w_.line("__builtin_memcpy(&" + chunk + ", " + values + ", sizeof " + chunk + ");");
+  // kred_max's rule, lane by lane: a NaN value is taken, a NaN lane stays.
+  w_.line(vacc + " = ((" + chunk + better + vacc + ") | (" + chunk + " != " + chunk + ")) ? " + chunk + " : " + vacc + ";");
+  w_.close();
+  w_.line("__builtin_memcpy(" + r.acc + ", &" + vacc + ", sizeof " + vacc + ");");
   w_.close();
 }
 

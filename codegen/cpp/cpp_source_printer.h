@@ -113,6 +113,13 @@ class CppSourcePrinter : public CPrinter {
                             const std::string& flat, size_t dim);
   void emit_reduction_row(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
                           const std::string& flat);
+  // One chunk of the row's last dim (variable `rv`), each value combined into its own lane.
+  void emit_reduction_chunk(const KernelStep& step, const ReduceStepText& r, const std::string& flat,
+                            const std::string& rv);
+  // Whether the step's lanes are one vector of 16 f32 (a max or min: emit_vector_max_min_row).
+  bool vector_max_min(const KernelStep& step, const ReduceStepText& r);
+  void emit_vector_max_min_row(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                               const std::string& rv);
   void emit_split_reduction_row(const KernelStep& step, const ReduceStepText& r, const std::string& op,
                                 const std::string& flat, const std::string& rv);
   // Prefetches of the next outer point's row (the last outer variable plus one), at chunk

@@ -92,6 +92,9 @@ typedef struct KilnRunArgs {
 #ifndef KILN_MODULE_STATE
 #define KILN_MODULE_STATE __attribute__((visibility("hidden"))) inline
 #endif
+// Sixteen f32 lanes of a row's max or min (codegen/cpp/cpp_reductions.cpp), combined by vector
+// compares and blends: GCC's and Clang's vector extension, no header.
+typedef float kiln_f32x16 __attribute__((vector_size(64)));
 // Follows `#pragma omp simd` on a loop whose body applies a polynomial (exp, erf, tanh, ...):
 // each iteration is one long dependent chain of vector instructions, and Clang's cost model
 // keeps one chain in flight when the body is large; four interleaved chains keep the FMA units

@@ -2,11 +2,14 @@
 // stay the interpreter's: simd loops whose body applies an expensive op (exp, erf, sigmoid, ...)
 // are marked KILN_INTERLEAVE_SIMD and cheap ones are not; reduction kernels prefetch the next
 // row when a row has up to 16K elements, not when it is longer, and under a run-time test when
-// its length is symbolic.
+// its length is symbolic; an f32 max or min keeps its sixteen lanes in one vector, with the
+// interpreter's NaN rule.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <regex>
 
 #include "compiler/compile_driver.h"
@@ -101,6 +104,34 @@ TEST(CpuLoopHints, ReductionsPrefetchTheNextRowOnlyWhenItWaitsInCache) {
 
   expect_interpreters_numbers(softmax("9, 1030"), {{"x", random_tensor({9, 1030}, DType::f32, 3)}});
   expect_interpreters_numbers(softmax("3, s0"), {{"x", random_tensor({3, 100}, DType::f32, 4)}});
+}
+
+TEST(CpuLoopHints, MaxAndMinRowsKeepTheirLanesInOneVectorAndNaNSticks) {
+  // Rows of 40: two chunks of 16 and a tail of 8.
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[6, 40] = placeholder[target=x]\n"
+      "    %hi : f32[6] = call_function[target=amax](args = (%x, [1]), kwargs = {})\n"
+      "    %lo : f32[6] = call_function[target=amin](args = (%x, [1]), kwargs = {})\n"
+      "    return (hi, lo)\n",
+      "max_min.kiln");
+  EXPECT_THAT(dump_codegen_stage(graph, "cpp"), HasSubstr("kiln_f32x16 vacc"));
+  Tensor x = random_tensor({6, 40}, DType::f32, 5);
+  float* v = x.data<float>();
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  v[0 * 40 + 3] = nan;   // row 0: NaN in the first chunk
+  v[1 * 40 + 20] = nan;  // row 1: in the second
+  v[2 * 40 + 37] = nan;  // row 2: in the tail
+  v[3 * 40 + 0] = inf;   // row 3: infinities, no NaN
+  v[3 * 40 + 39] = -inf;
+  v[4 * 40 + 5] = nan;   // row 4: NaN, then a larger and a smaller number in the same lane
+  v[4 * 40 + 21] = 1e30f;
+  v[4 * 40 + 37] = -1e30f;
+  std::vector<Tensor> expected = ir::interpret(graph, {{"x", x}});
+  for (int64_t row : {0, 1, 2, 4}) {
+    ASSERT_TRUE(std::isnan(expected[0].flat_double(row)) && std::isnan(expected[1].flat_double(row))) << row;
+  }
+  expect_interpreters_numbers(graph, {{"x", x}});
 }
 
 }  // namespace
