@@ -1,10 +1,10 @@
 // Stage 1 of the scheduler (codegen/schedule.h): pointwise nodes inlined into their readers
 // (vertical fusion, and pointwise producers into reduction loads), unless the value must exist
 // in memory: a graph output, a library call's input, a value read by several nodes that a
-// convolution's epilogue can compute once, an expensive value read by several nodes
-// or by a node that visits each of its elements several times (an im2col reads each once per
-// kernel tap), or a read whose index does not map back to the producer's elements (the index
-// inversion here).
+// convolution's epilogue can compute once, an expensive value read by a node that visits more
+// points than it has elements (a broadcast, or an im2col reading each element once per kernel
+// tap) or by several nodes, or a read whose index does not map back to the producer's elements
+// (the index inversion here).
 #include <algorithm>
 #include <optional>
 
@@ -289,6 +289,21 @@ void inline_pointwise(SchedulingState& state) {
       state.note(node.name + " is stored: " + std::to_string(load_count) + " reads of an expression of " +
                  std::to_string(size) + " operations");
       continue;
+    }
+    // An expensive value (a sigmoid, an exp) is never recomputed for each visit of a reader that
+    // visits more points than the value has elements: EfficientNet's squeeze-excitation scale,
+    // sigmoid(gate[c]) * x[p, c], computed the gate's 32 sigmoids 12544 times each.
+    if (applies_expensive_op(node.body)) {
+      auto broadcasting = std::find_if(readers.begin(), readers.end(), [&](int reader) {
+        std::optional<int64_t> visited = visited_points(p.nodes[size_t(reader)]).maybe_constant();
+        std::optional<int64_t> computed = visited_points(node).maybe_constant();
+        return visited && computed && *visited > *computed;
+      });
+      if (broadcasting != readers.end()) {
+        state.note(node.name + " is stored: " + p.nodes[size_t(*broadcasting)].name +
+                   " visits more points than it has elements, and it applies an expensive op");
+        continue;
+      }
     }
     if (size > kMaxRecomputedSize) {
       auto revisiting = std::find_if(readers.begin(), readers.end(),

@@ -1,7 +1,7 @@
 // Tests of the scheduler (codegen/scheduler.cpp): how many kernels common patterns become
 // (softmax and layer_norm one each, GEMM epilogues fused, the MLP sample), the memory plan
 // (reuse by liveness, peak no more than the naive sum), the fusion log, and an expensive value
-// an im2col revisits stored rather than recomputed.
+// an im2col revisits or a broadcast reads stored rather than recomputed.
 #include "codegen/schedule.h"
 
 #include <gtest/gtest.h>
@@ -162,7 +162,7 @@ TEST(Scheduler, AnExpensiveValueAnIm2colRevisitsIsStored) {
   };
   auto stored = [](const ScheduledProgram& s, const std::string& value) {
     for (const std::string& line : s.fusion_log)
-      if (line.find(value + " is stored: convolution_columns visits its elements several times") != std::string::npos) return true;
+      if (line.find(value + " is stored: convolution_columns visits") != std::string::npos) return true;
     return false;
   };
   ScheduledProgram expensive = im2col_over(R"(    %scaled : f32[1, 4, 8, 8] [num_users=1] = call_function[target=mul](args = (%x, 2.0), kwargs = {})
@@ -174,6 +174,32 @@ TEST(Scheduler, AnExpensiveValueAnIm2colRevisitsIsStored) {
   ScheduledProgram cheap = im2col_over(R"(    %h : f32[1, 4, 8, 8] [num_users=1] = call_function[target=relu](args = (%x,), kwargs = {}))", 1);
   EXPECT_FALSE(stored(cheap, "h")) << print_schedule(cheap);
   EXPECT_EQ(cheap.kernels.size() + 1, expensive.kernels.size()) << print_schedule(cheap) << print_schedule(expensive);
+}
+
+// A squeeze-excitation scale, sigmoid(gate[c]) * x[c, h, w]: the sigmoid of the 8 gates is
+// computed once and stored, not once per pixel of the reader; a cheap broadcast (relu) is inlined.
+TEST(Scheduler, AnExpensiveValueReadAsABroadcastIsStored) {
+  auto scale_by = [](const std::string& op) {
+    return schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[1, 8, 16, 16] [num_users=1] = placeholder[target=x]
+    %g : f32[1, 8, 1, 1] [num_users=1] = placeholder[target=g]
+    %gate : f32[1, 8, 1, 1] [num_users=1] = call_function[target=)" + op + R"(](args = (%g,), kwargs = {})
+    %scaled : f32[1, 8, 16, 16] [num_users=1] = call_function[target=mul](args = (%x, %gate), kwargs = {})
+    return (scaled,)
+)"));
+  };
+  auto stored = [](const ScheduledProgram& s) {
+    for (const std::string& line : s.fusion_log)
+      if (line.find("gate is stored: ") != std::string::npos &&
+          line.find("visits more points than it has elements, and it applies an expensive op") != std::string::npos)
+        return true;
+    return false;
+  };
+  ScheduledProgram sigmoid = scale_by("sigmoid");
+  EXPECT_TRUE(stored(sigmoid)) << print_schedule(sigmoid);
+  ScheduledProgram relu = scale_by("relu");
+  EXPECT_FALSE(stored(relu)) << print_schedule(relu);
+  EXPECT_EQ(relu.kernels.size() + 1, sigmoid.kernels.size()) << print_schedule(relu) << print_schedule(sigmoid);
 }
 
 TEST(Scheduler, WithoutFusionEveryNodeIsAKernel) {
