@@ -1,8 +1,10 @@
 // Lowering of the copy ops to one Pointwise node each: cat (a chain of where over the
-// concatenated dim, each input read by a masked load), pad (constant: a masked load with the
+// concatenated dim, each input read by a masked load; channels-last when an input is), pad (constant: a masked load with the
 // pad value; reflect, replicate and circular: index arithmetic with max/min/mod), gather and
 // index_select (indirect loads through the index tensor). Zero-dim operands of gather and
 // index_select go to the Fallback.
+#include <algorithm>
+
 #include "codegen/lowering_context.h"
 #include "kiln/error.h"
 
@@ -56,6 +58,19 @@ void lower_cat(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
     Expr value = mask ? lowerer.load_masked(pieces[i], index, mask, 0) : lowerer.load(pieces[i], index);
     value = cast(value, meta.dtype);
     body = last ? value : where(below_end, value, body);
+  }
+  // A cat of channels-last values (the branches of an inception block, a dense block's features)
+  // is stored channels-last too, along any dim, so that the pool or convolution that reads it
+  // needs no transposing copy (GoogLeNet's 3x3 max pools over the concatenated branches ran as
+  // scalar NCHW windows, then were copied back to channels-last).
+  const bool channels_last = rank == 4 && std::any_of(pieces.begin(), pieces.end(), [&](const Accessor& piece) {
+                               return lowerer.is_channels_last(piece);
+                             });
+  if (channels_last) {
+    int buffer = lowerer.emit_pointwise(node.name(), meta.dtype, Lowerer::channels_last_shape(meta.shape),
+                                        Lowerer::to_channels_last_vars(body));
+    lowerer.define(node, lowerer.channels_last(buffer, meta.shape));
+    return;
   }
   lowerer.define_pointwise(node, body);
 }

@@ -243,5 +243,51 @@ TEST(CpuConvolution, EpiloguesThatReadOnlyTheElementTheyWriteRunInPlace) {
   }
 }
 
+// A cat of convolution outputs (channels-last) is stored channels-last, along the channels or
+// any other dim, also beside an NCHW input: the 3x3 max pool over it reduces blocks of channels
+// (a column reduction), and no transposing copy precedes the next convolution.
+TEST(CpuConvolution, ACatOfChannelsLastValuesStaysChannelsLast) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[2, 8, 10, 10] = placeholder[target=x]\n"
+      "    %y : f32[2, 3, 10, 10] = placeholder[target=y]\n"
+      "    %w : f32[16, 8, 1, 1] = placeholder[target=w]\n"
+      "    %w3 : f32[8, 8, 3, 3] = placeholder[target=w3]\n"
+      "    %w2 : f32[16, 35, 1, 1] = placeholder[target=w2]\n"
+      "    %a : f32[2, 16, 10, 10] = call_function[target=convolution](args = (%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %b : f32[2, 8, 10, 10] = call_function[target=convolution](args = (%x, %w3, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %ra : f32[2, 16, 10, 10] = call_function[target=relu](args = (%a,), kwargs = {})\n"
+      "    %cat : f32[2, 35, 10, 10] = call_function[target=cat](args = ([%ra, %b, %x, %y], 1), kwargs = {})\n"
+      "    %pool : f32[2, 35, 10, 10] = call_function[target=max_pool](args = (%cat, [3, 3], [1, 1], [1, 1], [1, 1], False), kwargs = {})\n"
+      "    %o : f32[2, 16, 10, 10] = call_function[target=convolution](args = (%pool, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %rows : f32[2, 8, 20, 10] = call_function[target=cat](args = ([%b, %b], 2), kwargs = {})\n"
+      "    %o2 : f32[2, 8, 20, 10] = call_function[target=convolution](args = (%rows, %w3, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (o, o2)\n",
+      "cat.kiln");
+  if (built_with_onednn()) {
+    std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+    EXPECT_NE(source.find("// column reduction"), std::string::npos) << "the pool over the channels-last cat";
+    // The convolutions o and o2 read the pool and the cat as they are: no channels-last copy of
+    // their inputs (kernels named "<node>_input").
+    EXPECT_EQ(source.find("_o_input:"), std::string::npos) << "a copy of the pool to channels-last";
+    EXPECT_EQ(source.find("_o2_input:"), std::string::npos) << "a copy of the cat along H to channels-last";
+    EXPECT_NE(source.find("_a_input:"), std::string::npos) << "the NCHW input x is copied once";
+  }
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({2, 8, 10, 10}, DType::f32, 12)},
+                                          {"y", test_support::random_tensor({2, 3, 10, 10}, DType::f32, 13)},
+                                          {"w", test_support::random_tensor({16, 8, 1, 1}, DType::f32, 14)},
+                                          {"w3", test_support::random_tensor({8, 8, 3, 3}, DType::f32, 15)},
+                                          {"w2", test_support::random_tensor({16, 35, 1, 1}, DType::f32, 16)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  CompiledModel model = compile(graph, options(false));
+  std::vector<std::string> names = graph.output_names();
+  for (int threads : {1, 2}) {
+    std::vector<Tensor> actual = model.run(inputs, threads);
+    for (size_t i = 0; i < expected.size(); ++i)
+      // Sums of 35 and 72 products in f32 against the interpreter's.
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-4), "") << names[i] << ", " << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace kiln::compiler
