@@ -2,6 +2,9 @@
 #include "codegen/loop_ir.h"
 
 #include <algorithm>
+#include <climits>
+#include <optional>
+#include <set>
 
 #include "kiln/error.h"
 
@@ -168,6 +171,96 @@ bool applies_expensive_op(const Expr& expr) {
                       loop_op_info(node.op).cost == LoopCost::expensive);
   });
   return found;
+}
+
+namespace {
+
+// For a comparison of `var` plus a constant with an integer constant: the op with `var` alone on
+// the left and the constant it is compared with; nullopt for anything else.
+std::optional<std::pair<LoopOp, int64_t>> index_comparison(const ExprNode& node, const SymInt& var) {
+  if (node.kind != ExprKind::Binary) return std::nullopt;
+  if (node.op != LoopOp::lt && node.op != LoopOp::le && node.op != LoopOp::gt && node.op != LoopOp::ge) return std::nullopt;
+  const Expr& a = node.args[0];
+  const Expr& b = node.args[1];
+  // The value of var + k (k a constant: a pad's x - left): its k.
+  auto var_offset = [&](const Expr& e) -> std::optional<int64_t> {
+    if (e->kind != ExprKind::IndexValue) return std::nullopt;
+    return (e->index - var).maybe_constant();
+  };
+  // An integer constant, or the value of a constant index (lowering writes a cat's bounds so).
+  auto is_int = [](const Expr& e) {
+    return (e->kind == ExprKind::Constant && is_integral(e->dtype)) ||
+           (e->kind == ExprKind::IndexValue && e->index.is_constant());
+  };
+  auto value = [](const Expr& e) { return e->kind == ExprKind::Constant ? e->int_value : e->index.constant(); };
+  // x + k < c is x < c - k.
+  if (std::optional<int64_t> k = var_offset(a); k && is_int(b)) return std::make_pair(node.op, value(b) - *k);
+  if (std::optional<int64_t> k = var_offset(b); k && is_int(a)) {  // c < x + k is x > c - k
+    LoopOp mirrored = node.op == LoopOp::lt ? LoopOp::gt : node.op == LoopOp::le ? LoopOp::ge
+                    : node.op == LoopOp::gt ? LoopOp::lt : LoopOp::le;
+    return std::make_pair(mirrored, value(a) - *k);
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> constant_truth(const Expr& e) {
+  if (e && e->kind == ExprKind::Constant && e->dtype == DType::boolean) return e->int_value != 0;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<int64_t> index_cuts(const Expr& expr, const SymInt& var) {
+  std::set<int64_t> cuts;
+  visit(expr, [&](const ExprNode& node) {
+    if (auto comparison = index_comparison(node, var)) {
+      const auto [op, c] = *comparison;
+      cuts.insert(op == LoopOp::lt || op == LoopOp::ge ? c : c + 1);
+    }
+  });
+  return {cuts.begin(), cuts.end()};
+}
+
+Expr with_index_range(const Expr& expr, const SymInt& var, int64_t lo, int64_t hi) {
+  if (!expr) return expr;
+  if (auto comparison = index_comparison(*expr, var)) {
+    // x < c holds on all of [lo, hi) when hi <= c, on none when lo >= c.
+    const auto [op, c] = *comparison;
+    const int64_t first_true = op == LoopOp::lt || op == LoopOp::le ? INT64_MIN : (op == LoopOp::ge ? c : c + 1);
+    const int64_t end_true = op == LoopOp::lt ? c : op == LoopOp::le ? c + 1 : INT64_MAX;
+    if (lo >= first_true && hi <= end_true) return constant(1, DType::boolean);
+    if (hi <= first_true || lo >= end_true) return constant(0, DType::boolean);
+    return expr;
+  }
+  auto node = std::make_shared<ExprNode>(*expr);
+  for (Expr& arg : node->args) arg = with_index_range(arg, var, lo, hi);
+  for (IndirectTerm& term : node->indirect) term.value = with_index_range(term.value, var, lo, hi);
+  node->mask = with_index_range(node->mask, var, lo, hi);
+  node->other = with_index_range(node->other, var, lo, hi);
+  if (node->kind == ExprKind::Where) {
+    if (std::optional<bool> truth = constant_truth(node->args[0])) return node->args[*truth ? 1 : 2];
+  }
+  if (node->kind == ExprKind::Binary && (node->op == LoopOp::logical_and || node->op == LoopOp::logical_or)) {
+    const bool is_and = node->op == LoopOp::logical_and;
+    for (int side = 0; side < 2; ++side) {
+      std::optional<bool> truth = constant_truth(node->args[size_t(side)]);
+      if (!truth) continue;
+      // true && b is b, false && b is false; false || b is b, true || b is true.
+      if (*truth == is_and) return node->args[size_t(1 - side)];
+      return constant(is_and ? 0 : 1, DType::boolean);
+    }
+  }
+  if (node->kind == ExprKind::Unary && node->op == LoopOp::logical_not) {
+    if (std::optional<bool> truth = constant_truth(node->args[0])) return constant(*truth ? 0 : 1, DType::boolean);
+  }
+  if (node->kind == ExprKind::Load && node->mask) {
+    if (std::optional<bool> truth = constant_truth(node->mask)) {
+      if (!*truth) return node->other ? node->other : constant(0, node->dtype);
+      node->mask = nullptr;
+      node->other = nullptr;
+    }
+  }
+  return node;
 }
 
 std::string geometry_text(const ConvolutionGeometry& geometry) {

@@ -134,6 +134,14 @@ std::vector<int> loaded_buffers(const Expr& expr);
 size_t expr_size(const Expr& expr);
 // Whether the expression applies an op the loop op table marks expensive (exp, erf, tanh, ...).
 bool applies_expensive_op(const Expr& expr);
+// The values c at which a comparison of `var` (a bare loop variable, plus a constant) with an
+// integer constant in `expr` changes its truth (x < c, x >= c: c; x <= c, x > c: c + 1), sorted and unique: the
+// pieces of a cat along the dim of `var` start at them.
+std::vector<int64_t> index_cuts(const Expr& expr, const SymInt& var);
+// `expr` for `var` in [lo, hi) where none of its index_cuts lies strictly inside: each comparison
+// of `var` with a constant folded to its truth there, and the logical ops, wheres and load masks
+// that decides folded with it (a masked load whose mask is false there is its `other`).
+Expr with_index_range(const Expr& expr, const SymInt& var, int64_t lo, int64_t hi);
 
 // ---------------------------------------------------------------- nodes
 

@@ -5,6 +5,7 @@
 #include "codegen/cpp/cpp_emitter.h"
 
 #include <algorithm>
+#include <set>
 
 #include "codegen/c_like/c_ops.h"
 #include "codegen/cpp/cpp_source_printer.h"
@@ -297,8 +298,47 @@ void CppSourcePrinter::emit_pointwise_kernel(const Kernel& kernel) {
     parallel_loops(work, loop_dims(kernel.outer, 1), " simd", /*simd=*/true, body);
     return;
   }
+  if (emit_piecewise_inner_loops(kernel, work)) return;
   parallel_loops(work, loop_dims(kernel.outer, rank - 1), " collapse(" + std::to_string(rank - 1) + ")", false,
                  [&] { outer_loops(kernel.outer, rank - 1, body, true); });
+}
+
+// A cat along the innermost dim, inlined or not, reads each piece under comparisons of the
+// innermost variable with the pieces' bounds: one simd loop over the whole dim evaluated every
+// comparison and masked load at every element (DenseNet-121's batch norm and relu over the
+// concatenated features of a dense block: a chain of 7 wheres per element). The innermost loop
+// is split at those bounds instead, each piece's loop with the comparisons decided
+// (with_index_range): a plain copy of one input each.
+bool CppSourcePrinter::emit_piecewise_inner_loops(const Kernel& kernel, const SymInt& work) {
+  constexpr size_t kMaxPieces = 16;
+  const size_t rank = kernel.outer.size();
+  const SymInt var = loop_var(rank - 1);
+  std::optional<int64_t> extent = kernel.outer[rank - 1].maybe_constant();
+  if (!extent) return false;
+  std::set<int64_t> inside;
+  for (const KernelStep& step : kernel.steps)
+    for (int64_t cut : index_cuts(step.body, var))
+      if (cut > 0 && cut < *extent) inside.insert(cut);
+  if (inside.empty() || inside.size() + 1 > kMaxPieces) return false;
+  std::vector<int64_t> bounds = {0};
+  bounds.insert(bounds.end(), inside.begin(), inside.end());
+  bounds.push_back(*extent);
+  parallel_loops(work, loop_dims(kernel.outer, rank - 1), " collapse(" + std::to_string(rank - 1) + ")", false, [&] {
+    for (size_t piece = 0; piece + 1 < bounds.size(); ++piece) {
+      const int64_t lo = bounds[piece], hi = bounds[piece + 1];
+      simd_pragma();
+      w_.open("for (int64_t " + var.to_string() + " = " + std::to_string(lo) + "; " + var.to_string() + " < " +
+              std::to_string(hi) + "; ++" + var.to_string() + ")");
+      int number = 0;
+      for (const KernelStep& step : kernel.steps) {
+        KernelStep decided = step;
+        decided.body = with_index_range(step.body, var, lo, hi);
+        emit_point_step(decided, number++);
+      }
+      w_.close();
+    }
+  });
+  return true;
 }
 
 bool CppSourcePrinter::reads_transposed(const Kernel& kernel) {

@@ -89,6 +89,10 @@ class CppSourcePrinter : public CPrinter {
   void emit_kernel(const Kernel& kernel);
   void outer_loops(const SymShape& outer, size_t from, const std::function<void()>& body, bool simd_innermost);
   void emit_pointwise_kernel(const Kernel& kernel);
+  // The innermost loop of a pointwise kernel split where comparisons of its variable with
+  // constants change (a cat's pieces), each piece's loop with them decided; false (nothing
+  // printed) when there is no such comparison or the dim is symbolic.
+  bool emit_piecewise_inner_loops(const Kernel& kernel, const SymInt& work);
   // Whether some load walks the second-to-last loop variable contiguously and the last one with
   // a stride: a transpose, whose plain loop order reads (or writes) one element per cache line.
   bool reads_transposed(const Kernel& kernel);

@@ -3,7 +3,8 @@
 // are marked KILN_INTERLEAVE_SIMD and cheap ones are not; reduction kernels prefetch the next
 // row when a row has up to 16K elements, not when it is longer, and under a run-time test when
 // its length is symbolic; an f32 max or min keeps its sixteen lanes in one vector, with the
-// interpreter's NaN rule.
+// interpreter's NaN rule; a cat or a constant pad along the innermost dim is one loop per piece,
+// each with its comparisons decided.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -132,6 +133,32 @@ TEST(CpuLoopHints, MaxAndMinRowsKeepTheirLanesInOneVectorAndNaNSticks) {
     ASSERT_TRUE(std::isnan(expected[0].flat_double(row)) && std::isnan(expected[1].flat_double(row))) << row;
   }
   expect_interpreters_numbers(graph, {{"x", x}});
+}
+
+TEST(CpuLoopHints, ACatOrPadAlongTheInnermostDimIsOneLoopPerPiece) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %a : f32[6, 5] = placeholder[target=a]\n"
+      "    %b : f32[6, 3] = placeholder[target=b]\n"
+      "    %c : f32[6, 9] = placeholder[target=c]\n"
+      "    %cat : f32[6, 17] = call_function[target=cat](args = ([%a, %b, %c], 1), kwargs = {})\n"
+      "    %out : f32[6, 17] = call_function[target=relu](args = (%cat,), kwargs = {})\n"
+      "    %padded : f32[6, 12] = call_function[target=pad](args = (%c, [2, 1], 'constant', 1.5), kwargs = {})\n"
+      "    %scaled : f32[6, 12] = call_function[target=mul](args = (%padded, 2.0), kwargs = {})\n"
+      "    return (out, scaled)\n",
+      "pieces.kiln");
+  std::string code = dump_codegen_stage(graph, "cpp");
+  // The cat's pieces [0, 5), [5, 8), [8, 17) and the pad's [0, 2), [2, 11), [11, 12), each a plain
+  // loop with no comparison of x1 left in it.
+  for (const char* loop : {"x1 = 0; x1 < 5;", "x1 = 5; x1 < 8;", "x1 = 8; x1 < 17;", "x1 = 0; x1 < 2;",
+                           "x1 = 2; x1 < 11;", "x1 = 11; x1 < 12;"}) {
+    EXPECT_NE(code.find(std::string("for (int64_t ") + loop), std::string::npos) << loop;
+  }
+  EXPECT_EQ(code.find("kop_lt(int64_t(int64_t(x1"), std::string::npos);
+  EXPECT_EQ(code.find("kop_ge(int64_t(int64_t(x1"), std::string::npos);
+  expect_interpreters_numbers(graph, {{"a", random_tensor({6, 5}, DType::f32, 6)},
+                                      {"b", random_tensor({6, 3}, DType::f32, 7)},
+                                      {"c", random_tensor({6, 9}, DType::f32, 8)}});
 }
 
 }  // namespace
