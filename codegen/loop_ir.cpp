@@ -137,14 +137,21 @@ Expr substitute(const Expr& expr, const std::map<std::string, SymInt>& replaceme
   return map_indices(expr, [&](const SymInt& index) { return index.substitute(replacements); });
 }
 
+Expr map_children(const Expr& expr, const std::function<Expr(const Expr&)>& f) {
+  auto node = std::make_shared<ExprNode>(*expr);
+  for (Expr& arg : node->args) arg = f(arg);
+  for (IndirectTerm& term : node->indirect) term.value = f(term.value);
+  node->mask = f(node->mask);
+  node->other = f(node->other);
+  return node;
+}
+
 Expr with_loads_redirected(const Expr& expr, int from, int to) {
   if (!expr) return expr;
-  auto node = std::make_shared<ExprNode>(*expr);
-  if (node->kind == ExprKind::Load && node->buffer == from) node->buffer = to;
-  for (Expr& arg : node->args) arg = with_loads_redirected(arg, from, to);
-  for (IndirectTerm& term : node->indirect) term.value = with_loads_redirected(term.value, from, to);
-  node->mask = with_loads_redirected(node->mask, from, to);
-  node->other = with_loads_redirected(node->other, from, to);
+  Expr copy = map_children(expr, [&](const Expr& child) { return with_loads_redirected(child, from, to); });
+  if (copy->kind != ExprKind::Load || copy->buffer != from) return copy;
+  auto node = std::make_shared<ExprNode>(*copy);
+  node->buffer = to;
   return node;
 }
 
@@ -232,11 +239,8 @@ Expr with_index_range(const Expr& expr, const SymInt& var, int64_t lo, int64_t h
     if (hi <= first_true || lo >= end_true) return constant(0, DType::boolean);
     return expr;
   }
-  auto node = std::make_shared<ExprNode>(*expr);
-  for (Expr& arg : node->args) arg = with_index_range(arg, var, lo, hi);
-  for (IndirectTerm& term : node->indirect) term.value = with_index_range(term.value, var, lo, hi);
-  node->mask = with_index_range(node->mask, var, lo, hi);
-  node->other = with_index_range(node->other, var, lo, hi);
+  auto node = std::make_shared<ExprNode>(
+      *map_children(expr, [&](const Expr& child) { return with_index_range(child, var, lo, hi); }));
   if (node->kind == ExprKind::Where) {
     if (std::optional<bool> truth = constant_truth(node->args[0])) return node->args[*truth ? 1 : 2];
   }

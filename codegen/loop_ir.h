@@ -126,6 +126,9 @@ void visit(const Expr& expr, const std::function<void(const ExprNode&)>& f);
 Expr map_indices(const Expr& expr, const std::function<SymInt(const SymInt&)>& f);
 // Substitutes symbols in every index of the expression.
 Expr substitute(const Expr& expr, const std::map<std::string, SymInt>& replacements);
+// A copy of the node (not null) with `f` applied to each of its child expressions: its args,
+// its indirect terms' values, its mask and its other (f is given a null one as it is).
+Expr map_children(const Expr& expr, const std::function<Expr(const Expr&)>& f);
 // A copy of the expression whose loads of buffer `from` load buffer `to` (same index).
 Expr with_loads_redirected(const Expr& expr, int from, int to);
 // The buffers the expression loads from.

@@ -54,12 +54,7 @@ void collect_loads(const Expr& expr, int buffer, std::vector<const ExprNode*>& l
 Expr replace_loads(const Expr& expr, int buffer, const std::function<Expr(const ExprNode&)>& f) {
   if (!expr) return expr;
   if (expr->kind == ExprKind::Load && expr->buffer == buffer) return f(*expr);
-  auto node = std::make_shared<ExprNode>(*expr);
-  for (Expr& arg : node->args) arg = replace_loads(arg, buffer, f);
-  for (IndirectTerm& term : node->indirect) term.value = replace_loads(term.value, buffer, f);
-  node->mask = replace_loads(node->mask, buffer, f);
-  node->other = replace_loads(node->other, buffer, f);
-  return node;
+  return map_children(expr, [&](const Expr& child) { return replace_loads(child, buffer, f); });
 }
 
 struct VarRange {

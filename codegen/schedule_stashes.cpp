@@ -36,12 +36,7 @@ Expr replace_expr(const Expr& expr, const Expr& target, const Expr& replacement,
     ++count;
     return replacement;
   }
-  auto node = std::make_shared<ExprNode>(*expr);
-  for (Expr& arg : node->args) arg = replace_expr(arg, target, replacement, count);
-  for (IndirectTerm& term : node->indirect) term.value = replace_expr(term.value, target, replacement, count);
-  node->mask = replace_expr(node->mask, target, replacement, count);
-  node->other = replace_expr(node->other, target, replacement, count);
-  return node;
+  return map_children(expr, [&](const Expr& child) { return replace_expr(child, target, replacement, count); });
 }
 
 }  // namespace
