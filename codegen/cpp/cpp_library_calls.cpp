@@ -71,6 +71,24 @@ std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, 
   const Expr& body = step.body;
   if (body->kind == ExprKind::Unary && body->op == LoopOp::tanh && is_output_load(body->args[0]))
     return {2, result};  // kKilnActivationTanh
+  // PyTorch's hardswish decomposed: x * min(max(x + 3, 0), 6) / 6.
+  auto is_number = [](const Expr& e, double value) {
+    return e && e->kind == ExprKind::Constant && is_floating(e->dtype) && e->float_value == value;
+  };
+  auto is_binary = [](const Expr& e, LoopOp op) { return e && e->kind == ExprKind::Binary && e->op == op; };
+  if (is_binary(body, LoopOp::div) && is_number(body->args[1], 6.0) && is_binary(body->args[0], LoopOp::mul)) {
+    const Expr& product = body->args[0];
+    for (int first = 0; first < 2; ++first) {
+      const Expr& x = product->args[size_t(first)];
+      const Expr& clamp = product->args[size_t(1 - first)];
+      if (!is_output_load(x) || !is_binary(clamp, LoopOp::minimum) || !is_number(clamp->args[1], 6.0)) continue;
+      const Expr& lower = clamp->args[0];
+      if (!is_binary(lower, LoopOp::maximum) || !is_number(lower->args[1], 0.0)) continue;
+      const Expr& shifted = lower->args[0];
+      if (is_binary(shifted, LoopOp::add) && is_output_load(shifted->args[0]) && is_number(shifted->args[1], 3.0))
+        return {3, result};  // kKilnActivationHardswish
+    }
+  }
   if (body->kind == ExprKind::Binary && body->op == LoopOp::mul) {
     for (int first = 0; first < 2; ++first) {
       const Expr& x = body->args[size_t(first)];
@@ -106,7 +124,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
   shape += ", 0, 0, " + std::to_string(activation) + "}";
   if (activation != 0)
-    w_.line(std::string("// the epilogue (") + (activation == 1 ? "SiLU" : "tanh") +
+    w_.line(std::string("// the epilogue (") + (activation == 1 ? "SiLU" : activation == 2 ? "tanh" : "hardswish") +
             ") as oneDNN's post-op, written straight into " + p_.buffer(activation_buffer).name);
   w_.line("const KilnConvolutionShape shape = " + shape + ";");
   std::string bias = call.inputs.size() > 2 ? pointer(call.inputs[2]) : "nullptr";

@@ -42,8 +42,14 @@ typedef struct KilnConvolutionShape {
 
 // Activations oneDNN applies to the convolution's output as it writes it, each of which keeps a
 // NaN a NaN (as Kiln's own epilogue does; oneDNN's relu and clip turn NaN into 0, so they stay
-// Kiln's loops): SiLU (x * sigmoid(x), oneDNN's swish with alpha 1) and tanh.
-enum KilnConvolutionActivation { kKilnActivationNone = 0, kKilnActivationSilu = 1, kKilnActivationTanh = 2 };
+// Kiln's loops): SiLU (x * sigmoid(x), oneDNN's swish with alpha 1), tanh, and hardswish
+// (x * relu6(x + 3) / 6: the clip loses a NaN, the product with x brings it back).
+enum KilnConvolutionActivation {
+  kKilnActivationNone = 0,
+  kKilnActivationSilu = 1,
+  kKilnActivationTanh = 2,
+  kKilnActivationHardswish = 3
+};
 
 typedef struct KilnConvolutionEntry {
   KilnConvolutionShape shape;
@@ -153,9 +159,10 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
     dnnl_post_ops_t post_ops = nullptr;
     status = dnnl_post_ops_create(&post_ops);
     if (status == dnnl_success) {
-      status = s->activation == kKilnActivationSilu
-                   ? dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f)
-                   : dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f);
+      status = s->activation == kKilnActivationSilu ? dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f)
+               : s->activation == kKilnActivationTanh
+                   ? dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f)
+                   : dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_hardswish, 0.0f, 0.0f);
     }
     if (status == dnnl_success) status = dnnl_primitive_attr_set_post_ops(attr, post_ops);
     if (post_ops) dnnl_post_ops_destroy(post_ops);

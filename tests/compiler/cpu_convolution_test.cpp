@@ -289,5 +289,42 @@ TEST(CpuConvolution, ACatOfChannelsLastValuesStaysChannelsLast) {
   }
 }
 
+// A hardswish of a convolution's output runs as oneDNN's post-op too: its clip loses a NaN, but
+// the product with x brings it back, so the values are the interpreter's, NaN and infinities
+// included.
+TEST(CpuConvolution, HardswishRunsAsAOneDnnPostOpAndKeepsNaN) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[1, 8, 9, 9] = placeholder[target=x]\n"
+      "    %w : f32[16, 8, 1, 1] = placeholder[target=w]\n"
+      "    %w2 : f32[8, 16, 1, 1] = placeholder[target=w2]\n"
+      "    %c : f32[1, 16, 9, 9] = call_function[target=convolution](args = (%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %h : f32[1, 16, 9, 9] = call_function[target=hardswish](args = (%c,), kwargs = {})\n"
+      "    %o : f32[1, 8, 9, 9] = call_function[target=convolution](args = (%h, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (o,)\n",
+      "hardswish.kiln");
+  if (built_with_onednn()) {
+    std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+    EXPECT_NE(source.find("// the epilogue (hardswish) as oneDNN's post-op"), std::string::npos);
+  }
+  Tensor x = test_support::random_tensor({1, 8, 9, 9}, DType::f32, 17);
+  float* v = x.data<float>();
+  v[3] = std::numeric_limits<float>::quiet_NaN();
+  v[81 + 5] = 30.0f;   // past the clip: hardswish(x) = x
+  v[162 + 7] = -30.0f;  // below it: 0
+  std::map<std::string, Tensor> inputs = {{"x", x},
+                                          {"w", test_support::random_tensor({16, 8, 1, 1}, DType::f32, 18)},
+                                          {"w2", test_support::random_tensor({8, 16, 1, 1}, DType::f32, 19)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  ASSERT_TRUE(std::isnan(expected[0].flat_double(3)));
+  for (bool freeze : {false, true}) {
+    CompiledModel model = compile(graph, options(freeze));
+    for (int threads : {1, 2}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << threads << " threads, freeze " << freeze;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::compiler
