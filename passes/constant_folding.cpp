@@ -59,7 +59,7 @@ bool fold_constants(ir::Graph& graph, bool freeze) {
     std::vector<ir::Node*> inputs = node->input_nodes();
     bool all_constant = std::all_of(inputs.begin(), inputs.end(), [&](ir::Node* input) { return values.count(input) > 0; });
     if (!all_constant) continue;
-    int64_t limit = kMaxFoldedElements;
+    int64_t limit = inputs.empty() ? kMaxFoldedElements : kMaxFoldedDerivedElements;
     for (ir::Node* input : inputs) limit = std::max(limit, values.at(input).numel());
     if (node->value().static_shape() && numel_of(*node->value().static_shape()) > limit) continue;
     values[node] = evaluate_node(*node, values);
