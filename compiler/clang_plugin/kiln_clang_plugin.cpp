@@ -114,6 +114,9 @@ bool run_frontend(const std::vector<const char*>& args, const char* source_name,
     invocation->getPreprocessorOpts().DisablePCHOrModuleValidation = clang::DisableValidationForModuleKind::PCH;
   clang::CompilerInstance compiler;
   compiler.setInvocation(std::move(invocation));
+  // ExecuteAction prints "N warnings generated." to this stream, stderr by default: the warnings
+  // themselves are in `diagnostics`' stream, and Kiln's user sees neither unless the build fails.
+  compiler.setVerboseOutputStream(llvm::nulls());
   compiler.createDiagnostics(diagnostics->getClient(), /*ShouldOwnClient=*/false);
   if (!compiler.hasDiagnostics()) return false;
   return compiler.ExecuteAction(action) && compiler.getDiagnostics().getNumErrors() == 0;
