@@ -189,9 +189,10 @@ std::optional<std::pair<LoopOp, int64_t>> index_comparison(const ExprNode& node,
   if (node.op != LoopOp::lt && node.op != LoopOp::le && node.op != LoopOp::gt && node.op != LoopOp::ge) return std::nullopt;
   const Expr& a = node.args[0];
   const Expr& b = node.args[1];
-  // The value of var + k (k a constant: a pad's x - left): its k.
+  // The value of var + k (k a constant: a pad's x - left): its k. Only as i64 or i32, whose
+  // values are the index's own (a narrower dtype could wrap).
   auto var_offset = [&](const Expr& e) -> std::optional<int64_t> {
-    if (e->kind != ExprKind::IndexValue) return std::nullopt;
+    if (e->kind != ExprKind::IndexValue || (e->dtype != DType::i64 && e->dtype != DType::i32)) return std::nullopt;
     return (e->index - var).maybe_constant();
   };
   // An integer constant, or the value of a constant index (lowering writes a cat's bounds so).
