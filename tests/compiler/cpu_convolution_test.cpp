@@ -3,10 +3,12 @@
 // im2col path the same way): the cnn sample compiled with and without frozen parameters, run
 // several times and at two batch sizes (each convolution keeps primitives per geometry, and
 // with frozen parameters its weights reordered once), against the interpreter and PyTorch.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 #include "compiler/compile_driver.h"
@@ -324,6 +326,99 @@ TEST(CpuConvolution, HardswishRunsAsAOneDnnPostOpAndKeepsNaN) {
       EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << threads << " threads, freeze " << freeze;
     }
   }
+}
+
+// What oneDNN's verbose log says it ran while `run` runs: one "exec" line per primitive, each
+// naming the convolution's algorithm. Empty where libdnnl cannot be found. The module links
+// libdnnl.so.2, so this process's copy of it is the one the module calls.
+std::string onednn_log_of(const std::function<void()>& run) {
+  void* library = dlopen("libdnnl.so.2", RTLD_NOW);
+  auto set_verbose = library ? reinterpret_cast<int (*)(int)>(dlsym(library, "dnnl_set_verbose")) : nullptr;
+  if (!set_verbose) {
+    run();
+    return "";
+  }
+  set_verbose(1);
+  testing::internal::CaptureStdout();
+  run();
+  std::string log = testing::internal::GetCapturedStdout();
+  set_verbose(0);
+  return log;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++count;
+  return count;
+}
+
+// Three convolutions of one 64-channel value: 3x3 64 -> 64 at stride 1, the shape Winograd wins
+// on; 3x3 64 -> 16 (too few channels) and 3x3 64 -> 64 at stride 2 (no Winograd form). `side`
+// sets the spatial size, so that each test compiles its own module.
+ir::Graph three_by_three_convolutions(int64_t side) {
+  const std::string s = std::to_string(side), half = std::to_string((side + 1) / 2);
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w1", test_support::random_tensor({64, 64, 3, 3}, DType::f32, 21, -0.1, 0.1)},
+      {"b1", test_support::random_tensor({64}, DType::f32, 22)},
+      {"w2", test_support::random_tensor({16, 64, 3, 3}, DType::f32, 23, -0.1, 0.1)},
+      {"w3", test_support::random_tensor({64, 64, 3, 3}, DType::f32, 24, -0.1, 0.1)}};
+  return ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[2, 64, " + s + ", " + s + "] = placeholder[target=x]\n"
+      "    %w1 : f32[64, 64, 3, 3] = get_attr[target=w1]\n"
+      "    %b1 : f32[64] = get_attr[target=b1]\n"
+      "    %w2 : f32[16, 64, 3, 3] = get_attr[target=w2]\n"
+      "    %w3 : f32[64, 64, 3, 3] = get_attr[target=w3]\n"
+      "    %c1 : f32[2, 64, " + s + ", " + s + "] = call_function[target=convolution](args = (%x, %w1, %b1, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r : f32[2, 64, " + s + ", " + s + "] = call_function[target=relu](args = (%c1,), kwargs = {})\n"
+      "    %c2 : f32[2, 16, " + s + ", " + s + "] = call_function[target=convolution](args = (%r, %w2, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %c3 : f32[2, 64, " + half + ", " + half + "] = call_function[target=convolution](args = (%r, %w3, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (c1, c2, c3)\n",
+      "winograd.kiln", parameters);
+}
+
+// With frozen parameters a wide 3x3 stride-1 convolution runs as oneDNN's Winograd
+// (kiln_winograd_suits, codegen/cpp/kiln_dnnl.h), its source and destination reordered between
+// nhwc and oneDNN's blocked layout around it; the others stay direct, and without frozen weights
+// (reordered on every call, where Winograd's transform would cost more) all do. The values match
+// the interpreter's within the rounding Winograd's transforms add.
+TEST(CpuConvolution, FrozenWideThreeByThreeConvolutionsRunAsWinograd) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  ir::Graph graph = three_by_three_convolutions(24);
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({2, 64, 24, 24}, DType::f32, 25)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  std::vector<std::string> names = graph.output_names();
+  for (bool freeze : {true, false}) {
+    CompiledModel model = compile(graph, options(freeze));
+    for (int threads : {1, 2}) {
+      std::vector<Tensor> actual;
+      std::string log = onednn_log_of([&] { actual = model.run(inputs, threads); });
+      if (log.empty()) GTEST_SKIP() << "oneDNN's verbose log could not be read";
+      EXPECT_EQ(count_of(log, "alg:convolution_winograd"), freeze ? 1u : 0u) << log;
+      EXPECT_EQ(count_of(log, "alg:convolution_direct"), freeze ? 2u : 3u) << log;
+      if (freeze) EXPECT_NE(log.find("mb2_ic64oc64_ih24oh24kh3sh1"), std::string::npos) << log;
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "")
+            << names[i] << ", freeze " << freeze << ", " << threads << " threads";
+    }
+  }
+}
+
+// KILN_WINOGRAD=0 keeps every convolution direct.
+TEST(CpuConvolution, KilnWinogradZeroKeepsConvolutionsDirect) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  ir::Graph graph = three_by_three_convolutions(26);  // a module of its own: it reads the variable once
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({2, 64, 26, 26}, DType::f32, 26)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  CompiledModel model = compile(graph, options(true));
+  setenv("KILN_WINOGRAD", "0", 1);
+  std::vector<Tensor> actual;
+  std::string log = onednn_log_of([&] { actual = model.run(inputs, 2); });
+  unsetenv("KILN_WINOGRAD");
+  if (log.empty()) GTEST_SKIP() << "oneDNN's verbose log could not be read";
+  EXPECT_EQ(count_of(log, "alg:convolution_winograd"), 0u) << log;
+  EXPECT_EQ(count_of(log, "alg:convolution_direct"), 3u) << log;
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "") << i;
 }
 
 }  // namespace
