@@ -19,9 +19,11 @@
 // source and destination are reordered between nhwc and the blocked layout it wants (nChw16c)
 // around each call. Measured at 2 threads (bench/README.md): ResNet's 3x3 layers 1.3-1.8x faster
 // with the reorders. Its results differ from the direct convolution's by rounding (about 1e-6 of
-// the output's magnitude). KILN_WINOGRAD=0 in the environment keeps every convolution direct;
-// where oneDNN has no Winograd kernel for a shape (no AVX-512, a post-op it cannot apply) the
-// convolution is direct.
+// the output's magnitude), and a NaN or infinity in its input reaches every output of its tile
+// (as NaN), a few positions further than the direct convolution's window. KILN_WINOGRAD=0 in the environment keeps every convolution direct;
+// where oneDNN has no Winograd kernel for a shape (no AVX-512) the convolution is direct. Its
+// Winograd kernels take no activation post-op: there the activation runs as oneDNN's eltwise
+// primitive on the convolution's output, in place.
 //
 // kiln_matmul runs one GEMM whose right operand is a frozen parameter (ExternKind::Gemm with
 // CppEmitOptions::library_matmul): C [M, N] = A [M, K] @ B [K, N], A and B in the layouts
@@ -70,6 +72,7 @@ typedef struct KilnConvolutionEntry {
   // Where the convolution wants another source or destination layout than nhwc (Winograd):
   // reorders between the caller's nhwc memory and owned blocked buffers.
   dnnl_primitive_t src_reorder, dst_reorder;
+  dnnl_primitive_t activation;  // the activation as its own primitive, where it cannot be a post-op
   dnnl_memory_t blocked_src, blocked_dst;
   void* blocked_src_data;
   void* blocked_dst_data;
@@ -111,6 +114,7 @@ static void kiln_release_entry(KilnConvolutionEntry* e) {
   if (e->reorder) dnnl_primitive_destroy(e->reorder);
   if (e->src_reorder) dnnl_primitive_destroy(e->src_reorder);
   if (e->dst_reorder) dnnl_primitive_destroy(e->dst_reorder);
+  if (e->activation) dnnl_primitive_destroy(e->activation);
   if (e->stream) dnnl_stream_destroy(e->stream);
   dnnl_memory_t* memories[] = {&e->src,   &e->weights,    &e->packed,     &e->bias,
                                &e->dst,   &e->scratchpad, &e->blocked_src, &e->blocked_dst};
@@ -125,9 +129,10 @@ static void kiln_release_entry(KilnConvolutionEntry* e) {
 }
 
 // Whether a convolution runs faster as oneDNN's Winograd than direct, by measurement at 2 threads
-// on AVX-512 (bench/README.md): 3x3, stride 1, no dilation or groups; C*O >= 24*(C+O), the point
-// past which the Winograd's fewer multiplies outweigh the reorders of source and destination
-// (64 -> 64 channels wins by 1.4x at 56x56, 32 -> 32 loses by 1.3x at 112x112); at least 2^24
+// on AVX-512 (bench/README.md): 3x3, stride 1, no dilation or groups; at least 48 input and 48
+// output channels, past which the Winograd's fewer multiplies outweigh the reorders of source and
+// destination and its kernel fills its blocks of channels (64 -> 64 wins by 1.4x at 56x56,
+// 48 -> 192 by 1.6x; 32 -> 32 loses by 1.3x at 112x112, DenseNet's 128 -> 32 by 1.1x); at least 2^24
 // multiply-adds, below which its fixed costs lose (512 -> 512 at 2x2 by 1.7x); and at least 128
 // output points per weight (batch x OH x OW): its transformed weights are 16/9 the size of the
 // direct ones and, streamed from memory in a model, they bound a convolution with few points
@@ -136,7 +141,7 @@ static int kiln_winograd_suits(const KilnConvolutionShape* s) {
   if (s->groups != 1 || s->kernel_h != 3 || s->kernel_w != 3 || s->stride_h != 1 || s->stride_w != 1 ||
       s->dilation_h != 1 || s->dilation_w != 1)
     return 0;
-  if (s->channels * s->out_channels < 24 * (s->channels + s->out_channels)) return 0;
+  if (s->channels < 48 || s->out_channels < 48) return 0;
   const int64_t points = s->batch * s->out_h * s->out_w;
   return points >= 128 && points * s->channels * s->out_channels * 9 >= (int64_t(1) << 24);
 }
@@ -167,6 +172,51 @@ static int kiln_dnnl_failure(const char* name, const char* what, dnnl_status_t s
     dnnl_status_t kiln_status = (call);                                                    \
     if (kiln_status != dnnl_success) return kiln_dnnl_failure(name, what, kiln_status, error, capacity); \
   } while (0)
+
+// oneDNN's form of a KilnConvolutionActivation.
+typedef struct KilnEltwise {
+  dnnl_alg_kind_t algorithm;
+  float alpha, beta;
+} KilnEltwise;
+
+static KilnEltwise kiln_activation_eltwise(int64_t activation) {
+  if (activation == kKilnActivationSilu) return {dnnl_eltwise_swish, 1.0f, 0.0f};
+  if (activation == kKilnActivationTanh) return {dnnl_eltwise_tanh, 0.0f, 0.0f};
+  return {dnnl_eltwise_hardswish, 0.0f, 0.0f};
+}
+
+// A convolution's attributes: the scratchpad is the caller's; `post_op`, where given, applied to
+// the output as oneDNN writes it.
+static dnnl_status_t kiln_convolution_attr(dnnl_primitive_attr_t* attr, const KilnEltwise* post_op) {
+  dnnl_status_t status = dnnl_primitive_attr_create(attr);
+  if (status == dnnl_success) status = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+  if (status == dnnl_success && post_op) {
+    dnnl_post_ops_t post_ops = nullptr;
+    status = dnnl_post_ops_create(&post_ops);
+    if (status == dnnl_success) status = dnnl_post_ops_append_eltwise(post_ops, 1.0f, post_op->algorithm, post_op->alpha, post_op->beta);
+    if (status == dnnl_success) status = dnnl_primitive_attr_set_post_ops(*attr, post_ops);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+  }
+  if (status != dnnl_success && *attr) {
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = nullptr;
+  }
+  return status;
+}
+
+// An eltwise primitive applying `eltwise` to memory described by `md` (run in place).
+static dnnl_status_t kiln_make_eltwise(dnnl_primitive_t* primitive, const dnnl_memory_desc_t* md,
+                                       const KilnEltwise* eltwise, dnnl_engine_t engine) {
+  if (!md) return dnnl_runtime_error;
+  dnnl_eltwise_desc_t desc;
+  dnnl_status_t status =
+      dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, eltwise->algorithm, md, eltwise->alpha, eltwise->beta);
+  dnnl_primitive_desc_t pd = nullptr;
+  if (status == dnnl_success) status = dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr);
+  if (status == dnnl_success) status = dnnl_primitive_create(primitive, pd);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return status;
+}
 
 // Where the convolution `pd` wants a source or destination layout other than nhwc: the owned
 // blocked buffers and the reorders from the caller's nhwc source and to its nhwc destination.
@@ -243,40 +293,35 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
                  dnnl_dilated_convolution_forward_desc_init(&winograd_desc, dnnl_forward_inference, dnnl_convolution_winograd,
                                                             &src_any_md, &weights_any_md, s->has_bias ? &bias_md : nullptr,
                                                             &dst_any_md, strides, dilates, padding, padding_r) == dnnl_success;
-  dnnl_primitive_attr_t attr;
-  KILN_DNNL_TRY(dnnl_primitive_attr_create(&attr), "attribute creation");
-  dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  dnnl_status_t status = dnnl_success;
-  if (s->activation != kKilnActivationNone) {
-    dnnl_post_ops_t post_ops = nullptr;
-    status = dnnl_post_ops_create(&post_ops);
-    if (status == dnnl_success) {
-      status = s->activation == kKilnActivationSilu ? dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f)
-               : s->activation == kKilnActivationTanh
-                   ? dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f)
-                   : dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_hardswish, 0.0f, 0.0f);
-    }
-    if (status == dnnl_success) status = dnnl_primitive_attr_set_post_ops(attr, post_ops);
-    if (post_ops) dnnl_post_ops_destroy(post_ops);
-    if (status != dnnl_success) {
-      dnnl_primitive_attr_destroy(attr);
-      return kiln_dnnl_failure(name, "activation post-op", status, error, capacity);
-    }
+  // The direct convolution applies the activation as a post-op; oneDNN's Winograd kernels take
+  // none of these, so there the activation is an eltwise primitive run on the convolution's
+  // output in place, before the output is reordered to nhwc.
+  const KilnEltwise activation = kiln_activation_eltwise(s->activation);
+  dnnl_primitive_attr_t attr = nullptr, winograd_attr = nullptr;
+  dnnl_status_t status = kiln_convolution_attr(&attr, s->activation != kKilnActivationNone ? &activation : nullptr);
+  if (status == dnnl_success && winograd) status = kiln_convolution_attr(&winograd_attr, nullptr);
+  if (status != dnnl_success) {
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return kiln_dnnl_failure(name, "activation post-op", status, error, capacity);
   }
   dnnl_primitive_desc_t pd = nullptr;
-  // oneDNN has no Winograd kernel for every shape, post-op and CPU: then the direct one.
-  if (winograd && dnnl_primitive_desc_create(&pd, &winograd_desc, attr, engine, nullptr) != dnnl_success) {
+  // oneDNN has no Winograd kernel for every shape and CPU: then the direct one.
+  if (winograd && dnnl_primitive_desc_create(&pd, &winograd_desc, winograd_attr, engine, nullptr) != dnnl_success) {
     pd = nullptr;
     winograd = 0;
   }
   if (!pd) status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
   dnnl_primitive_attr_destroy(attr);
+  if (winograd_attr) dnnl_primitive_attr_destroy(winograd_attr);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution choice", status, error, capacity);
   if (winograd) {
     status = kiln_make_layout_reorders(e, pd, &src_md, &dst_md, engine);
+    if (status == dnnl_success && s->activation != kKilnActivationNone)
+      status = kiln_make_eltwise(&e->activation, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &activation,
+                                 engine);
     if (status != dnnl_success) {
       dnnl_primitive_desc_destroy(pd);
-      return kiln_dnnl_failure(name, "Winograd layout setup", status, error, capacity);
+      return kiln_dnnl_failure(name, "Winograd setup", status, error, capacity);
     }
   }
   const dnnl_memory_desc_t* packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -365,6 +410,11 @@ static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const
     if (bias) args[count++] = {DNNL_ARG_BIAS, e->bias};
     if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
     status = dnnl_primitive_execute(e->convolution, stream, count, args);
+  }
+  if (status == dnnl_success && e->activation) {
+    dnnl_memory_t out = e->dst_reorder ? e->blocked_dst : e->dst;
+    dnnl_exec_arg_t eltwise_args[] = {{DNNL_ARG_SRC, out}, {DNNL_ARG_DST, out}};
+    status = dnnl_primitive_execute(e->activation, stream, 2, eltwise_args);
   }
   if (status == dnnl_success && e->dst_reorder) {
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->blocked_dst}, {DNNL_ARG_TO, e->dst}};
