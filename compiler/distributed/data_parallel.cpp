@@ -30,7 +30,38 @@ void DataParallel::start(const std::vector<RankDescription>& descriptions, const
   check_ranks_agree(*group_, descriptions, "compile_training (data_parallel)");
   for (const training::ParameterArena::Group& dtype_group : arena_->groups())
     group_->broadcast(dtype_group.parameters, 0);
+  buffers_ = buffers;
   for (const Tensor& buffer : buffers) group_->broadcast(buffer, 0);
+}
+
+void DataParallel::broadcast_buffers() {
+  if (group_->world_size() == 1 || buffers_.empty()) return;
+  // One packed broadcast per dtype, the dtypes in a fixed order so that every rank makes the
+  // same collectives.
+  std::map<DType, std::vector<const Tensor*>> by_dtype;
+  for (const Tensor& buffer : buffers_) by_dtype[buffer.dtype()].push_back(&buffer);
+  for (const auto& [dtype, members] : by_dtype) {
+    if (members.size() == 1) {
+      group_->broadcast(*members[0], 0);
+      continue;
+    }
+    int64_t total = 0;
+    for (const Tensor* buffer : members) total += buffer->numel();
+    const Tensor packed = Tensor::empty({total}, dtype);
+    int64_t offset = 0;
+    const bool root = group_->rank() == 0;
+    for (const Tensor* buffer : members) {
+      if (root) packed.slice(0, offset, offset + buffer->numel()).view(buffer->sizes()).copy_from(*buffer);
+      offset += buffer->numel();
+    }
+    group_->broadcast(packed, 0);
+    if (root) continue;
+    offset = 0;
+    for (const Tensor* buffer : members) {
+      buffer->copy_from(packed.slice(0, offset, offset + buffer->numel()).view(buffer->sizes()));
+      offset += buffer->numel();
+    }
+  }
 }
 
 void DataParallel::average_gradients() {

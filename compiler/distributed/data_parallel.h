@@ -21,9 +21,13 @@
 // DDP's no_sync() gives. Afterwards the gradient views hold the averaged gradients, as PyTorch's
 // .grad does after DDP's backward.
 //
-// Not done yet: buffers (BatchNorm's running statistics) are taken from rank 0 at set-up only,
-// not before every forward as DDP's broadcast_buffers does; CUDA tensors need a NCCL process
-// group.
+// Buffers (BatchNorm's running statistics), which each rank's forward updates from its own share
+// of the batch, are rank 0's again before every training forward (TrainingOptions::
+// broadcast_buffers, as DDP's broadcast_buffers): one broadcast per dtype of all of them packed
+// together, as DDP coalesces its buffers. evaluate() is not a collective and broadcasts nothing:
+// it reads this rank's buffers, rank 0's of the last step updated by this rank's last batch.
+//
+// Not done yet: CUDA tensors need a NCCL process group, which has never run on a GPU here.
 #pragma once
 
 #include <memory>
@@ -47,6 +51,8 @@ class DataParallel {
 
   // The set-up collective: the agreement check, then rank 0's parameters and `buffers` everywhere.
   void start(const std::vector<RankDescription>& descriptions, const std::vector<Tensor>& buffers);
+  // Rank 0's values of the buffers given to start() on every rank (a collective; nothing on one rank).
+  void broadcast_buffers();
   // The gradient arena's average across the ranks (a collective).
   void average_gradients();
   // Bucket `index`'s part of it (a collective: every rank averages the buckets in one order).
@@ -59,6 +65,7 @@ class DataParallel {
   std::shared_ptr<distributed::ProcessGroup> group_;
   training::ParameterArena* arena_;
   std::vector<GradientBucket> buckets_;
+  std::vector<Tensor> buffers_;  // the module's buffers (views of its own storage)
 };
 
 // The parameters `wrt` (the backward's outputs, in order) sorted by where the backward computes

@@ -315,6 +315,7 @@ CompiledTraining::StepProgram& CompiledTraining::program_for(const Batch& batch)
 // Runs the forward of `batch`: returns the loss, and the values the backward reads in `saved`.
 float CompiledTraining::run_forward(StepProgram& program, const Batch& batch, std::map<std::string, Tensor>& saved) {
   const passes::Partition& partition = program.partition;
+  if (data_parallel_ && options_.broadcast_buffers) data_parallel_->broadcast_buffers();
   std::map<std::string, Tensor> forward_inputs;
   std::vector<std::string> input_names = placeholder_names("input", batch.inputs.size());
   std::vector<std::string> target_names = placeholder_names("target", batch.targets.size());

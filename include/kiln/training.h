@@ -80,6 +80,11 @@ struct TrainingOptions {
   // and never force it. Either way the numbers are the same.
   enum class Overlap { automatic, always, never };
   Overlap overlap_communication = Overlap::automatic;
+  // Whether every training forward (step, accumulate) starts from rank 0's buffers (BatchNorm's
+  // running statistics), broadcast before it, as DDP's broadcast_buffers (its default too);
+  // otherwise each rank keeps its own, updated from its own share of each batch. evaluate() is
+  // not a collective: it reads this rank's buffers.
+  bool broadcast_buffers = true;
 };
 
 class CompiledTraining;  // compiler/training/compiled_training.h

@@ -9,6 +9,7 @@
 //    is split differently, and the runs part from there; the worker says more and prints both),
 //    the ranks' mean loss within 1e-5 relative, the ranks bit-identical, one all-reduce per bucket;
 //  - gradient accumulation (two micro-batches per rank, communication only in apply());
+//  - buffers (batch norm's running statistics) broadcast from rank 0 before every forward, or not;
 //  - buckets out of the arena's order (packed) with a tiny bucket size;
 //  - failures: a rank that raises, a rank that stops taking part, ranks that build different
 //    trainings: errors on the ranks, never a hang.
@@ -104,6 +105,13 @@ TEST(DataParallel, GradientAccumulationCommunicatesOnlyInApply) {
 TEST(DataParallel, BucketsOutOfTheArenasOrderArePackedAndAveraged) {
   KILN_SKIP_WITHOUT_MPI();
   expect_both_ranks_ok(run_worker_job(2, "buckets"), "buckets ok");
+}
+
+// TrainingOptions::broadcast_buffers: rank 0's running statistics before every training forward.
+TEST(DataParallel, BuffersAreRankZerosBeforeEveryForward) {
+  KILN_SKIP_WITHOUT_MPI();
+  expect_both_ranks_ok(run_worker_job(2, "buffers on"), "buffers on ok");
+  expect_both_ranks_ok(run_worker_job(2, "buffers off"), "buffers off ok");
 }
 
 TEST(DataParallel, ARankThatRaisesIsAnErrorOnTheOthers) {

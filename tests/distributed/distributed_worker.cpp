@@ -12,6 +12,9 @@
 //                                one process's step on the whole batch; accumulate() communicates nothing
 //   buckets                      a model whose parameters are declared out of use order, with tiny
 //                                buckets (some packed): equals one process
+//   buffers on|off               a batch-norm CNN: with (on) or without (off) broadcast_buffers,
+//                                ranks that trained on their own batches hold equal buffers after a
+//                                step on a shared batch exactly when the buffers were broadcast
 //   raise                        rank 1 fails in its 4th step (a malformed batch); the others must
 //                                report it (the test checks the output)
 //   hang SECONDS                 rank 1 never joins an all-reduce; the others must time out after SECONDS
@@ -493,6 +496,69 @@ void hang(const std::shared_ptr<ProcessGroup>& group, double seconds) {
   std::printf("rank %d: hang ok (no rank hung)\n", group->rank());
 }
 
+// A CNN with batch norm: each rank's training forward updates its running statistics from the
+// rank's own batch.
+class BatchNormCnn : public nn::Module {
+ public:
+  BatchNormCnn() : Module("BatchNormCnn") {
+    conv_ = register_module("conv", std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1));
+    norm_ = register_module("norm", std::make_shared<nn::BatchNorm2d>(4));
+    fc_ = register_module("fc", std::make_shared<nn::Linear>(4 * 8 * 8, 4));
+  }
+  Var forward(const Var& x) override { return (*fc_)(F::relu((*norm_)((*conv_)(x))).flatten(1)); }
+
+ private:
+  std::shared_ptr<nn::Conv2d> conv_;
+  std::shared_ptr<nn::BatchNorm2d> norm_;
+  std::shared_ptr<nn::Linear> fc_;
+};
+
+// Whether every rank holds bit-identical buffers (a collective).
+bool buffers_identical(ProcessGroup& group, const nn::Module& module) {
+  Checksum64 checksum;
+  for (const auto& [name, value] : module.named_buffers()) {
+    const Tensor contiguous = value.contiguous();
+    checksum.update(contiguous.data_ptr(), contiguous.nbytes());
+  }
+  Tensor mine = Tensor::zeros({}, DType::u64);
+  mine.data<uint64_t>()[0] = checksum.digest();
+  const Tensor all = group.all_gather(mine);
+  for (int rank = 1; rank < group.world_size(); ++rank)
+    if (all.data<uint64_t>()[rank] != all.data<uint64_t>()[0]) return false;
+  return true;
+}
+
+// Three steps on batches of each rank's own, then one on a batch every rank shares. With
+// broadcast_buffers every forward starts from rank 0's running statistics, so after the shared
+// batch every rank holds the same ones; without, each rank's own history stays in them.
+void buffers(const std::shared_ptr<ProcessGroup>& group, bool broadcast) {
+  manual_seed(7);  // the same data and initial weights on every rank
+  const Tensor x = random::normal({8, 6, 1, 8, 8}, 0, 1);
+  std::vector<double> labels;
+  for (int64_t i = 0; i < 8 * 6; ++i) labels.push_back(double((i * 5) % 4));
+  const Tensor y = Tensor::from_doubles({8, 6}, labels, DType::i64);
+  auto batch = [&](int64_t index) { return Batch{{x.select(0, index).contiguous()}, {y.select(0, index).contiguous()}}; };
+  BatchNormCnn model;
+  TrainingOptions options = test_options();
+  options.data_parallel = group;
+  options.broadcast_buffers = broadcast;
+  const int rank = group->rank();
+  CompiledTraining ddp = compile_training(model, cross_entropy_loss, SgdOptions{.lr = 0.05}, batch(rank), options);
+  expect(buffers_identical(*group, model), "the buffers are rank 0's after the set-up");
+  for (int64_t step = 0; step < 3; ++step) {
+    ddp.step(batch(2 * step + rank));
+    expect(!buffers_identical(*group, model), "step " + std::to_string(step) +
+                                                  ": the ranks' own batches leave different running statistics");
+  }
+  ddp.step(batch(7));
+  const bool identical = buffers_identical(*group, model);
+  expect(identical == broadcast, broadcast ? "with broadcast_buffers, a shared batch leaves the ranks' buffers equal"
+                                           : "without broadcast_buffers, each rank keeps its own running statistics");
+  check_ranks_identical(*group, ddp);
+  std::printf("rank %d: buffers %s ok: after a shared batch the ranks' buffers are %s\n", rank,
+              broadcast ? "on" : "off", identical ? "identical" : "different");
+}
+
 // An MLP with a choice of hidden width and activation, for the mismatch scenarios.
 class ConfigurableMlp : public nn::Module {
  public:
@@ -548,6 +614,8 @@ int run(int argc, char** argv) {
     accumulate(group);
   } else if (scenario == "buckets") {
     buckets(group);
+  } else if (scenario == "buffers" && args.size() == 1 && (args[0] == "on" || args[0] == "off")) {
+    buffers(group, args[0] == "on");
   } else if (scenario == "raise") {
     raise(group);
   } else if (scenario == "hang" && args.size() == 1) {
