@@ -9,7 +9,9 @@
 // other constant nodes are removed. Not folded: ops that mutate, tuple-valued nodes, and
 // creation ops (no tensor input) larger than kMaxFoldedElements, so that a cheap
 // `full([4096, 4096], 0)` is not turned into 64 MiB of weights, values computed from constants
-// larger than max(kMaxFoldedDerivedElements, the largest constant input), and copy-back outputs
+// larger than max(kMaxFoldedDerivedElements, the largest constant input), views (t, permute,
+// expand, ...) of constants larger than kMaxFoldedDerivedElements, which the code generator reads
+// in place while a folded copy would double the constant's memory, and copy-back outputs
 // (mutation outputs of the graph signature), which keep their node. Needs a functional graph; on a
 // graph that still mutates it changes nothing.
 #pragma once

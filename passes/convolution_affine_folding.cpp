@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "passes/graph_queries.h"
@@ -76,6 +77,32 @@ void drop_unused_folded(ir::Graph& graph, Node* get_attr) {
   graph.remove_parameter(target);
 }
 
+// `weight` (f32 or f64, [channels, ...]) with output channel c's elements multiplied (or divided)
+// by scale[c]: each computed in double and rounded once to the weight's dtype. A typed loop over
+// the elements: ResNet-50's 25M weights, each scaled twice by its batch norm's folds, took 1.4 s
+// through flat_double, on every `kiln run --freeze` (the cache key is the folded graph's).
+Tensor scaled_weight(const Tensor& weight, const std::vector<double>& scale, bool multiply) {
+  const Tensor w = weight.contiguous();
+  Tensor result = Tensor::empty(w.sizes(), w.dtype());
+  const int64_t channels = int64_t(scale.size());
+  const int64_t per_channel = channels == 0 ? 0 : w.numel() / channels;
+  auto scale_all = [&](const auto* in, auto* out) {
+    using T = std::remove_cvref_t<decltype(*out)>;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double s = scale[size_t(c)];
+      const int64_t begin = c * per_channel, end = begin + per_channel;
+      if (multiply) {
+        for (int64_t i = begin; i < end; ++i) out[i] = T(double(in[i]) * s);
+      } else {
+        for (int64_t i = begin; i < end; ++i) out[i] = T(double(in[i]) / s);
+      }
+    }
+  };
+  if (w.dtype() == DType::f32) scale_all(w.data<float>(), result.data<float>());
+  else scale_all(w.data<double>(), result.data<double>());
+  return result;
+}
+
 // Folds `node` (mul, div, add or sub of a foldable convolution and a per-channel constant);
 // returns whether it did.
 bool fold(ir::Graph& graph, Node* node) {
@@ -107,13 +134,7 @@ bool fold(ir::Graph& graph, Node* node) {
     double s = (*k)[size_t(channel)];
     return op == "mul" ? value * s : value / s;
   };
-  const Tensor w = weight.contiguous();
-  std::vector<double> new_weight;
-  if (scales) {
-    const int64_t per_channel_elements = channels == 0 ? 0 : w.numel() / channels;
-    new_weight.resize(size_t(w.numel()));
-    for (int64_t i = 0; i < w.numel(); ++i) new_weight[size_t(i)] = scaled(w.flat_double(i), i / per_channel_elements);
-  }
+  const Tensor new_weight = scales ? scaled_weight(weight, *k, op == "mul") : Tensor();
   const Argument& bias = conv->args()[2];
   std::optional<std::vector<double>> new_bias;
   if (!bias.is_none() || !scales) {
@@ -133,7 +154,7 @@ bool fold(ir::Graph& graph, Node* node) {
   {
     auto guard = graph.inserting_before(node);
     const std::string prefix = "_folded_" + node->name();
-    if (scales) args[1] = Argument(frozen_constant(graph, prefix + "_weight", Tensor::from_doubles(weight.sizes(), new_weight, out.dtype)));
+    if (scales) args[1] = Argument(frozen_constant(graph, prefix + "_weight", new_weight));
     if (new_bias) args[2] = Argument(frozen_constant(graph, prefix + "_bias", Tensor::from_doubles({channels}, *new_bias, out.dtype)));
     Node* folded = graph.create_call("convolution", std::move(args), {}, graph.unique_name(node->name() + "_convolution"));
     folded->source = conv->source;

@@ -458,11 +458,64 @@ Tensor Tensor::to(DType dtype) const {
   return result;
 }
 
+namespace {
+
+// dst = src, both of one dtype, any strides: the bytes of each element, a typed loop along the
+// innermost dim for each index of the outer ones (a transposed weight folded as a constant was
+// copied through doubles one index at a time: 20 ms for ResNet-50's classifier).
+template <typename Bits>
+void copy_rows(const Tensor& dst, const Tensor& src) {
+  const Sizes& sizes = dst.sizes();
+  const int64_t rank = int64_t(sizes.size());
+  Bits* out = static_cast<Bits*>(dst.data_ptr());
+  const Bits* in = static_cast<const Bits*>(src.data_ptr());
+  if (rank == 0) {
+    *out = *in;
+    return;
+  }
+  const int64_t n = sizes[size_t(rank - 1)];
+  const int64_t out_step = dst.strides()[size_t(rank - 1)], in_step = src.strides()[size_t(rank - 1)];
+  Sizes outer(size_t(rank - 1), 0);
+  while (true) {
+    int64_t out_at = 0, in_at = 0;
+    for (int64_t d = 0; d + 1 < rank; ++d) {
+      out_at += outer[size_t(d)] * dst.strides()[size_t(d)];
+      in_at += outer[size_t(d)] * src.strides()[size_t(d)];
+    }
+    for (int64_t i = 0; i < n; ++i) out[out_at + i * out_step] = in[in_at + i * in_step];
+    int64_t d = rank - 2;
+    while (d >= 0 && ++outer[size_t(d)] == sizes[size_t(d)]) outer[size_t(d--)] = 0;
+    if (d < 0) return;
+  }
+}
+
+void copy_same_dtype_strided(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  switch (dst.element_size()) {
+    case 1: return copy_rows<uint8_t>(dst, src);
+    case 2: return copy_rows<uint16_t>(dst, src);
+    case 4: return copy_rows<uint32_t>(dst, src);
+    case 8: return copy_rows<uint64_t>(dst, src);
+    default:
+      for_each_index(dst.sizes(), [&](std::span<const int64_t> index) {
+        std::memcpy(static_cast<char*>(dst.data_ptr()) + element_offset(dst, index) * int64_t(dst.element_size()),
+                    static_cast<const char*>(src.data_ptr()) + element_offset(src, index) * int64_t(src.element_size()),
+                    dst.element_size());
+      });
+  }
+}
+
+}  // namespace
+
 void Tensor::copy_from(const Tensor& src) const {
   if (src.sizes() != sizes_)
     fail("copy: source shape ", sizes_to_string(src.sizes()), " differs from destination shape ", sizes_to_string(sizes_));
   if (src.dtype() == dtype_ && src.is_contiguous() && is_contiguous()) {
     std::memmove(data_ptr(), src.data_ptr(), nbytes());
+    return;
+  }
+  if (src.dtype() == dtype_) {
+    copy_same_dtype_strided(*this, src);
     return;
   }
   bool integer_path = !is_floating(src.dtype()) && !is_floating(dtype_);

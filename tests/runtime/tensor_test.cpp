@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "runtime/allocator.h"
@@ -216,6 +217,55 @@ TEST(Tensor, CopiesAndConversions) {
   copy.copy_from(big);
   EXPECT_EQ(copy.flat_int(0), (int64_t(1) << 60) + 1);
   EXPECT_THROW(copy.copy_from(t), Error);
+}
+
+// copy_from between tensors of one dtype with any strides copies each element's bits (a
+// permuted source, a sliced destination, a step, a 0-d tensor, an expanded source), for every
+// element size; NaN payloads and -0 stay as they are, as no conversion touches them.
+TEST(Tensor, SameDtypeCopiesOfStridedViewsKeepEveryElementsBits) {
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::i8, DType::i64, DType::boolean}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor base = Tensor::empty({3, 4, 5}, dtype);
+    for (int64_t i = 0; i < base.numel(); ++i) {
+      std::vector<int64_t> index = {i / 20, (i / 5) % 4, i % 5};
+      if (dtype == DType::boolean) base.set_int(index, i % 3 == 0);
+      else if (is_floating(dtype)) base.set_double(index, double(i) * 0.5 - 7);
+      else base.set_int(index, i - 30);
+    }
+    const Tensor permuted = base.permute({2, 0, 1});
+    Tensor copy = Tensor::empty(permuted.sizes(), dtype);
+    copy.copy_from(permuted);
+    ASSERT_TRUE(copy.is_contiguous());
+    for_each_index(permuted.sizes(), [&](std::span<const int64_t> index) {
+      EXPECT_EQ(copy.item_double(index), permuted.item_double(index));
+    });
+    // Into a strided destination: every other column of a wider tensor.
+    Tensor wide = Tensor::zeros({5, 3, 8}, dtype);
+    const Tensor columns = wide.slice(2, 0, 8, 2);
+    columns.copy_from(permuted);
+    for_each_index(permuted.sizes(), [&](std::span<const int64_t> index) {
+      EXPECT_EQ(wide.item_double(std::vector<int64_t>{index[0], index[1], 2 * index[2]}), permuted.item_double(index));
+      EXPECT_EQ(wide.item_double(std::vector<int64_t>{index[0], index[1], 2 * index[2] + 1}), 0.0);
+    });
+    Tensor scalar = Tensor::empty({}, dtype);
+    scalar.copy_from(base.select(0, 2).select(0, 3).select(0, 4));
+    EXPECT_EQ(scalar.item_double(std::vector<int64_t>{}), base.item_double(std::vector<int64_t>{2, 3, 4}));
+  }
+  // Bits, not values: a NaN with a payload and -0.
+  Tensor bits = Tensor::empty({2, 2}, DType::f32);
+  const uint32_t payload = 0x7fc12345u, negative_zero = 0x80000000u;
+  std::memcpy(bits.data<float>(), &payload, 4);
+  std::memcpy(bits.data<float>() + 3, &negative_zero, 4);
+  bits.data<float>()[1] = 1.0f;
+  bits.data<float>()[2] = 2.0f;
+  Tensor transposed = Tensor::empty({2, 2}, DType::f32);
+  transposed.copy_from(bits.transpose(0, 1));
+  uint32_t first = 0, last = 0;
+  std::memcpy(&first, transposed.data<float>(), 4);
+  std::memcpy(&last, transposed.data<float>() + 3, 4);
+  EXPECT_EQ(first, payload);
+  EXPECT_EQ(last, negative_zero);
+  EXPECT_EQ(transposed.data<float>()[1], 2.0f);
 }
 
 TEST(Tensor, Int16Conversions) {
