@@ -305,6 +305,22 @@ std::vector<int> LoopProgram::readers(int buffer_id) const {
   return result;
 }
 
+std::vector<std::vector<int>> LoopProgram::readers_by_buffer() const {
+  std::vector<std::vector<int>> result(buffers.size());
+  for (const LoopNode& node : nodes) {
+    std::vector<int> read;
+    if (node.kind == NodeKind::Extern) {
+      for (const StridedView& view : node.extern_call.inputs) read.push_back(view.buffer);
+    } else {
+      read = loaded_buffers(node.body);
+    }
+    std::sort(read.begin(), read.end());
+    read.erase(std::unique(read.begin(), read.end()), read.end());
+    for (int buffer : read) result.at(size_t(buffer)).push_back(node.id);
+  }
+  return result;
+}
+
 int LoopProgram::writer(int buffer_id) const {
   for (const LoopNode& node : nodes) {
     if (std::find(node.outputs.begin(), node.outputs.end(), buffer_id) != node.outputs.end()) return node.id;

@@ -246,8 +246,11 @@ struct LoopProgram {
   int add_buffer(Buffer buffer);  // sets id, returns it
   int add_node(LoopNode node);    // sets id, returns it
   const Buffer& buffer(int id) const { return buffers.at(size_t(id)); }
-  // Nodes that read buffer `id` (in a load or as an extern input), in order.
+  // Nodes that read buffer `id` (in a load or as an extern input), in order. One walk over every
+  // node's body: a caller asking for each buffer in turn wants readers_by_buffer.
   std::vector<int> readers(int buffer_id) const;
+  // readers(b) for every buffer b (indexed by buffer id), from one walk over the program.
+  std::vector<std::vector<int>> readers_by_buffer() const;
   // The node that writes buffer `id`, or -1 (inputs and parameters).
   int writer(int buffer_id) const;
 };

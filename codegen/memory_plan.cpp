@@ -20,12 +20,13 @@ void plan_memory(SchedulingState& state) {
   };
   std::vector<Lifetime> lifetimes;
   std::set<int> registers(state.result.register_buffers.begin(), state.result.register_buffers.end());
+  const std::vector<std::vector<int>> readers = p.readers_by_buffer();
   for (const Buffer& b : p.buffers) {
     if (b.kind != BufferKind::Intermediate || registers.count(b.id)) continue;
     auto made = state.produced.find(b.id);
     if (made == state.produced.end()) continue;  // inlined away
     int last = made->second.kernel;
-    for (int reader : p.readers(b.id)) {
+    for (int reader : readers[size_t(b.id)]) {
       if (!state.alive[size_t(reader)]) continue;
       for (const Kernel& kernel : state.result.kernels) {
         if (std::find(kernel.nodes.begin(), kernel.nodes.end(), reader) != kernel.nodes.end()) {

@@ -9,6 +9,7 @@ namespace kiln::codegen::scheduling {
 
 void find_register_buffers(SchedulingState& state) {
   const LoopProgram& p = state.program();
+  const std::vector<std::vector<int>> readers = p.readers_by_buffer();
   for (const Kernel& kernel : state.result.kernels) {
     if (kernel.kind == KernelKind::Extern) continue;
     for (const KernelStep& step : kernel.steps) {
@@ -16,7 +17,7 @@ void find_register_buffers(SchedulingState& state) {
       for (int b : step.outputs) {
         if (p.buffer(b).kind != BufferKind::Intermediate) continue;
         bool only_here = true;
-        for (int reader : p.readers(b)) {
+        for (int reader : readers[size_t(b)]) {
           if (!state.alive[size_t(reader)]) continue;
           if (std::find(kernel.nodes.begin(), kernel.nodes.end(), reader) == kernel.nodes.end()) only_here = false;
         }

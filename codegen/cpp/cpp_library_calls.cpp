@@ -25,6 +25,11 @@ void CppSourcePrinter::emit_extern_kernel(const Kernel& kernel) {
   emit_gemm(kernel, node);
 }
 
+const std::vector<int>& CppSourcePrinter::readers_of(int buffer) {
+  if (!readers_) readers_ = p_.readers_by_buffer();
+  return readers_->at(size_t(buffer));
+}
+
 const KernelStep* CppSourcePrinter::sole_convolution_epilogue(const Kernel& kernel, const StridedView& out) {
   if (kernel.steps.size() != 1) return nullptr;
   const KernelStep& step = kernel.steps[0];
@@ -36,7 +41,7 @@ const KernelStep* CppSourcePrinter::sole_convolution_epilogue(const Kernel& kern
     return nullptr;
   if (std::find(p_.outputs.begin(), p_.outputs.end(), conv_out) != p_.outputs.end()) return nullptr;
   // Only this step reads the output, among the nodes some kernel computes.
-  for (int reader : p_.readers(conv_out)) {
+  for (int reader : readers_of(conv_out)) {
     if (reader == step.node) continue;
     for (const Kernel& other : s_.kernels) {
       if (other.extern_node == reader) return nullptr;

@@ -185,6 +185,10 @@ class CppSourcePrinter : public CPrinter {
   // The Reduce step of the reduction kernel being printed that prefetches the next row (its
   // last: the row pass that runs longest in softmax, where the exp is), or null.
   const KernelStep* prefetching_step_ = nullptr;
+  // LoopProgram::readers_by_buffer, made on first use (sole_convolution_epilogue asks per
+  // convolution).
+  const std::vector<int>& readers_of(int buffer);
+  std::optional<std::vector<std::vector<int>>> readers_;
   CppEmitOptions options_;
   CSourceWriter w_;
   CppModule module_;
