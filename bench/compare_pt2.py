@@ -180,6 +180,10 @@ def measure(name, args, folder):
         round_medians = {side: [] for side in timers}
         for _ in range(args.rounds):
             for side, timed in list(timers.items()):
+                # ONNX Runtime's and PyTorch's thread pools live in this process and spin for a
+                # while after a call: started at once, `kiln bench` shared the 2 cores with them
+                # (the encoder: 0.85 ms in such rounds, 0.22 ms alone). compare_suite.py pauses so too.
+                time.sleep(0.2)
                 try:
                     round_medians[side].append(timed(per_round))
                 except Exception as error:
