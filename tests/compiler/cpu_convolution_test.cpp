@@ -416,6 +416,33 @@ TEST(CpuConvolution, FrozenWideThreeByThreeConvolutionsRunAsWinograd) {
   }
 }
 
+// The choice is per geometry: with a symbolic batch, batch 1 (9.4M multiply-adds) stays direct and
+// batch 3 (28M) runs as Winograd, each from its own cache entry, reused when the batch comes back.
+TEST(CpuConvolution, WinogradIsChosenPerGeometry) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w", test_support::random_tensor({64, 64, 3, 3}, DType::f32, 31, -0.1, 0.1)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[s0, 64, 16, 16] = placeholder[target=x]\n"
+      "    %w : f32[64, 64, 3, 3] = get_attr[target=w]\n"
+      "    %c : f32[s0, 64, 16, 16] = call_function[target=convolution](args = (%x, %w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %y : f32[s0, 64, 16, 16] = call_function[target=tanh](args = (%c,), kwargs = {})\n"
+      "    return (y,)\n",
+      "winograd_batches.kiln", parameters);
+  CompiledModel model = compile(graph, options(true));
+  for (int64_t batch : {1, 3, 1, 3}) {
+    std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({batch, 64, 16, 16}, DType::f32, 32 + batch)}};
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    std::vector<Tensor> actual;
+    std::string log = onednn_log_of([&] { actual = model.run(inputs, 2); });
+    if (log.empty()) GTEST_SKIP() << "oneDNN's verbose log could not be read";
+    EXPECT_EQ(count_of(log, "alg:convolution_winograd"), batch == 3 ? 1u : 0u) << "batch " << batch << "\n" << log;
+    EXPECT_EQ(count_of(log, "alg:convolution_direct"), batch == 3 ? 0u : 1u) << "batch " << batch << "\n" << log;
+    EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-4, 1e-4), "") << "batch " << batch;
+  }
+}
+
 // KILN_WINOGRAD=0 keeps every convolution direct.
 TEST(CpuConvolution, KilnWinogradZeroKeepsConvolutionsDirect) {
   if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
