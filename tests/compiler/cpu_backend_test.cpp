@@ -176,6 +176,33 @@ TEST(CpuBackend, TransposesAreTiledAndRight) {
   }
 }
 
+// A transpose to few columns (an image's channels made innermost): rows innermost in the simd
+// loop, a statement per column; rows past a tile of 1024 and a batch dim outside, and a symbolic
+// row count.
+TEST(CpuBackend, TransposesToFewColumnsLoopOverRows) {
+  for (int64_t columns : {2, 3, 8}) {
+    for (int64_t rows : {5, 1500}) {
+      Graph graph;
+      Node* x = input(graph, "x", {2, columns, rows});
+      graph.create_output({graph.create_call("mul", {graph.create_call("transpose", {x, 1, 2}), 2.0})});
+      std::string source = dump_codegen_stage(graph, "cpp");
+      EXPECT_NE(source.find(std::to_string(columns) + " columns, each its own statement"), std::string::npos)
+          << columns << " columns, " << rows << " rows";
+      expect_matches_interpreter(graph, {{"x", random_tensor({2, columns, rows}, DType::f32, uint64_t(rows + columns))}});
+    }
+  }
+  Graph graph;
+  Node* x = input(graph, "x", {SymInt(3), SymInt::symbol("n")});
+  graph.create_output({graph.create_call("add", {graph.create_call("transpose", {x, 0, 1}), 1.0})});
+  expect_matches_interpreter(graph, {{"x", random_tensor({3, 2050}, DType::f32, 77)}});
+  // Nine columns keep the 32x32 tiles.
+  Graph wide;
+  Node* y = input(wide, "y", {9, 40});
+  wide.create_output({wide.create_call("add", {wide.create_call("transpose", {y, 0, 1}), 1.0})});
+  EXPECT_NE(dump_codegen_stage(wide, "cpp").find("tiled 32x32"), std::string::npos);
+  expect_matches_interpreter(wide, {{"y", random_tensor({9, 40}, DType::f32, 78)}});
+}
+
 TEST(CpuBackend, SymbolsNamedLikeGeneratedVariablesCompile) {
   Graph graph;
   SymInt batch = SymInt::symbol("batch"), sym = SymInt::symbol("sym"), n = SymInt::symbol("N");

@@ -326,18 +326,29 @@ KILN_KERNEL int32_t kernel0_batch_norm_convolution_input(void* const* bufs, cons
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
   float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_input
-  // tiled 32x32: a transposed read
+  // 3 columns, each its own statement in a simd loop over rows: a transposed read
   for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t tr = 0; tr < 256; tr += 32) {
-      for (int64_t tc = 0; tc < 3; tc += 32) {
-        const int64_t row_end = tr + 32 < 256 ? tr + 32 : 256;
-        const int64_t col_end = tc + 32 < 3 ? tc + 32 : 3;
-        for (int64_t x1 = tr; x1 < row_end; ++x1) {
-          #pragma omp simd
-          for (int64_t x2 = tc; x2 < col_end; ++x2) {
-            const float t0 = b0[768*x0 + x1 + 256*x2];
-            b1[768*x0 + 3*x1 + x2] = t0;
-          }
+    for (int64_t tr = 0; tr < 256; tr += 1024) {
+      const int64_t row_end = tr + 1024 < 256 ? tr + 1024 : 256;
+      #pragma omp simd
+      for (int64_t x1 = tr; x1 < row_end; ++x1) {
+         {
+          const int64_t x2 = 0;
+          (void)x2;
+          const float t0 = b0[768*x0 + x1 + 256*x2];
+          b1[768*x0 + 3*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 1;
+          (void)x2;
+          const float t0 = b0[768*x0 + x1 + 256*x2];
+          b1[768*x0 + 3*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 2;
+          (void)x2;
+          const float t0 = b0[768*x0 + x1 + 256*x2];
+          b1[768*x0 + 3*x1 + x2] = t0;
         }
       }
     }

@@ -462,17 +462,34 @@ KILN_KERNEL int32_t kernel5_relu(void* const* bufs, const int64_t* sym, const Ki
   (void)sym;
   float* __restrict b8 = (float*)bufs[8];  // index_put_1
   float* __restrict b9 = (float*)bufs[9];  // relu
-  // tiled 32x32: a transposed read
-  for (int64_t tr = 0; tr < 6; tr += 32) {
-    for (int64_t tc = 0; tc < 4; tc += 32) {
-      const int64_t row_end = tr + 32 < 6 ? tr + 32 : 6;
-      const int64_t col_end = tc + 32 < 4 ? tc + 32 : 4;
-      for (int64_t x0 = tr; x0 < row_end; ++x0) {
-        #pragma omp simd
-        for (int64_t x1 = tc; x1 < col_end; ++x1) {
-          const float t0 = kop_relu(b8[x0 + 6*x1]);
-          b9[4*x0 + x1] = t0;
-        }
+  // 4 columns, each its own statement in a simd loop over rows: a transposed read
+  for (int64_t tr = 0; tr < 6; tr += 1024) {
+    const int64_t row_end = tr + 1024 < 6 ? tr + 1024 : 6;
+    #pragma omp simd
+    for (int64_t x0 = tr; x0 < row_end; ++x0) {
+       {
+        const int64_t x1 = 0;
+        (void)x1;
+        const float t0 = kop_relu(b8[x0 + 6*x1]);
+        b9[4*x0 + x1] = t0;
+      }
+       {
+        const int64_t x1 = 1;
+        (void)x1;
+        const float t0 = kop_relu(b8[x0 + 6*x1]);
+        b9[4*x0 + x1] = t0;
+      }
+       {
+        const int64_t x1 = 2;
+        (void)x1;
+        const float t0 = kop_relu(b8[x0 + 6*x1]);
+        b9[4*x0 + x1] = t0;
+      }
+       {
+        const int64_t x1 = 3;
+        (void)x1;
+        const float t0 = kop_relu(b8[x0 + 6*x1]);
+        b9[4*x0 + x1] = t0;
       }
     }
   }
