@@ -364,7 +364,7 @@ void CppSourcePrinter::emit_tiled_transpose(const Kernel& kernel, const SymInt& 
   std::string row = loop_var(rank - 2).to_string(), col = loop_var(rank - 1).to_string();
   std::string rows = index_text(kernel.outer[rank - 2]), cols = index_text(kernel.outer[rank - 1]);
   // A few columns (an image's 3 channels made innermost for the first convolution): a 32-wide
-  // tile of them ran a simd loop of 3 per row, element by element (60 us for a 224x224 image).
+  // tile of them ran a simd loop of 3 per row, element by element (~40 us for a 224x224 image).
   // Rows go innermost instead, as the simd loop, and each column is its own statement in it:
   // the compiler stores the columns interleaved.
   constexpr int64_t kMaxUnrolledColumns = 8;

@@ -20,10 +20,10 @@
 // around each call. Measured at 2 threads (bench/README.md): ResNet's 3x3 layers 1.3-1.8x faster
 // with the reorders. Its results differ from the direct convolution's by rounding (about 1e-6 of
 // the output's magnitude), and a NaN or infinity in its input reaches every output of its tile
-// (as NaN), a few positions further than the direct convolution's window. KILN_WINOGRAD=0 in the environment keeps every convolution direct;
-// where oneDNN has no Winograd kernel for a shape (no AVX-512) the convolution is direct. Its
-// Winograd kernels take no activation post-op: there the activation runs as oneDNN's eltwise
-// primitive on the convolution's output, in place.
+// (as NaN), a few positions further than the direct convolution's window. KILN_WINOGRAD=0 in the
+// environment keeps every convolution direct; where oneDNN has no Winograd kernel for a shape
+// (no AVX-512) the convolution is direct. The Winograd kernels take no activation post-op: there
+// the activation runs as oneDNN's eltwise primitive on the convolution's output, in place.
 //
 // kiln_matmul runs one GEMM whose right operand is a frozen parameter (ExternKind::Gemm with
 // CppEmitOptions::library_matmul): C [M, N] = A [M, K] @ B [K, N], A and B in the layouts
