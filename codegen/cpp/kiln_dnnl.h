@@ -74,11 +74,11 @@ typedef struct KilnConvolutionEntry {
   dnnl_primitive_t src_reorder, dst_reorder;
   dnnl_primitive_t activation;  // the activation as its own primitive, where it cannot be a post-op
   dnnl_memory_t blocked_src, blocked_dst;
-  void* blocked_src_data;
-  void* blocked_dst_data;
+  // The bytes of the scratchpad and the blocked buffers, which live in a KilnScratch for the
+  // length of a call (their memory objects get its addresses then).
+  size_t scratchpad_bytes, blocked_src_bytes, blocked_dst_bytes;
   dnnl_stream_t stream;      // made once with the primitives, not per call
   void* packed_data;         // the reordered weights (owned)
-  void* scratchpad_data;     // the primitive's scratchpad (owned)
   const void* packed_from;   // constant weights: the pointer `packed_data` was reordered from
   uint64_t last_used;
   int ready;
@@ -122,11 +122,51 @@ static void kiln_release_entry(KilnConvolutionEntry* e) {
     if (*m) dnnl_memory_destroy(*m);
   }
   free(e->packed_data);
-  free(e->scratchpad_data);
-  free(e->blocked_src_data);
-  free(e->blocked_dst_data);
   __builtin_memset(e, 0, sizeof(*e));
 }
+
+// Scratch memory the convolutions of a module share. A convolution's scratchpad and Winograd's
+// blocked source and destination are dead between calls, and the calls of one thread come one
+// after another, so one arena per concurrent caller holds them all, grown to the largest call
+// (kept per convolution entry, they took 640 MB for ResNet-50 at batch 32). A caller takes the
+// first free arena; when all are taken it waits for the first. Never freed, as the caches are not.
+typedef struct KilnScratch {
+  pthread_mutex_t mutex;
+  void* data;
+  size_t bytes;
+} KilnScratch;
+
+enum { kKilnScratchArenas = 4 };
+
+#define KILN_SCRATCH_INIT {PTHREAD_MUTEX_INITIALIZER, nullptr, 0}
+static KilnScratch kiln_scratch_arenas[kKilnScratchArenas] = {KILN_SCRATCH_INIT, KILN_SCRATCH_INIT, KILN_SCRATCH_INIT,
+                                                               KILN_SCRATCH_INIT};
+#undef KILN_SCRATCH_INIT
+
+static size_t kiln_round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// An arena of at least `bytes`, held until kiln_give_back_scratch; nullptr when it cannot grow.
+static KilnScratch* kiln_take_scratch(size_t bytes) {
+  KilnScratch* arena = nullptr;
+  for (int i = 0; i < kKilnScratchArenas && !arena; ++i)
+    if (pthread_mutex_trylock(&kiln_scratch_arenas[i].mutex) == 0) arena = &kiln_scratch_arenas[i];
+  if (!arena) {
+    arena = &kiln_scratch_arenas[0];
+    pthread_mutex_lock(&arena->mutex);
+  }
+  if (arena->bytes < bytes) {
+    free(arena->data);
+    arena->data = kiln_aligned_bytes(bytes);
+    arena->bytes = arena->data ? bytes : 0;
+    if (!arena->data) {
+      pthread_mutex_unlock(&arena->mutex);
+      return nullptr;
+    }
+  }
+  return arena;
+}
+
+static void kiln_give_back_scratch(KilnScratch* arena) { pthread_mutex_unlock(&arena->mutex); }
 
 // Whether a convolution runs faster as oneDNN's Winograd than direct, by measurement at 2 threads
 // on AVX-512 (bench/README.md): 3x3, stride 1, no dilation or groups; at least 48 input and 48
@@ -218,8 +258,9 @@ static dnnl_status_t kiln_make_eltwise(dnnl_primitive_t* primitive, const dnnl_m
   return status;
 }
 
-// Where the convolution `pd` wants a source or destination layout other than nhwc: the owned
-// blocked buffers and the reorders from the caller's nhwc source and to its nhwc destination.
+// Where the convolution `pd` wants a source or destination layout other than nhwc: the blocked
+// buffers' memory objects and sizes (their memory is a KilnScratch's during a call), and the
+// reorders from the caller's nhwc source and to its nhwc destination.
 static dnnl_status_t kiln_make_layout_reorders(KilnConvolutionEntry* e, const_dnnl_primitive_desc_t pd,
                                                const dnnl_memory_desc_t* src_md, const dnnl_memory_desc_t* dst_md,
                                                dnnl_engine_t engine) {
@@ -227,18 +268,17 @@ static dnnl_status_t kiln_make_layout_reorders(KilnConvolutionEntry* e, const_dn
     dnnl_query_t query;
     const dnnl_memory_desc_t* plain;
     dnnl_memory_t* blocked;
-    void** data;
+    size_t* bytes;
     dnnl_primitive_t* reorder;
     int to_plain;
-  } sides[] = {{dnnl_query_src_md, src_md, &e->blocked_src, &e->blocked_src_data, &e->src_reorder, 0},
-               {dnnl_query_dst_md, dst_md, &e->blocked_dst, &e->blocked_dst_data, &e->dst_reorder, 1}};
+  } sides[] = {{dnnl_query_src_md, src_md, &e->blocked_src, &e->blocked_src_bytes, &e->src_reorder, 0},
+               {dnnl_query_dst_md, dst_md, &e->blocked_dst, &e->blocked_dst_bytes, &e->dst_reorder, 1}};
   for (const Side& side : sides) {
     const dnnl_memory_desc_t* wanted = dnnl_primitive_desc_query_md(pd, side.query, 0);
     if (!wanted) return dnnl_runtime_error;
     if (dnnl_memory_desc_equal(wanted, side.plain)) continue;
-    *side.data = kiln_aligned_bytes(dnnl_memory_desc_get_size(wanted));
-    if (!*side.data) return dnnl_out_of_memory;
-    dnnl_status_t status = dnnl_memory_create(side.blocked, wanted, engine, *side.data);
+    *side.bytes = kiln_round_up_64(dnnl_memory_desc_get_size(wanted));
+    dnnl_status_t status = dnnl_memory_create(side.blocked, wanted, engine, DNNL_MEMORY_NONE);
     dnnl_primitive_desc_t reorder_pd = nullptr;
     if (status == dnnl_success)
       status = side.to_plain ? dnnl_reorder_primitive_desc_create(&reorder_pd, wanted, engine, side.plain, engine, nullptr)
@@ -329,12 +369,12 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   status = dnnl_primitive_create(&e->convolution, pd);
   if (status == dnnl_success) {
     e->packed_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(packed_md));
-    e->scratchpad_data = kiln_aligned_bytes(scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0);
-    if (!e->packed_data || !e->scratchpad_data) status = dnnl_out_of_memory;
+    if (!e->packed_data) status = dnnl_out_of_memory;
   }
   if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, e->packed_data);
-  if (status == dnnl_success && scratch_md) {
-    status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, e->scratchpad_data);
+  if (status == dnnl_success && scratch_md && dnnl_memory_desc_get_size(scratch_md) > 0) {
+    e->scratchpad_bytes = kiln_round_up_64(dnnl_memory_desc_get_size(scratch_md));
+    status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, DNNL_MEMORY_NONE);
   }
   dnnl_primitive_desc_t reorder_pd = nullptr;
   if (status == dnnl_success) {
@@ -398,6 +438,20 @@ static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const
   if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->src, (void*)src);
   if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, dst);
   if (status == dnnl_success && bias) status = dnnl_memory_set_data_handle(e->bias, (void*)bias);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
+  // The scratchpad, then the blocked source and destination, in one shared arena.
+  const size_t scratch_bytes = e->scratchpad_bytes + e->blocked_src_bytes + e->blocked_dst_bytes;
+  KilnScratch* arena = nullptr;
+  if (scratch_bytes > 0) {
+    arena = kiln_take_scratch(scratch_bytes);
+    if (!arena) return kiln_dnnl_failure(name, "scratch memory", dnnl_out_of_memory, error, capacity);
+    char* at = (char*)arena->data;
+    if (e->scratchpad) status = dnnl_memory_set_data_handle(e->scratchpad, at);
+    at += e->scratchpad_bytes;
+    if (status == dnnl_success && e->blocked_src) status = dnnl_memory_set_data_handle(e->blocked_src, at);
+    at += e->blocked_src_bytes;
+    if (status == dnnl_success && e->blocked_dst) status = dnnl_memory_set_data_handle(e->blocked_dst, at);
+  }
   if (status == dnnl_success && e->src_reorder) {
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->src}, {DNNL_ARG_TO, e->blocked_src}};
     status = dnnl_primitive_execute(e->src_reorder, stream, 2, reorder_args);
@@ -421,6 +475,7 @@ static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const
     status = dnnl_primitive_execute(e->dst_reorder, stream, 2, reorder_args);
   }
   if (status == dnnl_success) status = dnnl_stream_wait(stream);
+  if (arena) kiln_give_back_scratch(arena);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
   return 0;
 }
