@@ -496,23 +496,6 @@ void hang(const std::shared_ptr<ProcessGroup>& group, double seconds) {
   std::printf("rank %d: hang ok (no rank hung)\n", group->rank());
 }
 
-// A CNN with batch norm: each rank's training forward updates its running statistics from the
-// rank's own batch.
-class BatchNormCnn : public nn::Module {
- public:
-  BatchNormCnn() : Module("BatchNormCnn") {
-    conv_ = register_module("conv", std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1));
-    norm_ = register_module("norm", std::make_shared<nn::BatchNorm2d>(4));
-    fc_ = register_module("fc", std::make_shared<nn::Linear>(4 * 8 * 8, 4));
-  }
-  Var forward(const Var& x) override { return (*fc_)(F::relu((*norm_)((*conv_)(x))).flatten(1)); }
-
- private:
-  std::shared_ptr<nn::Conv2d> conv_;
-  std::shared_ptr<nn::BatchNorm2d> norm_;
-  std::shared_ptr<nn::Linear> fc_;
-};
-
 // Whether every rank holds bit-identical buffers (a collective).
 bool buffers_identical(ProcessGroup& group, const nn::Module& module) {
   Checksum64 checksum;
@@ -538,7 +521,7 @@ void buffers(const std::shared_ptr<ProcessGroup>& group, bool broadcast) {
   for (int64_t i = 0; i < 8 * 6; ++i) labels.push_back(double((i * 5) % 4));
   const Tensor y = Tensor::from_doubles({8, 6}, labels, DType::i64);
   auto batch = [&](int64_t index) { return Batch{{x.select(0, index).contiguous()}, {y.select(0, index).contiguous()}}; };
-  BatchNormCnn model;
+  ConvBatchNorm model(8, 4);  // each rank's forward updates its running statistics from its own batch
   TrainingOptions options = test_options();
   options.data_parallel = group;
   options.broadcast_buffers = broadcast;

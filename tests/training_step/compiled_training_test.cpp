@@ -134,26 +134,11 @@ TEST(CompiledTraining, EvaluateRunsTheModuleInEvalModeWithTheTrainedWeights) {
   EXPECT_GT(relative_difference(logits[0], after[0]), 1e-4);
 }
 
-// conv -> BatchNorm2d -> relu -> linear: the step updates BatchNorm's running statistics as a
-// train-mode forward does (the interpreter running the traced module on the same batch).
-class ConvBatchNorm : public nn::Module {
- public:
-  ConvBatchNorm() : Module("ConvBatchNorm") {
-    conv_ = register_module("conv", std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1));
-    bn_ = register_module("bn", std::make_shared<nn::BatchNorm2d>(4));
-    fc_ = register_module("fc", std::make_shared<nn::Linear>(4 * 6 * 6, 3));
-  }
-  Var forward(const Var& x) override { return (*fc_)(F::relu((*bn_)((*conv_)(x))).flatten(1)); }
-
- private:
-  std::shared_ptr<nn::Conv2d> conv_;
-  std::shared_ptr<nn::BatchNorm2d> bn_;
-  std::shared_ptr<nn::Linear> fc_;
-};
-
+// ConvBatchNorm (training_models.h) on 6x6 images: the step updates BatchNorm's running statistics
+// as a train-mode forward does (the interpreter running the traced module on the same batch).
 TEST(CompiledTraining, BatchNormRunningStatisticsAreCopiedBackIntoTheModule) {
   manual_seed(3);
-  ConvBatchNorm model, reference;
+  ConvBatchNorm model(6, 3), reference(6, 3);
   reference.load_state_dict(model.state_dict());
   std::vector<double> pixels(5 * 36), labels(5);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = std::sin(0.37 * double(i)) * 2 + 0.5;

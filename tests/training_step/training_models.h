@@ -38,6 +38,23 @@ class Mlp : public nn::Module {
   std::shared_ptr<nn::Linear> fc1_, fc2_;
 };
 
+// conv (1 -> 4 channels, 3x3) -> BatchNorm2d -> relu -> linear to `classes`, on side x side
+// images: a training step updates BatchNorm's running statistics.
+class ConvBatchNorm : public nn::Module {
+ public:
+  ConvBatchNorm(int64_t side, int64_t classes) : Module("ConvBatchNorm") {
+    conv_ = register_module("conv", std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1));
+    bn_ = register_module("bn", std::make_shared<nn::BatchNorm2d>(4));
+    fc_ = register_module("fc", std::make_shared<nn::Linear>(4 * side * side, classes));
+  }
+  Var forward(const Var& x) override { return (*fc_)(F::relu((*bn_)((*conv_)(x))).flatten(1)); }
+
+ private:
+  std::shared_ptr<nn::Conv2d> conv_;
+  std::shared_ptr<nn::BatchNorm2d> bn_;
+  std::shared_ptr<nn::Linear> fc_;
+};
+
 class SmallCnn : public nn::Module {
  public:
   SmallCnn() : Module("SmallCnn") {
