@@ -164,6 +164,11 @@ std::vector<LoopOpInfo> make_table() {
       // Integers only (lowering_pointwise.cpp lowers bitwise_not of bools as logical_not).
       row(Op::bitwise_not, "bitwise_not", 1, R::argument, C::cheap, G::custom, nullptr,
           [](int64_t a, int64_t) { return ~a; }, "kop_bitwise_not"),
+      // exp of an argument known to be <= 0 or NaN (no graph op: the scheduler puts it where a
+      // value minus its row's max is exponentiated, codegen/schedule_shifted_exps.cpp); the
+      // preludes spell it kiln_exp_nonpositive, which skips exp's overflow select.
+      row(Op::exp_nonpositive, "exp_nonpositive", 1, R::argument, C::expensive, G::none,
+          [](double x, double) { return std::exp(x); }, nullptr, "kiln_exp_nonpositive"),
   };
 }
 
@@ -175,7 +180,7 @@ const std::vector<LoopOpInfo>& loop_ops() {
     // Row i is enumerator i + 1 (LoopOp::none has no row), so lookups are an index.
     for (size_t i = 0; i < rows.size(); ++i)
       KILN_CHECK(size_t(rows[i].op) == i + 1, "the loop op table is out of enumerator order at ", rows[i].name);
-    KILN_CHECK(rows.size() == size_t(LoopOp::bitwise_not), "the loop op table lacks a row");
+    KILN_CHECK(rows.size() == size_t(LoopOp::exp_nonpositive), "the loop op table lacks a row");
     return rows;
   }();
   return table;

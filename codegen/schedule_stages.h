@@ -1,7 +1,7 @@
 // The scheduler's stages and the state they share, for the files that implement them (each
 // stage's guarantee is stated in codegen/schedule.h): inlining (schedule_inlining.cpp), kernel
-// formation (schedule_fusion.cpp), register buffers (schedule_registers.cpp), stashes
-// (schedule_stashes.cpp), range simplification (schedule_ranges.cpp) and the memory plan
+// formation (schedule_fusion.cpp), register buffers (schedule_registers.cpp), exps of values
+// minus their max (schedule_shifted_exps.cpp), stashes (schedule_stashes.cpp), range simplification (schedule_ranges.cpp) and the memory plan
 // (memory_plan.cpp). codegen/scheduler.cpp runs them in order. Internal to codegen/.
 #pragma once
 
@@ -36,6 +36,11 @@ void inline_pointwise(SchedulingState& state);
 void form_kernels(SchedulingState& state, bool fuse);
 // Buffers that live only in registers inside one kernel.
 void find_register_buffers(SchedulingState& state);
+// Whether two expressions compute the same value the same way (equal trees; schedule_stashes.cpp).
+bool same_expr(const Expr& a, const Expr& b);
+
+// Spells exp(v - max(v)), where the max is a reduction of the same kernel, as exp_nonpositive.
+void mark_shifted_exps(Kernel& kernel);
 // 3. Lets a row step read back the values an earlier reduction of `kernel` computed.
 void stash_reduced_values(const LoopProgram& program, Kernel& kernel);
 // 4. Drops size-1 dims and merges dims every access walks contiguously.

@@ -6,8 +6,6 @@
 
 namespace kiln::codegen::scheduling {
 
-namespace {
-
 bool same_expr(const Expr& a, const Expr& b) {
   if (a == b) return true;
   if (!a || !b) return false;
@@ -28,6 +26,8 @@ bool same_expr(const Expr& a, const Expr& b) {
   }
   return same_expr(a->mask, b->mask) && same_expr(a->other, b->other);
 }
+
+namespace {
 
 // Replaces every occurrence of `target` in `expr` by `replacement`; counts them.
 Expr replace_expr(const Expr& expr, const Expr& target, const Expr& replacement, int& count) {

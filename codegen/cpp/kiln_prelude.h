@@ -304,6 +304,9 @@ KILN_INLINE float kiln_exp(float x) {
   return kiln_select(x < -104.0f, 0.0f, result);
 }
 KILN_INLINE double kiln_exp(double x) { return __builtin_exp(x); }
+// e^x for x <= 0 or NaN (a value minus its row's max: softmax's), without the overflow select.
+KILN_INLINE float kiln_exp_nonpositive(float x) { return kiln_select(x < -104.0f, 0.0f, kiln_exp_in_range(x)); }
+KILN_INLINE double kiln_exp_nonpositive(double x) { return __builtin_exp(x); }
 
 KILN_INLINE float kiln_expm1(float x) {
   int32_t k;

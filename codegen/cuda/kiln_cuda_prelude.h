@@ -60,6 +60,8 @@ KILN_DEVICE_FN float kiln_fabs(float x) { return fabsf(x); }
 KILN_DEVICE_FN double kiln_fabs(double x) { return fabs(x); }
 KILN_DEVICE_FN float kiln_exp(float x) { return expf(x); }
 KILN_DEVICE_FN double kiln_exp(double x) { return exp(x); }
+KILN_DEVICE_FN float kiln_exp_nonpositive(float x) { return expf(x); }
+KILN_DEVICE_FN double kiln_exp_nonpositive(double x) { return exp(x); }
 KILN_DEVICE_FN float kiln_expm1(float x) { return expm1f(x); }
 KILN_DEVICE_FN double kiln_expm1(double x) { return expm1(x); }
 KILN_DEVICE_FN float kiln_log(float x) { return logf(x); }

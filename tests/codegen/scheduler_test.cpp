@@ -1,12 +1,14 @@
 // Tests of the scheduler (codegen/scheduler.cpp): how many kernels common patterns become
 // (softmax and layer_norm one each, GEMM epilogues fused, the MLP sample), the memory plan
 // (reuse by liveness, peak no more than the naive sum), the fusion log, and an expensive value
-// an im2col revisits or a broadcast reads stored rather than recomputed.
+// an im2col revisits or a broadcast reads stored rather than recomputed, and the exps of values
+// minus their row's max spelled exp_nonpositive.
 #include "codegen/schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "codegen/lowering.h"
 #include "ir/model_file.h"
@@ -49,6 +51,45 @@ TEST(Scheduler, SoftmaxIsOneKernel) {
   ScheduledProgram s = schedule_graph(std::move(graph));
   EXPECT_EQ(s.kernels.size(), 1u) << print_schedule(s);
   EXPECT_EQ(count(s, KernelKind::Reduction), 1u);
+}
+
+// How many times the kernels' step bodies apply `op`.
+size_t count_op(const ScheduledProgram& s, LoopOp op) {
+  std::function<size_t(const Expr&)> in = [&](const Expr& e) -> size_t {
+    if (!e) return 0;
+    size_t n = (e->kind == ExprKind::Unary || e->kind == ExprKind::Binary) && e->op == op;
+    for (const Expr& arg : e->args) n += in(arg);
+    for (const IndirectTerm& term : e->indirect) n += in(term.value);
+    return n + in(e->mask) + in(e->other);
+  };
+  size_t n = 0;
+  for (const Kernel& k : s.kernels)
+    for (const KernelStep& step : k.steps) n += in(step.body);
+  return n;
+}
+
+// softmax's and log_softmax's exp(x - max(x)) cannot overflow: the scheduler spells them
+// exp_nonpositive. An exp of x minus another tensor's max can, and stays exp.
+TEST(Scheduler, ExpOfAValueMinusItsRowsMaxIsNonpositive) {
+  for (const char* op : {"softmax", "log_softmax"}) {
+    Graph graph;
+    Node* x = input(graph, "x", {64, 1000});
+    graph.create_output({graph.create_call(op, {x, 1})});
+    ScheduledProgram s = schedule_graph(std::move(graph));
+    EXPECT_GE(count_op(s, LoopOp::exp_nonpositive), 1u) << op << "\n" << print_schedule(s);
+    EXPECT_EQ(count_op(s, LoopOp::exp), 0u) << op << "\n" << print_schedule(s);
+  }
+  ScheduledProgram other = schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[64, 1000] [num_users=1] = placeholder[target=x]
+    %y : f32[64, 1000] [num_users=1] = placeholder[target=y]
+    %m : f32[64, 1] [num_users=1] = call_function[target=amax](args = (%y, [1], True), kwargs = {})
+    %d : f32[64, 1000] [num_users=1] = call_function[target=sub](args = (%x, %m), kwargs = {})
+    %e : f32[64, 1000] [num_users=1] = call_function[target=exp](args = (%d,), kwargs = {})
+    %s : f32[64] [num_users=1] = call_function[target=sum](args = (%e, [1]), kwargs = {})
+    return (s,)
+)"));
+  EXPECT_EQ(count_op(other, LoopOp::exp_nonpositive), 0u) << print_schedule(other);
+  EXPECT_EQ(count_op(other, LoopOp::exp), 1u) << print_schedule(other);
 }
 
 TEST(Scheduler, LayerNormIsOneKernel) {

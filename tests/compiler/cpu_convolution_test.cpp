@@ -414,7 +414,9 @@ TEST(CpuConvolution, FrozenWideThreeByThreeConvolutionsRunAsWinograd) {
       // The SiLU: oneDNN's eltwise after the Winograd convolution, the direct one's post-op.
       EXPECT_EQ(count_of(log, "alg:eltwise_swish"), winograd ? 1u : 0u) << log;
       EXPECT_EQ(count_of(log, "post-ops:eltwise_swish"), winograd ? 0u : 1u) << log;
-      if (winograd) EXPECT_NE(log.find("mb2_ic64oc64_ih24oh24kh3sh1"), std::string::npos) << log;
+      if (winograd) {
+        EXPECT_NE(log.find("mb2_ic64oc64_ih24oh24kh3sh1"), std::string::npos) << log;
+      }
       for (size_t i = 0; i < expected.size(); ++i)
         EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "")
             << names[i] << ", freeze " << freeze << ", " << threads << " threads";

@@ -534,7 +534,7 @@ KILN_KERNEL int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, c
         int64_t rl1 = 0;
         #pragma omp simd
         for (int64_t r0 = 0; r0 < rn1; ++r0) {
-          b25[r0 + 64*x0 + 8*x1] = kop_exp(kop_sub(float(kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()))), float(v20)));
+          b25[r0 + 64*x0 + 8*x1] = kiln_exp_nonpositive(kop_sub(float(kiln_select<float>((((const unsigned char*)b18)[r0 + 8*x1] != 0), kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))), (-__builtin_inff()))), float(v20)));
         }
         for (; rl1 < rn1; ++rl1) {
           const int64_t r0 = rl1;

@@ -319,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(32) kernel3_softmax_max(float* __re
     float st1 = float(0.0);
     for (int64_t ri = threadIdx.x; ri < rn; ri += blockDim.x) {
       const int64_t r0 = ri;
-      const float e1 = kop_exp(kop_sub(float((b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-kiln_inf_f32()))), float(v20)));
+      const float e1 = kiln_exp_nonpositive(kop_sub(float((b18[r0 + 8*x1] ? kop_mul(float(b16[r0 + 64*x0 + 8*x1]), float(float(0.25))) : (-kiln_inf_f32()))), float(v20)));
       st1 = KilnSumOp<float>::combine(st1, e1);
       b25[r0 + 64*x0 + 8*x1] = e1;
     }

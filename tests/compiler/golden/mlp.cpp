@@ -466,7 +466,7 @@ KILN_KERNEL int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, con
           int64_t rl1 = 0;
           #pragma omp simd
           for (int64_t r0 = 0; r0 < rn1; ++r0) {
-            b15[r0 + 10*x0] = kop_exp(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
+            b15[r0 + 10*x0] = kiln_exp_nonpositive(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
           }
           for (; rl1 < rn1; ++rl1) {
             const int64_t r0 = rl1;

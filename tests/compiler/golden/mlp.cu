@@ -281,7 +281,7 @@ extern "C" __global__ void __launch_bounds__(32) kernel2_probs_max(float* __rest
     float st1 = float(0.0);
     for (int64_t ri = threadIdx.x; ri < rn; ri += blockDim.x) {
       const int64_t r0 = ri;
-      const float e1 = kop_exp(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
+      const float e1 = kiln_exp_nonpositive(kop_sub(float(kop_add(float(b7[r0 + 10*x0]), float(b8[r0]))), float(v10)));
       st1 = KilnSumOp<float>::combine(st1, e1);
       b15[r0 + 10*x0] = e1;
     }

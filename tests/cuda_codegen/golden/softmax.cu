@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(256) kernel0_softmax_max(float* __r
     float st1 = float(0.0);
     for (int64_t ri = threadIdx.x; ri < rn; ri += blockDim.x) {
       const int64_t r0 = ri;
-      const float e1 = kop_exp(kop_sub(float(b0[r0 + 1000*x0]), float(v1)));
+      const float e1 = kiln_exp_nonpositive(kop_sub(float(b0[r0 + 1000*x0]), float(v1)));
       st1 = KilnSumOp<float>::combine(st1, e1);
       b6[r0 + 1000*x0] = e1;
     }
