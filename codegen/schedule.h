@@ -15,7 +15,9 @@
 //   3. stashes: when a row step recomputes exactly the value an earlier reduction of the kernel
 //      reduced, and that value is expensive (it applies an op of the loop op table's expensive
 //      cost class, codegen/loop_ops.h), the reduction stores it in the row step's output and the
-//      row step reads it back (softmax computes each exp once, as ATen's kernel does);
+//      row step reads it back (softmax computes each exp once, as ATen's kernel does); before
+//      that, an exp of a value minus its max reduced in the same kernel becomes exp_nonpositive
+//      (its argument is <= 0 or NaN: no overflow select);
 //   4. coalesces dims that every access walks contiguously, drops size-1 dims;
 //   5. plans memory: every intermediate buffer that still exists gets an offset in one workspace
 //      by liveness (buffers whose lifetimes do not overlap share bytes).

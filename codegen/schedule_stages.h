@@ -1,8 +1,9 @@
 // The scheduler's stages and the state they share, for the files that implement them (each
 // stage's guarantee is stated in codegen/schedule.h): inlining (schedule_inlining.cpp), kernel
 // formation (schedule_fusion.cpp), register buffers (schedule_registers.cpp), exps of values
-// minus their max (schedule_shifted_exps.cpp), stashes (schedule_stashes.cpp), range simplification (schedule_ranges.cpp) and the memory plan
-// (memory_plan.cpp). codegen/scheduler.cpp runs them in order. Internal to codegen/.
+// minus their max (schedule_shifted_exps.cpp), stashes (schedule_stashes.cpp), range
+// simplification (schedule_ranges.cpp) and the memory plan (memory_plan.cpp).
+// codegen/scheduler.cpp runs them in order. Internal to codegen/.
 #pragma once
 
 #include <map>
