@@ -152,10 +152,9 @@ struct IllConditioned {
 // average over the ranks) and the updated parameter are within kRelative of one process's, as
 // tensors (||difference||_2 over ||value||_2; the parameters without `ill`'s elements), then
 // with Adam gives `expected` the parameters of `actual`. Not element by element, because the two
-// runs' trajectories part at rounding level. Returns the
-// worst of each, L2 and largest element: {gradients (L2), parameters (L2), gradients (element),
-// parameters (element)}.
-std::array<double, 4> compare_step(const CompiledTraining& expected, const CompiledTraining& actual,
+// runs' trajectories part at rounding level. Returns the worst of each, L2 and largest element:
+// {gradients (L2), parameters (L2), gradients (element), parameters (element)}.
+std::array<double, 4> compare_step(CompiledTraining& expected, const CompiledTraining& actual,
                                    IllConditioned& ill, const std::string& when) {
   std::array<double, 4> worst = {0, 0, 0, 0};
   for (const std::string& name : expected.parameter_names()) {
