@@ -276,9 +276,9 @@ KILN_INLINE float kiln_exp_tail(float r) {
   return (r * r) * p;
 }
 
-// e^x for -104 <= x <= 89 (and NaN, which gives NaN); no select for the ends, so callers whose
-// arguments stay in range (erf's, sigmoid's) skip them. k = rint(x / ln2) comes from the shifter
-// sum without a clamp: out of range, k is garbage but finite and the callers select the result.
+// e^x for -104 <= x <= 89 (and NaN, which gives NaN); kiln_exp selects the ends. k = rint(x / ln2)
+// comes from the shifter sum without a clamp: out of range, k is garbage but finite and the
+// callers select the result.
 KILN_INLINE float kiln_exp_in_range(float x) {
   const float shifter = 0x1.8p23f;
   float shifted = x * 0x1.715476p0f + shifter;
@@ -304,8 +304,25 @@ KILN_INLINE float kiln_exp(float x) {
   return kiln_select(x < -104.0f, 0.0f, result);
 }
 KILN_INLINE double kiln_exp(double x) { return __builtin_exp(x); }
+// e^x for -104 <= x <= 0 (and NaN): as kiln_exp_in_range, with 2^k applied in one rounding as
+// (p 2^(k+64)) 2^-64. An integer add puts k in the exponent of p 2^64, which is normal for every
+// k >= -150, so the add is exact and only the last product rounds (into the subnormals too): 3
+// instructions where the two factors took 8 (sigmoid and the softmax kernel, bench/README.md).
+KILN_INLINE float kiln_exp_nonpositive_in_range(float x) {
+  const float shifter = 0x1.8p23f;
+  float shifted = x * 0x1.715476p0f + shifter;
+  float kf = shifted - shifter;
+  float r_high = x - kf * 0.693359375f, r_low = kf * 2.12194440e-4f;
+  float p64 = 0x1p64f + 0x1p64f * (r_high + (r_low + kiln_exp_tail(r_high + r_low)));
+  // The bits of `shifted` are the shifter's plus k, and the shifter's shifted by 23 are 0 mod 2^32.
+  // A NaN's payload would shift into the exponent: the factor 2^-64 + x 0 carries the NaN instead
+  // (x 0 is +-0 for finite x; -inf gives NaN here, which kiln_exp_nonpositive selects away).
+  return kiln_bits_f32(kiln_f32_bits(p64) + (kiln_f32_bits(shifted) << 23)) * (0x1p-64f + x * 0.0f);
+}
 // e^x for x <= 0 or NaN (a value minus its row's max: softmax's), without the overflow select.
-KILN_INLINE float kiln_exp_nonpositive(float x) { return kiln_select(x < -104.0f, 0.0f, kiln_exp_in_range(x)); }
+KILN_INLINE float kiln_exp_nonpositive(float x) {
+  return kiln_select(x < -104.0f, 0.0f, kiln_exp_nonpositive_in_range(x));
+}
 KILN_INLINE double kiln_exp_nonpositive(double x) { return __builtin_exp(x); }
 
 KILN_INLINE float kiln_expm1(float x) {
@@ -391,7 +408,7 @@ KILN_INLINE float kiln_sigmoid(float x) {
   // subnormal results kept). All in float: one reciprocal and a product, 8 or 16 lanes per
   // instruction (2.61 ulp; a double quotient measured 1.48 ulp at twice the cost).
   float minus_a = -__builtin_fabsf(x);
-  float e = kiln_select(minus_a < -104.0f, 0.0f, kiln_exp_in_range(minus_a));
+  float e = kiln_exp_nonpositive(minus_a);
   float r = 1.0f / (1.0f + e);
   return kiln_select(x < 0.0f, e * r, r);
 }
@@ -418,7 +435,8 @@ KILN_INLINE float kiln_erf(float x) {
   p = p * z + 0x1.06eba8p-3f;
   float small = x + x * p;
   // 0.921875 <= |x| < 3.92: 1 - exp(Q(|x|)), Q a fit of log(erfc(|x|)) weighted by erfc(|x|)
-  // (the absolute error of erf). From 3.92 on, erfc < 2^-25 and erf rounds to 1.
+  // (the absolute error of erf). From 3.92 on, erfc < 2^-25 and erf rounds to 1: b stops at 3.92,
+  // where 1 - exp(Q) already rounds to 1 (NaN also takes 3.92, and then `small`).
   float b = kiln_select(a < 3.92f, a, 3.92f);
   float q = 0x1.986354p-13f;
   q = q * b - 0x1.8d5ba8p-9f;
@@ -427,7 +445,13 @@ KILN_INLINE float kiln_erf(float x) {
   q = q * b - 0x1.464a52p-1f;
   q = q * b - 0x1.20ab68p+0f;
   q = q * b - 0x1.b8365p-13f;
-  float large = kiln_select(a >= 3.92f, 1.0f, 1.0f - kiln_exp_in_range(q));  // -18 < q < 0
+  // exp(q) for -18 < q < 0: 2^k stays normal, so one integer add into the exponent scales.
+  const float shifter = 0x1.8p23f;
+  float shifted = q * 0x1.715476p0f + shifter;
+  float kf = shifted - shifter;
+  float r = (q - kf * 0.693359375f) + kf * 2.12194440e-4f;
+  float e = kiln_bits_f32(kiln_f32_bits(1.0f + (r + kiln_exp_tail(r))) + (kiln_f32_bits(shifted) << 23));
+  float large = 1.0f - e;
   // NaN takes `small`, which is NaN.
   return kiln_select(a >= 0.921875f, __builtin_copysignf(large, x), small);
 }
