@@ -226,7 +226,8 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   std::vector<std::string> vars;
   for (size_t i = 0; i < rank; ++i) vars.push_back(loop_var(i).to_string());
   std::optional<size_t> rows_dim;
-  if (!library_matmul(node) && (rank == 2 || !folded_row_stride(a, b))) rows_dim = batch_dim_as_rows(a, b, c);
+  const bool folds = rank == 2 || folded_row_stride(a, b).has_value();
+  if (!folds) rows_dim = batch_dim_as_rows(a, b, c);
   if (rows_dim) {
     const size_t d = *rows_dim, m = rank - 2;
     std::swap(a.shape[d], a.shape[m]);
@@ -254,8 +255,12 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   SymInt batch = 1;
   for (size_t i = 0; i < batch_rank; ++i) batch = batch * c.shape[i];
   if (library_matmul(node)) {
-    std::optional<SymInt> row_stride = batch_rank == 0 ? std::optional<SymInt>(a.strides[0]) : folded_row_stride(a, b);
-    emit_library_matmul(kernel, a, c, batch * c.shape[rank - 2], *row_stride);
+    if (folds) {
+      std::optional<SymInt> row_stride = batch_rank == 0 ? std::optional<SymInt>(a.strides[0]) : folded_row_stride(a, b);
+      emit_library_matmul(kernel, a, c, batch * c.shape[rank - 2], *row_stride);
+    } else {
+      emit_batched_library_matmul(kernel, a, c, batch, vars);
+    }
     return;
   }
   if (batch_rank > 0 && !rows_dim) {
@@ -392,7 +397,13 @@ bool CppSourcePrinter::library_matmul(const LoopNode& node) {
   const size_t rank = c.shape.size();
   if (p_.buffer(c.buffer).dtype != DType::f32 || p_.buffer(b.buffer).kind != BufferKind::Parameter) return false;
   // One GEMM, or a batch that folds into the rows of one (the right operand shared).
-  return rank == 2 || folded_row_stride(a, b).has_value();
+  if (rank == 2 || folded_row_stride(a, b).has_value()) return true;
+  // A batch of GEMMs that share the right operand but do not fold (x[seq, batch, d] @ w, whose
+  // output rows interleave the batch): one call each, C's rows strided.
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (!(b.strides[i] == SymInt(0)) && !(b.shape[i] == SymInt(1))) return false;
+  }
+  return c.strides[rank - 1] == SymInt(1);
 }
 
 // C [rows, N] = A [rows, K] @ B [K, N] through oneDNN (codegen/cpp/kiln_dnnl.h: B reordered once,
@@ -417,7 +428,7 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0;");
   w_.close();
   w_.open("else");
-  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0};");
+  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N};");
   w_.line("const int omp_threads = omp_get_max_threads();");
   w_.line("const int64_t macs = rows * N * K;");
   w_.line("if (macs >= 262144) kiln_pool_park();");
@@ -428,8 +439,56 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.line("omp_set_num_threads(omp_threads);");
   w_.line("if (multiplied != 0) return 1;");
   w_.close();
+  emit_matmul_epilogue(kernel, c);
+}
+
+// The batch of GEMMs that share a frozen right operand but do not fold into one (library_matmul):
+// oneDNN's matmul for each entry in turn, on OpenMP's threads (one primitive and one prepacked
+// operand serve them all: the cache entry's shape is the same), C's row stride its own.
+void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c,
+                                                   const SymInt& batch, const std::vector<std::string>& vars) {
+  const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
+  const StridedView& b = node.extern_call.inputs.at(1);
+  const size_t rank = c.shape.size();
+  module_.uses_dnnl = true;
+  w_.line("// the right operand is a frozen parameter shared by the batch: oneDNN's matmul for each GEMM, the operand");
+  w_.line("// prepacked once");
+  w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
+  w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
+  w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
+  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc};");
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("const int64_t macs = M * N * K;");
+  w_.line("if (macs >= 262144) kiln_pool_park();");
+  w_.line("omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);");
+  w_.line("int multiplied = 0;");
+  w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
+  w_.line("int64_t rest = bi;");
+  w_.line("(void)rest;");
+  std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
+  for (size_t i = rank - 2; i-- > 0;) {
+    w_.line("const int64_t " + vars[i] + " = rest % (" + index_text(c.shape[i]) + ");");
+    w_.line("rest /= (" + index_text(c.shape[i]) + ");");
+  }
+  w_.line("float* pc = " + view_pointer(c, batch_vars) + ";");
+  w_.open("if (K == 0)");
+  w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = 0;");
+  w_.close();
+  w_.open("else");
+  w_.line("multiplied = kiln_matmul(&cache, shape, " + view_pointer(a, batch_vars) + ", " + buf(b.buffer) + " + (" +
+          index_text(b.offset) + "), pc, \"" + kernel.name + "\", args->error, args->error_capacity);");
+  w_.close();
+  w_.close();
+  w_.line("omp_set_num_threads(omp_threads);");
+  w_.line("if (multiplied != 0) return 1;");
+  // Over the output's own dims (`c` may have a batch dim swapped in as the rows).
+  emit_matmul_epilogue(kernel, node.extern_call.outputs.at(0));
+}
+
+// A library matmul's epilogue over the output's own coordinates, the last dim innermost.
+void CppSourcePrinter::emit_matmul_epilogue(const Kernel& kernel, const StridedView& c) {
   if (kernel.steps.empty()) return;
-  // The epilogue over the output's own coordinates, the last dim innermost.
+  const size_t rank = c.shape.size();
   parallel_loops(numel(c.shape), loop_dims(c.shape, rank - 1), "", false, [&] {
     std::string var = loop_var(rank - 1).to_string();
     w_.line("#pragma omp simd");

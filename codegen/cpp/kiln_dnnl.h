@@ -27,7 +27,8 @@
 //
 // kiln_matmul runs one GEMM whose right operand is a frozen parameter (ExternKind::Gemm with
 // CppEmitOptions::library_matmul): C [M, N] = A [M, K] @ B [K, N], A and B in the layouts
-// kiln_blas_layout gives (row-major or transposed, with leading dims), C row-major. B is reordered
+// kiln_blas_layout gives (row-major or transposed, with leading dims), C row-major with its own
+// row stride (a batch of GEMMs sharing B whose output rows interleave). B is reordered
 // once per pointer into the layout oneDNN's matmul wants (brgemm's blocks for AVX-512), which
 // OpenBLAS would instead pack again on every call; a KilnMatmulCache keeps the primitives of the
 // last few (M, thread count) as the convolutions' cache does.
@@ -500,6 +501,7 @@ typedef struct KilnMatmulShape {
   int64_t m, k, n;
   int64_t trans_a, lda, trans_b, ldb;  // CBLAS's 111 (row-major) or 112 (transposed), leading dims
   int64_t threads;
+  int64_t ldc;  // C's row stride (N when its rows are dense)
 } KilnMatmulShape;
 
 typedef struct KilnMatmulEntry {
@@ -553,7 +555,8 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   KILN_DNNL_TRY(kiln_matrix_md(&weights_plain_md, s->k, s->n, s->trans_b, s->ldb), "weights descriptor");
   KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 2, weights_dims, dnnl_f32, dnnl_format_tag_any),
                 "weights descriptor");
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 2, dst_dims, dnnl_f32, dnnl_ab), "destination descriptor");
+  dnnl_dims_t dst_strides = {s->ldc, 1};
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_strides(&dst_md, 2, dst_dims, dnnl_f32, dst_strides), "destination descriptor");
   dnnl_matmul_desc_t desc;
   KILN_DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &weights_any_md, nullptr, &dst_md), "matmul descriptor");
   dnnl_primitive_attr_t attr;

@@ -1,7 +1,7 @@
 // The cpu target's GEMMs whose right operand is a frozen parameter, through oneDNN's matmul with
 // that operand prepacked once (CppEmitOptions::library_matmul, codegen/cpp/kiln_dnnl.h): one GEMM,
-// a batch folded into the rows of one, the weight read transposed, a strided left operand and a
-// single row, each with and without an epilogue, on 1 and 2 threads and over repeated calls
+// a batch folded into the rows of one, the weight read transposed, a strided left operand, a
+// single row and a sequence-first batch (one call per entry), each with and without an epilogue, on 1 and 2 threads and over repeated calls
 // (the packed weights reused), against the interpreter; without frozen parameters, OpenBLAS.
 #include <gtest/gtest.h>
 
@@ -46,7 +46,11 @@ ir::Graph linear_layers() {
       "    %strided : f32[5, 96] = call_function[target=matmul](args = (%xt, %w), kwargs = {})\n"
       "    %one : f32[1, 96] = call_function[target=matmul](args = (%row, %w), kwargs = {})\n"
       "    %one_biased : f32[1, 96] = call_function[target=add](args = (%one, %bias), kwargs = {})\n"
-      "    return (act, folded, by_wt, strided, one_biased)\n",
+      "    %seq_first : f32[7, 2, 64] = call_function[target=permute](args = (%seq, [1, 0, 2]), kwargs = {})\n"
+      "    %sf : f32[7, 2, 96] = call_function[target=matmul](args = (%seq_first, %w), kwargs = {})\n"
+      "    %sf_biased : f32[7, 2, 96] = call_function[target=add](args = (%sf, %bias), kwargs = {})\n"
+      "    %sf_wt : f32[7, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
+      "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt)\n",
       "linear.kiln", parameters);
 }
 
@@ -64,11 +68,19 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   std::string frozen = dump_codegen_stage(graph, "cpp", stage);
   std::string plain = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
   const std::string marker = "oneDNN's matmul, the operand prepacked once";
+  // A sequence-first batch (x[seq, batch, d] @ w: the output's rows interleave the batch, so it
+  // cannot fold into one GEMM): one oneDNN call per batch entry, C's rows strided.
+  const std::string batched_marker = "shared by the batch: oneDNN's matmul for each GEMM";
   EXPECT_EQ(plain.find(marker), std::string::npos);
-  if (built_with_onednn()) {
+  EXPECT_EQ(plain.find(batched_marker), std::string::npos);
+  auto count = [&](const std::string& text) {
     size_t calls = 0;
-    for (size_t at = 0; (at = frozen.find(marker, at)) != std::string::npos; ++at) ++calls;
-    EXPECT_EQ(calls, 5u);
+    for (size_t at = 0; (at = frozen.find(text, at)) != std::string::npos; ++at) ++calls;
+    return calls;
+  };
+  if (built_with_onednn()) {
+    EXPECT_EQ(count(marker), 5u);
+    EXPECT_EQ(count(batched_marker), 2u) << frozen;
   }
   std::map<std::string, Tensor> inputs = {{"x", random_tensor({5, 64}, DType::f32, 11)},
                                           {"seq", random_tensor({2, 7, 64}, DType::f32, 12)},
