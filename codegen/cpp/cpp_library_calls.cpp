@@ -399,11 +399,17 @@ bool CppSourcePrinter::library_matmul(const LoopNode& node) {
   // One GEMM, or a batch that folds into the rows of one (the right operand shared).
   if (rank == 2 || folded_row_stride(a, b).has_value()) return true;
   // A batch of GEMMs that share the right operand but do not fold (x[seq, batch, d] @ w, whose
-  // output rows interleave the batch): one call each, C's rows strided.
+  // output rows interleave the batch): one call each, C's rows strided, the calls one after
+  // another. So each must be worth both threads (the pool's threshold, known now): smaller ones
+  // keep the BLAS path, whose tasks run the batch's GEMMs side by side.
   for (size_t i = 0; i + 2 < rank; ++i) {
     if (!(b.strides[i] == SymInt(0)) && !(b.shape[i] == SymInt(1))) return false;
   }
-  return c.strides[rank - 1] == SymInt(1);
+  if (!(c.strides[rank - 1] == SymInt(1))) return false;
+  std::optional<size_t> rows_dim = batch_dim_as_rows(a, b, c);
+  std::optional<int64_t> m = c.shape[rows_dim ? *rows_dim : rank - 2].maybe_constant();
+  std::optional<int64_t> n = c.shape[rank - 1].maybe_constant(), k = a.shape[rank - 1].maybe_constant();
+  return m && n && k && *m * *n * *k >= 262144;
 }
 
 // C [rows, N] = A [rows, K] @ B [K, N] through oneDNN (codegen/cpp/kiln_dnnl.h: B reordered once,

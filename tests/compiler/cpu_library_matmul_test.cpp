@@ -46,11 +46,14 @@ ir::Graph linear_layers() {
       "    %strided : f32[5, 96] = call_function[target=matmul](args = (%xt, %w), kwargs = {})\n"
       "    %one : f32[1, 96] = call_function[target=matmul](args = (%row, %w), kwargs = {})\n"
       "    %one_biased : f32[1, 96] = call_function[target=add](args = (%one, %bias), kwargs = {})\n"
-      "    %seq_first : f32[7, 2, 64] = call_function[target=permute](args = (%seq, [1, 0, 2]), kwargs = {})\n"
-      "    %sf : f32[7, 2, 96] = call_function[target=matmul](args = (%seq_first, %w), kwargs = {})\n"
-      "    %sf_biased : f32[7, 2, 96] = call_function[target=add](args = (%sf, %bias), kwargs = {})\n"
-      "    %sf_wt : f32[7, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
-      "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt)\n",
+      "    %long : f32[2, 48, 64] = placeholder[target=long]\n"
+      "    %seq_first : f32[48, 2, 64] = call_function[target=permute](args = (%long, [1, 0, 2]), kwargs = {})\n"
+      "    %sf : f32[48, 2, 96] = call_function[target=matmul](args = (%seq_first, %w), kwargs = {})\n"
+      "    %sf_biased : f32[48, 2, 96] = call_function[target=add](args = (%sf, %bias), kwargs = {})\n"
+      "    %sf_wt : f32[48, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
+      "    %short_first : f32[7, 2, 64] = call_function[target=permute](args = (%seq, [1, 0, 2]), kwargs = {})\n"
+      "    %sf_small : f32[7, 2, 96] = call_function[target=matmul](args = (%short_first, %w), kwargs = {})\n"
+      "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt, sf_small)\n",
       "linear.kiln", parameters);
 }
 
@@ -69,7 +72,8 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   std::string plain = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
   const std::string marker = "oneDNN's matmul, the operand prepacked once";
   // A sequence-first batch (x[seq, batch, d] @ w: the output's rows interleave the batch, so it
-  // cannot fold into one GEMM): one oneDNN call per batch entry, C's rows strided.
+  // cannot fold into one GEMM): one oneDNN call per batch entry, C's rows strided, where each
+  // GEMM is worth both threads (48 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS.
   const std::string batched_marker = "shared by the batch: oneDNN's matmul for each GEMM";
   EXPECT_EQ(plain.find(marker), std::string::npos);
   EXPECT_EQ(plain.find(batched_marker), std::string::npos);
@@ -85,7 +89,8 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   std::map<std::string, Tensor> inputs = {{"x", random_tensor({5, 64}, DType::f32, 11)},
                                           {"seq", random_tensor({2, 7, 64}, DType::f32, 12)},
                                           {"cols", random_tensor({64, 5}, DType::f32, 13)},
-                                          {"row", random_tensor({1, 64}, DType::f32, 14)}};
+                                          {"row", random_tensor({1, 64}, DType::f32, 14)},
+                                          {"long", random_tensor({2, 48, 64}, DType::f32, 15)}};
   std::vector<Tensor> expected = ir::interpret(graph, inputs);
   std::vector<std::string> names = graph.output_names();
   for (bool freeze : {true, false}) {
