@@ -11,6 +11,10 @@
 
 namespace kiln::codegen {
 
+// The multiply-adds from which a GEMM or convolution is worth a parallel team (OpenBLAS's own
+// threshold for threading a GEMM).
+constexpr int64_t kTeamMacs = 262144;
+
 void CppSourcePrinter::emit_extern_kernel(const Kernel& kernel) {
   const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
   const ExternCall& call = node.extern_call;
@@ -146,20 +150,10 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   std::string convolve = "kiln_convolution(&cache, shape, " + pointer(in) + ", " + pointer(weight) + ", " + bias + ", " +
                          destination + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
                          "\", args->error, args->error_capacity)";
-  // oneDNN runs on OpenMP threads: as many as the module may use (with the pool: while the
-  // pool's workers sleep); a small convolution (under 262144 multiply-adds, as OpenBLAS's
-  // threshold for GEMMs) runs on the calling thread alone, since a team costs more than it saves
-  // there (LeNet's).
+  // oneDNN's team (emit_onednn_team): a small convolution (LeNet's) runs on the calling thread.
   std::string macs = "(" + index_text(numel(out.shape)) + ") * (" + index_text(weight.shape[1]) + ") * (" +
                      index_text(weight.shape[2]) + ") * (" + index_text(weight.shape[3]) + ")";
-  w_.line("const int omp_threads = omp_get_max_threads();");
-  w_.line("const int64_t macs = " + macs + ";");
-  if (uses_pool()) {
-    w_.line("if (macs >= 262144) kiln_pool_park();");
-    w_.line("omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);");
-  } else {
-    w_.line("if (macs < 262144) omp_set_num_threads(1);");
-  }
+  emit_onednn_team(macs);
   w_.line("const int convolved = " + convolve + ";");
   w_.line("omp_set_num_threads(omp_threads);");
   w_.line("if (convolved != 0) return 1;");
@@ -335,9 +329,9 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     w_.open("auto gemm_batch = [&](int64_t b0, int64_t b1)");
     w_.line("for (int64_t bi = b0; bi < b1; ++bi) gemm_entry(bi);");
     w_.close(";");
-    w_.line("kiln_team_for(batch, gemm_batch, batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576);");
+    w_.line("kiln_team_for(batch, gemm_batch, batch > 1 && M * N * K < " + std::to_string(kTeamMacs) + " && batch * M * N * K >= 1048576);");
   } else if (batch_rank > 0) {
-    w_.open("if (batch > 1 && M * N * K < 262144 && batch * M * N * K >= 1048576)");
+    w_.open("if (batch > 1 && M * N * K < " + std::to_string(kTeamMacs) + " && batch * M * N * K >= 1048576)");
     w_.line("#pragma omp parallel for schedule(static)");
     w_.line("for (int64_t bi = 0; bi < batch; ++bi) gemm_entry(bi);");
     w_.close();
@@ -374,7 +368,7 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
   w_.close(";");
   w_.line("const int omp_threads = omp_get_max_threads();");
   w_.line("omp_set_num_threads(1);");
-  const int64_t threshold = 262144;
+  const int64_t threshold = kTeamMacs;
   std::optional<int64_t> known = macs.maybe_constant();
   if (!known) {
     w_.line("kiln_parallel_for(" + batch + " * gemm_tasks_each, gemm_tasks, " + batch + " * " + rows + " * N * K >= " +
@@ -409,7 +403,22 @@ bool CppSourcePrinter::library_matmul(const LoopNode& node) {
   std::optional<size_t> rows_dim = batch_dim_as_rows(a, b, c);
   std::optional<int64_t> m = c.shape[rows_dim ? *rows_dim : rank - 2].maybe_constant();
   std::optional<int64_t> n = c.shape[rank - 1].maybe_constant(), k = a.shape[rank - 1].maybe_constant();
-  return m && n && k && *m * *n * *k >= 262144;
+  return m && n && k && *m * *n * *k >= kTeamMacs;
+}
+
+// Before a oneDNN call of `macs` multiply-adds: it runs on OpenMP threads, as many as the module
+// may use (with the pool: while the pool's workers sleep), or on the calling thread alone under
+// kTeamMacs, where a team costs more than it saves. Declares `omp_threads` (restored after).
+void CppSourcePrinter::emit_onednn_team(const std::string& macs) {
+  const std::string threshold = std::to_string(kTeamMacs);
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("const int64_t macs = " + macs + ";");
+  if (uses_pool()) {
+    w_.line("if (macs >= " + threshold + ") kiln_pool_park();");
+    w_.line("omp_set_num_threads(macs >= " + threshold + " ? kiln_pool_threads() : 1);");
+  } else {
+    w_.line("if (macs < " + threshold + ") omp_set_num_threads(1);");
+  }
 }
 
 // C [rows, N] = A [rows, K] @ B [K, N] through oneDNN (codegen/cpp/kiln_dnnl.h: B reordered once,
@@ -435,10 +444,7 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.close();
   w_.open("else");
   w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N};");
-  w_.line("const int omp_threads = omp_get_max_threads();");
-  w_.line("const int64_t macs = rows * N * K;");
-  w_.line("if (macs >= 262144) kiln_pool_park();");
-  w_.line("omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);");
+  emit_onednn_team("rows * N * K");
   w_.line("const int multiplied = kiln_matmul(&cache, shape, " + buf(a.buffer) + " + (" + index_text(a.offset) + "), " +
           buf(b.buffer) + " + (" + index_text(b.offset) + "), " + buf(c.buffer) + " + (" + index_text(c.offset) + "), \"" +
           kernel.name + "\", args->error, args->error_capacity);");
@@ -463,10 +469,7 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
   w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc};");
-  w_.line("const int omp_threads = omp_get_max_threads();");
-  w_.line("const int64_t macs = M * N * K;");
-  w_.line("if (macs >= 262144) kiln_pool_park();");
-  w_.line("omp_set_num_threads(macs >= 262144 ? kiln_pool_threads() : 1);");
+  emit_onednn_team("M * N * K");
   w_.line("int multiplied = 0;");
   w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
   w_.line("int64_t rest = bi;");
