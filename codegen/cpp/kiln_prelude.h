@@ -97,11 +97,13 @@ typedef struct KilnRunArgs {
 typedef float kiln_f32x16 __attribute__((vector_size(64)));
 // Follows `#pragma omp simd` on a loop whose body applies a polynomial (exp, erf, tanh, ...):
 // each iteration is one long dependent chain of vector instructions, and Clang's cost model
-// keeps one chain in flight when the body is large; four interleaved chains keep the FMA units
-// busy (the erf-GELU chain: 1.4-1.8x at one thread). GCC has no such hint.
+// keeps one chain in flight when the body is large; two interleaved chains keep the FMA units
+// busy (the erf-GELU chain: 2x at one thread). Four spill more of the polynomials' constants
+// than they gain: the chain, gelu and tanh run 5-25% slower at 4 (bench/README.md). GCC has no
+// such hint.
 #ifndef KILN_INTERLEAVE_SIMD
 #if defined(__clang__)
-#define KILN_INTERLEAVE_SIMD _Pragma("clang loop interleave_count(4)")
+#define KILN_INTERLEAVE_SIMD _Pragma("clang loop interleave_count(2)")
 #else
 #define KILN_INTERLEAVE_SIMD
 #endif
