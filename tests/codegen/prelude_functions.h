@@ -31,7 +31,7 @@ inline const std::vector<UnaryFunction>& unary_functions() {
       {"log1p", [](float x) { return kiln_log1p(x); }, [](double x) { return std::log1p(x); }, 1, -1, 16, INFINITY},
       {"sigmoid", [](float x) { return kiln_sigmoid(x); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 3,
        -104, 20, INFINITY},
-      {"tanh", [](float x) { return kiln_tanh(x); }, [](double x) { return std::tanh(x); }, 3, -10, 10, INFINITY},
+      {"tanh", [](float x) { return kiln_tanh(x); }, [](double x) { return std::tanh(x); }, 2, -10, 10, INFINITY},
       {"erf", [](float x) { return kiln_erf(x); }, [](double x) { return std::erf(x); }, 2, -4, 4, INFINITY},
       {"sin", [](float x) { return kiln_sin(x); }, [](double x) { return std::sin(x); }, 1, -1e4, 1e4, INFINITY},
       {"cos", [](float x) { return kiln_cos(x); }, [](double x) { return std::cos(x); }, 1, -1e4, 1e4, INFINITY},
