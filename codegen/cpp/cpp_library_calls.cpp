@@ -285,12 +285,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   w_.open(pool ? "auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1)"
                : "auto gemm_entry = [&](int64_t bi)");
   std::vector<std::string> batch_vars;
-  w_.line("int64_t rest = bi;");
-  w_.line("(void)rest;");
-  for (size_t i = batch_rank; i-- > 0;) {
-    w_.line("const int64_t " + vars[i] + " = rest % (" + index_text(c.shape[i]) + ");");
-    w_.line("rest /= (" + index_text(c.shape[i]) + ");");
-  }
+  emit_batch_entry_vars(c, vars, batch_rank);
   for (size_t i = 0; i < batch_rank; ++i) batch_vars.push_back(vars[i]);
   w_.line("const " + t + "* pa = " + view_pointer(a, batch_vars) + ";");
   w_.line("const " + t + "* pb = " + view_pointer(b, batch_vars) + ";");
@@ -472,13 +467,8 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   emit_onednn_team("M * N * K");
   w_.line("int multiplied = 0;");
   w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
-  w_.line("int64_t rest = bi;");
-  w_.line("(void)rest;");
+  emit_batch_entry_vars(c, vars, rank - 2);
   std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
-  for (size_t i = rank - 2; i-- > 0;) {
-    w_.line("const int64_t " + vars[i] + " = rest % (" + index_text(c.shape[i]) + ");");
-    w_.line("rest /= (" + index_text(c.shape[i]) + ");");
-  }
   w_.line("float* pc = " + view_pointer(c, batch_vars) + ";");
   w_.open("if (K == 0)");
   w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = 0;");
@@ -492,6 +482,18 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.line("if (multiplied != 0) return 1;");
   // Over the output's own dims (`c` may have a batch dim swapped in as the rows).
   emit_matmul_epilogue(kernel, node.extern_call.outputs.at(0));
+}
+
+// The batch coordinates of GEMM `bi` of a batch over C's first `batch_rank` dims, as `vars`
+// (the last dim fastest).
+void CppSourcePrinter::emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars,
+                                             size_t batch_rank) {
+  w_.line("int64_t rest = bi;");
+  w_.line("(void)rest;");
+  for (size_t i = batch_rank; i-- > 0;) {
+    w_.line("const int64_t " + vars[i] + " = rest % (" + index_text(c.shape[i]) + ");");
+    w_.line("rest /= (" + index_text(c.shape[i]) + ");");
+  }
 }
 
 // A library matmul's epilogue over the output's own coordinates, the last dim innermost.

@@ -161,6 +161,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_batched_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& batch,
                                    const std::vector<std::string>& vars);
   void emit_matmul_epilogue(const Kernel& kernel, const StridedView& c);
+  void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);
   void emit_onednn_team(const std::string& macs);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
