@@ -439,11 +439,19 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.close();
   w_.open("else");
   w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N};");
+  const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
+  w_.line("int multiplied;");
+  emit_matmul_blocks(kernel, "rows", "1", b_pointer, [&] {
+    w_.line("*pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
+    w_.line("*pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
+  });
+  w_.open("else");
   emit_onednn_team("rows * N * K");
-  w_.line("const int multiplied = kiln_matmul(&cache, shape, " + buf(a.buffer) + " + (" + index_text(a.offset) + "), " +
-          buf(b.buffer) + " + (" + index_text(b.offset) + "), " + buf(c.buffer) + " + (" + index_text(c.offset) + "), \"" +
-          kernel.name + "\", args->error, args->error_capacity);");
+  w_.line("multiplied = kiln_matmul(&cache, shape, " + buf(a.buffer) + " + (" + index_text(a.offset) + "), " + b_pointer +
+          ", " + buf(c.buffer) + " + (" + index_text(c.offset) + "), \"" + kernel.name +
+          "\", args->error, args->error_capacity);");
   w_.line("omp_set_num_threads(omp_threads);");
+  w_.close();
   w_.line("if (multiplied != 0) return 1;");
   w_.close();
   emit_matmul_epilogue(kernel, c);
@@ -464,24 +472,54 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
   w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc};");
-  emit_onednn_team("M * N * K");
+  const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
+  std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("int multiplied = 0;");
+  emit_matmul_blocks(kernel, "M", "batch", b_pointer, [&] {
+    emit_batch_entry_vars(c, vars, rank - 2);
+    w_.line("*pa = " + view_pointer(a, batch_vars) + ";");
+    w_.line("*pc = " + view_pointer(c, batch_vars) + ";");
+  });
+  w_.open("else");
+  emit_onednn_team("M * N * K");
   w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
   emit_batch_entry_vars(c, vars, rank - 2);
-  std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("float* pc = " + view_pointer(c, batch_vars) + ";");
   w_.open("if (K == 0)");
   w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = 0;");
   w_.close();
   w_.open("else");
-  w_.line("multiplied = kiln_matmul(&cache, shape, " + view_pointer(a, batch_vars) + ", " + buf(b.buffer) + " + (" +
-          index_text(b.offset) + "), pc, \"" + kernel.name + "\", args->error, args->error_capacity);");
+  w_.line("multiplied = kiln_matmul(&cache, shape, " + view_pointer(a, batch_vars) + ", " + b_pointer + ", pc, \"" +
+          kernel.name + "\", args->error, args->error_capacity);");
   w_.close();
   w_.close();
   w_.line("omp_set_num_threads(omp_threads);");
+  w_.close();
   w_.line("if (multiplied != 0) return 1;");
   // Over the output's own dims (`c` may have a batch dim swapped in as the rows).
   emit_matmul_epilogue(kernel, node.extern_call.outputs.at(0));
+}
+
+// Opens `if (block > 0) { ... }` (the caller continues with its `else`): a batch of `batch` GEMMs
+// of `rows` rows each (`shape`, `cache` and `multiplied` declared), at least kTeamMacs
+// multiply-adds each, as blocks of rows on the pool's threads (kiln_matmul_rows in kiln_dnnl.h),
+// so that no OpenMP team starts beside the pool; `locate` writes the body that sets GEMM bi's
+// `*pa` and `*pc`.
+void CppSourcePrinter::emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
+                                          const std::string& b_pointer, const std::function<void()>& locate) {
+  w_.line("const int64_t block = K > 0 && " + rows + " * N * K >= " + std::to_string(kTeamMacs) +
+          " ? kiln_matmul_split_rows(" + rows + ", " + batch + ", kiln_pool_threads()) : 0;");
+  w_.open("if (block > 0)");
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("omp_set_num_threads(1);");
+  w_.open("const auto locate = [&](int64_t bi, const float** pa, float** pc)");
+  w_.line("(void)bi;");
+  locate();
+  w_.close(";");
+  w_.line("multiplied = kiln_matmul_rows(&cache, shape, block, " + batch + ", locate, " + b_pointer + ", \"" + kernel.name +
+          "\", args->error, args->error_capacity, [](int64_t n, const auto& body) { kiln_parallel_for(n, body); });");
+  w_.line("omp_set_num_threads(omp_threads);");
+  w_.close();
 }
 
 // The batch coordinates of GEMM `bi` of a batch over C's first `batch_rank` dims, as `vars`

@@ -163,6 +163,8 @@ class CppSourcePrinter : public CPrinter {
   void emit_matmul_epilogue(const Kernel& kernel, const StridedView& c);
   void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);
   void emit_onednn_team(const std::string& macs);
+  void emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
+                          const std::string& b_pointer, const std::function<void()>& locate);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
   // The convolution kernel's one epilogue step when it alone reads the convolution's output

@@ -126,22 +126,29 @@ static void kiln_release_entry(KilnConvolutionEntry* e) {
   __builtin_memset(e, 0, sizeof(*e));
 }
 
-// Scratch memory the convolutions of a module share. A convolution's scratchpad and Winograd's
-// blocked source and destination are dead between calls, and the calls of one thread come one
-// after another, so one arena per concurrent caller holds them all, grown to the largest call
-// (kept per convolution entry, they took 640 MB for ResNet-50 at batch 32). A caller takes the
-// first free arena; when all are taken it waits for the first. Never freed, as the caches are not.
+// Scratch memory the convolutions and matmuls of a module share. A convolution's scratchpad and
+// Winograd's blocked source and destination are dead between calls, and the calls of one thread
+// come one after another, so one arena per concurrent caller holds them all, grown to the largest
+// call (kept per convolution entry, they took 640 MB for ResNet-50 at batch 32). A matmul split
+// into blocks of rows (kiln_matmul_rows) takes one per block running at once, with the arena's
+// stream. A caller takes the first free arena; when all are taken it waits for the first. Never
+// freed, as the caches are not.
 typedef struct KilnScratch {
   pthread_mutex_t mutex;
   void* data;
   size_t bytes;
+  dnnl_stream_t stream;  // made by the first block that runs in the arena
 } KilnScratch;
 
-enum { kKilnScratchArenas = 4 };
+enum { kKilnScratchArenas = 64 };
 
-#define KILN_SCRATCH_INIT {PTHREAD_MUTEX_INITIALIZER, nullptr, 0}
-static KilnScratch kiln_scratch_arenas[kKilnScratchArenas] = {KILN_SCRATCH_INIT, KILN_SCRATCH_INIT, KILN_SCRATCH_INIT,
-                                                               KILN_SCRATCH_INIT};
+static KilnScratch kiln_scratch_arenas[kKilnScratchArenas] = {
+#define KILN_SCRATCH_INIT {PTHREAD_MUTEX_INITIALIZER, nullptr, 0, nullptr}
+#define KILN_SCRATCH_INIT_8 KILN_SCRATCH_INIT, KILN_SCRATCH_INIT, KILN_SCRATCH_INIT, KILN_SCRATCH_INIT, \
+                            KILN_SCRATCH_INIT, KILN_SCRATCH_INIT, KILN_SCRATCH_INIT, KILN_SCRATCH_INIT
+    KILN_SCRATCH_INIT_8, KILN_SCRATCH_INIT_8, KILN_SCRATCH_INIT_8, KILN_SCRATCH_INIT_8,
+    KILN_SCRATCH_INIT_8, KILN_SCRATCH_INIT_8, KILN_SCRATCH_INIT_8, KILN_SCRATCH_INIT_8};
+#undef KILN_SCRATCH_INIT_8
 #undef KILN_SCRATCH_INIT
 
 static size_t kiln_round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -509,6 +516,7 @@ typedef struct KilnMatmulEntry {
   dnnl_primitive_t matmul;
   dnnl_primitive_t reorder;  // plain weights -> the matmul's weights layout
   dnnl_memory_t src, weights, packed, dst, scratchpad;
+  dnnl_memory_desc_t src_md, dst_md, scratch_md;  // for kiln_matmul_block's own memory objects
   dnnl_stream_t stream;
   void* packed_data;
   void* scratchpad_data;
@@ -568,6 +576,9 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul choice", status, error, capacity);
   const dnnl_memory_desc_t* packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   const dnnl_memory_desc_t* scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  e->src_md = src_md;
+  e->dst_md = dst_md;
+  if (scratch_md) e->scratch_md = *scratch_md;
   status = dnnl_primitive_create(&e->matmul, pd);
   if (status == dnnl_success) {
     e->packed_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(packed_md));
@@ -592,36 +603,127 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   return 0;
 }
 
+// The entry of `cache` for `shape`, its B packed from `b`; nullptr with a message in `error`.
+// Under the cache's mutex.
+static KilnMatmulEntry* kiln_matmul_prepare(KilnMatmulCache* cache, const KilnMatmulShape* shape, const float* b,
+                                            const char* name, char* error, int64_t capacity) {
+  KilnMatmulEntry* e = kiln_cached_entry(
+      cache, shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, shape, name, error, capacity); },
+      kiln_release_matmul);
+  if (!e || e->packed_from == b) return e;
+  e->packed_from = nullptr;
+  dnnl_status_t status = dnnl_memory_set_data_handle(e->weights, (void*)b);
+  dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
+  if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, e->stream, 2, reorder_args);
+  if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
+  if (status != dnnl_success) {
+    kiln_dnnl_failure(name, "weights reorder", status, error, capacity);
+    return nullptr;
+  }
+  e->packed_from = b;
+  return e;
+}
+
 // Runs C = A @ B (see the file's comment); 0, or 1 with a message in `error`.
 static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const float* a, const float* b, float* c,
                        const char* name, char* error, int64_t capacity) {
   shape.threads = omp_get_max_threads();
   pthread_mutex_lock(&cache->mutex);
-  KilnMatmulEntry* e = kiln_cached_entry(
-      cache, &shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, &shape, name, error, capacity); },
-      kiln_release_matmul);
+  KilnMatmulEntry* e = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
   int rc = e ? 0 : 1;
   if (e) {
-    dnnl_stream_t stream = e->stream;
-    dnnl_status_t status = dnnl_success;
-    if (e->packed_from != b) {
-      e->packed_from = nullptr;
-      status = dnnl_memory_set_data_handle(e->weights, (void*)b);
-      dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
-      if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
-      if (status == dnnl_success) status = dnnl_stream_wait(stream);
-      if (status == dnnl_success) e->packed_from = b;
-    }
-    if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->src, (void*)a);
+    dnnl_status_t status = dnnl_memory_set_data_handle(e->src, (void*)a);
     if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, c);
     if (status == dnnl_success) {
       dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, e->dst}};
       int count = 3;
       if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
-      status = dnnl_primitive_execute(e->matmul, stream, count, args);
+      status = dnnl_primitive_execute(e->matmul, e->stream, count, args);
     }
-    if (status == dnnl_success) status = dnnl_stream_wait(stream);
+    if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
     if (status != dnnl_success) rc = kiln_dnnl_failure(name, "matmul", status, error, capacity);
+  }
+  pthread_mutex_unlock(&cache->mutex);
+  return rc;
+}
+
+// ------------------------------------------------- matmul in blocks of rows on the caller's threads
+
+// One block of rows through `e` (made for the block's row count and one thread, B packed) on
+// the calling thread, with memory objects of its own and an arena's stream and scratchpad, so that
+// blocks run concurrently on different threads (a primitive is immutable once made).
+static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a, float* c) {
+  dnnl_engine_t engine = kiln_dnnl_engine();
+  KilnScratch* arena = kiln_take_scratch(e->scratchpad ? dnnl_memory_desc_get_size(&e->scratch_md) : 0);
+  if (!arena) return dnnl_out_of_memory;
+  dnnl_status_t status =
+      arena->stream ? dnnl_success : dnnl_stream_create(&arena->stream, engine, dnnl_stream_default_flags);
+  dnnl_memory_t src = nullptr, dst = nullptr, scratchpad = nullptr;
+  if (status == dnnl_success) status = dnnl_memory_create(&src, &e->src_md, engine, (void*)a);
+  if (status == dnnl_success) status = dnnl_memory_create(&dst, &e->dst_md, engine, c);
+  if (status == dnnl_success && e->scratchpad) status = dnnl_memory_create(&scratchpad, &e->scratch_md, engine, arena->data);
+  if (status == dnnl_success) {
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, dst}};
+    int count = 3;
+    if (scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad};
+    status = dnnl_primitive_execute(e->matmul, arena->stream, count, args);
+  }
+  if (status == dnnl_success) status = dnnl_stream_wait(arena->stream);
+  kiln_give_back_scratch(arena);
+  dnnl_memory_t made[] = {src, dst, scratchpad};
+  for (dnnl_memory_t m : made) {
+    if (m) dnnl_memory_destroy(m);
+  }
+  return status;
+}
+
+// The rows of one block when each of a batch of `batch` GEMMs of `rows` rows splits into blocks
+// spread over `threads` threads: whole GEMMs when the batch has a GEMM per thread or a GEMM has
+// under 32 rows, else about threads / batch blocks per GEMM, a multiple of 16 rows (the matmul
+// kernels' tile). 0 when nothing would run in parallel (one thread, or one GEMM that does not split).
+static int64_t kiln_matmul_split_rows(int64_t rows, int64_t batch, int64_t threads) {
+  if (threads <= 1 || rows < 1 || batch < 1 || (batch == 1 && rows < 32)) return 0;
+  const int64_t parts = (threads + batch - 1) / batch;
+  if (parts <= 1 || rows < 32) return rows;
+  const int64_t block = (rows + parts - 1) / parts;
+  return (block + 15) / 16 * 16;
+}
+
+// Runs a batch of GEMMs that share B, C_i = A_i @ B for i < `batch` (`locate(i, &a, &c)` gives
+// GEMM i's operands, laid out as `shape` says), as blocks of `block` rows, each a one-thread
+// matmul, spread by `for_each(count, body)` (the pool's kiln_parallel_for: body(begin, end) runs
+// blocks [begin, end) on one thread) over threads that each ask OpenMP for one thread. So no
+// OpenMP team starts, and a frozen B packed once serves blocks of any rows: unlike OpenBLAS,
+// which would pack B again in every block. The blocks of a GEMM but its last share one
+// primitive. 0, or 1 with a message in `error`.
+template <class Locate, class ForEach>
+static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64_t block, int64_t batch,
+                            const Locate& locate, const float* b, const char* name, char* error, int64_t capacity,
+                            const ForEach& for_each) {
+  const int64_t rows = shape.m, blocks = (rows + block - 1) / block, last_rows = rows - (blocks - 1) * block;
+  shape.threads = 1;
+  shape.m = block;
+  KilnMatmulShape last_shape = shape;
+  last_shape.m = last_rows;
+  pthread_mutex_lock(&cache->mutex);
+  KilnMatmulEntry* whole = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
+  KilnMatmulEntry* last =
+      whole && last_rows != block ? kiln_matmul_prepare(cache, &last_shape, b, name, error, capacity) : whole;
+  int rc = last ? 0 : 1;
+  if (last) {
+    const int64_t a_step = block * (shape.trans_a == 111 ? shape.lda : 1), c_step = block * shape.ldc;
+    int failed = dnnl_success;
+    for_each(batch * blocks, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t i = task % blocks;
+        const float* a = nullptr;
+        float* c = nullptr;
+        locate(task / blocks, &a, &c);
+        dnnl_status_t status = kiln_matmul_block(i == blocks - 1 ? last : whole, a + i * a_step, c + i * c_step);
+        if (status != dnnl_success) __atomic_store_n(&failed, int(status), __ATOMIC_RELAXED);
+      }
+    });
+    if (failed != dnnl_success) rc = kiln_dnnl_failure(name, "matmul", dnnl_status_t(failed), error, capacity);
   }
   pthread_mutex_unlock(&cache->mutex);
   return rc;

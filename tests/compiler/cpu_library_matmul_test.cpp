@@ -1,8 +1,11 @@
 // The cpu target's GEMMs whose right operand is a frozen parameter, through oneDNN's matmul with
 // that operand prepacked once (CppEmitOptions::library_matmul, codegen/cpp/kiln_dnnl.h): one GEMM,
 // a batch folded into the rows of one, the weight read transposed, a strided left operand, a
-// single row and a sequence-first batch (one call per entry), each with and without an epilogue, on 1 and 2 threads and over repeated calls
-// (the packed weights reused), against the interpreter; without frozen parameters, OpenBLAS.
+// single row, a sequence-first batch (one call per entry) and GEMMs split into blocks of rows on
+// the pool's threads (an uneven last block, the left operand transposed; a batch whose entries
+// split on 4 threads), each with and without an epilogue, on 1, 2 and 4 threads and over
+// repeated calls (the packed weights reused), against the interpreter; without frozen
+// parameters, OpenBLAS.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -53,7 +56,13 @@ ir::Graph linear_layers() {
       "    %sf_wt : f32[48, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
       "    %short_first : f32[7, 2, 64] = call_function[target=permute](args = (%seq, [1, 0, 2]), kwargs = {})\n"
       "    %sf_small : f32[7, 2, 96] = call_function[target=matmul](args = (%short_first, %w), kwargs = {})\n"
-      "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt, sf_small)\n",
+      "    %tall : f32[70, 64] = placeholder[target=tall]\n"
+      "    %split : f32[70, 96] = call_function[target=matmul](args = (%tall, %w), kwargs = {})\n"
+      "    %split_biased : f32[70, 96] = call_function[target=add](args = (%split, %bias), kwargs = {})\n"
+      "    %tall_cols : f32[64, 70] = placeholder[target=tall_cols]\n"
+      "    %tall_t : f32[70, 64] = call_function[target=transpose](args = (%tall_cols, 0, 1), kwargs = {})\n"
+      "    %split_t : f32[70, 96] = call_function[target=matmul](args = (%tall_t, %wt), kwargs = {})\n"
+      "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt, sf_small, split_biased, split_t)\n",
       "linear.kiln", parameters);
 }
 
@@ -73,7 +82,8 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   const std::string marker = "oneDNN's matmul, the operand prepacked once";
   // A sequence-first batch (x[seq, batch, d] @ w: the output's rows interleave the batch, so it
   // cannot fold into one GEMM): one oneDNN call per batch entry, C's rows strided, where each
-  // GEMM is worth both threads (48 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS.
+  // GEMM is worth both threads (48 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS. Each
+  // call site of either kind also holds the path that splits it into blocks of rows.
   const std::string batched_marker = "shared by the batch: oneDNN's matmul for each GEMM";
   EXPECT_EQ(plain.find(marker), std::string::npos);
   EXPECT_EQ(plain.find(batched_marker), std::string::npos);
@@ -83,19 +93,22 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
     return calls;
   };
   if (built_with_onednn()) {
-    EXPECT_EQ(count(marker), 5u);
+    EXPECT_EQ(count(marker), 7u);
+    EXPECT_EQ(count("multiplied = kiln_matmul_rows("), 9u);
     EXPECT_EQ(count(batched_marker), 2u) << frozen;
   }
   std::map<std::string, Tensor> inputs = {{"x", random_tensor({5, 64}, DType::f32, 11)},
                                           {"seq", random_tensor({2, 7, 64}, DType::f32, 12)},
                                           {"cols", random_tensor({64, 5}, DType::f32, 13)},
                                           {"row", random_tensor({1, 64}, DType::f32, 14)},
-                                          {"long", random_tensor({2, 48, 64}, DType::f32, 15)}};
+                                          {"long", random_tensor({2, 48, 64}, DType::f32, 15)},
+                                          {"tall", random_tensor({70, 64}, DType::f32, 16)},
+                                          {"tall_cols", random_tensor({64, 70}, DType::f32, 17)}};
   std::vector<Tensor> expected = ir::interpret(graph, inputs);
   std::vector<std::string> names = graph.output_names();
   for (bool freeze : {true, false}) {
     CompiledModel model = compile(graph, options(freeze));
-    for (int threads : {1, 2, 1}) {
+    for (int threads : {1, 2, 4, 1}) {
       std::vector<Tensor> actual = model.run(inputs, threads);
       ASSERT_EQ(actual.size(), expected.size());
       for (size_t i = 0; i < expected.size(); ++i)
