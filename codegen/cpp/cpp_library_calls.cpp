@@ -417,8 +417,10 @@ void CppSourcePrinter::emit_onednn_team(const std::string& macs) {
 }
 
 // C [rows, N] = A [rows, K] @ B [K, N] through oneDNN (codegen/cpp/kiln_dnnl.h: B reordered once,
-// the primitive made once per row count and thread count), on OpenMP's threads while the pool's
-// workers sleep, as the convolutions run; then the epilogue over the output.
+// the primitive made once per row count and thread count): in blocks of rows on the pool's
+// threads (emit_matmul_blocks) when it is worth them, else on OpenMP's threads while the pool's
+// workers sleep, as the convolutions run (a GEMM of few rows), or on one thread; then the epilogue
+// over the output.
 void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c,
                                            const SymInt& rows, const SymInt& row_stride) {
   const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
@@ -458,8 +460,9 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
 }
 
 // The batch of GEMMs that share a frozen right operand but do not fold into one (library_matmul):
-// oneDNN's matmul for each entry in turn, on OpenMP's threads (one primitive and one prepacked
-// operand serve them all: the cache entry's shape is the same), C's row stride its own.
+// oneDNN's matmul for each entry (one primitive and one prepacked operand serve them all: the
+// cache entry's shape is the same), C's row stride its own; the entries, or blocks of their rows,
+// on the pool's threads (emit_matmul_blocks), else each on OpenMP's threads in turn.
 void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c,
                                                    const SymInt& batch, const std::vector<std::string>& vars) {
   const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];

@@ -31,7 +31,9 @@
 // row stride (a batch of GEMMs sharing B whose output rows interleave). B is reordered
 // once per pointer into the layout oneDNN's matmul wants (brgemm's blocks for AVX-512), which
 // OpenBLAS would instead pack again on every call; a KilnMatmulCache keeps the primitives of the
-// last few (M, thread count) as the convolutions' cache does.
+// last few (M, thread count) as the convolutions' cache does. kiln_matmul_rows runs such a GEMM
+// (or a batch of them sharing B) as blocks of rows on the caller's own threads (Kiln's pool), each
+// a one-thread matmul, so that no OpenMP team starts beside the pool.
 //
 // Compile latency rules here as in the prelude: oneDNN's C header only, <pthread.h> and
 // <stdlib.h>; every function `static` with a `kiln_` prefix.
