@@ -407,15 +407,24 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
 // The entry of `cache` (a convolution's or a matmul's) for `s`: a ready one, else the least
 // recently used one, released and remade by `make`; nullptr when making fails (the message is in
 // `error`). Under the cache's mutex.
-template <class Cache, class Shape, class Make, class Release>
-static auto kiln_cached_entry(Cache* cache, const Shape* s, Make make, Release release) -> decltype(&cache->entries[0]) {
-  auto* victim = &cache->entries[0];
+template <class Cache, class Shape>
+static auto kiln_found_entry(Cache* cache, const Shape* s) -> decltype(&cache->entries[0]) {
   for (int i = 0; i < kKilnConvolutionEntries; ++i) {
     auto* e = &cache->entries[i];
     if (e->ready && __builtin_memcmp(&e->shape, s, sizeof(Shape)) == 0) {
       e->last_used = ++cache->clock;
       return e;
     }
+  }
+  return nullptr;
+}
+
+template <class Cache, class Shape, class Make, class Release>
+static auto kiln_cached_entry(Cache* cache, const Shape* s, Make make, Release release) -> decltype(&cache->entries[0]) {
+  if (auto* found = kiln_found_entry(cache, s)) return found;
+  auto* victim = &cache->entries[0];
+  for (int i = 0; i < kKilnConvolutionEntries; ++i) {
+    auto* e = &cache->entries[i];
     if (!e->ready || (victim->ready && e->last_used < victim->last_used)) victim = e;
   }
   release(victim);
@@ -510,7 +519,8 @@ typedef struct KilnMatmulShape {
   int64_t m, k, n;
   int64_t trans_a, lda, trans_b, ldb;  // CBLAS's 111 (row-major) or 112 (transposed), leading dims
   int64_t threads;
-  int64_t ldc;  // C's row stride (N when its rows are dense)
+  int64_t ldc;       // C's row stride (N when its rows are dense)
+  int64_t borrowed;  // 1: the entry reads another entry's packed B (kiln_matmul_rows' last block)
 } KilnMatmulShape;
 
 typedef struct KilnMatmulEntry {
@@ -519,6 +529,7 @@ typedef struct KilnMatmulEntry {
   dnnl_primitive_t reorder;  // plain weights -> the matmul's weights layout
   dnnl_memory_t src, weights, packed, dst, scratchpad;
   dnnl_memory_desc_t src_md, dst_md, scratch_md;  // for kiln_matmul_block's own memory objects
+  dnnl_memory_desc_t packed_md;                    // B's layout for this primitive
   dnnl_stream_t stream;
   void* packed_data;
   void* scratchpad_data;
@@ -555,7 +566,12 @@ static dnnl_status_t kiln_matrix_md(dnnl_memory_desc_t* md, int64_t rows, int64_
   return dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides);
 }
 
-static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const char* name, char* error, int64_t capacity) {
+// Makes `e` for `s`: a primitive with B in the layout it prefers, and B's reorder and packed
+// memory; or, with `packed_like` (an entry whose packed B this one borrows), a primitive with B in
+// that entry's layout, which fails where only oneDNN's reference kernels take that layout for
+// these rows (the caller then makes one of its own).
+static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const KilnMatmulEntry* packed_like,
+                            const char* name, char* error, int64_t capacity) {
   dnnl_engine_t engine = kiln_dnnl_engine();
   if (!engine) return kiln_dnnl_failure(name, "engine creation", dnnl_runtime_error, error, capacity);
   e->shape = *s;
@@ -563,8 +579,12 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   dnnl_dims_t weights_dims = {s->k, s->n}, dst_dims = {s->m, s->n};
   KILN_DNNL_TRY(kiln_matrix_md(&src_md, s->m, s->k, s->trans_a, s->lda), "source descriptor");
   KILN_DNNL_TRY(kiln_matrix_md(&weights_plain_md, s->k, s->n, s->trans_b, s->ldb), "weights descriptor");
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 2, weights_dims, dnnl_f32, dnnl_format_tag_any),
-                "weights descriptor");
+  if (packed_like) {
+    weights_any_md = packed_like->packed_md;
+  } else {
+    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 2, weights_dims, dnnl_f32, dnnl_format_tag_any),
+                  "weights descriptor");
+  }
   dnnl_dims_t dst_strides = {s->ldc, 1};
   KILN_DNNL_TRY(dnnl_memory_desc_init_by_strides(&dst_md, 2, dst_dims, dnnl_f32, dst_strides), "destination descriptor");
   dnnl_matmul_desc_t desc;
@@ -580,8 +600,24 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   const dnnl_memory_desc_t* scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   e->src_md = src_md;
   e->dst_md = dst_md;
+  e->packed_md = *packed_md;
   if (scratch_md) e->scratch_md = *scratch_md;
+  const char* implementation = nullptr;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &implementation);
+  if (packed_like && (!implementation || __builtin_strstr(implementation, "ref") != nullptr)) {
+    dnnl_primitive_desc_destroy(pd);
+    return kiln_dnnl_failure(name, "matmul choice for a shared B", dnnl_unimplemented, error, capacity);
+  }
   status = dnnl_primitive_create(&e->matmul, pd);
+  if (status == dnnl_success && packed_like) {
+    // B is the other entry's: kiln_matmul_rows points `packed` at it before each use.
+    dnnl_primitive_desc_destroy(pd);
+    if (scratch_md) status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, DNNL_MEMORY_NONE);
+    if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, DNNL_MEMORY_NONE);
+    if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul setup", status, error, capacity);
+    e->ready = 1;
+    return 0;
+  }
   if (status == dnnl_success) {
     e->packed_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(packed_md));
     e->scratchpad_data = kiln_aligned_bytes(scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0);
@@ -610,7 +646,7 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
 static KilnMatmulEntry* kiln_matmul_prepare(KilnMatmulCache* cache, const KilnMatmulShape* shape, const float* b,
                                             const char* name, char* error, int64_t capacity) {
   KilnMatmulEntry* e = kiln_cached_entry(
-      cache, shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, shape, name, error, capacity); },
+      cache, shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, shape, nullptr, name, error, capacity); },
       kiln_release_matmul);
   if (!e || e->packed_from == b) return e;
   e->packed_from = nullptr;
@@ -709,8 +745,26 @@ static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64
   last_shape.m = last_rows;
   pthread_mutex_lock(&cache->mutex);
   KilnMatmulEntry* whole = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
-  KilnMatmulEntry* last =
-      whole && last_rows != block ? kiln_matmul_prepare(cache, &last_shape, b, name, error, capacity) : whole;
+  KilnMatmulEntry* last = whole;
+  if (whole && last_rows != block) {
+    // The last block's primitive reads the same packed B wherever one of oneDNN's optimized
+    // kernels takes B's layout for its rows (a second packed copy of every weight would double a
+    // model's weights in memory: ViT's 197 rows split 112 + 85); else it packs its own (looked up
+    // first, so that a refused borrow is not tried again on every call).
+    last = kiln_found_entry(cache, &last_shape);
+    if (last && last->packed_from != b) last = kiln_matmul_prepare(cache, &last_shape, b, name, error, capacity);
+    last_shape.borrowed = 1;
+    if (!last) last = kiln_cached_entry(
+        cache, &last_shape,
+        [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, &last_shape, whole, name, error, capacity); },
+        kiln_release_matmul);
+    if (last && last->shape.borrowed && dnnl_memory_set_data_handle(last->packed, whole->packed_data) != dnnl_success)
+      last = nullptr;
+    if (!last) {
+      last_shape.borrowed = 0;
+      last = kiln_matmul_prepare(cache, &last_shape, b, name, error, capacity);
+    }
+  }
   int rc = last ? 0 : 1;
   if (last) {
     const int64_t a_step = block * (shape.trans_a == 111 ? shape.lda : 1), c_step = block * shape.ldc;
