@@ -511,7 +511,7 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
 void CppSourcePrinter::emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
                                           const std::string& b_pointer, const std::function<void()>& locate) {
   w_.line("const int64_t block = K > 0 && " + rows + " * N * K >= " + std::to_string(kTeamMacs) +
-          " ? kiln_matmul_split_rows(" + rows + ", " + batch + ", kiln_pool_threads()) : 0;");
+          " ? kiln_matmul_split_rows(" + rows + ", " + batch + ", kiln_pool_threads(), K, N) : 0;");
   w_.open("if (block > 0)");
   w_.line("const int omp_threads = omp_get_max_threads();");
   w_.line("omp_set_num_threads(1);");
