@@ -49,11 +49,11 @@ ir::Graph linear_layers() {
       "    %strided : f32[5, 96] = call_function[target=matmul](args = (%xt, %w), kwargs = {})\n"
       "    %one : f32[1, 96] = call_function[target=matmul](args = (%row, %w), kwargs = {})\n"
       "    %one_biased : f32[1, 96] = call_function[target=add](args = (%one, %bias), kwargs = {})\n"
-      "    %long : f32[2, 48, 64] = placeholder[target=long]\n"
-      "    %seq_first : f32[48, 2, 64] = call_function[target=permute](args = (%long, [1, 0, 2]), kwargs = {})\n"
-      "    %sf : f32[48, 2, 96] = call_function[target=matmul](args = (%seq_first, %w), kwargs = {})\n"
-      "    %sf_biased : f32[48, 2, 96] = call_function[target=add](args = (%sf, %bias), kwargs = {})\n"
-      "    %sf_wt : f32[48, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
+      "    %long : f32[2, 80, 64] = placeholder[target=long]\n"
+      "    %seq_first : f32[80, 2, 64] = call_function[target=permute](args = (%long, [1, 0, 2]), kwargs = {})\n"
+      "    %sf : f32[80, 2, 96] = call_function[target=matmul](args = (%seq_first, %w), kwargs = {})\n"
+      "    %sf_biased : f32[80, 2, 96] = call_function[target=add](args = (%sf, %bias), kwargs = {})\n"
+      "    %sf_wt : f32[80, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
       "    %short_first : f32[7, 2, 64] = call_function[target=permute](args = (%seq, [1, 0, 2]), kwargs = {})\n"
       "    %sf_small : f32[7, 2, 96] = call_function[target=matmul](args = (%short_first, %w), kwargs = {})\n"
       "    %tall : f32[70, 64] = placeholder[target=tall]\n"
@@ -82,7 +82,7 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   const std::string marker = "oneDNN's matmul, the operand prepacked once";
   // A sequence-first batch (x[seq, batch, d] @ w: the output's rows interleave the batch, so it
   // cannot fold into one GEMM): one oneDNN call per batch entry, C's rows strided, where each
-  // GEMM is worth both threads (48 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS. Each
+  // GEMM is worth both threads (80 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS. Each
   // call site of either kind also holds the path that splits it into blocks of rows.
   const std::string batched_marker = "shared by the batch: oneDNN's matmul for each GEMM";
   EXPECT_EQ(plain.find(marker), std::string::npos);
@@ -101,7 +101,7 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
                                           {"seq", random_tensor({2, 7, 64}, DType::f32, 12)},
                                           {"cols", random_tensor({64, 5}, DType::f32, 13)},
                                           {"row", random_tensor({1, 64}, DType::f32, 14)},
-                                          {"long", random_tensor({2, 48, 64}, DType::f32, 15)},
+                                          {"long", random_tensor({2, 80, 64}, DType::f32, 15)},
                                           {"tall", random_tensor({70, 64}, DType::f32, 16)},
                                           {"tall_cols", random_tensor({64, 70}, DType::f32, 17)}};
   std::vector<Tensor> expected = ir::interpret(graph, inputs);
