@@ -718,15 +718,16 @@ static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a,
 // The rows of one block when each of a batch of `batch` GEMMs of `rows` rows, [rows, k] @ [k, n],
 // splits into blocks spread over `threads` threads: whole GEMMs when the batch has a GEMM per
 // thread, else about threads / batch blocks per GEMM, a multiple of 16 rows (the matmul kernels'
-// tile), at least 32 rows each (GPT's 32-row layers ran slower in 16-row blocks than on oneDNN's
-// team). Every block reads all of B, so a GEMM splits only where that costs little: B within
+// tile), at least 64 rows each (an MLP's 64-row layers ran 7% slower in 32-row blocks than on
+// oneDNN's team, GPT's 32-row ones slower in 16-row blocks; GPT's 128-row ones 15% faster in
+// 64-row blocks). Every block reads all of B, so a GEMM splits only where that costs little: B within
 // 1 MB (a core's L2 holds it), or at least as many rows as columns (B is the smaller operand). 0 when the blocks would not run in parallel (one thread, one
 // GEMM that does not split): oneDNN's own team splits those (a ViT-B layer, 197 x 768 @ 768 x
 // 3072, ran 10% slower in blocks of rows, each thread streaming all of B's 9 MB).
 static int64_t kiln_matmul_split_rows(int64_t rows, int64_t batch, int64_t threads, int64_t k, int64_t n) {
   if (threads <= 1 || rows < 1 || batch < 1) return 0;
   const int64_t parts = (threads + batch - 1) / batch;
-  const bool splits = rows >= 32 * parts && (k * n <= 262144 || rows >= n);
+  const bool splits = rows >= 64 * parts && (k * n <= 262144 || rows >= n);
   if (parts <= 1) return rows;
   if (!splits) return batch == 1 ? 0 : rows;
   const int64_t block = (rows + parts - 1) / parts;

@@ -49,19 +49,19 @@ ir::Graph linear_layers() {
       "    %strided : f32[5, 96] = call_function[target=matmul](args = (%xt, %w), kwargs = {})\n"
       "    %one : f32[1, 96] = call_function[target=matmul](args = (%row, %w), kwargs = {})\n"
       "    %one_biased : f32[1, 96] = call_function[target=add](args = (%one, %bias), kwargs = {})\n"
-      "    %long : f32[2, 80, 64] = placeholder[target=long]\n"
-      "    %seq_first : f32[80, 2, 64] = call_function[target=permute](args = (%long, [1, 0, 2]), kwargs = {})\n"
-      "    %sf : f32[80, 2, 96] = call_function[target=matmul](args = (%seq_first, %w), kwargs = {})\n"
-      "    %sf_biased : f32[80, 2, 96] = call_function[target=add](args = (%sf, %bias), kwargs = {})\n"
-      "    %sf_wt : f32[80, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
+      "    %long : f32[2, 144, 64] = placeholder[target=long]\n"
+      "    %seq_first : f32[144, 2, 64] = call_function[target=permute](args = (%long, [1, 0, 2]), kwargs = {})\n"
+      "    %sf : f32[144, 2, 96] = call_function[target=matmul](args = (%seq_first, %w), kwargs = {})\n"
+      "    %sf_biased : f32[144, 2, 96] = call_function[target=add](args = (%sf, %bias), kwargs = {})\n"
+      "    %sf_wt : f32[144, 2, 96] = call_function[target=matmul](args = (%seq_first, %wt), kwargs = {})\n"
       "    %short_first : f32[7, 2, 64] = call_function[target=permute](args = (%seq, [1, 0, 2]), kwargs = {})\n"
       "    %sf_small : f32[7, 2, 96] = call_function[target=matmul](args = (%short_first, %w), kwargs = {})\n"
-      "    %tall : f32[70, 64] = placeholder[target=tall]\n"
-      "    %split : f32[70, 96] = call_function[target=matmul](args = (%tall, %w), kwargs = {})\n"
-      "    %split_biased : f32[70, 96] = call_function[target=add](args = (%split, %bias), kwargs = {})\n"
-      "    %tall_cols : f32[64, 70] = placeholder[target=tall_cols]\n"
-      "    %tall_t : f32[70, 64] = call_function[target=transpose](args = (%tall_cols, 0, 1), kwargs = {})\n"
-      "    %split_t : f32[70, 96] = call_function[target=matmul](args = (%tall_t, %wt), kwargs = {})\n"
+      "    %tall : f32[140, 64] = placeholder[target=tall]\n"
+      "    %split : f32[140, 96] = call_function[target=matmul](args = (%tall, %w), kwargs = {})\n"
+      "    %split_biased : f32[140, 96] = call_function[target=add](args = (%split, %bias), kwargs = {})\n"
+      "    %tall_cols : f32[64, 140] = placeholder[target=tall_cols]\n"
+      "    %tall_t : f32[140, 64] = call_function[target=transpose](args = (%tall_cols, 0, 1), kwargs = {})\n"
+      "    %split_t : f32[140, 96] = call_function[target=matmul](args = (%tall_t, %wt), kwargs = {})\n"
       "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt, sf_small, split_biased, split_t)\n",
       "linear.kiln", parameters);
 }
@@ -82,7 +82,7 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   const std::string marker = "oneDNN's matmul, the operand prepacked once";
   // A sequence-first batch (x[seq, batch, d] @ w: the output's rows interleave the batch, so it
   // cannot fold into one GEMM): one oneDNN call per batch entry, C's rows strided, where each
-  // GEMM is worth both threads (80 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS. Each
+  // GEMM is worth both threads (144 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS. Each
   // call site of either kind also holds the path that splits it into blocks of rows.
   const std::string batched_marker = "shared by the batch: oneDNN's matmul for each GEMM";
   EXPECT_EQ(plain.find(marker), std::string::npos);
@@ -101,9 +101,9 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
                                           {"seq", random_tensor({2, 7, 64}, DType::f32, 12)},
                                           {"cols", random_tensor({64, 5}, DType::f32, 13)},
                                           {"row", random_tensor({1, 64}, DType::f32, 14)},
-                                          {"long", random_tensor({2, 80, 64}, DType::f32, 15)},
-                                          {"tall", random_tensor({70, 64}, DType::f32, 16)},
-                                          {"tall_cols", random_tensor({64, 70}, DType::f32, 17)}};
+                                          {"long", random_tensor({2, 144, 64}, DType::f32, 15)},
+                                          {"tall", random_tensor({140, 64}, DType::f32, 16)},
+                                          {"tall_cols", random_tensor({64, 140}, DType::f32, 17)}};
   std::vector<Tensor> expected = ir::interpret(graph, inputs);
   std::vector<std::string> names = graph.output_names();
   for (bool freeze : {true, false}) {
