@@ -404,9 +404,8 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   return 0;
 }
 
-// The entry of `cache` (a convolution's or a matmul's) for `s`: a ready one, else the least
-// recently used one, released and remade by `make`; nullptr when making fails (the message is in
-// `error`). Under the cache's mutex.
+// The ready entry of `cache` (a convolution's or a matmul's) for `s`, or nullptr. Under the
+// cache's mutex.
 template <class Cache, class Shape>
 static auto kiln_found_entry(Cache* cache, const Shape* s) -> decltype(&cache->entries[0]) {
   for (int i = 0; i < kKilnConvolutionEntries; ++i) {
@@ -419,6 +418,8 @@ static auto kiln_found_entry(Cache* cache, const Shape* s) -> decltype(&cache->e
   return nullptr;
 }
 
+// The entry of `cache` for `s`: a ready one, else the least recently used one, released and
+// remade by `make`; nullptr when making fails (the message is in `error`). Under the cache's mutex.
 template <class Cache, class Shape, class Make, class Release>
 static auto kiln_cached_entry(Cache* cache, const Shape* s, Make make, Release release) -> decltype(&cache->entries[0]) {
   if (auto* found = kiln_found_entry(cache, s)) return found;
@@ -718,12 +719,14 @@ static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a,
 // The rows of one block when each of a batch of `batch` GEMMs of `rows` rows, [rows, k] @ [k, n],
 // splits into blocks spread over `threads` threads: whole GEMMs when the batch has a GEMM per
 // thread, else about threads / batch blocks per GEMM, a multiple of 16 rows (the matmul kernels'
-// tile), at least 64 rows each (an MLP's 64-row layers ran 7% slower in 32-row blocks than on
-// oneDNN's team, GPT's 32-row ones slower in 16-row blocks; GPT's 128-row ones 15% faster in
-// 64-row blocks). Every block reads all of B, so a GEMM splits only where that costs little: B within
-// 1 MB (a core's L2 holds it), or at least as many rows as columns (B is the smaller operand). 0 when the blocks would not run in parallel (one thread, one
-// GEMM that does not split): oneDNN's own team splits those (a ViT-B layer, 197 x 768 @ 768 x
-// 3072, ran 10% slower in blocks of rows, each thread streaming all of B's 9 MB).
+// tile). 0 when the blocks would not run in parallel (one thread, or one GEMM that does not
+// split): oneDNN's own team splits those. A GEMM splits where measurement said it gains
+// (bench/README.md, "Frozen GEMMs in blocks of rows on Kiln's pool"):
+// - every block reads all of B, so only where B is within 1 MB (a core's L2 holds it) or the GEMM
+//   has at least as many rows as columns (B is the smaller operand): a ViT-B layer, 197 x 768 @
+//   768 x 3072, ran 10% slower in blocks, each thread streaming all of B's 9 MB;
+// - blocks of at least 64 rows: an MLP's 64-row layers ran 7% slower in 32-row blocks than on
+//   oneDNN's team, while GPT's 128-row ones ran 15% faster in 64-row blocks.
 static int64_t kiln_matmul_split_rows(int64_t rows, int64_t batch, int64_t threads, int64_t k, int64_t n) {
   if (threads <= 1 || rows < 1 || batch < 1) return 0;
   const int64_t parts = (threads + batch - 1) / batch;
