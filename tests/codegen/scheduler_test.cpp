@@ -243,6 +243,36 @@ TEST(Scheduler, AnExpensiveValueReadAsABroadcastIsStored) {
   EXPECT_EQ(relu.kernels.size() + 1, sigmoid.kernels.size()) << print_schedule(relu) << print_schedule(sigmoid);
 }
 
+// A residual stream, r = x + a + b + c, read by two nodes (a row sum and the next residual):
+// recomputing it would read its four buffers again in each, so it is stored; a sum of two
+// buffers read twice is still recomputed.
+TEST(Scheduler, AValueReadTwiceThatReadsManyBuffersIsStored) {
+  auto residual_of = [](const std::string& terms) {
+    return schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[8, 64] [num_users=1] = placeholder[target=x]
+    %a : f32[8, 64] [num_users=1] = placeholder[target=a]
+    %d : f32[8, 64] [num_users=1] = placeholder[target=d]
+)" + terms + R"(
+    %total : f32[8] [num_users=1] = call_function[target=sum](args = (%r, [1]), kwargs = {})
+    %next : f32[8, 64] [num_users=1] = call_function[target=add](args = (%r, %d), kwargs = {})
+    return (total, next)
+)"));
+  };
+  auto stored = [](const ScheduledProgram& s) {
+    for (const std::string& line : s.fusion_log)
+      if (line.find("r is stored: 2 reads of an expression of") != std::string::npos) return true;
+    return false;
+  };
+  ScheduledProgram four = residual_of(R"(    %b : f32[8, 64] [num_users=1] = placeholder[target=b]
+    %c : f32[8, 64] [num_users=1] = placeholder[target=c]
+    %xa : f32[8, 64] [num_users=1] = call_function[target=add](args = (%x, %a), kwargs = {})
+    %xab : f32[8, 64] [num_users=1] = call_function[target=add](args = (%xa, %b), kwargs = {})
+    %r : f32[8, 64] [num_users=2] = call_function[target=add](args = (%xab, %c), kwargs = {}))");
+  EXPECT_TRUE(stored(four)) << print_schedule(four);
+  ScheduledProgram two = residual_of(R"(    %r : f32[8, 64] [num_users=2] = call_function[target=add](args = (%x, %a), kwargs = {}))");
+  EXPECT_FALSE(stored(two)) << print_schedule(two);
+}
+
 TEST(Scheduler, WithoutFusionEveryNodeIsAKernel) {
   Graph graph;
   Node* x = input(graph, "x", {64, 100});
