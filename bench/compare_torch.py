@@ -139,7 +139,7 @@ class Attention(torch.nn.Module):
         h = self.qkv(self.ln1(x)).reshape(batch, seq, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = h[0], h[1], h[2]
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        causal = torch.arange(seq).unsqueeze(1) >= torch.arange(seq).unsqueeze(0)
+        causal = torch.arange(seq, device=x.device).unsqueeze(1) >= torch.arange(seq, device=x.device).unsqueeze(0)
         scores = torch.where(causal, scores, float("-inf"))
         attended = (torch.softmax(scores, dim=-1) @ v).permute(0, 2, 1, 3).reshape(batch, seq, dim)
         y = x + self.proj(attended)

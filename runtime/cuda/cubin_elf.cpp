@@ -70,4 +70,6 @@ CubinInfo read_cubin(std::string_view image, const std::string& what) {
   return info;
 }
 
+bool cubin_runs_on(int cubin_sm, int device_sm) { return cubin_sm / 10 == device_sm / 10 && cubin_sm % 10 <= device_sm % 10; }
+
 }  // namespace kiln::cuda

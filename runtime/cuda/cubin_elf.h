@@ -24,4 +24,10 @@ struct CubinInfo {
 // past the end).
 CubinInfo read_cubin(std::string_view image, const std::string& what);
 
+// Whether a cubin built for `cubin_sm` runs on a GPU of `device_sm` (both as 80 for sm_80): a
+// cubin's machine code runs on GPUs of its major version and the same or a later minor one
+// (sm_80's on sm_86, not on sm_90; sm_86's not on sm_80). PTX has no such limit: the driver
+// compiles it for the GPU at load.
+bool cubin_runs_on(int cubin_sm, int device_sm);
+
 }  // namespace kiln::cuda

@@ -2,11 +2,21 @@
 #include "runtime/cuda/cuda_module.h"
 
 #include "kiln/error.h"
+#include "runtime/cuda/cubin_elf.h"
 
 namespace kiln::cuda {
 
 CudaModule::CudaModule(const CudaContext& context, const std::string& image, const std::string& what)
     : context_(context), what_(what) {
+  // A cubin for another architecture: the driver would say only "no kernel image is available".
+  if (image.rfind("\x7f" "ELF", 0) == 0) {
+    const CudaDeviceInfo& device = context_.info();
+    int cubin_sm = read_cubin(image, what).sm;
+    if (!cubin_runs_on(cubin_sm, device.sm()))
+      fail("the device code of ", what, " was built for sm_", cubin_sm, ", and GPU ", device.ordinal, " (", device.name,
+           ") is sm_", device.sm(), ": a cubin runs only on GPUs of its own major architecture; compile for this GPU (",
+           "`--sm ", device.sm(), "`)");
+  }
   context_.make_current();
   // PTX must be NUL-terminated; std::string's data() is.
   context_.driver().check(context_.driver().api().cuModuleLoadData(&module_, image.c_str()), "loading the device code of " + what);

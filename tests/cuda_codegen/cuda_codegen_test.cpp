@@ -123,6 +123,10 @@ TEST(CudaCodegen, ContiguousPointwiseKernelsUse128BitAccessesWithAScalarTail) {
     EmulatedModel model = EmulatedModel::compile(graph);
     EXPECT_NE(model.module().source.find("*reinterpret_cast<const float4*>"), std::string::npos);
     EXPECT_NE(model.module().source.find("*reinterpret_cast<float4*>"), std::string::npos);
+    // One thread per 4 points, 256 to a block: 4096 points are 4 blocks, 4099 are 5. The
+    // misaligned run below covers all points with those threads, in the scalar loop.
+    ASSERT_EQ(model.module().steps.size(), 1u);
+    EXPECT_EQ(model.module().steps[0].launch.grid, ir::SymInt(n == 4096 ? 4 : 5));
     std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({n}, DType::f32, 1)},
                                             {"y", test_support::random_tensor({n}, DType::f32, 2)}};
     // An input that is a view one element in is copied to the device like any other.

@@ -100,6 +100,19 @@ TEST_F(NvrtcTest, ACompileErrorShowsErrorsAndCountsWarnings) {
   }
 }
 
+// NVIDIA's rule for cubins (the CUDA C++ Programming Guide, "Binary Compatibility"): compute
+// capability X.y's machine code runs on X.z for z >= y only.
+TEST(CubinElf, AMachineCodeRunsOnLaterMinorVersionsOfItsMajorOnly) {
+  EXPECT_TRUE(cubin_runs_on(80, 80));
+  EXPECT_TRUE(cubin_runs_on(80, 86));
+  EXPECT_TRUE(cubin_runs_on(80, 89));
+  EXPECT_FALSE(cubin_runs_on(86, 80));
+  EXPECT_FALSE(cubin_runs_on(80, 90));
+  EXPECT_FALSE(cubin_runs_on(89, 90));
+  EXPECT_FALSE(cubin_runs_on(90, 80));
+  EXPECT_FALSE(cubin_runs_on(90, 100));
+}
+
 TEST(CubinElf, RejectsWhatIsNotACudaObject) {
   EXPECT_THROW(read_cubin("not an elf file at all, just some text that is long enough to pass size", "x"), Error);
   std::string elf(64, '\0');
