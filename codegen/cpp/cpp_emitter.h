@@ -26,9 +26,10 @@ struct CppEmitOptions {
   // library calls may keep derived copies of them (convolution weights prepacked once).
   bool constant_parameters = false;
   // The module may call oneDNN (LoopProgram::library_matmul: Kiln was built with it, and a
-  // package asked for it): with constant_parameters, an f32 GEMM whose right operand is a
-  // parameter calls oneDNN's matmul with that operand prepacked once (codegen/cpp/kiln_dnnl.h)
-  // instead of OpenBLAS, which packs it again on every call.
+  // package asked for it): an f32 GEMM whose right operand is a parameter calls oneDNN's matmul
+  // (codegen/cpp/kiln_dnnl.h) instead of OpenBLAS: with constant_parameters that operand is
+  // prepacked once (OpenBLAS packs it again on every call); without, oneDNN reads it in place on
+  // every call, where the GEMM has kTeamMacs multiply-adds or more (OpenBLAS below that).
   bool library_matmul = false;
   // How parallel loops run: on the module's own thread pool (codegen/cpp/kiln_thread_pool.h:
   // the caller takes chunks and never waits for a worker that has not started; GEMMs are split

@@ -249,13 +249,23 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   SymInt batch = 1;
   for (size_t i = 0; i < batch_rank; ++i) batch = batch * c.shape[i];
   if (library_matmul(node)) {
+    // A right operand that may change between calls (no frozen parameters) goes to oneDNN only
+    // where the GEMM is worth a team (kTeamMacs multiply-adds, known at run time): in smaller ones
+    // OpenBLAS, below, was faster (1 x 784 x 128: 5.0 against 8.9 us; bench/README.md).
+    // KILN_ONEDNN_MATMUL=0 keeps them all on OpenBLAS.
+    const bool runtime_b = !options_.constant_parameters;
+    if (runtime_b)
+      w_.open("if (" + index_text(batch * c.shape[rank - 2]) + " * N * K >= " + std::to_string(kTeamMacs) +
+              " && kiln_runtime_b_matmul_allowed())");
     if (folds) {
       std::optional<SymInt> row_stride = batch_rank == 0 ? std::optional<SymInt>(a.strides[0]) : folded_row_stride(a, b);
       emit_library_matmul(kernel, a, c, batch * c.shape[rank - 2], *row_stride);
     } else {
       emit_batched_library_matmul(kernel, a, c, batch, vars);
     }
-    return;
+    if (!runtime_b) return;
+    w_.line("return 0;");
+    w_.close();
   }
   if (batch_rank > 0 && !rows_dim) {
     if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
@@ -377,8 +387,7 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
 }
 
 bool CppSourcePrinter::library_matmul(const LoopNode& node) {
-  if (node.extern_call.kind != ExternKind::Gemm || !options_.library_matmul || !options_.constant_parameters || !uses_pool())
-    return false;
+  if (node.extern_call.kind != ExternKind::Gemm || !options_.library_matmul || !uses_pool()) return false;
   const ExternCall& call = node.extern_call;
   const StridedView& a = call.inputs.at(0);
   const StridedView& b = call.inputs.at(1);
@@ -427,7 +436,10 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   const StridedView& b = node.extern_call.inputs.at(1);
   const size_t rank = c.shape.size();
   module_.uses_dnnl = true;
-  w_.line("// the right operand is a frozen parameter: oneDNN's matmul, the operand prepacked once");
+  if (options_.constant_parameters)
+    w_.line("// the right operand is a frozen parameter: oneDNN's matmul, the operand prepacked once");
+  else
+    w_.line("// the right operand is a parameter, which may change between calls: oneDNN's matmul, reading it in place");
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t rows = " + index_text(rows) + ";");
   w_.line("if (!kiln_blas_layout(" + index_text(row_stride) + ", " + index_text(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
@@ -440,7 +452,7 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0;");
   w_.close();
   w_.open("else");
-  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N};");
+  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N, 0, " + std::string(options_.constant_parameters ? "0" : "1") + "};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   w_.line("int multiplied;");
   emit_matmul_blocks(kernel, "rows", "1", b_pointer, [&] {
@@ -469,12 +481,17 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   const StridedView& b = node.extern_call.inputs.at(1);
   const size_t rank = c.shape.size();
   module_.uses_dnnl = true;
-  w_.line("// the right operand is a frozen parameter shared by the batch: oneDNN's matmul for each GEMM, the operand");
-  w_.line("// prepacked once");
+  if (options_.constant_parameters) {
+    w_.line("// the right operand is a frozen parameter shared by the batch: oneDNN's matmul for each GEMM, the operand");
+    w_.line("// prepacked once");
+  } else {
+    w_.line("// the right operand is a parameter shared by the batch, which may change between calls: oneDNN's matmul for");
+    w_.line("// each GEMM, reading it in place");
+  }
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
-  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc};");
+  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") + "};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("int multiplied = 0;");

@@ -154,7 +154,8 @@ class CppSourcePrinter : public CPrinter {
   void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                         const SymInt& row_stride, const SymInt& batch, const std::string& t);
   void emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs);
-  // A GEMM that runs as oneDNN's matmul with its right operand prepacked (CppEmitOptions::library_matmul).
+  // A GEMM that runs as oneDNN's matmul (CppEmitOptions::library_matmul): its right operand a
+  // parameter, prepacked once where parameters are constant, else read in place on every call.
   bool library_matmul(const LoopNode& node);
   void emit_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& rows,
                            const SymInt& row_stride);

@@ -25,12 +25,16 @@
 // (no AVX-512) the convolution is direct. The Winograd kernels take no activation post-op: there
 // the activation runs as oneDNN's eltwise primitive on the convolution's output, in place.
 //
-// kiln_matmul runs one GEMM whose right operand is a frozen parameter (ExternKind::Gemm with
+// kiln_matmul runs one GEMM whose right operand is a parameter (ExternKind::Gemm with
 // CppEmitOptions::library_matmul): C [M, N] = A [M, K] @ B [K, N], A and B in the layouts
 // kiln_blas_layout gives (row-major or transposed, with leading dims), C row-major with its own
-// row stride (a batch of GEMMs sharing B whose output rows interleave). B is reordered
+// row stride (a batch of GEMMs sharing B whose output rows interleave). A frozen B is reordered
 // once per pointer into the layout oneDNN's matmul wants (brgemm's blocks for AVX-512), which
-// OpenBLAS would instead pack again on every call; a KilnMatmulCache keeps the primitives of the
+// OpenBLAS would instead pack again on every call. A B that may change between calls (a model
+// compiled without frozen parameters: KilnMatmulShape::runtime_b) is read in place on every call,
+// in its own layout, which oneDNN's brgemm matmul takes (row-major or transposed with dense rows;
+// its own sgemm other leading dims): about 1.6x OpenBLAS's speed on an MLP's 64 x 784 x 128
+// (bench/README.md). A KilnMatmulCache keeps the primitives of the
 // last few (M, thread count) as the convolutions' cache does. kiln_matmul_rows runs such a GEMM
 // (or a batch of them sharing B) as blocks of rows on the caller's own threads (Kiln's pool), each
 // a one-thread matmul, so that no OpenMP team starts beside the pool.
@@ -196,16 +200,28 @@ static int kiln_winograd_suits(const KilnConvolutionShape* s) {
   return points >= 128 && points * s->channels * s->out_channels * 9 >= (int64_t(1) << 24);
 }
 
+// 0 where the environment variable `name` is "0", else 1; read once into `*cached` (-1 before).
+static int kiln_environment_allows(const char* name, int* cached) {
+  int value = __atomic_load_n(cached, __ATOMIC_RELAXED);
+  if (value < 0) {
+    const char* text = getenv(name);
+    value = !(text && text[0] == '0' && text[1] == 0);
+    __atomic_store_n(cached, value, __ATOMIC_RELAXED);
+  }
+  return value;
+}
+
 // KILN_WINOGRAD=0 keeps every convolution direct (read once per module).
 static int kiln_winograd_allowed(void) {
   static int allowed = -1;
-  int value = __atomic_load_n(&allowed, __ATOMIC_RELAXED);
-  if (value < 0) {
-    const char* text = getenv("KILN_WINOGRAD");
-    value = !(text && text[0] == '0' && text[1] == 0);
-    __atomic_store_n(&allowed, value, __ATOMIC_RELAXED);
-  }
-  return value;
+  return kiln_environment_allows("KILN_WINOGRAD", &allowed);
+}
+
+// KILN_ONEDNN_MATMUL=0 keeps the GEMMs whose right operand may change between calls (parameters
+// not frozen) on OpenBLAS, as before oneDNN ran them (read once per module).
+static int kiln_runtime_b_matmul_allowed(void) {
+  static int allowed = -1;
+  return kiln_environment_allows("KILN_ONEDNN_MATMUL", &allowed);
 }
 
 // Writes "<name>: oneDNN <what> failed (status <status>)" to error.
@@ -522,6 +538,7 @@ typedef struct KilnMatmulShape {
   int64_t threads;
   int64_t ldc;       // C's row stride (N when its rows are dense)
   int64_t borrowed;  // 1: the entry reads another entry's packed B (kiln_matmul_rows' last block)
+  int64_t runtime_b;  // 1: B may change between calls (not frozen): read in place on every call
 } KilnMatmulShape;
 
 typedef struct KilnMatmulEntry {
@@ -582,6 +599,8 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   KILN_DNNL_TRY(kiln_matrix_md(&weights_plain_md, s->k, s->n, s->trans_b, s->ldb), "weights descriptor");
   if (packed_like) {
     weights_any_md = packed_like->packed_md;
+  } else if (s->runtime_b) {
+    weights_any_md = weights_plain_md;
   } else {
     KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 2, weights_dims, dnnl_f32, dnnl_format_tag_any),
                   "weights descriptor");
@@ -608,6 +627,23 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   if (packed_like && (!implementation || __builtin_strstr(implementation, "ref") != nullptr)) {
     dnnl_primitive_desc_destroy(pd);
     return kiln_dnnl_failure(name, "matmul choice for a shared B", dnnl_unimplemented, error, capacity);
+  }
+  if (s->runtime_b) {
+    // B read where it is: `packed` is pointed at it before each use (kiln_matmul_prepare).
+    status = dnnl_primitive_create(&e->matmul, pd);
+    if (status == dnnl_success && scratch_md) {
+      e->scratchpad_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(scratch_md));
+      if (!e->scratchpad_data) status = dnnl_out_of_memory;
+    }
+    if (status == dnnl_success && scratch_md) status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, e->scratchpad_data);
+    if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, DNNL_MEMORY_NONE);
+    dnnl_primitive_desc_destroy(pd);
+    if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul setup", status, error, capacity);
+    KILN_DNNL_TRY(dnnl_memory_create(&e->src, &src_md, engine, DNNL_MEMORY_NONE), "memory creation");
+    KILN_DNNL_TRY(dnnl_memory_create(&e->dst, &dst_md, engine, DNNL_MEMORY_NONE), "memory creation");
+    KILN_DNNL_TRY(dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags), "stream creation");
+    e->ready = 1;
+    return 0;
   }
   status = dnnl_primitive_create(&e->matmul, pd);
   if (status == dnnl_success && packed_like) {
@@ -649,6 +685,11 @@ static KilnMatmulEntry* kiln_matmul_prepare(KilnMatmulCache* cache, const KilnMa
   KilnMatmulEntry* e = kiln_cached_entry(
       cache, shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, shape, nullptr, name, error, capacity); },
       kiln_release_matmul);
+  if (e && e->shape.runtime_b) {
+    if (dnnl_memory_set_data_handle(e->packed, (void*)b) == dnnl_success) return e;
+    kiln_dnnl_failure(name, "matmul setup", dnnl_runtime_error, error, capacity);
+    return nullptr;
+  }
   if (!e || e->packed_from == b) return e;
   e->packed_from = nullptr;
   dnnl_status_t status = dnnl_memory_set_data_handle(e->weights, (void*)b);
@@ -756,7 +797,10 @@ static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64
   pthread_mutex_lock(&cache->mutex);
   KilnMatmulEntry* whole = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
   KilnMatmulEntry* last = whole;
-  if (whole && last_rows != block) {
+  if (whole && last_rows != block && shape.runtime_b) {
+    // B is not packed once, so there is nothing to borrow: the last block's own entry.
+    last = kiln_matmul_prepare(cache, &last_shape, b, name, error, capacity);
+  } else if (whole && last_rows != block) {
     // The last block's primitive reads the same packed B wherever one of oneDNN's optimized
     // kernels takes B's layout for its rows (a second packed copy of every weight would double a
     // model's weights in memory: ViT's 197 rows split 112 + 85); else it packs its own (looked up

@@ -5,7 +5,8 @@
 // the pool's threads (an uneven last block, the left operand transposed; a batch whose entries
 // split on 4 threads), each with and without an epilogue, on 1, 2 and 4 threads and over
 // repeated calls (the packed weights reused), against the interpreter; without frozen
-// parameters, OpenBLAS.
+// parameters, OpenBLAS for these small GEMMs, and for larger ones oneDNN reading the right
+// operand on every call, which may change between calls.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -114,6 +115,61 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
       for (size_t i = 0; i < expected.size(); ++i)
         EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "")
             << names[i] << ", freeze " << freeze << ", " << threads << " threads";
+    }
+  }
+}
+
+// Without frozen parameters, a GEMM of kTeamMacs (262144) multiply-adds or more whose right
+// operand is a parameter runs through oneDNN's matmul reading that operand in place on every call
+// (KilnMatmulShape::runtime_b): a parameter changed in place between two calls (as an optimizer
+// does) gives the second call's results from the new values, on 1, 2 and 4 threads. The weight read
+// transposed (a linear layer's), read as it is, and a 260-row GEMM that splits into blocks of rows
+// on 4 threads (80 + 80 + 80 + 20: the last block's own primitive, since nothing is packed to
+// share); a 4-row GEMM (under the threshold) keeps OpenBLAS, at run time.
+TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
+  std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({96, 512}, DType::f32, 21)},
+                                                           {"v", random_tensor({512, 96}, DType::f32, 22)},
+                                                           {"bias", random_tensor({96}, DType::f32, 23)}};
+  std::map<std::string, Tensor, std::less<>> held = parameters;  // the same storage as the graph's
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[s0, 512] = placeholder[target=x]\n"
+      "    %tall : f32[260, 512] = placeholder[target=tall]\n"
+      "    %w : f32[96, 512] = get_attr[target=w]\n"
+      "    %v : f32[512, 96] = get_attr[target=v]\n"
+      "    %bias : f32[96] = get_attr[target=bias]\n"
+      "    %linear : f32[s0, 96] = call_function[target=linear](args = (%x, %w, %bias), kwargs = {})\n"
+      "    %act : f32[s0, 96] = call_function[target=relu](args = (%linear,), kwargs = {})\n"
+      "    %plain : f32[s0, 96] = call_function[target=matmul](args = (%x, %v), kwargs = {})\n"
+      "    %split : f32[260, 96] = call_function[target=matmul](args = (%tall, %v), kwargs = {})\n"
+      "    return (act, plain, split)\n",
+      "changing.kiln", parameters);
+  std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+  if (built_with_onednn()) {
+    size_t sites = 0;
+    for (size_t at = 0; (at = source.find("which may change between calls: oneDNN's matmul", at)) != std::string::npos; ++at)
+      ++sites;
+    EXPECT_EQ(sites, 3u) << source;
+    EXPECT_NE(source.find("0, N, 0, 1};"), std::string::npos);
+  }
+  CompiledModel model = compile(graph, options(false));
+  std::vector<std::string> names = graph.output_names();
+  for (int step = 0; step < 3; ++step) {
+    if (step > 0) {  // new values in the same memory
+      held.at("w").copy_from(random_tensor({96, 512}, DType::f32, uint64_t(30 + step)));
+      held.at("v").copy_from(random_tensor({512, 96}, DType::f32, uint64_t(40 + step)));
+    }
+    for (int64_t rows : {64, 4}) {
+      std::map<std::string, Tensor> inputs = {{"x", random_tensor({rows, 512}, DType::f32, uint64_t(50 + step))},
+                                              {"tall", random_tensor({260, 512}, DType::f32, uint64_t(60 + step))}};
+      std::vector<Tensor> expected = ir::interpret(graph, inputs);
+      for (int threads : {1, 2, 4}) {
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        ASSERT_EQ(actual.size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i)
+          EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "")  // sums of 512 products
+              << names[i] << ", step " << step << ", " << rows << " rows, " << threads << " threads";
+      }
     }
   }
 }
