@@ -243,7 +243,10 @@ PackageResult write_package(const ir::Graph& graph, const CompileOptions& option
          "' calls no convolution library");
   const bool library = has_library && package.convolutions != Convolutions::portable;
   lowering.library_convolution = library;
-  lowering.library_matmul = library;
+  // A package's GEMMs call oneDNN only with frozen weights (prepacked once): one without them
+  // links nothing but BLAS for its matrix products, as its README promises, although `kiln run`
+  // runs such GEMMs through oneDNN (CppEmitOptions::library_matmul).
+  lowering.library_matmul = library && options.freeze;
   StageTimer timer(options);
   Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer, lowering);
   PackageOptions named = package;
