@@ -1,6 +1,8 @@
 // Stage 4 of the scheduler (codegen/schedule.h): range simplification of each kernel. Size-1
 // dims are dropped (their variable is 0), and adjacent dims that every index of the kernel
-// walks contiguously are merged into one, for the outer (x) and then the inner (r) variables.
+// walks contiguously are merged into one, for the outer (x) and then the inner (r) variables;
+// then the floordivs and mods of indices that the constant ranges decide are folded.
+#include <map>
 #include <optional>
 
 #include "codegen/index_analysis.h"
@@ -99,14 +101,34 @@ void simplify_dims(Kernel& kernel, SymShape& ranges, const std::function<SymInt(
   }
 }
 
+// Folds every floordiv and mod of an index that the loops' constant ranges decide: a view that
+// splits a dim and reshapes it again (a head split, x[..., 64*h + d] read through (64*h + d)//256
+// and (64*h + d) % 256 for h < 4, d < 64) then reads memory as the affine index it is, which the
+// compiler vectorizes with plain loads rather than gathers.
+void fold_bounded_divisions(Kernel& kernel) {
+  std::map<std::string, int64_t> bounds;
+  for (size_t d = 0; d < kernel.outer.size(); ++d)
+    if (std::optional<int64_t> size = kernel.outer[d].maybe_constant()) bounds[loop_var(d).to_string()] = *size;
+  for (size_t d = 0; d < kernel.inner.size(); ++d)
+    if (std::optional<int64_t> size = kernel.inner[d].maybe_constant()) bounds[reduction_var(d).to_string()] = *size;
+  if (bounds.empty()) return;
+  auto fold = [&](const SymInt& index) { return index.fold_with_bounds(bounds); };
+  for (KernelStep& step : kernel.steps) {
+    step.body = map_indices(step.body, fold);
+    step.store_index = fold(step.store_index);
+    step.stash_index = fold(step.stash_index);
+  }
+}
+
 }  // namespace
 
 // Drops size-1 dims and merges adjacent dims that every access walks contiguously, for the
-// outer (x) and then the inner (r) variables.
+// outer (x) and then the inner (r) variables; then folds the divisions the ranges decide.
 void simplify_ranges(Kernel& kernel) {
   if (kernel.kind == KernelKind::Extern) return;
   simplify_dims(kernel, kernel.outer, [](size_t d) { return loop_var(d); });
   simplify_dims(kernel, kernel.inner, [](size_t d) { return reduction_var(d); });
+  fold_bounded_divisions(kernel);
 }
 
 }  // namespace kiln::codegen::scheduling

@@ -16,14 +16,17 @@ namespace {
 using detail::Atom;
 using detail::AtomKind;
 using detail::Factor;
+using detail::Interval;
 using detail::SymAccess;
 using detail::Term;
 using detail::checked_add;
 using detail::checked_mul;
 using detail::checked_pow;
 using detail::from_atom;
+using detail::is_finite;
 using detail::power;
 using detail::python_floordiv;
+using detail::range_within;
 using detail::terms_of;
 
 int64_t evaluate_sym(const SymInt& value, const std::map<std::string, int64_t>& bindings);
@@ -104,14 +107,16 @@ std::optional<SymInt> substitute_atom(const Atom& atom,
   return apply(atom.kind, lhs ? *lhs : atom.lhs, rhs ? *rhs : atom.rhs);
 }
 
-std::optional<SymInt> substitute_sym(const SymInt& value,
-                                     const std::map<std::string, SymInt>& replacements) {
+// The value rebuilt with each atom replaced by `replace(atom)` where that gives a value, and
+// simplified; nullopt when no atom changes.
+template <class Replace>
+std::optional<SymInt> replace_atoms(const SymInt& value, const Replace& replace) {
   bool changed = false;
   SymInt total = SymAccess::constant_term(value);
   for (const Term& term : terms_of(value)) {
     SymInt product = term.coefficient;
     for (const Factor& factor : term.factors) {
-      std::optional<SymInt> replaced = substitute_atom(*factor.atom, replacements);
+      std::optional<SymInt> replaced = replace(*factor.atom);
       changed = changed || replaced.has_value();
       product = product * power(replaced ? *replaced : from_atom(factor.atom), factor.power);
     }
@@ -119,6 +124,38 @@ std::optional<SymInt> substitute_sym(const SymInt& value,
   }
   if (!changed) return std::nullopt;
   return total;
+}
+
+std::optional<SymInt> substitute_sym(const SymInt& value,
+                                     const std::map<std::string, SymInt>& replacements) {
+  return replace_atoms(value, [&](const Atom& atom) { return substitute_atom(atom, replacements); });
+}
+
+std::optional<SymInt> fold_sym(const SymInt& value, const std::map<std::string, int64_t>& bounds);
+
+// The atom with what `bounds` decide folded, or nullopt when nothing in it changes.
+std::optional<SymInt> fold_atom(const Atom& atom, const std::map<std::string, int64_t>& bounds) {
+  if (atom.kind == AtomKind::kSymbol) return std::nullopt;
+  std::optional<SymInt> lhs = fold_sym(atom.lhs, bounds);
+  std::optional<SymInt> rhs = fold_sym(atom.rhs, bounds);
+  const SymInt& a = lhs ? *lhs : atom.lhs;
+  const SymInt& b = rhs ? *rhs : atom.rhs;
+  std::optional<int64_t> divisor = b.maybe_constant();
+  if ((atom.kind == AtomKind::kFloorDiv || atom.kind == AtomKind::kMod) && divisor && *divisor > 0) {
+    Interval range = range_within(a, bounds);
+    if (is_finite(range)) {
+      // One quotient q over the whole range: a//k is q and a % k is a - q*k.
+      int64_t quotient = python_floordiv(range.lo, *divisor);
+      if (quotient == python_floordiv(range.hi, *divisor))
+        return atom.kind == AtomKind::kFloorDiv ? SymInt(quotient) : a - SymInt(checked_mul(quotient, *divisor));
+    }
+  }
+  if (!lhs && !rhs) return std::nullopt;
+  return apply(atom.kind, a, b);
+}
+
+std::optional<SymInt> fold_sym(const SymInt& value, const std::map<std::string, int64_t>& bounds) {
+  return replace_atoms(value, [&](const Atom& atom) { return fold_atom(atom, bounds); });
 }
 
 void collect_symbols(const SymInt& value, std::set<std::string>& out) {
@@ -136,6 +173,11 @@ void collect_symbols(const SymInt& value, std::set<std::string>& out) {
 }
 
 }  // namespace
+
+SymInt SymInt::fold_with_bounds(const std::map<std::string, int64_t>& bounds) const {
+  std::optional<SymInt> result = fold_sym(*this, bounds);
+  return result ? *result : *this;
+}
 
 std::vector<std::string> SymInt::free_symbols() const {
   std::set<std::string> names;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +119,9 @@ bool is_finite(Interval range);
 Interval range_of(const SymInt& value);
 // The range of an atom of `kind` over operands lhs and rhs (a symbol: [0, +infinity)).
 Interval range_of_atom(AtomKind kind, const SymInt& lhs, const SymInt& rhs);
+// The range of `value` where each symbol of `bounds` lies in [0, bound - 1] (others in
+// [0, +infinity)).
+Interval range_within(const SymInt& value, const std::map<std::string, int64_t>& bounds);
 
 // ---------------------------------------------------------------- canonical form (symbolic_canonical.cpp)
 

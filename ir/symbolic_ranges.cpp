@@ -4,6 +4,7 @@
 // arguments, and the C++ printer to print a floordiv of non-negative operands as division.
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include "ir/symbolic_internal.h"
 
@@ -68,30 +69,17 @@ Interval interval_pow(Interval base, int64_t exponent) {
 
 bool is_finite(Interval range) { return range.lo != kNegInf && range.hi != kPosInf; }
 
-Interval range_of(const SymInt& value) {
-  const SymNode* node = SymAccess::node(value);
-  Interval total = interval_of_constant(SymAccess::constant_term(value));
-  if (node == nullptr) return total;
-  for (const Term& term : node->terms) {
-    Interval product = interval_of_constant(term.coefficient);
-    for (const Factor& factor : term.factors)
-      product = interval_mul(product, interval_pow(factor.atom->range, factor.power));
-    total = interval_add(total, product);
-  }
-  return total;
-}
+namespace {
 
-Interval range_of_atom(AtomKind kind, const SymInt& lhs, const SymInt& rhs) {
+// The range of an atom of `kind` (not a symbol) over operands in ranges a and b; `divisor`, the
+// right operand when it is a constant.
+Interval range_of_operation(AtomKind kind, Interval a, Interval b, std::optional<int64_t> divisor) {
   Interval everything{kNegInf, kPosInf};
-  if (kind == AtomKind::kSymbol) return {0, kPosInf};
-  Interval a = range_of(lhs);
-  Interval b = range_of(rhs);
   switch (kind) {
     case AtomKind::kSymbol:
       break;
     case AtomKind::kFloorDiv:
-      if (auto k = rhs.maybe_constant(); k && *k > 0)
-        return {bound_floordiv(a.lo, *k), bound_floordiv(a.hi, *k)};
+      if (divisor && *divisor > 0) return {bound_floordiv(a.lo, *divisor), bound_floordiv(a.hi, *divisor)};
       if (b.lo >= 1) {
         // floor(a/b) lies between min(a, 0) and max(a, 0) for b >= 1.
         int64_t lo = a.lo >= 0 ? 0 : a.lo;
@@ -113,6 +101,43 @@ Interval range_of_atom(AtomKind kind, const SymInt& lhs, const SymInt& rhs) {
       return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
   }
   return everything;
+}
+
+// The range of a canonical value whose atoms have ranges `atom_range(atom)`.
+template <class AtomRange>
+Interval range_of_terms(const SymInt& value, const AtomRange& atom_range) {
+  const SymNode* node = SymAccess::node(value);
+  Interval total = interval_of_constant(SymAccess::constant_term(value));
+  if (node == nullptr) return total;
+  for (const Term& term : node->terms) {
+    Interval product = interval_of_constant(term.coefficient);
+    for (const Factor& factor : term.factors) product = interval_mul(product, interval_pow(atom_range(*factor.atom), factor.power));
+    total = interval_add(total, product);
+  }
+  return total;
+}
+
+}  // namespace
+
+Interval range_of(const SymInt& value) {
+  return range_of_terms(value, [](const Atom& atom) { return atom.range; });
+}
+
+Interval range_of_atom(AtomKind kind, const SymInt& lhs, const SymInt& rhs) {
+  if (kind == AtomKind::kSymbol) return {0, kPosInf};
+  return range_of_operation(kind, range_of(lhs), range_of(rhs), rhs.maybe_constant());
+}
+
+Interval range_within(const SymInt& value, const std::map<std::string, int64_t>& bounds) {
+  return range_of_terms(value, [&](const Atom& atom) -> Interval {
+    if (atom.kind == AtomKind::kSymbol) {
+      auto found = bounds.find(atom.name);
+      if (found == bounds.end() || found->second < 1) return {0, kPosInf};
+      return {0, found->second - 1};
+    }
+    return range_of_operation(atom.kind, range_within(atom.lhs, bounds), range_within(atom.rhs, bounds),
+                              atom.rhs.maybe_constant());
+  });
 }
 
 }  // namespace kiln::ir::detail

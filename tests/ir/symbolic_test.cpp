@@ -294,6 +294,27 @@ TEST(SymIntSubstitute, ReplacesAndSimplifies) {
   EXPECT_THROW(floordiv(s1, s0).substitute({{"s0", 0}}), SymbolicError);
 }
 
+// Loop variables bounded to [0, size): a head split read back through //256 and % 256 is the
+// affine index it walks; a quotient the bounds do not decide stays; an unbounded symbol stays.
+TEST(SymIntFoldWithBounds, FoldsWhatTheBoundsDecide) {
+  SymInt x1 = SymInt::symbol("x1"), x3 = SymInt::symbol("x3");
+  std::map<std::string, int64_t> bounds = {{"x1", 4}, {"x3", 64}};
+  SymInt flat = 64 * x1 + x3;
+  EXPECT_EQ((768 * floordiv(flat, 256) + mod(flat, 256)).fold_with_bounds(bounds), flat);
+  std::map<std::string, int64_t> three_heads = {{"x1", 3}, {"x3", 64}};
+  EXPECT_EQ(floordiv(flat + 300, 256).fold_with_bounds(three_heads), 1);  // 300..491: quotient 1
+  EXPECT_EQ(mod(flat + 300, 256).fold_with_bounds(three_heads), flat + 44);
+  EXPECT_EQ(floordiv(flat + 300, 256).fold_with_bounds(bounds), floordiv(flat + 300, 256));  // 300..555
+  EXPECT_EQ(floordiv(flat, 128).fold_with_bounds(bounds), floordiv(flat, 128));  // 0 or 1
+  EXPECT_EQ(floordiv(flat, 128).fold_with_bounds({{"x1", 2}, {"x3", 64}}), 0);
+  EXPECT_EQ(floordiv(flat + s0, 256).fold_with_bounds(bounds), floordiv(flat + s0, 256));
+  // Nested: the inner fold decides the outer one.
+  EXPECT_EQ(floordiv(mod(flat, 256) + 1, 512).fold_with_bounds(bounds), 0);
+  // max/min ranges narrow with their operands.
+  EXPECT_EQ(floordiv(max(x1, x3), 64).fold_with_bounds(bounds), 0);
+  EXPECT_EQ(x1.fold_with_bounds({}), x1);
+}
+
 TEST(SymIntHashing, UnorderedSet) {
   std::unordered_set<SymInt, SymIntHash> set{s0 + s1, s1 + s0, 2 * s0, s0 * 2, SymInt(3)};
   EXPECT_EQ(set.size(), 3u);
@@ -769,6 +790,36 @@ TEST(SymIntRandom, SubstituteMatchesEvaluate) {
     }
   });
   EXPECT_GT(compared, 4000);
+}
+
+// Every random expression, folded with s0 < 3 and s1 < 5, equals itself for every binding
+// within those bounds (s2 unbounded).
+TEST(SymIntRandom, FoldWithBoundsMatchesEvaluateWithinTheBounds) {
+  int compared = 0, folded = 0;
+  for_random_trees(4242, [&](const Tree& tree, const SymInt& sym) {
+    SymInt result;
+    try {
+      result = sym.fold_with_bounds({{"s0", 3}, {"s1", 5}});
+    } catch (const SymbolicError&) {
+      return;  // an overflow while rebuilding
+    }
+    if (!(result == sym)) ++folded;
+    for (int64_t a = 0; a < 3; ++a) {
+      for (int64_t b = 0; b < 5; ++b) {
+        std::map<std::string, int64_t> bindings = {{"s0", a}, {"s1", b}, {"s2", (a * 7 + b * 3) % 10}};
+        Outcome expected = evaluate_tree(tree, bindings);
+        if (expected.status != Outcome::kValue) continue;
+        try {
+          EXPECT_EQ(result.evaluate(bindings), expected.value)
+              << describe(tree) << " folded to " << result.to_string() << " at s0=" << a << " s1=" << b;
+          ++compared;
+        } catch (const SymbolicError&) {
+        }
+      }
+    }
+  });
+  EXPECT_GT(compared, 10000);
+  EXPECT_GT(folded, 20);  // the bounds decided something in enough of the trees
 }
 
 }  // namespace
