@@ -273,6 +273,32 @@ TEST(Scheduler, AValueReadTwiceThatReadsManyBuffersIsStored) {
   EXPECT_FALSE(stored(two)) << print_schedule(two);
 }
 
+// A head split as ONNX exports it (qkv [seq, batch, 3*d] -> [seq, batch*heads, hd] -> transposed
+// -> [batch, heads, seq, hd]) reads its input through (64*x1 + x3)//256 and % 256, which the
+// loop ranges (x1 < 4 heads, x3 < 64) decide: the load's index is folded to the affine one.
+TEST(Scheduler, DivisionsTheLoopRangesDecideAreFolded) {
+  ScheduledProgram s = schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[128, 8, 768] [num_users=1] = placeholder[target=x]
+    %r : f32[128, 8, 3, 256] [num_users=1] = call_function[target=reshape](args = (%x, [128, 8, 3, 256]), kwargs = {})
+    %q : f32[128, 8, 256] [num_users=1] = call_function[target=select](args = (%r, 2, 0), kwargs = {})
+    %h : f32[128, 32, 64] [num_users=1] = call_function[target=reshape](args = (%q, [128, 32, 64]), kwargs = {})
+    %t : f32[32, 128, 64] [num_users=1] = call_function[target=permute](args = (%h, [1, 0, 2]), kwargs = {})
+    %s : f32[8, 4, 128, 64] [num_users=1] = call_function[target=reshape](args = (%t, [8, 4, 128, 64]), kwargs = {})
+    %out : f32[8, 4, 128, 64] [num_users=1] = call_function[target=mul](args = (%s, 0.5), kwargs = {})
+    return (out,)
+)"));
+  ASSERT_EQ(s.kernels.size(), 1u) << print_schedule(s);
+  std::vector<std::string> indices;
+  for (const KernelStep& step : s.kernels[0].steps)
+    map_indices(step.body, [&](const SymInt& index) {
+      indices.push_back(index.to_string());
+      return index;
+    });
+  SymInt x0 = SymInt::symbol("x0"), x1 = SymInt::symbol("x1"), x2 = SymInt::symbol("x2"), x3 = SymInt::symbol("x3");
+  ASSERT_EQ(indices.size(), 1u);
+  EXPECT_EQ(indices[0], (768 * x0 + 64 * x1 + 6144 * x2 + x3).to_string()) << print_schedule(s);
+}
+
 TEST(Scheduler, WithoutFusionEveryNodeIsAKernel) {
   Graph graph;
   Node* x = input(graph, "x", {64, 100});
