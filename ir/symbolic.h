@@ -91,7 +91,7 @@ class SymInt {
   // The value where each symbol of `bounds` lies in [0, bound) (a loop variable over its range):
   // every floordiv and mod by a positive constant whose quotient those bounds decide is folded
   // ((64*x1 + x3)//256 -> 0 and (64*x1 + x3) % 256 -> 64*x1 + x3 for x1 < 4, x3 < 64). Equal
-  // to the value for every such binding; others symbols stay in [0, infinity).
+  // to the value for every such binding; other symbols stay in [0, infinity).
   SymInt fold_with_bounds(const std::map<std::string, int64_t>& bounds) const;
 
   // Readable canonical text, which parse_sym_int reads back to an equal value:

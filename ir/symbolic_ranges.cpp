@@ -1,7 +1,9 @@
 // Value ranges of canonical symbolic expressions (ir/symbolic_internal.h): interval
 // arithmetic with infinite bounds, the range of a value and of an atom. The simplifier in
 // ir/symbolic_canonical.cpp consults them to fold floordiv/mod and drop dominated max/min
-// arguments, and the C++ printer to print a floordiv of non-negative operands as division.
+// arguments, and the C++ printer to print a floordiv of non-negative operands as division;
+// SymInt::fold_with_bounds (symbolic_evaluate.cpp) consults the range of a value whose symbols
+// are bounded (range_within).
 #include <algorithm>
 #include <iterator>
 #include <optional>
