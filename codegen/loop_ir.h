@@ -242,6 +242,14 @@ struct LoopProgram {
   std::vector<SymbolRange> symbol_ranges;
   // The program may call the convolution library's matmul (LoweringOptions::library_matmul).
   bool library_matmul = false;
+  // The program computes one of `chunks` equal chunks of its batch (passes/batch_split.h): the
+  // model's call runs it once per chunk, side by side. Dim 0 of every output and of each input
+  // marked in `chunked_inputs` is `chunks` times this program's outside; other inputs are whole.
+  struct BatchChunks {
+    int64_t chunks = 1;
+    std::vector<bool> chunked_inputs;  // per input (placeholder order)
+  };
+  BatchChunks batch_chunks;
 
   int add_buffer(Buffer buffer);  // sets id, returns it
   int add_node(LoopNode node);    // sets id, returns it

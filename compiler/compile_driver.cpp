@@ -9,12 +9,15 @@
 #include <optional>
 #include <sstream>
 
+#include <sched.h>
+
 #include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
 #include "compiler/backend_common.h"
 #include "compiler/package_writer.h"
 #include "compiler/target_registry.h"
 #include "compiler/testing_fault_injection.h"
+#include "passes/batch_split.h"
 #include "runtime/artifact.h"
 #include "runtime/compile_cache.h"
 #include "kiln/error.h"
@@ -53,6 +56,41 @@ struct Generated {
   std::unique_ptr<GeneratedCode> code;
 };
 
+// The CPUs this process may run on.
+int64_t available_cpus() {
+  cpu_set_t cpus;
+  return sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? int64_t(CPU_COUNT(&cpus)) : 1;
+}
+
+// The batch split of `graph` for a target that splits batches (CodeTarget::splits_batches), or
+// std::nullopt: CompileOptions::batch_chunks 1, a graph whose samples mix, or a batch that does
+// not divide (logged under KILN_LOG=batch_split).
+std::optional<passes::BatchSplit> batch_split(const ir::Graph& graph, const CodeTarget& target, const CompileOptions& options) {
+  if (!target.splits_batches() || options.batch_chunks == 1) return std::nullopt;
+  passes::BatchChunking chunking;
+  chunking.chunks = options.batch_chunks;
+  chunking.cpus = available_cpus();
+  if (chunking.chunks == 0 && chunking.cpus < 2) return std::nullopt;
+  // (At most 64: the chunks' workspaces are claimed through the bits of one 64-bit word.)
+  chunking.max_chunks = 64;
+  std::string why_not;
+  std::optional<passes::BatchSplit> split = passes::split_batch(graph, chunking, &why_not);
+  if (split) {
+    log("batch_split", "the batch of " + std::to_string(split->batch) + " runs as " + std::to_string(split->chunks) +
+                           " chunks of " + std::to_string(split->batch / split->chunks));
+  } else {
+    log("batch_split", "not split: " + why_not);
+  }
+  return split;
+}
+
+// Whether the loop program calls the host back for a graph node (a fallback kernel).
+bool has_fallbacks(const codegen::LoopProgram& loops) {
+  return std::any_of(loops.nodes.begin(), loops.nodes.end(), [](const codegen::LoopNode& node) {
+    return node.kind == codegen::NodeKind::Extern && node.extern_call.kind == codegen::ExternKind::Fallback;
+  });
+}
+
 // passes -> lower -> schedule -> emit: the steps every target shares, then its emitter. With
 // `titled`, the source's first comment names the graph by its size ("a graph of 12 nodes");
 // without, it keeps the emitter's default title (as dumps print it). `lowering`: how to lower
@@ -65,7 +103,20 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
   // The dump stages before code (loops, scheduled) have no target: they show what the cpu
   // target compiles.
   const CodeTarget& lowering_target = target != nullptr ? *target : find_code_target("cpu");
-  g.loops = codegen::lower(g.graph, lowering ? *lowering : lowering_target.lowering_options());
+  const codegen::LoweringOptions lowering_options = lowering ? *lowering : lowering_target.lowering_options();
+  // A code target may run the batch as chunks side by side: the program is then one chunk's
+  // (never one that calls the host back: fallbacks are not made to run concurrently).
+  std::optional<passes::BatchSplit> split;
+  if (stop == StopAfter::emit && target != nullptr) split = batch_split(g.graph, *target, options);
+  if (split) {
+    g.loops = codegen::lower(split->chunk, lowering_options);
+    g.loops.batch_chunks = {split->chunks, split->chunked_inputs};
+    if (has_fallbacks(g.loops)) {
+      log("batch_split", "not split: the program runs fallback kernels");
+      split.reset();
+    }
+  }
+  if (!split) g.loops = codegen::lower(g.graph, lowering_options);
   inject_lowering_fault(g.graph, g.loops);
   timer.done("lower");
   if (stop == StopAfter::lower) return g;
@@ -197,6 +248,8 @@ CompileOptions stage_compile_options(const CodegenStageOptions& stage_options) {
   CompileOptions options;
   options.fuse = stage_options.fuse;
   options.freeze = stage_options.freeze;
+  // Dumps show the same code on every machine: no split for this one's CPUs.
+  options.batch_chunks = 1;
   return options;
 }
 
@@ -247,8 +300,12 @@ PackageResult write_package(const ir::Graph& graph, const CompileOptions& option
   // links nothing but BLAS for its matrix products, as its README promises, although `kiln run`
   // runs such GEMMs through oneDNN (CppEmitOptions::library_matmul).
   lowering.library_matmul = library && options.freeze;
+  // A package runs on machines other than the one that builds it: its batch is never split for
+  // this one's CPUs.
+  CompileOptions unsplit = options;
+  unsplit.batch_chunks = 1;
   StageTimer timer(options);
-  Generated g = generate(graph, &target, options, StopAfter::emit, /*titled=*/true, timer, lowering);
+  Generated g = generate(graph, &target, unsplit, StopAfter::emit, /*titled=*/true, timer, lowering);
   PackageOptions named = package;
   named.output_names = graph.output_names();
   named.convolutions = library ? package.convolutions : Convolutions::portable;
@@ -257,7 +314,7 @@ PackageResult write_package(const ir::Graph& graph, const CompileOptions& option
   if (named.convolutions == Convolutions::both && g.code->uses_library()) {
     lowering.library_convolution = false;
     lowering.library_matmul = false;
-    CompileOptions untimed = options;  // (its stages are not printed twice)
+    CompileOptions untimed = unsplit;  // (its stages are not printed twice)
     untimed.on_stage = nullptr;
     StageTimer portable_timer(untimed);
     portable.emplace(generate(graph, &target, untimed, StopAfter::emit, /*titled=*/true, portable_timer, lowering));

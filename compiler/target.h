@@ -57,6 +57,9 @@ class CodeTarget {
 
   // How the driver lowers graphs for this target.
   virtual codegen::LoweringOptions lowering_options() const { return {}; }
+  // Whether the emitter runs a program of one chunk of the batch (LoopProgram::batch_chunks) as
+  // chunks side by side on its threads, so that the driver may split batches (passes/batch_split.h).
+  virtual bool splits_batches() const { return false; }
 
   // The emitter. `title` names the graph in the source's first comment (std::nullopt: the
   // emitter's default, as dumps print it); `options` are the compile's (freeze: the parameters

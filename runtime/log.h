@@ -11,6 +11,7 @@
 //   cache         the compile driver: compile cache hits and misses, per graph
 //   passes        the pass manager: each pass run and what it changed
 //   fusion        the scheduler: each decision that kept two nodes apart, and why
+//   batch_split   the compile driver: whether a graph's batch runs as chunks side by side, or why not
 //   distributed   data-parallel training: the backward's stages and the gradient buckets each completes
 #pragma once
 

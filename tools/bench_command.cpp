@@ -38,6 +38,7 @@ struct BenchOptions {
   std::vector<std::string> dims;
   bool json = false;
   bool freeze = false;
+  int batch_chunks = 0;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -75,6 +76,7 @@ int run_bench(const BenchOptions& options) {
     CompileOptions compile_options;
     compile_options.target = options.target;
     compile_options.freeze = options.freeze;
+  compile_options.batch_chunks = options.batch_chunks;
     compile_start = Clock::now();
     model = compiler::prepare(graph, compile_options);
   }
@@ -132,6 +134,9 @@ void add_bench_command(CLI::App& app) {
   options->backend = add_backend_alias(*bench, options->target, target);
   bench->add_option("--iters,-n", options->iters, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
   bench->add_option("--warmup", options->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  bench->add_option("--batch-chunks", options->batch_chunks,
+                  "--target cpu: the batch runs as N chunks side by side, each on one thread, where the model computes its samples apart and N divides the batch (0: chosen; 1: never split)")
+      ->check(CLI::NonNegativeNumber);
   bench->add_option("--threads", options->threads, "--target cpu: OpenMP threads (0: the default)")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--input,-i", options->inputs, "An input as NAME=FILE.npy (repeatable)");

@@ -50,6 +50,7 @@ struct RunOptions {
   std::string isa;
   int threads = 0;
   bool freeze = false;
+  int batch_chunks = 0;
 };
 
 // Compares one output with the interpreter's and prints the errors on stdout; returns what is
@@ -72,6 +73,7 @@ std::vector<Tensor> run_model(const ir::Graph& graph, const std::map<std::string
   CompileOptions compile_options;
   compile_options.target = options.target;
   compile_options.freeze = options.freeze;
+  compile_options.batch_chunks = options.batch_chunks;
   if (!options.isa.empty()) compile_options.isa = parse_isa(options.isa);
   return compiler::prepare(graph, compile_options)->run(inputs, options.threads);
 }
@@ -168,6 +170,9 @@ void add_run_command(CLI::App& app) {
   run->add_option("--atol", options->atol, "Absolute tolerance of --check")->capture_default_str();
   run->add_option("--isa", options->isa, "--target cpu: instruction set, scalar, avx2 or avx512 (default: the host's best)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  run->add_option("--batch-chunks", options->batch_chunks,
+                  "--target cpu: the batch runs as N chunks side by side, each on one thread, where the model computes its samples apart and N divides the batch (0: chosen; 1: never split)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--threads", options->threads, "--target cpu: OpenMP threads (0: the default)")->check(CLI::NonNegativeNumber);
   run->footer(
       "Examples:\n"

@@ -447,7 +447,10 @@ bool convolution_led(const ScheduledProgram& scheduled) {
 
 CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& options) {
   CppEmitOptions chosen = options;
-  if (chosen.threading == CppEmitOptions::Threading::Pool && convolution_led(scheduled))
+  // (A chunked program keeps the pool: its chunks are the pool's job, and everything inside a
+  // chunk runs on one thread, so there is no team to share.)
+  if (chosen.threading == CppEmitOptions::Threading::Pool && convolution_led(scheduled) &&
+      scheduled.program.batch_chunks.chunks <= 1)
     chosen.threading = CppEmitOptions::Threading::Team;
   return CppSourcePrinter(scheduled, chosen).run();
 }

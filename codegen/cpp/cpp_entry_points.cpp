@@ -124,6 +124,7 @@ void CppSourcePrinter::emit_bind() {
   w_.close();
   for (size_t i = 0; i < n; ++i) {
     const Buffer& b = p_.buffer(p_.inputs[i]);
+    const SymShape shape = outside_shape(b, chunked_input(i));
     std::string in = "in[" + std::to_string(i) + "]";
     std::string who = "input '" + b.source + "'";
     w_.open("if (" + in + ".dtype != " + std::to_string(int(b.dtype)) + ")");
@@ -132,9 +133,9 @@ void CppSourcePrinter::emit_bind() {
     w_.line("kiln_message(error, capacity, parts, nullptr, 3);");
     w_.line("return 1;");
     w_.close();
-    w_.open("if (" + in + ".rank != " + std::to_string(b.shape.size()) + ")");
+    w_.open("if (" + in + ".rank != " + std::to_string(shape.size()) + ")");
     w_.line("const char* parts[] = {\"guard failed: " + who + " has rank \", nullptr, \", expected " +
-            std::to_string(b.shape.size()) + " (shape " + ir::shape_string(b.shape) + ")\"};");
+            std::to_string(shape.size()) + " (shape " + ir::shape_string(shape) + ")\"};");
     w_.line("const int64_t ints[] = {0, " + in + ".rank, 0};");
     w_.line("kiln_message(error, capacity, parts, ints, 3);");
     w_.line("return 1;");
@@ -165,10 +166,11 @@ void CppSourcePrinter::emit_bind() {
   }
   for (size_t i = 0; i < n; ++i) {
     const Buffer& b = p_.buffer(p_.inputs[i]);
+    const SymShape shape = outside_shape(b, chunked_input(i));
     std::string in = "in[" + std::to_string(i) + "]";
     std::string who = "input '" + b.source + "'";
-    for (size_t d = 0; d < b.shape.size(); ++d) {
-      const SymInt& size = b.shape[d];
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const SymInt& size = shape[d];
       std::string got = in + ".sizes[" + std::to_string(d) + "]";
       std::string expected;
       if (size.is_constant()) {
@@ -191,10 +193,10 @@ void CppSourcePrinter::emit_bind() {
     // Strides: the compiled code assumes contiguous inputs (size-1 dims may have any stride,
     // and an input with no elements any strides).
     SymInt empty_check = 1;
-    for (const SymInt& d : b.shape) empty_check = empty_check * d;
+    for (const SymInt& d : shape) empty_check = empty_check * d;
     w_.open("if ((" + index_text(empty_check) + ") != 0)");
     SymInt stride = 1;
-    for (size_t d = b.shape.size(); d-- > 0;) {
+    for (size_t d = shape.size(); d-- > 0;) {
       std::string got = in + ".strides[" + std::to_string(d) + "]";
       w_.open("if (" + in + ".sizes[" + std::to_string(d) + "] != 1 && " + got + " != (" + index_text(stride) + "))");
       w_.line("const char* parts[] = {\"guard failed: " + who + " dim " + std::to_string(d) +
@@ -203,7 +205,7 @@ void CppSourcePrinter::emit_bind() {
       w_.line("kiln_message(error, capacity, parts, ints, 5);");
       w_.line("return 1;");
       w_.close();
-      stride = stride * b.shape[d];
+      stride = stride * shape[d];
     }
     w_.close();
   }
@@ -240,7 +242,12 @@ void CppSourcePrinter::emit_sizes() {
   emit_output_sizes();
   w_.open("extern \"C\" int64_t kiln_workspace_bytes(const int64_t* sym)");
   declare_symbols();
-  w_.line("return " + index_text(s_.memory.peak_bytes) + ";");
+  if (chunked()) {
+    w_.line("// One workspace per chunk of the batch (chunks run side by side).");
+    w_.line("return " + std::to_string(p_.batch_chunks.chunks) + " * (" + chunk_workspace_bytes() + ");");
+  } else {
+    w_.line("return " + index_text(s_.memory.peak_bytes) + ";");
+  }
   w_.close();
   w_.line("");
 }
@@ -250,14 +257,30 @@ void CppSourcePrinter::emit_output_sizes() {
   declare_symbols();
   size_t k = 0;
   for (int id : p_.outputs) {
-    for (const SymInt& d : p_.buffer(id).shape) w_.line("sizes[" + std::to_string(k++) + "] = " + index_text(d) + ";");
+    for (const SymInt& d : outside_shape(p_.buffer(id), chunked())) w_.line("sizes[" + std::to_string(k++) + "] = " + index_text(d) + ";");
   }
   w_.line("(void)sizes;");
   w_.close();
 }
 
+SymShape CppSourcePrinter::outside_shape(const Buffer& b, bool chunked_tensor) const {
+  SymShape shape = b.shape;
+  if (chunked_tensor && !shape.empty()) shape[0] = shape[0] * SymInt(p_.batch_chunks.chunks);
+  return shape;
+}
+
+std::string CppSourcePrinter::chunk_workspace_bytes() {
+  return "((" + index_text(s_.memory.peak_bytes) + ") + 63) / 64 * 64";
+}
+
 void CppSourcePrinter::emit_run() {
-  w_.open("extern \"C\" int32_t kiln_run(const KilnRunArgs* args)");
+  if (chunked()) {
+    w_.line("// One chunk of the batch: kiln_run runs it " + std::to_string(p_.batch_chunks.chunks) +
+            " times, side by side, each on one thread.");
+    w_.open("static int32_t kiln_run_chunk(const KilnRunArgs* args)");
+  } else {
+    w_.open("extern \"C\" int32_t kiln_run(const KilnRunArgs* args)");
+  }
   w_.line("const int64_t* sym = args->symbols;");
   declare_symbols();
   w_.line("void* bufs[" + std::to_string(std::max<size_t>(p_.buffers.size(), 1)) + "] = {};");
@@ -274,10 +297,12 @@ void CppSourcePrinter::emit_run() {
     w_.line("bufs[" + std::to_string(id) + "] = (char*)args->workspace + (" + index_text(offset) + ");  // " +
             p_.buffer(id).name);
   }
-  w_.line("if (args->num_threads > 0) omp_set_num_threads(args->num_threads);");
-  if (uses_pool()) w_.line("kiln_pool_set_threads(args->num_threads > 0 ? args->num_threads : omp_get_max_threads());");
-  w_.line("__atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);");
-  w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
+  if (!chunked()) {
+    w_.line("if (args->num_threads > 0) omp_set_num_threads(args->num_threads);");
+    if (uses_pool()) w_.line("kiln_pool_set_threads(args->num_threads > 0 ? args->num_threads : omp_get_max_threads());");
+    w_.line("__atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);");
+    w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
+  }
   for (const Kernel& kernel : s_.kernels) {
     std::string origins = origins_text(kernel.origins);
     w_.open("");
@@ -296,6 +321,77 @@ void CppSourcePrinter::emit_run() {
     w_.close();
   }
   w_.line("return 0;");
+  w_.close();
+  if (chunked()) emit_chunked_run();
+}
+
+// kiln_run of a chunked program: chunk i reads the i-th block of dim 0 of each chunked input and
+// writes the i-th block of each output, in a workspace of the thread's own; the chunks are the pool's
+// job, so each runs on one thread, and inside it every loop, GEMM and library call runs on that
+// thread alone (kiln_pool_in_chunk, one OpenMP thread). The first chunk that fails reports.
+void CppSourcePrinter::emit_chunked_run() {
+  const int64_t chunks = p_.batch_chunks.chunks;
+  KILN_CHECK(uses_pool(), "a chunked program runs its chunks on the module's pool");
+  auto chunk_bytes = [&](const Buffer& b) {
+    SymInt elements = 1;
+    for (const SymInt& d : b.shape) elements = elements * d;
+    return "(" + index_text(elements) + ") * " + std::to_string(dtype_size(b.dtype));
+  };
+  w_.open("extern \"C\" int32_t kiln_run(const KilnRunArgs* args)");
+  w_.line("const int64_t* sym = args->symbols;");
+  declare_symbols();
+  w_.line("if (args->num_threads > 0) omp_set_num_threads(args->num_threads);");
+  w_.line("kiln_pool_set_threads(args->num_threads > 0 ? args->num_threads : omp_get_max_threads());");
+  w_.line("__atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);");
+  w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
+  w_.line("int32_t failed = 0;");
+  w_.line("// Bit i: workspace i is free. A thread takes the lowest free one, so that chunks run one");
+  w_.line("// after another reuse a workspace still in the caches.");
+  w_.line("uint64_t free_workspaces = " + std::string(chunks >= 64 ? "~0ull" : "(1ull << " + std::to_string(chunks) + ") - 1") + ";");
+  w_.open("kiln_parallel_for(" + std::to_string(chunks) + ", [&](int64_t begin, int64_t end)");
+  w_.line("uint64_t free_now = __atomic_load_n(&free_workspaces, __ATOMIC_ACQUIRE);");
+  w_.line("int64_t workspace = 0;");
+  w_.open("for (;;)");
+  w_.line("workspace = __builtin_ctzll(free_now);");
+  w_.line("if (__atomic_compare_exchange_n(&free_workspaces, &free_now, free_now & ~(1ull << workspace), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) break;");
+  w_.close();
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("omp_set_num_threads(1);");
+  w_.line("kiln_pool_in_chunk = 1;");
+  w_.open("for (int64_t chunk = begin; chunk < end && !__atomic_load_n(&failed, __ATOMIC_RELAXED); ++chunk)");
+  const size_t inputs = std::max<size_t>(p_.inputs.size(), 1), outputs = std::max<size_t>(p_.outputs.size(), 1);
+  w_.line("KilnTensorDesc inputs[" + std::to_string(inputs) + "];");
+  for (size_t i = 0; i < p_.inputs.size(); ++i) {
+    const std::string at = "inputs[" + std::to_string(i) + "]";
+    w_.line(at + " = args->inputs[" + std::to_string(i) + "];");
+    if (chunked_input(i))
+      w_.line(at + ".data = (char*)" + at + ".data + chunk * (" + chunk_bytes(p_.buffer(p_.inputs[i])) + ");");
+  }
+  w_.line("void* outputs[" + std::to_string(outputs) + "];");
+  for (size_t i = 0; i < p_.outputs.size(); ++i) {
+    w_.line("outputs[" + std::to_string(i) + "] = (char*)args->outputs[" + std::to_string(i) + "] + chunk * (" +
+            chunk_bytes(p_.buffer(p_.outputs[i])) + ");");
+  }
+  w_.line("char error[1024];");
+  w_.line("KilnRunArgs part = *args;");
+  w_.line("part.inputs = inputs;");
+  w_.line("part.outputs = outputs;");
+  w_.line("part.workspace = (char*)args->workspace + workspace * (" + chunk_workspace_bytes() + ");");
+  w_.line("part.error = error;");
+  w_.line("part.error_capacity = sizeof error;");
+  w_.open("if (kiln_run_chunk(&part) != 0)");
+  w_.line("int32_t first = 0;");
+  w_.open("if (__atomic_compare_exchange_n(&failed, &first, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))");
+  w_.line("const char* parts[] = {error};");
+  w_.line("kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.line("kiln_pool_in_chunk = 0;");
+  w_.line("omp_set_num_threads(omp_threads);");
+  w_.line("__atomic_fetch_or(&free_workspaces, 1ull << workspace, __ATOMIC_RELEASE);");
+  w_.close(");");
+  w_.line("return failed;");
   w_.close();
 }
 

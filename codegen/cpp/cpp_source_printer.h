@@ -185,6 +185,18 @@ class CppSourcePrinter : public CPrinter {
   void emit_output_sizes();
   void emit_sizes();  // emit_output_sizes and kiln_workspace_bytes
   void emit_run();
+  // A chunked program (LoopProgram::batch_chunks): kiln_run runs kiln_run_chunk once per chunk,
+  // the chunks side by side on the pool's threads.
+  bool chunked() const { return p_.batch_chunks.chunks > 1; }
+  void emit_chunked_run();
+  // The shape of an input or output buffer as the caller sees it: with `chunked_tensor` (an
+  // output, or a chunked input, of a chunked program), dim 0 times the chunks.
+  SymShape outside_shape(const Buffer& b, bool chunked_tensor) const;
+  bool chunked_input(size_t i) const {
+    return chunked() && i < p_.batch_chunks.chunked_inputs.size() && p_.batch_chunks.chunked_inputs[i];
+  }
+  // Bytes of one chunk's workspace (the memory plan's peak, rounded up to 64).
+  std::string chunk_workspace_bytes();
 
   int hoist_counter_ = 0;
   // Whether the simd loops being printed apply an expensive op (set per pointwise kernel and

@@ -10,8 +10,12 @@
 // made once, and the reordered weights. With `constant_weights` (the model was compiled with
 // frozen parameters) the weights are reordered once per weights pointer and kept ("prepacked");
 // otherwise they are reordered on every call, since the caller may change them in place.
-// Calls of one convolution are serialized by the cache's mutex (the reordered weights and the
-// memory objects are shared); different convolutions run concurrently.
+// Calls of one convolution with constant weights run concurrently (the chunks of a batch split,
+// each on its own thread): the cache's mutex is held only to find the entry and prepack its
+// weights, and an entry in use is never remade or repacked; a call runs with the entry's own
+// memory objects and stream when no other call holds them, else with objects of its own and an
+// arena's stream. Calls whose weights may change are serialized by the mutex (each reorders the
+// weights into the entry's one buffer).
 //
 // Winograd: a 3x3 stride-1 convolution with constant weights and enough channels and work
 // (kiln_winograd_suits) runs as oneDNN's Winograd convolution (F(2x2,3x3) or F(4x4,3x3)), which
@@ -89,6 +93,8 @@ typedef struct KilnConvolutionEntry {
   const void* packed_from;   // constant weights: the pointer `packed_data` was reordered from
   uint64_t last_used;
   int ready;
+  int users;       // calls running with the entry outside the cache's mutex (never remade meanwhile)
+  int own_in_use;  // 1 while a call runs with the entry's own memory objects and stream
 } KilnConvolutionEntry;
 
 enum { kKilnConvolutionEntries = 4 };
@@ -434,16 +440,9 @@ static auto kiln_found_entry(Cache* cache, const Shape* s) -> decltype(&cache->e
   return nullptr;
 }
 
-// The entry of `cache` for `s`: a ready one, else the least recently used one, released and
-// remade by `make`; nullptr when making fails (the message is in `error`). Under the cache's mutex.
-template <class Cache, class Shape, class Make, class Release>
-static auto kiln_cached_entry(Cache* cache, const Shape* s, Make make, Release release) -> decltype(&cache->entries[0]) {
-  if (auto* found = kiln_found_entry(cache, s)) return found;
-  auto* victim = &cache->entries[0];
-  for (int i = 0; i < kKilnConvolutionEntries; ++i) {
-    auto* e = &cache->entries[i];
-    if (!e->ready || (victim->ready && e->last_used < victim->last_used)) victim = e;
-  }
+// `victim` released and remade by `make`; nullptr when making fails. Under the cache's mutex.
+template <class Cache, class Entry, class Make, class Release>
+static Entry* kiln_remade_entry(Cache* cache, Entry* victim, Make make, Release release) {
   release(victim);
   if (make(victim) != 0) {
     release(victim);
@@ -453,67 +452,131 @@ static auto kiln_cached_entry(Cache* cache, const Shape* s, Make make, Release r
   return victim;
 }
 
+// The entry of `cache` for `s`: a ready one, else the least recently used one, released and
+// remade by `make`; nullptr when making fails (the message is in `error`). Under the cache's mutex.
+template <class Cache, class Shape, class Make, class Release>
+static auto kiln_cached_entry(Cache* cache, const Shape* s, Make make, Release release) -> decltype(&cache->entries[0]) {
+  if (auto* found = kiln_found_entry(cache, s)) return found;
+  // The least recently used entry that no call outside the mutex is using; while all are (a
+  // model running more shapes of one call at once than the cache keeps), wait for one.
+  for (;;) {
+    decltype(&cache->entries[0]) victim = nullptr;
+    for (int i = 0; i < kKilnConvolutionEntries; ++i) {
+      auto* e = &cache->entries[i];
+      if (__atomic_load_n(&e->users, __ATOMIC_ACQUIRE) > 0) continue;
+      if (!victim || !e->ready || (victim->ready && e->last_used < victim->last_used)) victim = e;
+    }
+    if (victim) return kiln_remade_entry(cache, victim, make, release);
+    pthread_mutex_unlock(&cache->mutex);
+    sched_yield();
+    pthread_mutex_lock(&cache->mutex);
+    if (auto* found = kiln_found_entry(cache, s)) return found;
+  }
+}
+
 static KilnConvolutionEntry* kiln_convolution_entry(KilnConvolutionCache* cache, const KilnConvolutionShape* s,
                                                     const char* name, char* error, int64_t capacity) {
   return kiln_cached_entry(cache, s, [&](KilnConvolutionEntry* e) { return kiln_make_entry(e, s, name, error, capacity); },
                            kiln_release_entry);
 }
 
-static int kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const float* weights, const float* bias,
-                                float* dst, int constant_weights, const char* name, char* error, int64_t capacity) {
-  dnnl_stream_t stream = e->stream;
-  dnnl_status_t status = dnnl_success;
-  if (!constant_weights || e->packed_from != weights) {
-    e->packed_from = nullptr;
-    status = dnnl_memory_set_data_handle(e->weights, (void*)weights);
-    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
-    if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
-    if (status == dnnl_success) status = dnnl_stream_wait(stream);
-    if (status == dnnl_success && constant_weights) e->packed_from = weights;
+// Reorders `weights` into the entry's packed buffer with its own stream. Under the cache's mutex,
+// with no other call using the entry.
+static dnnl_status_t kiln_pack_convolution_weights(KilnConvolutionEntry* e, const float* weights) {
+  e->packed_from = nullptr;
+  dnnl_status_t status = dnnl_memory_set_data_handle(e->weights, (void*)weights);
+  dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
+  if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, e->stream, 2, reorder_args);
+  if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
+  return status;
+}
+
+// The memory objects of one call: the entry's own, or made for the call (kiln_call_memories).
+typedef struct KilnConvolutionMemories {
+  dnnl_memory_t src, bias, dst, scratchpad, blocked_src, blocked_dst;
+} KilnConvolutionMemories;
+
+// A memory object like `like` (nullptr stays nullptr), without data yet.
+static dnnl_status_t kiln_memory_like(dnnl_memory_t* made, const_dnnl_memory_t like) {
+  *made = nullptr;
+  if (!like) return dnnl_success;
+  const dnnl_memory_desc_t* md = nullptr;
+  dnnl_status_t status = dnnl_memory_get_memory_desc(like, &md);
+  if (status == dnnl_success) status = dnnl_memory_create(made, md, kiln_dnnl_engine(), DNNL_MEMORY_NONE);
+  return status;
+}
+
+static void kiln_destroy_memories(KilnConvolutionMemories* m) {
+  dnnl_memory_t all[] = {m->src, m->bias, m->dst, m->scratchpad, m->blocked_src, m->blocked_dst};
+  for (dnnl_memory_t memory : all) {
+    if (memory) dnnl_memory_destroy(memory);
   }
-  if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->src, (void*)src);
-  if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, dst);
-  if (status == dnnl_success && bias) status = dnnl_memory_set_data_handle(e->bias, (void*)bias);
-  if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
-  // The scratchpad, then the blocked source and destination, in one shared arena.
-  const size_t scratch_bytes = e->scratchpad_bytes + e->blocked_src_bytes + e->blocked_dst_bytes;
-  KilnScratch* arena = nullptr;
-  if (scratch_bytes > 0) {
-    arena = kiln_take_scratch(scratch_bytes);
-    if (!arena) return kiln_dnnl_failure(name, "scratch memory", dnnl_out_of_memory, error, capacity);
-    char* at = (char*)arena->data;
-    if (e->scratchpad) status = dnnl_memory_set_data_handle(e->scratchpad, at);
-    at += e->scratchpad_bytes;
-    if (status == dnnl_success && e->blocked_src) status = dnnl_memory_set_data_handle(e->blocked_src, at);
-    at += e->blocked_src_bytes;
-    if (status == dnnl_success && e->blocked_dst) status = dnnl_memory_set_data_handle(e->blocked_dst, at);
-  }
+}
+
+// Runs the convolution of `e` (weights packed) from src to dst with the memory objects `m`, on
+// `stream`, its scratchpad and blocked buffers in `arena`.
+static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, const KilnConvolutionMemories* m,
+                                              dnnl_stream_t stream, KilnScratch* arena, const float* src,
+                                              const float* bias, float* dst) {
+  dnnl_status_t status = dnnl_memory_set_data_handle(m->src, (void*)src);
+  if (status == dnnl_success) status = dnnl_memory_set_data_handle(m->dst, dst);
+  if (status == dnnl_success && bias) status = dnnl_memory_set_data_handle(m->bias, (void*)bias);
+  // The scratchpad, then the blocked source and destination, in the arena.
+  char* at = (char*)arena->data;
+  if (status == dnnl_success && m->scratchpad) status = dnnl_memory_set_data_handle(m->scratchpad, at);
+  at += e->scratchpad_bytes;
+  if (status == dnnl_success && m->blocked_src) status = dnnl_memory_set_data_handle(m->blocked_src, at);
+  at += e->blocked_src_bytes;
+  if (status == dnnl_success && m->blocked_dst) status = dnnl_memory_set_data_handle(m->blocked_dst, at);
   if (status == dnnl_success && e->src_reorder) {
-    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->src}, {DNNL_ARG_TO, e->blocked_src}};
+    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->src}, {DNNL_ARG_TO, m->blocked_src}};
     status = dnnl_primitive_execute(e->src_reorder, stream, 2, reorder_args);
   }
   if (status == dnnl_success) {
-    dnnl_memory_t conv_src = e->src_reorder ? e->blocked_src : e->src;
-    dnnl_memory_t conv_dst = e->dst_reorder ? e->blocked_dst : e->dst;
+    dnnl_memory_t conv_src = e->src_reorder ? m->blocked_src : m->src;
+    dnnl_memory_t conv_dst = e->dst_reorder ? m->blocked_dst : m->dst;
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, conv_src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, conv_dst}};
     int count = 3;
-    if (bias) args[count++] = {DNNL_ARG_BIAS, e->bias};
-    if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
+    if (bias) args[count++] = {DNNL_ARG_BIAS, m->bias};
+    if (m->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, m->scratchpad};
     status = dnnl_primitive_execute(e->convolution, stream, count, args);
   }
   if (status == dnnl_success && e->activation) {
-    dnnl_memory_t out = e->dst_reorder ? e->blocked_dst : e->dst;
+    dnnl_memory_t out = e->dst_reorder ? m->blocked_dst : m->dst;
     dnnl_exec_arg_t eltwise_args[] = {{DNNL_ARG_SRC, out}, {DNNL_ARG_DST, out}};
     status = dnnl_primitive_execute(e->activation, stream, 2, eltwise_args);
   }
   if (status == dnnl_success && e->dst_reorder) {
-    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->blocked_dst}, {DNNL_ARG_TO, e->dst}};
+    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->blocked_dst}, {DNNL_ARG_TO, m->dst}};
     status = dnnl_primitive_execute(e->dst_reorder, stream, 2, reorder_args);
   }
   if (status == dnnl_success) status = dnnl_stream_wait(stream);
-  if (arena) kiln_give_back_scratch(arena);
-  if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
-  return 0;
+  return status;
+}
+
+// Runs `e` (weights packed, the caller counted among its users): with the entry's own memory
+// objects and stream when no other call holds them, else with the call's own objects and the
+// arena's stream.
+static dnnl_status_t kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const float* bias, float* dst) {
+  KilnScratch* arena = kiln_take_scratch(e->scratchpad_bytes + e->blocked_src_bytes + e->blocked_dst_bytes);
+  if (!arena) return dnnl_out_of_memory;
+  dnnl_status_t status = dnnl_success;
+  if (__atomic_exchange_n(&e->own_in_use, 1, __ATOMIC_ACQUIRE) == 0) {
+    KilnConvolutionMemories own = {e->src, e->bias, e->dst, e->scratchpad, e->blocked_src, e->blocked_dst};
+    status = kiln_execute_convolution(e, &own, e->stream, arena, src, bias, dst);
+    __atomic_store_n(&e->own_in_use, 0, __ATOMIC_RELEASE);
+  } else {
+    KilnConvolutionMemories mine = {};
+    const_dnnl_memory_t like[] = {e->src, e->bias, e->dst, e->scratchpad, e->blocked_src, e->blocked_dst};
+    dnnl_memory_t* made[] = {&mine.src, &mine.bias, &mine.dst, &mine.scratchpad, &mine.blocked_src, &mine.blocked_dst};
+    for (int i = 0; i < 6 && status == dnnl_success; ++i) status = kiln_memory_like(made[i], like[i]);
+    if (status == dnnl_success && !arena->stream)
+      status = dnnl_stream_create(&arena->stream, kiln_dnnl_engine(), dnnl_stream_default_flags);
+    if (status == dnnl_success) status = kiln_execute_convolution(e, &mine, arena->stream, arena, src, bias, dst);
+    kiln_destroy_memories(&mine);
+  }
+  kiln_give_back_scratch(arena);
+  return status;
 }
 
 // Runs one convolution (see the file's comment); 0, or 1 with a message in `error`.
@@ -524,10 +587,40 @@ static int kiln_convolution(KilnConvolutionCache* cache, KilnConvolutionShape sh
   shape.threads = omp_get_max_threads();
   shape.winograd = constant_weights && kiln_winograd_allowed() && kiln_winograd_suits(&shape);
   pthread_mutex_lock(&cache->mutex);
-  KilnConvolutionEntry* e = kiln_convolution_entry(cache, &shape, name, error, capacity);
-  int rc = e ? kiln_run_convolution(e, src, weights, bias, dst, constant_weights, name, error, capacity) : 1;
-  pthread_mutex_unlock(&cache->mutex);
-  return rc;
+  KilnConvolutionEntry* e = nullptr;
+  dnnl_status_t status = dnnl_success;
+  for (;;) {
+    e = kiln_convolution_entry(cache, &shape, name, error, capacity);
+    // Weights that may change are reordered on every call; constant ones once per pointer, when
+    // no call is running with the entry's packed copy.
+    if (!e || (constant_weights && e->packed_from == weights)) break;
+    if (__atomic_load_n(&e->users, __ATOMIC_ACQUIRE) == 0) {
+      status = kiln_pack_convolution_weights(e, weights);
+      if (status == dnnl_success && constant_weights) e->packed_from = weights;
+      break;
+    }
+    pthread_mutex_unlock(&cache->mutex);
+    sched_yield();
+    pthread_mutex_lock(&cache->mutex);
+  }
+  if (!e || status != dnnl_success) {
+    pthread_mutex_unlock(&cache->mutex);
+    return e ? kiln_dnnl_failure(name, "weights reorder", status, error, capacity) : 1;
+  }
+  if (!constant_weights) {
+    // The packed weights are this call's: the call runs under the mutex.
+    status = kiln_run_convolution(e, src, bias, dst);
+    pthread_mutex_unlock(&cache->mutex);
+  } else {
+    __atomic_add_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&cache->mutex);
+    status = kiln_run_convolution(e, src, bias, dst);
+    pthread_mutex_lock(&cache->mutex);
+    __atomic_sub_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&cache->mutex);
+  }
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
+  return 0;
 }
 
 // ---------------------------------------------------------------- matmul with prepacked weights
@@ -554,6 +647,8 @@ typedef struct KilnMatmulEntry {
   const void* packed_from;   // the pointer `packed_data` was reordered from
   uint64_t last_used;
   int ready;
+  int users;       // calls running with the entry outside the cache's mutex (never remade meanwhile)
+  int own_in_use;  // 1 while a call runs with the entry's own memory objects and stream
 } KilnMatmulEntry;
 
 typedef struct KilnMatmulCache {
@@ -678,53 +773,110 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   return 0;
 }
 
-// The entry of `cache` for `shape`, its B packed from `b`; nullptr with a message in `error`.
-// Under the cache's mutex.
+// The entry of `cache` for `shape`, its B packed from `b` (a B that may change between calls:
+// its memory object pointed at `b`); nullptr with a message in `error`. Under the cache's mutex,
+// which it lets go while it waits for calls running with the entry's packed B to end.
 static KilnMatmulEntry* kiln_matmul_prepare(KilnMatmulCache* cache, const KilnMatmulShape* shape, const float* b,
                                             const char* name, char* error, int64_t capacity) {
-  KilnMatmulEntry* e = kiln_cached_entry(
-      cache, shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, shape, nullptr, name, error, capacity); },
-      kiln_release_matmul);
-  if (e && e->shape.runtime_b) {
-    if (dnnl_memory_set_data_handle(e->packed, (void*)b) == dnnl_success) return e;
-    kiln_dnnl_failure(name, "matmul setup", dnnl_runtime_error, error, capacity);
-    return nullptr;
+  for (;;) {
+    KilnMatmulEntry* e = kiln_cached_entry(
+        cache, shape, [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, shape, nullptr, name, error, capacity); },
+        kiln_release_matmul);
+    if (e && e->shape.runtime_b) {
+      if (dnnl_memory_set_data_handle(e->packed, (void*)b) == dnnl_success) return e;
+      kiln_dnnl_failure(name, "matmul setup", dnnl_runtime_error, error, capacity);
+      return nullptr;
+    }
+    if (!e || e->packed_from == b) return e;
+    if (__atomic_load_n(&e->users, __ATOMIC_ACQUIRE) > 0) {
+      pthread_mutex_unlock(&cache->mutex);
+      sched_yield();
+      pthread_mutex_lock(&cache->mutex);
+      continue;
+    }
+    e->packed_from = nullptr;
+    dnnl_status_t status = dnnl_memory_set_data_handle(e->weights, (void*)b);
+    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
+    if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, e->stream, 2, reorder_args);
+    if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
+    if (status != dnnl_success) {
+      kiln_dnnl_failure(name, "weights reorder", status, error, capacity);
+      return nullptr;
+    }
+    e->packed_from = b;
+    return e;
   }
-  if (!e || e->packed_from == b) return e;
-  e->packed_from = nullptr;
-  dnnl_status_t status = dnnl_memory_set_data_handle(e->weights, (void*)b);
-  dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
-  if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, e->stream, 2, reorder_args);
-  if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
-  if (status != dnnl_success) {
-    kiln_dnnl_failure(name, "weights reorder", status, error, capacity);
-    return nullptr;
-  }
-  e->packed_from = b;
-  return e;
 }
 
-// Runs C = A @ B (see the file's comment); 0, or 1 with a message in `error`.
-static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const float* a, const float* b, float* c,
-                       const char* name, char* error, int64_t capacity) {
-  shape.threads = omp_get_max_threads();
-  pthread_mutex_lock(&cache->mutex);
-  KilnMatmulEntry* e = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
-  int rc = e ? 0 : 1;
-  if (e) {
-    dnnl_status_t status = dnnl_memory_set_data_handle(e->src, (void*)a);
+// One matmul through `e` (B packed; the caller counted among its users) outside the cache's
+// mutex: with the entry's own memory objects and stream when no other call holds them, else with
+// objects of its own and an arena's stream and scratchpad. A B read in place gets a memory object
+// of the call's own either way (the entry's is the blocks' of kiln_matmul_rows).
+static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, const float* b, float* c) {
+  dnnl_engine_t engine = kiln_dnnl_engine();
+  dnnl_status_t status = dnnl_success;
+  dnnl_memory_t packed = e->packed, runtime_b = nullptr;
+  if (e->shape.runtime_b) {
+    const dnnl_memory_desc_t* md = nullptr;
+    status = dnnl_memory_get_memory_desc(e->packed, &md);
+    if (status == dnnl_success) status = dnnl_memory_create(&runtime_b, md, engine, (void*)b);
+    packed = runtime_b;
+  }
+  if (status == dnnl_success && __atomic_exchange_n(&e->own_in_use, 1, __ATOMIC_ACQUIRE) == 0) {
+    status = dnnl_memory_set_data_handle(e->src, (void*)a);
     if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, c);
     if (status == dnnl_success) {
-      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, e->dst}};
+      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, e->dst}};
       int count = 3;
       if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
       status = dnnl_primitive_execute(e->matmul, e->stream, count, args);
     }
     if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
-    if (status != dnnl_success) rc = kiln_dnnl_failure(name, "matmul", status, error, capacity);
+    __atomic_store_n(&e->own_in_use, 0, __ATOMIC_RELEASE);
+  } else if (status == dnnl_success) {
+    KilnScratch* arena = kiln_take_scratch(e->scratchpad ? dnnl_memory_desc_get_size(&e->scratch_md) : 0);
+    if (!arena) status = dnnl_out_of_memory;
+    dnnl_memory_t src = nullptr, dst = nullptr, scratchpad = nullptr;
+    if (status == dnnl_success && !arena->stream) status = dnnl_stream_create(&arena->stream, engine, dnnl_stream_default_flags);
+    if (status == dnnl_success) status = dnnl_memory_create(&src, &e->src_md, engine, (void*)a);
+    if (status == dnnl_success) status = dnnl_memory_create(&dst, &e->dst_md, engine, c);
+    if (status == dnnl_success && e->scratchpad) status = dnnl_memory_create(&scratchpad, &e->scratch_md, engine, arena->data);
+    if (status == dnnl_success) {
+      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, dst}};
+      int count = 3;
+      if (scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad};
+      status = dnnl_primitive_execute(e->matmul, arena->stream, count, args);
+    }
+    if (status == dnnl_success) status = dnnl_stream_wait(arena->stream);
+    if (arena) kiln_give_back_scratch(arena);
+    dnnl_memory_t made[] = {src, dst, scratchpad};
+    for (dnnl_memory_t m : made) {
+      if (m) dnnl_memory_destroy(m);
+    }
   }
+  if (runtime_b) dnnl_memory_destroy(runtime_b);
+  return status;
+}
+
+// Runs C = A @ B (see the file's comment); 0, or 1 with a message in `error`. Calls of one
+// matmul run concurrently (the chunks of a batch split).
+static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const float* a, const float* b, float* c,
+                       const char* name, char* error, int64_t capacity) {
+  shape.threads = omp_get_max_threads();
+  pthread_mutex_lock(&cache->mutex);
+  KilnMatmulEntry* e = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
+  if (!e) {
+    pthread_mutex_unlock(&cache->mutex);
+    return 1;
+  }
+  __atomic_add_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&cache->mutex);
-  return rc;
+  const dnnl_status_t status = kiln_execute_matmul(e, a, b, c);
+  pthread_mutex_lock(&cache->mutex);
+  __atomic_sub_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock(&cache->mutex);
+  if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul", status, error, capacity);
+  return 0;
 }
 
 // ------------------------------------------------- matmul in blocks of rows on the caller's threads
@@ -796,6 +948,8 @@ static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64
   last_shape.m = last_rows;
   pthread_mutex_lock(&cache->mutex);
   KilnMatmulEntry* whole = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
+  // In use until the blocks end: not remade for the last block's entry meanwhile.
+  if (whole) __atomic_add_fetch(&whole->users, 1, __ATOMIC_ACQ_REL);
   KilnMatmulEntry* last = whole;
   if (whole && last_rows != block && shape.runtime_b) {
     // B is not packed once, so there is nothing to borrow: the last block's own entry.
@@ -835,6 +989,7 @@ static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64
     });
     if (failed != dnnl_success) rc = kiln_dnnl_failure(name, "matmul", dnnl_status_t(failed), error, capacity);
   }
+  if (whole) __atomic_sub_fetch(&whole->users, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&cache->mutex);
   return rc;
 }

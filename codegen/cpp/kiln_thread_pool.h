@@ -56,6 +56,9 @@ struct KilnPool {
 // One pool per module however many translation units the module was compiled in (KILN_MODULE_STATE:
 // one hidden inline variable, never shared with another module).
 KILN_MODULE_STATE KilnPool kiln_pool;
+// 1 on a thread while it runs a chunk of a batch split into chunks side by side (the kiln_run of
+// a chunked program): the chunk's loops, GEMMs and library calls run on that thread alone.
+KILN_MODULE_STATE thread_local int32_t kiln_pool_in_chunk = 0;
 
 static inline void kiln_pool_pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -89,6 +92,7 @@ static inline void kiln_pool_set_threads(int threads) {
 }
 
 static inline int32_t kiln_pool_threads() {
+  if (kiln_pool_in_chunk) return 1;
   const int32_t threads = __atomic_load_n(&kiln_pool.threads, __ATOMIC_RELAXED);
   return threads < 1 ? 1 : threads;
 }
@@ -235,7 +239,9 @@ static inline void kiln_parallel_for(int64_t n, const F& body, bool parallel = t
 
 // Sends the workers to sleep now rather than after their spin: a library call that runs its own
 // threads (oneDNN's OpenMP team) follows, and a spinning worker would take a CPU from them.
-static inline void kiln_pool_park() { KILN_STORE(kiln_pool.park, 1); }
+static inline void kiln_pool_park() {
+  if (!kiln_pool_in_chunk) KILN_STORE(kiln_pool.park, 1);
+}
 
 // How the GEMMs of a batch split into tasks (codegen/cpp/cpp_library_calls.cpp), each task one
 // BLAS call on one thread that packs the whole of one operand and its share of the other: whole

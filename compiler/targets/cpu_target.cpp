@@ -40,6 +40,7 @@ struct CpuCode final : GeneratedCode {
   codegen::CppModule module;
   ArtifactManifest manifest;  // all but the build's own fields (isa, key, version)
   std::vector<codegen::PackageTensor> inputs, outputs;  // with their shapes, for packages
+  int64_t batch_chunks = 1;  // LoopProgram::batch_chunks
 };
 
 // The libraries `module` calls into.
@@ -238,6 +239,7 @@ class CpuTarget final : public CodeTarget {
     options.library_matmul = options.library_convolution;
     return options;
   }
+  bool splits_batches() const override { return true; }
 
   std::unique_ptr<GeneratedCode> emit(const codegen::ScheduledProgram& scheduled,
                                       const std::optional<std::string>& title,
@@ -253,6 +255,7 @@ class CpuTarget final : public CodeTarget {
     code->manifest = manifest_of(scheduled, code->module);
     code->inputs = package_tensors(scheduled.program, scheduled.program.inputs);
     code->outputs = package_tensors(scheduled.program, scheduled.program.outputs);
+    code->batch_chunks = scheduled.program.batch_chunks.chunks;
     return code;
   }
 
@@ -322,8 +325,10 @@ class CpuTarget final : public CodeTarget {
   std::unique_ptr<Artifact> load(const std::filesystem::path& directory) const override {
     return std::make_unique<CpuArtifact>(CpuArtifact::load(directory));
   }
-  std::string describe(const GeneratedCode&, const Artifact& artifact) const override {
-    return "isa " + std::string(isa_name(static_cast<const CpuArtifact&>(artifact).isa()));
+  std::string describe(const GeneratedCode& generated, const Artifact& artifact) const override {
+    const int64_t chunks = static_cast<const CpuCode&>(generated).batch_chunks;
+    return "isa " + std::string(isa_name(static_cast<const CpuArtifact&>(artifact).isa())) +
+           (chunks > 1 ? ", the batch in " + std::to_string(chunks) + " chunks side by side" : "");
   }
 };
 

@@ -88,7 +88,11 @@ std::unique_ptr<compiler::Executable> compile_over_arena(ir::Graph& graph, const
                                                          const CompileOptions& options) {
   for (const std::string& name : arena.names())
     if (graph.parameter(name)) graph.set_parameter(name, arena.parameter(name));
-  return compiler::prepare(graph, options);
+  // A training step's graphs keep their batch whole: the step already overlaps its stages on
+  // threads of its own (and a batch split was measured on inference only).
+  CompileOptions whole = options;
+  whole.batch_chunks = 1;
+  return compiler::prepare(graph, whole);
 }
 
 }  // namespace

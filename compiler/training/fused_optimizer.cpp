@@ -26,11 +26,15 @@ FusedOptimizer::FusedOptimizer(ParameterArena& arena, std::unique_ptr<UpdateRule
                                const FusedOptimizerOptions& run)
     : arena_(&arena), rule_(std::move(rule)), state_names_(rule_->state_names()), run_options_(run), lr_(lr) {
   if (run.num_threads < 0) fail(rule_->name(), ": num_threads must be >= 0 (0: the OpenMP default), got ", run.num_threads);
+  // The update is one pointwise loop over the arena, which the pool already spreads over the
+  // threads: no batch split (its "batch" would be the arena's elements).
+  CompileOptions compile_options = run.compile;
+  compile_options.batch_chunks = 1;
   for (const ParameterArena::Group& arena_group : arena.groups()) {
     const int64_t numel = arena_group.parameters.numel();
     Group group;
     group.model = std::make_unique<compiler::CompiledModel>(
-        compiler::compile(rule_->build_graph(arena_group.dtype, numel), run.compile));
+        compiler::compile(rule_->build_graph(arena_group.dtype, numel), compile_options));
     ++compile_count_;
     if (InPlaceUpdate::supports(*group.model)) group.in_place = std::make_unique<InPlaceUpdate>(*group.model);
     for (size_t i = 0; i < state_names_.size(); ++i) group.states.push_back(Tensor::zeros({numel}, arena_group.dtype));

@@ -35,6 +35,11 @@ struct CompileOptions {
 
   // cpu only: the instruction set; default resolve_isa (KILN_ISA, else the host's best).
   std::optional<Isa> isa;
+  // cpu only: how many chunks of its batch a model whose samples are computed apart runs as, side
+  // by side, each chunk on one thread (passes/batch_split.h): 0 chooses (for the CPUs this process
+  // may run on when it compiles); 1 never splits; 2 to 64 exactly that many, where they divide
+  // the batch.
+  int batch_chunks = 0;
   // cuda only: the GPU architecture (80 for sm_80); default the device's, else 80.
   std::optional<int> sm;
 };
