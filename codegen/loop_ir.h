@@ -243,11 +243,17 @@ struct LoopProgram {
   // The program may call the convolution library's matmul (LoweringOptions::library_matmul).
   bool library_matmul = false;
   // The program computes one of `chunks` equal chunks of its batch (passes/batch_split.h): the
-  // model's call runs it once per chunk, side by side. Dim 0 of every output and of each input
-  // marked in `chunked_inputs` is `chunks` times this program's outside; other inputs are whole.
+  // model's call runs it once per chunk, side by side. Each input and output of the whole call
+  // holds the batch in dim `dim` (an input with -1 is passed whole), `chunks` times this
+  // program's size: `outer` blocks, of which each chunk has the same slice.
   struct BatchChunks {
+    struct Slice {
+      int64_t dim = -1;
+      int64_t outer = 1;
+    };
     int64_t chunks = 1;
-    std::vector<bool> chunked_inputs;  // per input (placeholder order)
+    std::vector<Slice> inputs;   // placeholder order
+    std::vector<Slice> outputs;  // output order
   };
   BatchChunks batch_chunks;
 

@@ -110,7 +110,9 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
   if (stop == StopAfter::emit && target != nullptr) split = batch_split(g.graph, *target, options);
   if (split) {
     g.loops = codegen::lower(split->chunk, lowering_options);
-    g.loops.batch_chunks = {split->chunks, split->chunked_inputs};
+    g.loops.batch_chunks.chunks = split->chunks;
+    for (const passes::BatchSlice& input : split->inputs) g.loops.batch_chunks.inputs.push_back({input.dim, input.outer});
+    for (const passes::BatchSlice& output : split->outputs) g.loops.batch_chunks.outputs.push_back({output.dim, output.outer});
     if (has_fallbacks(g.loops)) {
       log("batch_split", "not split: the program runs fallback kernels");
       split.reset();

@@ -19,11 +19,14 @@ using ir::OpCall;
 using ir::OpKind;
 using ir::SymShape;
 
-// Where a tensor holds the batch: dim `dim`, whose indices [b * per_sample, (b + 1) * per_sample)
-// are sample b's (per_sample is 1 but where the batch was merged with the dims after it).
+// Where a tensor holds the batch: dim `dim`, of `outer` blocks of batch * per_sample indices,
+// sample b holding indices [b * per_sample, (b + 1) * per_sample) of each block. per_sample is
+// not 1 where the batch was merged with the dims after it (a token embedding's [batch * seq]),
+// outer where it was merged with the dims before it (a sequence-first attention's [seq * batch]).
 struct BatchDim {
   int64_t dim = 0;
   int64_t per_sample = 1;
+  int64_t outer = 1;
   friend bool operator==(const BatchDim&, const BatchDim&) = default;
 };
 
@@ -35,7 +38,10 @@ struct NotSeparable {
 };
 
 [[noreturn]] void refuse(const Node& node, const std::string& why) {
-  throw NotSeparable{"%" + node.name() + " (" + node.target() + "): " + why};
+  const std::string what = node.op() == OpKind::get_attr      ? "a parameter"
+                           : node.op() == OpKind::placeholder ? "an input"
+                                                              : node.target();
+  throw NotSeparable{"%" + node.name() + " (" + what + "): " + why};
 }
 
 int64_t size_of(const ir::TensorMeta& meta, int64_t dim) { return meta.shape.at(size_t(dim)).constant(); }
@@ -71,7 +77,7 @@ class Analysis {
       const BatchDim in = single(node, call, 0);
       std::vector<int64_t> dims = call.ints(1);
       for (size_t i = 0; i < dims.size(); ++i)
-        if (normalized_dim(dims[i], int64_t(dims.size())) == in.dim) return {BatchDim{int64_t(i), in.per_sample}};
+        if (normalized_dim(dims[i], int64_t(dims.size())) == in.dim) return {BatchDim{int64_t(i), in.per_sample, in.outer}};
       refuse(node, "the batch dim is not permuted");
     }
     if (name == "transpose") {
@@ -139,7 +145,7 @@ class Analysis {
       const int64_t d = normalized_dim(call.int_arg(1), call.tensor(0).rank());
       if (self && !index && d != self->dim) return {self};
       // Rows of a table by batched indices (a token embedding): the batch moves to dim d.
-      if (!self && index && index->dim == 0) return {BatchDim{d, index->per_sample}};
+      if (!self && index && index->dim == 0) return {BatchDim{d, index->per_sample, index->outer}};
       refuse(node, "selects across samples");
     }
     if (name == "matmul" || name == "bmm") return {matmul(node, call)};
@@ -148,7 +154,7 @@ class Analysis {
       for (size_t i = 1; i < call.args().size(); ++i)
         if (placed_arg(call, i)) refuse(node, "its weights depend on the sample");
       const int64_t spatial = name == "convolution" ? call.tensor(1).rank() - 2 : int64_t(call.ints(1).size());
-      if (!input || input->dim != 0 || input->per_sample != 1 || call.tensor(0).rank() != spatial + 2)
+      if (!input || !(*input == BatchDim{}) || call.tensor(0).rank() != spatial + 2)
         refuse(node, "its input's batch is not its first dim");
       return {input};
     }
@@ -189,7 +195,7 @@ class Analysis {
       if (!call.is_tensor(i)) continue;
       std::optional<BatchDim> placed = placed_arg(call, i);
       if (!placed) continue;
-      BatchDim aligned{placed->dim + rank - call.tensor(i).rank(), placed->per_sample};
+      BatchDim aligned{placed->dim + rank - call.tensor(i).rank(), placed->per_sample, placed->outer};
       if (out && !(*out == aligned)) refuse(node, "combines tensors that hold the batch in different dims");
       out = aligned;
     }
@@ -229,29 +235,26 @@ class Analysis {
     return Placement(node.meta.values.size(), in);
   }
 
-  // A new shape keeps the samples apart where the dims before the batch hold as many elements as
-  // before, and some dim starts there whose size is a multiple of the batch, the rest of a
-  // sample's elements after it (each sample then covers the same elements in the same order).
+  // In row-major order a tensor holding the batch is `blocks` blocks, each of batch runs of
+  // `run` elements, sample b's run the b-th of each block (blocks: the dims before the batch's
+  // times its outer; run: its per_sample times the dims after it). A new shape keeps that when
+  // some dim j is outer' x batch x per_sample' with the dims before it times outer' making the
+  // same blocks and per_sample' times the dims after it the same runs.
   BatchDim reshape(const Node& node, const OpCall& call) const {
     const BatchDim in = single(node, call, 0);
     const ir::TensorMeta& from = call.tensor(0);
     const ir::TensorMeta& to = node.value();
-    int64_t before = 1, after = 1;
-    for (int64_t d = 0; d < in.dim; ++d) before *= size_of(from, d);
-    for (int64_t d = in.dim + 1; d < from.rank(); ++d) after *= size_of(from, d);
-    const int64_t sample_elements = in.per_sample * after;
+    int64_t blocks = in.outer, run = in.per_sample;
+    for (int64_t d = 0; d < in.dim; ++d) blocks *= size_of(from, d);
+    for (int64_t d = in.dim + 1; d < from.rank(); ++d) run *= size_of(from, d);
     int64_t prefix = 1;
-    for (int64_t j = 0; j < to.rank(); ++j) {
-      const int64_t size = size_of(to, j);
-      if (prefix == before && size != 1) {
-        if (size % batch_ != 0) break;
-        int64_t rest = 1;
-        for (int64_t d = j + 1; d < to.rank(); ++d) rest *= size_of(to, d);
-        if ((size / batch_) * rest != sample_elements) break;
-        return BatchDim{j, size / batch_};
-      }
+    for (int64_t j = 0; j < to.rank() && blocks % prefix == 0; ++j) {
+      const int64_t size = size_of(to, j), outer = blocks / prefix;
+      int64_t rest = 1;
+      for (int64_t d = j + 1; d < to.rank(); ++d) rest *= size_of(to, d);
+      if (size % (outer * batch_) == 0 && (size / (outer * batch_)) * rest == run)
+        return BatchDim{j, size / (outer * batch_), outer};
       prefix *= size;
-      if (prefix > before) break;
     }
     refuse(node, "its new shape mixes samples");
   }
@@ -263,9 +266,9 @@ class Analysis {
     const int64_t ra = call.tensor(0).rank(), rb = call.tensor(1).rank(), rank = node.value().rank();
     if (ra < 2 || rb < 2) refuse(node, "a matrix-vector product");
     auto output_dim = [&](const BatchDim& placed, int64_t operand_rank, bool left) -> std::optional<BatchDim> {
-      if (placed.dim < operand_rank - 2) return BatchDim{placed.dim + rank - operand_rank, placed.per_sample};
-      if (left && placed.dim == operand_rank - 2) return BatchDim{rank - 2, placed.per_sample};
-      if (!left && placed.dim == operand_rank - 1) return BatchDim{rank - 1, placed.per_sample};
+      if (placed.dim < operand_rank - 2) return BatchDim{placed.dim + rank - operand_rank, placed.per_sample, placed.outer};
+      if (left && placed.dim == operand_rank - 2) return BatchDim{rank - 2, placed.per_sample, placed.outer};
+      if (!left && placed.dim == operand_rank - 1) return BatchDim{rank - 1, placed.per_sample, placed.outer};
       return std::nullopt;  // the contracted dim
     };
     std::optional<BatchDim> out_a, out_b;
@@ -293,7 +296,7 @@ class Analysis {
 // The shape of a value with `placed` in a chunk of `chunk` samples.
 SymShape chunk_shape(const SymShape& shape, const std::optional<BatchDim>& placed, int64_t chunk) {
   SymShape out = shape;
-  if (placed) out[size_t(placed->dim)] = ir::SymInt(chunk * placed->per_sample);
+  if (placed) out[size_t(placed->dim)] = ir::SymInt(placed->outer * chunk * placed->per_sample);
   return out;
 }
 
@@ -384,7 +387,15 @@ int64_t chunk_count(const ir::Graph& graph, const Analysis& analysis, int64_t ba
     const std::optional<BatchDim> placed = analysis.at(*node).at(0);
     const int64_t rank = node->value().rank();
     if (!placed || placed->dim < rank - 2 || multiply_adds(*node) * 10 < total) continue;  // whole matrices per sample
-    const int64_t needed = (BatchChunking::kMinGemmRows + placed->per_sample - 1) / placed->per_sample;
+    // A sample's rows (or columns): with a 2-d right operand the rows of every leading dim fold
+    // into one GEMM.
+    int64_t rows = placed->per_sample * placed->outer;
+    if (placed->dim == rank - 2 && OpCall::of(*node).tensor(1).rank() == 2) {
+      int64_t elements = 1;
+      for (const ir::SymInt& d : node->value().shape) elements *= d.constant();
+      rows = elements / size_of(node->value(), rank - 1) / batch;
+    }
+    const int64_t needed = (BatchChunking::kMinGemmRows + rows - 1) / rows;
     if (needed > min_chunk) {
       min_chunk = needed;
       limiting = "%" + node->name() + ", for rows enough,";
@@ -416,40 +427,55 @@ std::optional<BatchSplit> split_batch(const ir::Graph& graph, const BatchChunkin
   if (placeholders.empty() || graph.output_node() == nullptr) return no("the graph has no inputs or no outputs");
   for (const Node* node : graph.nodes()) {
     if (node->op() == OpKind::output) continue;
-    for (const ir::TensorMeta& value : node->meta.values)
+    for (const ir::TensorMeta& value : node->meta.values) {
       if (!value.is_static()) return no("%" + node->name() + " has a symbolic size (only static graphs are split)");
+      for (const ir::SymInt& d : value.shape)
+        if (d.constant() == 0) return no("%" + node->name() + " has no elements");
+    }
   }
   const ir::TensorMeta& first = placeholders.front()->value();
   if (first.rank() == 0) return no("its first input is a scalar");
-  const int64_t batch = first.shape[0].constant();
-  if (batch < 2) return no("its batch is " + std::to_string(batch));
-
-  Analysis analysis(batch);
+  // The batch: the first input's first dim, else its second (sequence-first).
+  std::optional<Analysis> analysis;
   BatchSplit split;
-  split.batch = batch;
-  try {
-    for (const Node* node : graph.nodes()) {
-      if (node->op() == OpKind::placeholder) {
-        const ir::TensorMeta& value = node->value();
-        const bool batched = value.rank() > 0 && value.shape[0].constant() == batch;
-        split.chunked_inputs.push_back(batched);
-        analysis.set(*node, batched ? Placement{BatchDim{0, 1}} : Placement(1));
-      } else if (node->op() == OpKind::output) {
-        for (const Node* output : node->input_nodes()) {
-          const std::optional<BatchDim> placed = analysis.at(*output).at(0);
-          if (!placed || placed->dim != 0) refuse(*output, "an output whose first dim is not the batch");
-        }
-      } else {
-        analysis.set(*node, analysis.place(*node));
-      }
+  int64_t batch = 0;
+  std::string refused_first;
+  for (int64_t batch_dim = 0; batch_dim < std::min<int64_t>(2, first.rank()) && !analysis; ++batch_dim) {
+    batch = first.shape[size_t(batch_dim)].constant();
+    if (batch < 2) {
+      if (batch_dim == 0) refused_first = "its batch is " + std::to_string(batch);
+      continue;
     }
-  } catch (const NotSeparable& refused) {
-    return no(refused.why);
+    std::optional<BatchSplit> attempt = BatchSplit{};
+    try {
+      analysis.emplace(batch);
+      for (const Node* node : graph.nodes()) {
+        if (node->op() == OpKind::placeholder) {
+          const ir::TensorMeta& value = node->value();
+          const bool batched = value.rank() > batch_dim && value.shape[size_t(batch_dim)].constant() == batch;
+          attempt->inputs.push_back(batched ? BatchSlice{batch_dim, 1, 1} : BatchSlice{});
+          analysis->set(*node, batched ? Placement{BatchDim{batch_dim, 1, 1}} : Placement(1));
+        } else if (node->op() == OpKind::output) {
+          for (const Node* output : node->input_nodes()) {
+            const std::optional<BatchDim> placed = analysis->at(*output).at(0);
+            if (!placed) refuse(*output, "an output that does not hold the batch");
+            attempt->outputs.push_back(BatchSlice{placed->dim, placed->per_sample, placed->outer});
+          }
+        } else {
+          analysis->set(*node, analysis->place(*node));
+        }
+      }
+      split = std::move(*attempt);
+    } catch (const NotSeparable& refused) {
+      analysis.reset();
+      if (batch_dim == 0) refused_first = refused.why;
+    }
   }
-  if (std::none_of(split.chunked_inputs.begin(), split.chunked_inputs.end(), [](bool b) { return b; }))
-    return no("no input holds the batch");
+  // (The reason given is the first dim's: a batch-first model's.)
+  if (!analysis) return no(refused_first);
+  split.batch = batch;
   std::string why_chunks;
-  split.chunks = chunk_count(graph, analysis, batch, chunking, &why_chunks);
+  split.chunks = chunk_count(graph, *analysis, batch, chunking, &why_chunks);
   if (split.chunks < 2) return no(why_chunks);
   const int64_t chunk = batch / split.chunks;
 
@@ -461,7 +487,7 @@ std::optional<BatchSplit> split_batch(const ir::Graph& graph, const BatchChunkin
     const Node& original = *originals[i];
     Node& copy = *copies[i];
     if (original.op() == OpKind::output) continue;
-    const Placement& placement = analysis.at(original);
+    const Placement& placement = analysis->at(original);
     ir::NodeMeta expected = original.meta;
     for (size_t v = 0; v < expected.values.size(); ++v) {
       if (!placement.at(v)) continue;
@@ -478,7 +504,7 @@ std::optional<BatchSplit> split_batch(const ir::Graph& graph, const BatchChunkin
     if (!batched) continue;
     std::optional<BatchDim> input_placement;
     for (const Node* input : original.input_nodes())
-      if (!input_placement) input_placement = analysis.at(*input).at(0);
+      if (!input_placement) input_placement = analysis->at(*input).at(0);
     rewrite_size_argument(copy, expected.values.at(0).shape, input_placement, chunk);
     ir::NodeMeta inferred;
     try {

@@ -13,9 +13,10 @@
 // consecutive indices of that dim belong to one sample (a transformer's token embedding reshapes
 // [B, S] ids into [B*S]: sample b holds indices [b*S, (b+1)*S)), or that the tensor does not
 // depend on the sample (weights, constants, a causal mask). Each op is separable under the rule
-// of its kind (below, in batch_split.cpp), or the graph is not split. Inputs whose first dim is
-// the batch are split; other inputs are passed whole to every chunk. Every output must hold the
-// batch in its first dim, so that chunk i writes the i-th contiguous block of it.
+// of its kind (below, in batch_split.cpp), or the graph is not split. The batch is the first
+// input's first dim, or else its second (a sequence-first model's [seq, batch, d]); inputs with
+// the batch's size in that dim are split, others are passed whole to every chunk. Every output
+// must hold the batch somewhere.
 //
 // Only static graphs are split (every size a constant), and the chunk graph is checked against
 // the op registry's own shape rules: every rewritten node's inferred shape must be the shape the
@@ -30,11 +31,23 @@
 
 namespace kiln::passes {
 
+// Where an input or output of the whole call holds the batch: dim `dim` (-1: nowhere; the input
+// is passed whole to every chunk), made of `outer` blocks of batch x per_sample indices, sample b
+// holding indices [b * per_sample, (b + 1) * per_sample) of each block. A chunk's part of it is a
+// slice of that dim: one contiguous block of memory where it is the first dim and outer is 1.
+struct BatchSlice {
+  int64_t dim = -1;
+  int64_t per_sample = 1;
+  int64_t outer = 1;
+  friend bool operator==(const BatchSlice&, const BatchSlice&) = default;
+};
+
 struct BatchSplit {
-  ir::Graph chunk;                  // the graph of one chunk (batch / chunks samples)
-  int64_t batch = 0;                // samples in a whole call
-  int64_t chunks = 1;               // chunks of batch / chunks samples each
-  std::vector<bool> chunked_inputs; // per placeholder: its dim 0 is the batch (else passed whole)
+  ir::Graph chunk;                 // the graph of one chunk (batch / chunks samples)
+  int64_t batch = 0;               // samples in a whole call
+  int64_t chunks = 1;              // chunks of batch / chunks samples each
+  std::vector<BatchSlice> inputs;  // per placeholder
+  std::vector<BatchSlice> outputs; // per output
 };
 
 // How many chunks: `chunks` exactly (where it divides the batch), or with `chunks` 0 the
@@ -45,12 +58,14 @@ struct BatchSplit {
 // of four, 33 ms whole (bench/README.md). Why not too small: a GEMM whose rows are the samples (a
 // linear layer on [batch, features]) needs rows to be efficient; a chunk holds at least
 // kMinGemmRows of them in every such GEMM with a tenth or more of the model's multiply-adds
-// (LeNet's first linear layer: chunks of 32 images; 1 image each ran 0.67 ms against 0.50).
+// (LeNet at batch 64, whose first linear layer has 11% of them: 0.50 ms in 2, 4 or 8 chunks,
+// 0.67 ms in 64). Of chunks that are equally fast, more leave less to wait for when a thread
+// starts late: LeNet's slowest tenth of calls took 0.58-0.66 ms in 2 chunks, 0.55-0.57 in 4.
 struct BatchChunking {
   int64_t chunks = 0;  // 0: chosen as above
   int64_t cpus = 1;    // (when chosen) the chunks must be at least this many, or one sample each
   int64_t max_chunks = 64;
-  static constexpr int64_t kMinGemmRows = 32;
+  static constexpr int64_t kMinGemmRows = 16;
 };
 
 // The chunk graph of `graph`, or std::nullopt with the reason in `why_not` (when given) where

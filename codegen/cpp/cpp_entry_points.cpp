@@ -124,7 +124,7 @@ void CppSourcePrinter::emit_bind() {
   w_.close();
   for (size_t i = 0; i < n; ++i) {
     const Buffer& b = p_.buffer(p_.inputs[i]);
-    const SymShape shape = outside_shape(b, chunked_input(i));
+    const SymShape shape = outside_shape(b, input_slice(i));
     std::string in = "in[" + std::to_string(i) + "]";
     std::string who = "input '" + b.source + "'";
     w_.open("if (" + in + ".dtype != " + std::to_string(int(b.dtype)) + ")");
@@ -166,7 +166,7 @@ void CppSourcePrinter::emit_bind() {
   }
   for (size_t i = 0; i < n; ++i) {
     const Buffer& b = p_.buffer(p_.inputs[i]);
-    const SymShape shape = outside_shape(b, chunked_input(i));
+    const SymShape shape = outside_shape(b, input_slice(i));
     std::string in = "in[" + std::to_string(i) + "]";
     std::string who = "input '" + b.source + "'";
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -244,7 +244,7 @@ void CppSourcePrinter::emit_sizes() {
   declare_symbols();
   if (chunked()) {
     w_.line("// One workspace per chunk of the batch (chunks run side by side).");
-    w_.line("return " + std::to_string(p_.batch_chunks.chunks) + " * (" + chunk_workspace_bytes() + ");");
+    w_.line("return " + std::to_string(p_.batch_chunks.chunks) + " * " + chunk_workspace_bytes() + ";");
   } else {
     w_.line("return " + index_text(s_.memory.peak_bytes) + ";");
   }
@@ -256,21 +256,45 @@ void CppSourcePrinter::emit_output_sizes() {
   w_.open("extern \"C\" void kiln_output_sizes(const int64_t* sym, int64_t* sizes)");
   declare_symbols();
   size_t k = 0;
-  for (int id : p_.outputs) {
-    for (const SymInt& d : outside_shape(p_.buffer(id), chunked())) w_.line("sizes[" + std::to_string(k++) + "] = " + index_text(d) + ";");
+  for (size_t i = 0; i < p_.outputs.size(); ++i) {
+    for (const SymInt& d : outside_shape(p_.buffer(p_.outputs[i]), output_slice(i)))
+      w_.line("sizes[" + std::to_string(k++) + "] = " + index_text(d) + ";");
   }
   w_.line("(void)sizes;");
   w_.close();
 }
 
-SymShape CppSourcePrinter::outside_shape(const Buffer& b, bool chunked_tensor) const {
+SymShape CppSourcePrinter::outside_shape(const Buffer& b, const BatchSlice& slice) const {
   SymShape shape = b.shape;
-  if (chunked_tensor && !shape.empty()) shape[0] = shape[0] * SymInt(p_.batch_chunks.chunks);
+  if (slice.dim >= 0) shape[size_t(slice.dim)] = shape[size_t(slice.dim)] * SymInt(p_.batch_chunks.chunks);
   return shape;
 }
 
+CppSourcePrinter::ChunkRuns CppSourcePrinter::chunk_runs(const Buffer& b, const BatchSlice& slice) const {
+  ChunkRuns runs;
+  runs.blocks = slice.outer;
+  runs.run = b.shape[size_t(slice.dim)].constant() / slice.outer;
+  for (int64_t d = 0; d < slice.dim; ++d) runs.blocks *= b.shape[size_t(d)].constant();
+  for (size_t d = size_t(slice.dim) + 1; d < b.shape.size(); ++d) runs.run *= b.shape[d].constant();
+  return runs;
+}
+
+int64_t CppSourcePrinter::chunk_plan_bytes() {
+  std::optional<int64_t> peak = s_.memory.peak_bytes.maybe_constant();
+  KILN_CHECK(peak, "a chunked program has a static memory plan");
+  return (*peak + 63) / 64 * 64;
+}
+
 std::string CppSourcePrinter::chunk_workspace_bytes() {
-  return "((" + index_text(s_.memory.peak_bytes) + ") + 63) / 64 * 64";
+  int64_t bytes = chunk_plan_bytes();
+  auto stage = [&](const Buffer& b, const BatchSlice& slice) {
+    if (slice.dim < 0) return;
+    const ChunkRuns runs = chunk_runs(b, slice);
+    if (runs.blocks > 1) bytes += (runs.blocks * runs.run * int64_t(dtype_size(b.dtype)) + 63) / 64 * 64;
+  };
+  for (size_t i = 0; i < p_.inputs.size(); ++i) stage(p_.buffer(p_.inputs[i]), input_slice(i));
+  for (size_t i = 0; i < p_.outputs.size(); ++i) stage(p_.buffer(p_.outputs[i]), output_slice(i));
+  return std::to_string(bytes);
 }
 
 void CppSourcePrinter::emit_run() {
@@ -325,18 +349,15 @@ void CppSourcePrinter::emit_run() {
   if (chunked()) emit_chunked_run();
 }
 
-// kiln_run of a chunked program: chunk i reads the i-th block of dim 0 of each chunked input and
-// writes the i-th block of each output, in a workspace of the thread's own; the chunks are the pool's
-// job, so each runs on one thread, and inside it every loop, GEMM and library call runs on that
-// thread alone (kiln_pool_in_chunk, one OpenMP thread). The first chunk that fails reports.
+// kiln_run of a chunked program: chunk i reads its slice of each chunked input and writes its
+// slice of each output (where the slice is one block of memory, in place; else copied through
+// staging memory after the chunk's memory plan), in a workspace of the running thread's own. The
+// chunks are the pool's job, so each runs on one thread, and inside it every loop, GEMM and
+// library call runs on that thread alone (kiln_pool_in_chunk, one OpenMP thread). The first chunk
+// that fails reports.
 void CppSourcePrinter::emit_chunked_run() {
   const int64_t chunks = p_.batch_chunks.chunks;
   KILN_CHECK(uses_pool(), "a chunked program runs its chunks on the module's pool");
-  auto chunk_bytes = [&](const Buffer& b) {
-    SymInt elements = 1;
-    for (const SymInt& d : b.shape) elements = elements * d;
-    return "(" + index_text(elements) + ") * " + std::to_string(dtype_size(b.dtype));
-  };
   w_.open("extern \"C\" int32_t kiln_run(const KilnRunArgs* args)");
   w_.line("const int64_t* sym = args->symbols;");
   declare_symbols();
@@ -355,28 +376,59 @@ void CppSourcePrinter::emit_chunked_run() {
   w_.line("workspace = __builtin_ctzll(free_now);");
   w_.line("if (__atomic_compare_exchange_n(&free_workspaces, &free_now, free_now & ~(1ull << workspace), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) break;");
   w_.close();
+  w_.line("char* chunk_workspace = (char*)args->workspace + workspace * " + chunk_workspace_bytes() + ";");
   w_.line("const int omp_threads = omp_get_max_threads();");
   w_.line("omp_set_num_threads(1);");
   w_.line("kiln_pool_in_chunk = 1;");
   w_.open("for (int64_t chunk = begin; chunk < end && !__atomic_load_n(&failed, __ATOMIC_RELAXED); ++chunk)");
+  // Where each input and output of the chunk lies: an offset into the whole tensor, or staging
+  // memory after the memory plan (copies of `blocks` runs, the chunk's run of each block).
+  int64_t staged_at = chunk_plan_bytes();
+  struct Staged {
+    std::string whole;  // the whole tensor's pointer, as text
+    std::string staging;
+    ChunkRuns runs;
+    size_t element_bytes;
+  };
+  std::vector<Staged> staged_outputs;
+  auto place = [&](const Buffer& b, const BatchSlice& slice, const std::string& whole, const std::string& target,
+                   bool input) {
+    if (slice.dim < 0) return;
+    const ChunkRuns runs = chunk_runs(b, slice);
+    const size_t element_bytes = dtype_size(b.dtype);
+    const std::string run_bytes = std::to_string(runs.run * int64_t(element_bytes));
+    if (runs.blocks == 1) {
+      w_.line(target + " = (char*)" + whole + " + chunk * " + run_bytes + ";");
+      return;
+    }
+    const std::string staging = "(chunk_workspace + " + std::to_string(staged_at) + ")";
+    staged_at += (runs.blocks * runs.run * int64_t(element_bytes) + 63) / 64 * 64;
+    w_.line(target + " = " + staging + ";");
+    if (input) {
+      w_.line("for (int64_t block = 0; block < " + std::to_string(runs.blocks) + "; ++block)");
+      w_.line("  __builtin_memcpy(" + staging + " + block * " + run_bytes + ", (const char*)" + whole + " + (block * " +
+              std::to_string(chunks) + " + chunk) * " + run_bytes + ", " + run_bytes + ");");
+    } else {
+      staged_outputs.push_back({whole, staging, runs, element_bytes});
+    }
+  };
   const size_t inputs = std::max<size_t>(p_.inputs.size(), 1), outputs = std::max<size_t>(p_.outputs.size(), 1);
   w_.line("KilnTensorDesc inputs[" + std::to_string(inputs) + "];");
   for (size_t i = 0; i < p_.inputs.size(); ++i) {
     const std::string at = "inputs[" + std::to_string(i) + "]";
     w_.line(at + " = args->inputs[" + std::to_string(i) + "];");
-    if (chunked_input(i))
-      w_.line(at + ".data = (char*)" + at + ".data + chunk * (" + chunk_bytes(p_.buffer(p_.inputs[i])) + ");");
+    place(p_.buffer(p_.inputs[i]), input_slice(i), "args->inputs[" + std::to_string(i) + "].data", at + ".data", true);
   }
   w_.line("void* outputs[" + std::to_string(outputs) + "];");
   for (size_t i = 0; i < p_.outputs.size(); ++i) {
-    w_.line("outputs[" + std::to_string(i) + "] = (char*)args->outputs[" + std::to_string(i) + "] + chunk * (" +
-            chunk_bytes(p_.buffer(p_.outputs[i])) + ");");
+    place(p_.buffer(p_.outputs[i]), output_slice(i), "args->outputs[" + std::to_string(i) + "]",
+          "outputs[" + std::to_string(i) + "]", false);
   }
   w_.line("char error[1024];");
   w_.line("KilnRunArgs part = *args;");
   w_.line("part.inputs = inputs;");
   w_.line("part.outputs = outputs;");
-  w_.line("part.workspace = (char*)args->workspace + workspace * (" + chunk_workspace_bytes() + ");");
+  w_.line("part.workspace = chunk_workspace;");
   w_.line("part.error = error;");
   w_.line("part.error_capacity = sizeof error;");
   w_.open("if (kiln_run_chunk(&part) != 0)");
@@ -385,7 +437,14 @@ void CppSourcePrinter::emit_chunked_run() {
   w_.line("const char* parts[] = {error};");
   w_.line("kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
   w_.close();
+  w_.line("continue;");
   w_.close();
+  for (const Staged& out : staged_outputs) {
+    const std::string run_bytes = std::to_string(out.runs.run * int64_t(out.element_bytes));
+    w_.line("for (int64_t block = 0; block < " + std::to_string(out.runs.blocks) + "; ++block)");
+    w_.line("  __builtin_memcpy((char*)" + out.whole + " + (block * " + std::to_string(chunks) + " + chunk) * " + run_bytes +
+            ", " + out.staging + " + block * " + run_bytes + ", " + run_bytes + ");");
+  }
   w_.close();
   w_.line("kiln_pool_in_chunk = 0;");
   w_.line("omp_set_num_threads(omp_threads);");

@@ -131,7 +131,8 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     shape += ", " + std::to_string(v);
   }
   const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
-  shape += ", 0, 0, " + std::to_string(activation) + ", 0}";  // has_bias, threads and winograd: kiln_convolution sets them
+  // has_bias, threads, winograd and constant_weights: kiln_convolution sets them
+  shape += ", 0, 0, " + std::to_string(activation) + ", 0, 0}";
   if (activation != 0)
     w_.line(std::string("// the epilogue (") + (activation == 1 ? "SiLU" : activation == 2 ? "tanh" : "hardswish") +
             ") as oneDNN's post-op, written straight into " + p_.buffer(activation_buffer).name);

@@ -189,14 +189,27 @@ class CppSourcePrinter : public CPrinter {
   // the chunks side by side on the pool's threads.
   bool chunked() const { return p_.batch_chunks.chunks > 1; }
   void emit_chunked_run();
-  // The shape of an input or output buffer as the caller sees it: with `chunked_tensor` (an
-  // output, or a chunked input, of a chunked program), dim 0 times the chunks.
-  SymShape outside_shape(const Buffer& b, bool chunked_tensor) const;
-  bool chunked_input(size_t i) const {
-    return chunked() && i < p_.batch_chunks.chunked_inputs.size() && p_.batch_chunks.chunked_inputs[i];
+  using BatchSlice = LoopProgram::BatchChunks::Slice;
+  // Where input i / output i of a chunked program holds the batch (dim -1: nowhere).
+  BatchSlice input_slice(size_t i) const {
+    return chunked() && i < p_.batch_chunks.inputs.size() ? p_.batch_chunks.inputs[i] : BatchSlice{};
   }
-  // Bytes of one chunk's workspace (the memory plan's peak, rounded up to 64).
+  BatchSlice output_slice(size_t i) const {
+    return chunked() && i < p_.batch_chunks.outputs.size() ? p_.batch_chunks.outputs[i] : BatchSlice{};
+  }
+  // The shape of an input or output buffer as the caller sees it: the batch's dim times the chunks.
+  SymShape outside_shape(const Buffer& b, const BatchSlice& slice) const;
+  // How a chunk's part of an input or output lies in the whole tensor: `blocks` blocks, in each a
+  // run of `run` elements, the chunk's the chunk-th run of each block. One block: a pointer offset;
+  // more: copied through the chunk's staging memory.
+  struct ChunkRuns {
+    int64_t blocks = 1, run = 0;
+  };
+  ChunkRuns chunk_runs(const Buffer& b, const BatchSlice& slice) const;
+  // Bytes of one chunk's workspace: the memory plan's peak, then the staging memory of inputs and
+  // outputs whose chunk is not one block, each rounded up to 64.
   std::string chunk_workspace_bytes();
+  int64_t chunk_plan_bytes();
 
   int hoist_counter_ = 0;
   // Whether the simd loops being printed apply an expensive op (set per pointwise kernel and

@@ -14,8 +14,8 @@
 // each on its own thread): the cache's mutex is held only to find the entry and prepack its
 // weights, and an entry in use is never remade or repacked; a call runs with the entry's own
 // memory objects and stream when no other call holds them, else with objects of its own and an
-// arena's stream. Calls whose weights may change are serialized by the mutex (each reorders the
-// weights into the entry's one buffer).
+// arena's stream. Weights that may change are reordered by every call into its own scratch
+// memory, so those calls run concurrently too.
 //
 // Winograd: a 3x3 stride-1 convolution with constant weights and enough channels and work
 // (kiln_winograd_suits) runs as oneDNN's Winograd convolution (F(2x2,3x3) or F(4x4,3x3)), which
@@ -62,6 +62,7 @@ typedef struct KilnConvolutionShape {
   int64_t has_bias, threads;
   int64_t activation;  // a KilnConvolutionActivation applied by oneDNN as a post-op
   int64_t winograd;    // asks for oneDNN's Winograd convolution (set by kiln_convolution)
+  int64_t constant_weights;  // the weights never change (set by kiln_convolution)
 } KilnConvolutionShape;
 
 // Activations oneDNN applies to the convolution's output as it writes it, each of which keeps a
@@ -80,6 +81,7 @@ typedef struct KilnConvolutionEntry {
   dnnl_primitive_t convolution;
   dnnl_primitive_t reorder;  // plain weights -> the convolution's weights layout
   dnnl_memory_t src, weights, packed, bias, dst, scratchpad;
+  dnnl_memory_t own_packed;  // the entry's own object for a call's reordered weights (not frozen)
   // Where the convolution wants another source or destination layout than nhwc (Winograd):
   // reorders between the caller's nhwc memory and owned blocked buffers.
   dnnl_primitive_t src_reorder, dst_reorder;
@@ -129,8 +131,8 @@ static void kiln_release_entry(KilnConvolutionEntry* e) {
   if (e->dst_reorder) dnnl_primitive_destroy(e->dst_reorder);
   if (e->activation) dnnl_primitive_destroy(e->activation);
   if (e->stream) dnnl_stream_destroy(e->stream);
-  dnnl_memory_t* memories[] = {&e->src,   &e->weights,    &e->packed,     &e->bias,
-                               &e->dst,   &e->scratchpad, &e->blocked_src, &e->blocked_dst};
+  dnnl_memory_t* memories[] = {&e->src,        &e->weights,     &e->packed,      &e->bias,      &e->dst,
+                               &e->scratchpad, &e->blocked_src, &e->blocked_dst, &e->own_packed};
   for (dnnl_memory_t* m : memories) {
     if (*m) dnnl_memory_destroy(*m);
   }
@@ -399,11 +401,14 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   const dnnl_memory_desc_t* packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   const dnnl_memory_desc_t* scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   status = dnnl_primitive_create(&e->convolution, pd);
-  if (status == dnnl_success) {
+  // Constant weights are packed once into the entry's buffer; weights that may change, by every
+  // call into its own scratch memory (the entry's `packed` then only describes their layout).
+  if (status == dnnl_success && s->constant_weights) {
     e->packed_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(packed_md));
     if (!e->packed_data) status = dnnl_out_of_memory;
   }
-  if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, e->packed_data);
+  if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, s->constant_weights ? e->packed_data : DNNL_MEMORY_NONE);
+  if (status == dnnl_success) status = dnnl_memory_create(&e->own_packed, packed_md, engine, DNNL_MEMORY_NONE);
   if (status == dnnl_success && scratch_md && dnnl_memory_desc_get_size(scratch_md) > 0) {
     e->scratchpad_bytes = kiln_round_up_64(dnnl_memory_desc_get_size(scratch_md));
     status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, DNNL_MEMORY_NONE);
@@ -491,9 +496,11 @@ static dnnl_status_t kiln_pack_convolution_weights(KilnConvolutionEntry* e, cons
   return status;
 }
 
-// The memory objects of one call: the entry's own, or made for the call (kiln_call_memories).
+// The memory objects of one call: the entry's own, or made for the call. `weights` and `packed`
+// serve weights that may change (reordered on every call into the call's arena); constant weights
+// are the entry's packed ones.
 typedef struct KilnConvolutionMemories {
-  dnnl_memory_t src, bias, dst, scratchpad, blocked_src, blocked_dst;
+  dnnl_memory_t src, bias, dst, scratchpad, blocked_src, blocked_dst, weights, packed;
 } KilnConvolutionMemories;
 
 // A memory object like `like` (nullptr stays nullptr), without data yet.
@@ -507,27 +514,42 @@ static dnnl_status_t kiln_memory_like(dnnl_memory_t* made, const_dnnl_memory_t l
 }
 
 static void kiln_destroy_memories(KilnConvolutionMemories* m) {
-  dnnl_memory_t all[] = {m->src, m->bias, m->dst, m->scratchpad, m->blocked_src, m->blocked_dst};
+  dnnl_memory_t all[] = {m->src, m->bias, m->dst, m->scratchpad, m->blocked_src, m->blocked_dst, m->weights, m->packed};
   for (dnnl_memory_t memory : all) {
     if (memory) dnnl_memory_destroy(memory);
   }
 }
 
-// Runs the convolution of `e` (weights packed) from src to dst with the memory objects `m`, on
-// `stream`, its scratchpad and blocked buffers in `arena`.
+static size_t kiln_memory_bytes(const_dnnl_memory_t memory) {
+  const dnnl_memory_desc_t* md = nullptr;
+  return memory && dnnl_memory_get_memory_desc(memory, &md) == dnnl_success ? kiln_round_up_64(dnnl_memory_desc_get_size(md)) : 0;
+}
+
+// Runs the convolution of `e` from src to dst with the memory objects `m`, on `stream`, its
+// scratchpad and blocked buffers in `arena` (and, with `reorder_from`, weights that may change,
+// reordered there first; else the entry's packed weights).
 static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, const KilnConvolutionMemories* m,
                                               dnnl_stream_t stream, KilnScratch* arena, const float* src,
-                                              const float* bias, float* dst) {
+                                              const float* bias, float* dst, const float* reorder_from) {
   dnnl_status_t status = dnnl_memory_set_data_handle(m->src, (void*)src);
   if (status == dnnl_success) status = dnnl_memory_set_data_handle(m->dst, dst);
   if (status == dnnl_success && bias) status = dnnl_memory_set_data_handle(m->bias, (void*)bias);
-  // The scratchpad, then the blocked source and destination, in the arena.
+  // The scratchpad, the blocked source and destination, then the reordered weights, in the arena.
   char* at = (char*)arena->data;
   if (status == dnnl_success && m->scratchpad) status = dnnl_memory_set_data_handle(m->scratchpad, at);
   at += e->scratchpad_bytes;
   if (status == dnnl_success && m->blocked_src) status = dnnl_memory_set_data_handle(m->blocked_src, at);
   at += e->blocked_src_bytes;
   if (status == dnnl_success && m->blocked_dst) status = dnnl_memory_set_data_handle(m->blocked_dst, at);
+  at += e->blocked_dst_bytes;
+  dnnl_memory_t packed = e->packed;
+  if (status == dnnl_success && reorder_from) {
+    packed = m->packed;
+    status = dnnl_memory_set_data_handle(m->weights, (void*)reorder_from);
+    if (status == dnnl_success) status = dnnl_memory_set_data_handle(packed, at);
+    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->weights}, {DNNL_ARG_TO, packed}};
+    if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
+  }
   if (status == dnnl_success && e->src_reorder) {
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->src}, {DNNL_ARG_TO, m->blocked_src}};
     status = dnnl_primitive_execute(e->src_reorder, stream, 2, reorder_args);
@@ -535,7 +557,7 @@ static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, con
   if (status == dnnl_success) {
     dnnl_memory_t conv_src = e->src_reorder ? m->blocked_src : m->src;
     dnnl_memory_t conv_dst = e->dst_reorder ? m->blocked_dst : m->dst;
-    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, conv_src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, conv_dst}};
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, conv_src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, conv_dst}};
     int count = 3;
     if (bias) args[count++] = {DNNL_ARG_BIAS, m->bias};
     if (m->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, m->scratchpad};
@@ -554,25 +576,30 @@ static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, con
   return status;
 }
 
-// Runs `e` (weights packed, the caller counted among its users): with the entry's own memory
+// Runs `e` (the caller counted among its users; with `reorder_from`, weights that may change,
+// reordered for this call alone, else the entry's packed ones): with the entry's own memory
 // objects and stream when no other call holds them, else with the call's own objects and the
 // arena's stream.
-static dnnl_status_t kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const float* bias, float* dst) {
-  KilnScratch* arena = kiln_take_scratch(e->scratchpad_bytes + e->blocked_src_bytes + e->blocked_dst_bytes);
+static dnnl_status_t kiln_run_convolution(KilnConvolutionEntry* e, const float* src, const float* bias, float* dst,
+                                          const float* reorder_from) {
+  const size_t packed_bytes = reorder_from ? kiln_memory_bytes(e->packed) : 0;
+  KilnScratch* arena = kiln_take_scratch(e->scratchpad_bytes + e->blocked_src_bytes + e->blocked_dst_bytes + packed_bytes);
   if (!arena) return dnnl_out_of_memory;
   dnnl_status_t status = dnnl_success;
   if (__atomic_exchange_n(&e->own_in_use, 1, __ATOMIC_ACQUIRE) == 0) {
-    KilnConvolutionMemories own = {e->src, e->bias, e->dst, e->scratchpad, e->blocked_src, e->blocked_dst};
-    status = kiln_execute_convolution(e, &own, e->stream, arena, src, bias, dst);
+    KilnConvolutionMemories own = {e->src, e->bias, e->dst, e->scratchpad, e->blocked_src, e->blocked_dst, e->weights, e->own_packed};
+    status = kiln_execute_convolution(e, &own, e->stream, arena, src, bias, dst, reorder_from);
     __atomic_store_n(&e->own_in_use, 0, __ATOMIC_RELEASE);
   } else {
     KilnConvolutionMemories mine = {};
-    const_dnnl_memory_t like[] = {e->src, e->bias, e->dst, e->scratchpad, e->blocked_src, e->blocked_dst};
-    dnnl_memory_t* made[] = {&mine.src, &mine.bias, &mine.dst, &mine.scratchpad, &mine.blocked_src, &mine.blocked_dst};
-    for (int i = 0; i < 6 && status == dnnl_success; ++i) status = kiln_memory_like(made[i], like[i]);
+    const_dnnl_memory_t like[] = {e->src, e->bias, e->dst, e->scratchpad, e->blocked_src, e->blocked_dst,
+                                  reorder_from ? e->weights : nullptr, reorder_from ? e->packed : nullptr};
+    dnnl_memory_t* made[] = {&mine.src,         &mine.bias,        &mine.dst,     &mine.scratchpad,
+                             &mine.blocked_src, &mine.blocked_dst, &mine.weights, &mine.packed};
+    for (int i = 0; i < 8 && status == dnnl_success; ++i) status = kiln_memory_like(made[i], like[i]);
     if (status == dnnl_success && !arena->stream)
       status = dnnl_stream_create(&arena->stream, kiln_dnnl_engine(), dnnl_stream_default_flags);
-    if (status == dnnl_success) status = kiln_execute_convolution(e, &mine, arena->stream, arena, src, bias, dst);
+    if (status == dnnl_success) status = kiln_execute_convolution(e, &mine, arena->stream, arena, src, bias, dst, reorder_from);
     kiln_destroy_memories(&mine);
   }
   kiln_give_back_scratch(arena);
@@ -586,17 +613,18 @@ static int kiln_convolution(KilnConvolutionCache* cache, KilnConvolutionShape sh
   shape.has_bias = bias != nullptr;
   shape.threads = omp_get_max_threads();
   shape.winograd = constant_weights && kiln_winograd_allowed() && kiln_winograd_suits(&shape);
+  shape.constant_weights = constant_weights != 0;
   pthread_mutex_lock(&cache->mutex);
   KilnConvolutionEntry* e = nullptr;
   dnnl_status_t status = dnnl_success;
   for (;;) {
     e = kiln_convolution_entry(cache, &shape, name, error, capacity);
-    // Weights that may change are reordered on every call; constant ones once per pointer, when
-    // no call is running with the entry's packed copy.
-    if (!e || (constant_weights && e->packed_from == weights)) break;
+    // Constant weights are reordered once per pointer, when no call is running with the entry's
+    // packed copy; weights that may change, on every call (kiln_run_convolution).
+    if (!e || !constant_weights || e->packed_from == weights) break;
     if (__atomic_load_n(&e->users, __ATOMIC_ACQUIRE) == 0) {
       status = kiln_pack_convolution_weights(e, weights);
-      if (status == dnnl_success && constant_weights) e->packed_from = weights;
+      if (status == dnnl_success) e->packed_from = weights;
       break;
     }
     pthread_mutex_unlock(&cache->mutex);
@@ -607,18 +635,12 @@ static int kiln_convolution(KilnConvolutionCache* cache, KilnConvolutionShape sh
     pthread_mutex_unlock(&cache->mutex);
     return e ? kiln_dnnl_failure(name, "weights reorder", status, error, capacity) : 1;
   }
-  if (!constant_weights) {
-    // The packed weights are this call's: the call runs under the mutex.
-    status = kiln_run_convolution(e, src, bias, dst);
-    pthread_mutex_unlock(&cache->mutex);
-  } else {
-    __atomic_add_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_unlock(&cache->mutex);
-    status = kiln_run_convolution(e, src, bias, dst);
-    pthread_mutex_lock(&cache->mutex);
-    __atomic_sub_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_unlock(&cache->mutex);
-  }
+  __atomic_add_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock(&cache->mutex);
+  status = kiln_run_convolution(e, src, bias, dst, constant_weights ? nullptr : weights);
+  pthread_mutex_lock(&cache->mutex);
+  __atomic_sub_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock(&cache->mutex);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution", status, error, capacity);
   return 0;
 }

@@ -55,7 +55,8 @@ TEST(BatchSplit, AConvNetSplitsIntoChunksWithItsSizesDivided) {
   ASSERT_TRUE(split) << why;
   EXPECT_EQ(split->batch, 4);
   EXPECT_EQ(split->chunks, 2);
-  EXPECT_EQ(split->chunked_inputs, std::vector<bool>{true});
+  EXPECT_EQ(split->inputs, (std::vector<BatchSlice>{BatchSlice{0, 1, 1}}));
+  EXPECT_EQ(split->outputs, (std::vector<BatchSlice>{BatchSlice{0, 1, 1}}));
   EXPECT_EQ(shape_of(split->chunk, "x"), "f32[2, 3, 8, 8]");
   EXPECT_EQ(shape_of(split->chunk, "pool"), "f32[2, 4, 4, 4]");
   EXPECT_EQ(shape_of(split->chunk, "y"), "f32[2, 10]");
@@ -76,7 +77,7 @@ TEST(BatchSplit, AnInputWithoutTheBatchIsPassedWholeToEveryChunk) {
       "scale.kiln", none);
   std::optional<BatchSplit> split = split_batch(graph, exactly(3));
   ASSERT_TRUE(split);
-  EXPECT_EQ(split->chunked_inputs, (std::vector<bool>{true, false}));
+  EXPECT_EQ(split->inputs, (std::vector<BatchSlice>{BatchSlice{0, 1, 1}, BatchSlice{}}));
   EXPECT_EQ(shape_of(split->chunk, "x"), "f32[2, 5]");
   EXPECT_EQ(shape_of(split->chunk, "scale"), "f32[5]");
 }
@@ -111,13 +112,60 @@ TEST(BatchSplit, ABatchMergedWithTheDimsAfterItStaysApart) {
   EXPECT_EQ(shape_of(split->chunk, "scores"), "f32[2, 2, 6, 6]");
   EXPECT_EQ(shape_of(split->chunk, "logits"), "f32[12, 8]");
   EXPECT_EQ(ir::format_argument(split->chunk.find("heads")->args().at(1)), "[2, 6, 2, 4]");
+  EXPECT_EQ(split->outputs, (std::vector<BatchSlice>{BatchSlice{0, 1, 1}, BatchSlice{0, 6, 1}}));
+}
+
+// A sequence-first attention (PyTorch's nn.MultiheadAttention without batch_first: [seq, batch,
+// d]) holds the batch in the second dim; its heads merge it with the heads ([seq, batch*heads, hd])
+// and its output projection with the sequence ([seq*batch, d]: seq blocks of batch rows).
+TEST(BatchSplit, ASequenceFirstAttentionSplitsAlongItsSecondDim) {
+  std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({8, 8}, DType::f32, 8)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[5, 4, 8] = placeholder[target=x]\n"
+      "    %w : f32[8, 8] = get_attr[target=w]\n"
+      "    %heads = call_function[target=reshape](args = (%x, [5, 8, 4]), kwargs = {})\n"
+      "    %q = call_function[target=transpose](args = (%heads, 0, 1), kwargs = {})\n"
+      "    %kt = call_function[target=permute](args = (%heads, [1, 2, 0]), kwargs = {})\n"
+      "    %scores = call_function[target=bmm](args = (%q, %kt), kwargs = {})\n"
+      "    %mixed = call_function[target=bmm](args = (%scores, %q), kwargs = {})\n"
+      "    %back = call_function[target=transpose](args = (%mixed, 0, 1), kwargs = {})\n"
+      "    %rows = call_function[target=reshape](args = (%back, [20, 8]), kwargs = {})\n"
+      "    %projected = call_function[target=matmul](args = (%rows, %w), kwargs = {})\n"
+      "    %y = call_function[target=reshape](args = (%projected, [5, 4, 8]), kwargs = {})\n"
+      "    return (y, projected)\n",
+      "sequence_first.kiln", parameters);
+  std::string why;
+  std::optional<BatchSplit> split = split_batch(graph, exactly(2), &why);
+  ASSERT_TRUE(split) << why;
+  EXPECT_EQ(split->batch, 4);
+  EXPECT_EQ(split->inputs, (std::vector<BatchSlice>{BatchSlice{1, 1, 1}}));
+  EXPECT_EQ(split->outputs, (std::vector<BatchSlice>{BatchSlice{1, 1, 1}, BatchSlice{0, 1, 5}}));
+  EXPECT_EQ(shape_of(split->chunk, "heads"), "f32[5, 4, 4]");
+  EXPECT_EQ(shape_of(split->chunk, "scores"), "f32[4, 5, 5]");
+  EXPECT_EQ(shape_of(split->chunk, "projected"), "f32[10, 8]");
+  EXPECT_EQ(shape_of(split->chunk, "y"), "f32[5, 2, 8]");
+}
+
+TEST(BatchSplit, AnOutputMayHoldTheBatchInAnyDim) {
+  std::map<std::string, Tensor, std::less<>> none;
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[4, 6] = placeholder[target=x]\n"
+      "    %y = call_function[target=transpose](args = (%x, 0, 1), kwargs = {})\n"
+      "    return (y,)\n",
+      "transposed.kiln", none);
+  std::optional<BatchSplit> split = split_batch(graph, exactly(2));
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->outputs, (std::vector<BatchSlice>{BatchSlice{1, 1, 1}}));
 }
 
 // One graph per way of mixing samples (or of not being splittable): split_batch refuses it and
 // names the node.
 struct Refusal {
   const char* name;
-  const char* body;     // nodes after %x : f32[4, 6] and %c : f32[4, 1] (a parameter)
+  const char* body;     // nodes after %x : f32[4, 1, 6] and %c : f32[4, 1, 1] (a parameter); x's second
+                        // dim, of size 1, cannot be the batch either
   const char* because;  // in the reason
 };
 
@@ -129,17 +177,18 @@ const Refusal kRefusals[] = {
     {"ReshapeThatMixes", "    %y = call_function[target=reshape](args = (%x, [6, 4]), kwargs = {})\n    return (y,)\n",
      "%y (reshape): its new shape mixes samples"},
     {"ContractionOverTheBatch",
-     "    %xt = call_function[target=transpose](args = (%x, 0, 1), kwargs = {})\n"
-     "    %y = call_function[target=matmul](args = (%xt, %x), kwargs = {})\n    return (y,)\n",
+     "    %x2 = call_function[target=reshape](args = (%x, [4, 6]), kwargs = {})\n"
+     "    %xt = call_function[target=transpose](args = (%x2, 0, 1), kwargs = {})\n"
+     "    %y = call_function[target=matmul](args = (%xt, %x2), kwargs = {})\n    return (y,)\n",
      "%y (matmul)"},
     {"ATensorOfTheBatchsSizeThatIsNotTheBatch",
      "    %y = call_function[target=add](args = (%x, %c), kwargs = {})\n    return (y,)\n",
      "%y (add): combines samples with a tensor that has the batch's size"},
     {"SliceOfTheBatch", "    %y = call_function[target=slice](args = (%x, 0, 0, 2), kwargs = {})\n    return (y,)\n",
      "%y (slice): works along the batch dim"},
-    {"OutputWithTheBatchElsewhere",
-     "    %y = call_function[target=transpose](args = (%x, 0, 1), kwargs = {})\n    return (y,)\n",
-     "an output whose first dim is not the batch"},
+    {"AnOutputThatDoesNotHoldTheBatch",
+     "    %y = call_function[target=relu](args = (%x,), kwargs = {})\n    return (y, c)\n",
+     "%c (a parameter): an output that does not hold the batch"},
     {"CumulativeSumAlongTheBatch", "    %y = call_function[target=cumsum](args = (%x, 0), kwargs = {})\n    return (y,)\n",
      "%y (cumsum): works along the batch dim"},
     {"SqueezeOfEverySizeOneDim", "    %y = call_function[target=squeeze](args = (%x,), kwargs = {})\n    return (y,)\n",
@@ -149,10 +198,10 @@ const Refusal kRefusals[] = {
 class BatchSplitRefuses : public ::testing::TestWithParam<Refusal> {};
 
 TEST_P(BatchSplitRefuses, NamingTheNode) {
-  std::map<std::string, Tensor, std::less<>> parameters = {{"c", random_tensor({4, 1}, DType::f32, 5)}};
+  std::map<std::string, Tensor, std::less<>> parameters = {{"c", random_tensor({4, 1, 1}, DType::f32, 5)}};
   ir::Graph graph = ir::parse_graph(std::string("graph():\n"
-                                                "    %x : f32[4, 6] = placeholder[target=x]\n"
-                                                "    %c : f32[4, 1] = get_attr[target=c]\n") +
+                                                "    %x : f32[4, 1, 6] = placeholder[target=x]\n"
+                                                "    %c : f32[4, 1, 1] = get_attr[target=c]\n") +
                                         GetParam().body,
                                     "refusal.kiln", parameters);
   std::string why;
@@ -176,6 +225,20 @@ TEST(BatchSplit, ASymbolicBatchIsNotSplit) {
   EXPECT_NE(why.find("symbolic size"), std::string::npos) << why;
 }
 
+// A graph with an empty tensor (a dim of size 0 anywhere) is not split: there is nothing to share.
+TEST(BatchSplit, AGraphWithAnEmptyTensorIsNotSplit) {
+  std::map<std::string, Tensor, std::less<>> none;
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[4, 0] = placeholder[target=x]\n"
+      "    %y = call_function[target=reshape](args = (%x, [0, 4]), kwargs = {})\n"
+      "    return (y,)\n",
+      "empty.kiln", none);
+  std::string why;
+  EXPECT_FALSE(split_batch(graph, exactly(2), &why));
+  EXPECT_NE(why.find("%x has no elements"), std::string::npos) << why;
+}
+
 TEST(BatchSplit, ChunksThatDoNotDivideTheBatchAreRefused) {
   std::string why;
   EXPECT_FALSE(split_batch(conv_net(6), exactly(4), &why));
@@ -196,7 +259,7 @@ TEST(BatchSplit, ChosenChunksWeighTheWeightsEveryChunkReadsAgainstTheSamples) {
   ASSERT_TRUE(small_weights);
   EXPECT_EQ(small_weights->chunks, 8);
   // A 64 x 2000 linear layer: 512 KB of weights, 8 KB of output per sample (the GEMM is also
-  // most of the multiply-adds, with one row per sample: at least 32 rows).
+  // most of the multiply-adds, with one row per sample: at least 16 rows).
   std::string why;
   std::optional<BatchSplit> large_weights = split_batch(conv_net(128, 2000), chosen, &why);
   ASSERT_TRUE(large_weights) << why;
