@@ -830,6 +830,35 @@ static KilnMatmulEntry* kiln_matmul_prepare(KilnMatmulCache* cache, const KilnMa
   }
 }
 
+// One block of rows through `e` (made for the block's row count and one thread; B in `packed`,
+// the entry's own or a call's) on the calling thread, with memory objects of its own and an
+// arena's stream and scratchpad, so that blocks and calls run concurrently on different threads
+// (a primitive is immutable once made).
+static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a, float* c, dnnl_memory_t packed) {
+  dnnl_engine_t engine = kiln_dnnl_engine();
+  KilnScratch* arena = kiln_take_scratch(e->scratchpad ? dnnl_memory_desc_get_size(&e->scratch_md) : 0);
+  if (!arena) return dnnl_out_of_memory;
+  dnnl_status_t status =
+      arena->stream ? dnnl_success : dnnl_stream_create(&arena->stream, engine, dnnl_stream_default_flags);
+  dnnl_memory_t src = nullptr, dst = nullptr, scratchpad = nullptr;
+  if (status == dnnl_success) status = dnnl_memory_create(&src, &e->src_md, engine, (void*)a);
+  if (status == dnnl_success) status = dnnl_memory_create(&dst, &e->dst_md, engine, c);
+  if (status == dnnl_success && e->scratchpad) status = dnnl_memory_create(&scratchpad, &e->scratch_md, engine, arena->data);
+  if (status == dnnl_success) {
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, dst}};
+    int count = 3;
+    if (scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad};
+    status = dnnl_primitive_execute(e->matmul, arena->stream, count, args);
+  }
+  if (status == dnnl_success) status = dnnl_stream_wait(arena->stream);
+  kiln_give_back_scratch(arena);
+  dnnl_memory_t made[] = {src, dst, scratchpad};
+  for (dnnl_memory_t m : made) {
+    if (m) dnnl_memory_destroy(m);
+  }
+  return status;
+}
+
 // One matmul through `e` (B packed; the caller counted among its users) outside the cache's
 // mutex: with the entry's own memory objects and stream when no other call holds them, else with
 // objects of its own and an arena's stream and scratchpad. A B read in place gets a memory object
@@ -856,25 +885,7 @@ static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, con
     if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
     __atomic_store_n(&e->own_in_use, 0, __ATOMIC_RELEASE);
   } else if (status == dnnl_success) {
-    KilnScratch* arena = kiln_take_scratch(e->scratchpad ? dnnl_memory_desc_get_size(&e->scratch_md) : 0);
-    if (!arena) status = dnnl_out_of_memory;
-    dnnl_memory_t src = nullptr, dst = nullptr, scratchpad = nullptr;
-    if (status == dnnl_success && !arena->stream) status = dnnl_stream_create(&arena->stream, engine, dnnl_stream_default_flags);
-    if (status == dnnl_success) status = dnnl_memory_create(&src, &e->src_md, engine, (void*)a);
-    if (status == dnnl_success) status = dnnl_memory_create(&dst, &e->dst_md, engine, c);
-    if (status == dnnl_success && e->scratchpad) status = dnnl_memory_create(&scratchpad, &e->scratch_md, engine, arena->data);
-    if (status == dnnl_success) {
-      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, dst}};
-      int count = 3;
-      if (scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad};
-      status = dnnl_primitive_execute(e->matmul, arena->stream, count, args);
-    }
-    if (status == dnnl_success) status = dnnl_stream_wait(arena->stream);
-    if (arena) kiln_give_back_scratch(arena);
-    dnnl_memory_t made[] = {src, dst, scratchpad};
-    for (dnnl_memory_t m : made) {
-      if (m) dnnl_memory_destroy(m);
-    }
+    status = kiln_matmul_block(e, a, c, packed);
   }
   if (runtime_b) dnnl_memory_destroy(runtime_b);
   return status;
@@ -902,34 +913,6 @@ static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const floa
 }
 
 // ------------------------------------------------- matmul in blocks of rows on the caller's threads
-
-// One block of rows through `e` (made for the block's row count and one thread, B packed) on
-// the calling thread, with memory objects of its own and an arena's stream and scratchpad, so that
-// blocks run concurrently on different threads (a primitive is immutable once made).
-static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a, float* c) {
-  dnnl_engine_t engine = kiln_dnnl_engine();
-  KilnScratch* arena = kiln_take_scratch(e->scratchpad ? dnnl_memory_desc_get_size(&e->scratch_md) : 0);
-  if (!arena) return dnnl_out_of_memory;
-  dnnl_status_t status =
-      arena->stream ? dnnl_success : dnnl_stream_create(&arena->stream, engine, dnnl_stream_default_flags);
-  dnnl_memory_t src = nullptr, dst = nullptr, scratchpad = nullptr;
-  if (status == dnnl_success) status = dnnl_memory_create(&src, &e->src_md, engine, (void*)a);
-  if (status == dnnl_success) status = dnnl_memory_create(&dst, &e->dst_md, engine, c);
-  if (status == dnnl_success && e->scratchpad) status = dnnl_memory_create(&scratchpad, &e->scratch_md, engine, arena->data);
-  if (status == dnnl_success) {
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e->packed}, {DNNL_ARG_DST, dst}};
-    int count = 3;
-    if (scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad};
-    status = dnnl_primitive_execute(e->matmul, arena->stream, count, args);
-  }
-  if (status == dnnl_success) status = dnnl_stream_wait(arena->stream);
-  kiln_give_back_scratch(arena);
-  dnnl_memory_t made[] = {src, dst, scratchpad};
-  for (dnnl_memory_t m : made) {
-    if (m) dnnl_memory_destroy(m);
-  }
-  return status;
-}
 
 // The rows of one block when each of a batch of `batch` GEMMs of `rows` rows, [rows, k] @ [k, n],
 // splits into blocks spread over `threads` threads: whole GEMMs when the batch has a GEMM per
@@ -1005,7 +988,8 @@ static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64
         const float* a = nullptr;
         float* c = nullptr;
         locate(task / blocks, &a, &c);
-        dnnl_status_t status = kiln_matmul_block(i == blocks - 1 ? last : whole, a + i * a_step, c + i * c_step);
+        const KilnMatmulEntry* entry = i == blocks - 1 ? last : whole;
+        dnnl_status_t status = kiln_matmul_block(entry, a + i * a_step, c + i * c_step, entry->packed);
         if (status != dnnl_success) __atomic_store_n(&failed, int(status), __ATOMIC_RELAXED);
       }
     });
