@@ -301,8 +301,7 @@ SymShape chunk_shape(const SymShape& shape, const std::optional<BatchDim>& place
 }
 
 // Rewrites the sizes that ops take as arguments (reshape, view, expand) for the chunk.
-void rewrite_size_argument(Node& node, const SymShape& output_shape, const std::optional<BatchDim>& input_placement,
-                           int64_t chunk) {
+void rewrite_size_argument(Node& node, const SymShape& output_shape, const std::optional<BatchDim>& input_placement) {
   const std::string& name = node.target();
   if (name != "reshape" && name != "view" && name != "expand") return;
   std::vector<ir::SymInt> sizes;
@@ -314,7 +313,6 @@ void rewrite_size_argument(Node& node, const SymShape& output_shape, const std::
   } else {
     sizes = output_shape;
   }
-  (void)chunk;
   Argument value = Argument::sym_ints(sizes);
   if (node.args().size() > 1) {
     node.set_arg(1, value);
@@ -505,7 +503,7 @@ std::optional<BatchSplit> split_batch(const ir::Graph& graph, const BatchChunkin
     std::optional<BatchDim> input_placement;
     for (const Node* input : original.input_nodes())
       if (!input_placement) input_placement = analysis->at(*input).at(0);
-    rewrite_size_argument(copy, expected.values.at(0).shape, input_placement, chunk);
+    rewrite_size_argument(copy, expected.values.at(0).shape, input_placement);
     ir::NodeMeta inferred;
     try {
       inferred = ir::infer_meta(copy);
