@@ -454,7 +454,7 @@ std::optional<BatchSplit> split_batch(const ir::Graph& graph, const BatchChunkin
           attempt->inputs.push_back(batched ? BatchSlice{batch_dim, 1, 1} : BatchSlice{});
           analysis->set(*node, batched ? Placement{BatchDim{batch_dim, 1, 1}} : Placement(1));
         } else if (node->op() == OpKind::output) {
-          for (const Node* output : node->input_nodes()) {
+          for (const Node* output : graph.outputs()) {  // in order, a node returned twice twice
             const std::optional<BatchDim> placed = analysis->at(*output).at(0);
             if (!placed) refuse(*output, "an output that does not hold the batch");
             attempt->outputs.push_back(BatchSlice{placed->dim, placed->per_sample, placed->outer});

@@ -150,6 +150,18 @@ TEST(CpuBatchSplit, ASequenceFirstAttentionCopiesItsSlicesAndMatchesTheInterpret
   expect_chunks_match_the_interpreter(sequence_first_attention(), {{"x", random_tensor({5, 4, 8}, DType::f32, 15)}});
 }
 
+// An input returned as it is, and one value returned twice: every output is the whole batch's.
+TEST(CpuBatchSplit, AnInputReturnedAndAValueReturnedTwiceMatchTheInterpreter) {
+  std::map<std::string, Tensor, std::less<>> none;
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[4, 3] = placeholder[target=x]\n"
+      "    %y = call_function[target=relu](args = (%x,), kwargs = {})\n"
+      "    return (x, y, y)\n",
+      "returns.kiln", none);
+  expect_chunks_match_the_interpreter(graph, {{"x", random_tensor({4, 3}, DType::f32, 16)}});
+}
+
 TEST(CpuBatchSplit, WithOneChunkTheModelIsNotSplit) {
   CompiledModel model = compile(conv_net(), options(1, true));
   EXPECT_EQ(module_source(model).find("kiln_run_chunk"), std::string::npos);
