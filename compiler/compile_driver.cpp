@@ -116,6 +116,9 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
     if (has_fallbacks(g.loops)) {
       log("batch_split", "not split: the program runs fallback kernels");
       split.reset();
+    } else if (g.loops.inputs.size() != split->inputs.size() || g.loops.outputs.size() != split->outputs.size()) {
+      log("batch_split", "not split: the program's inputs or outputs are not the graph's");  // (never expected)
+      split.reset();
     }
   }
   if (!split) g.loops = codegen::lower(g.graph, lowering_options);
