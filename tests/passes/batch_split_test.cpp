@@ -9,6 +9,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/batch_split.h"
+#include "tests/support/batch_models.h"
 #include "tests/support/differential.h"
 
 namespace kiln::passes {
@@ -119,22 +120,7 @@ TEST(BatchSplit, ABatchMergedWithTheDimsAfterItStaysApart) {
 // d]) holds the batch in the second dim; its heads merge it with the heads ([seq, batch*heads, hd])
 // and its output projection with the sequence ([seq*batch, d]: seq blocks of batch rows).
 TEST(BatchSplit, ASequenceFirstAttentionSplitsAlongItsSecondDim) {
-  std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({8, 8}, DType::f32, 8)}};
-  ir::Graph graph = ir::parse_graph(
-      "graph():\n"
-      "    %x : f32[5, 4, 8] = placeholder[target=x]\n"
-      "    %w : f32[8, 8] = get_attr[target=w]\n"
-      "    %heads = call_function[target=reshape](args = (%x, [5, 8, 4]), kwargs = {})\n"
-      "    %q = call_function[target=transpose](args = (%heads, 0, 1), kwargs = {})\n"
-      "    %kt = call_function[target=permute](args = (%heads, [1, 2, 0]), kwargs = {})\n"
-      "    %scores = call_function[target=bmm](args = (%q, %kt), kwargs = {})\n"
-      "    %mixed = call_function[target=bmm](args = (%scores, %q), kwargs = {})\n"
-      "    %back = call_function[target=transpose](args = (%mixed, 0, 1), kwargs = {})\n"
-      "    %rows = call_function[target=reshape](args = (%back, [20, 8]), kwargs = {})\n"
-      "    %projected = call_function[target=matmul](args = (%rows, %w), kwargs = {})\n"
-      "    %y = call_function[target=reshape](args = (%projected, [5, 4, 8]), kwargs = {})\n"
-      "    return (y, projected)\n",
-      "sequence_first.kiln", parameters);
+  ir::Graph graph = test_support::sequence_first_attention();
   std::string why;
   std::optional<BatchSplit> split = split_batch(graph, exactly(2), &why);
   ASSERT_TRUE(split) << why;
