@@ -1,12 +1,19 @@
 // What every code target shares. See compiler/backend_common.h.
 #include "compiler/backend_common.h"
 
+#include <sched.h>
+
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "passes/pass_manager.h"
 #include "kiln/error.h"
 
 namespace kiln::compiler {
+
+int64_t available_cpus() {
+  cpu_set_t cpus;
+  return sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? int64_t(CPU_COUNT(&cpus)) : 1;
+}
 
 ir::Graph simplified_graph(const ir::Graph& graph, bool freeze) {
   ir::Graph simplified = graph.clone();

@@ -18,6 +18,9 @@ namespace kiln::compiler {
 // parameters are folded in as constants.
 ir::Graph simplified_graph(const ir::Graph& graph, bool freeze);
 
+// The CPUs this process may run on (its affinity mask; 1 where that cannot be read).
+int64_t available_cpus();
+
 // The results of graph node `node_name`'s reference kernel (ir/interpreter.h) on `arguments`,
 // the tensors of its tensor arguments in order, with the symbols bound to `bindings`.
 std::vector<Tensor> run_fallback_node(const ir::Graph& graph, const std::string& node_name,

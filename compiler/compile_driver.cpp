@@ -9,8 +9,6 @@
 #include <optional>
 #include <sstream>
 
-#include <sched.h>
-
 #include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
 #include "compiler/backend_common.h"
@@ -56,12 +54,6 @@ struct Generated {
   std::unique_ptr<GeneratedCode> code;
 };
 
-// The CPUs this process may run on.
-int64_t available_cpus() {
-  cpu_set_t cpus;
-  return sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? int64_t(CPU_COUNT(&cpus)) : 1;
-}
-
 // The batch split of `graph` for a target that splits batches (CodeTarget::splits_batches), or
 // std::nullopt: CompileOptions::batch_chunks 1, a graph whose samples mix, or a batch that does
 // not divide (logged under KILN_LOG=batch_split).
@@ -80,6 +72,10 @@ std::optional<passes::BatchSplit> batch_split(const ir::Graph& graph, const Code
                            " chunks of " + std::to_string(split->batch / split->chunks));
   } else {
     log("batch_split", "not split: " + why_not);
+    // Chunks the user asked for are not silently dropped.
+    if (options.batch_chunks > 1)
+      std::cerr << "kiln: warning: the batch runs whole, not in the " << options.batch_chunks
+                << " chunks asked for: " << why_not << "\n";
   }
   return split;
 }

@@ -136,7 +136,7 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--warmup", options->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
   bench->add_option("--batch-chunks", options->batch_chunks,
                   "--target cpu: the batch runs as N chunks side by side, each on one thread, where the model computes its samples apart and N divides the batch (0: chosen; 1: never split)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 64));
   bench->add_option("--threads", options->threads, "--target cpu: OpenMP threads (0: the default)")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--input,-i", options->inputs, "An input as NAME=FILE.npy (repeatable)");

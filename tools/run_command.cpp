@@ -172,7 +172,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
   run->add_option("--batch-chunks", options->batch_chunks,
                   "--target cpu: the batch runs as N chunks side by side, each on one thread, where the model computes its samples apart and N divides the batch (0: chosen; 1: never split)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 64));
   run->add_option("--threads", options->threads, "--target cpu: OpenMP threads (0: the default)")->check(CLI::NonNegativeNumber);
   run->footer(
       "Examples:\n"

@@ -2,8 +2,6 @@
 // compiler/targets/cpu_target.h.
 #include "compiler/targets/cpu_target.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -13,6 +11,7 @@
 #include <fstream>
 
 #include "codegen/cpp/cpp_emitter.h"
+#include "compiler/backend_common.h"
 #include "compiler/targets/cpu_package.h"
 #include "compiler/targets/cpu_toolchain.h"
 #include "compiler/targets/in_process_compiler.h"
@@ -126,8 +125,7 @@ size_t unit_count(const codegen::CppModule& module) {
   }
   size_t kernel_bytes = 0;
   for (const codegen::CppModule::KernelSpan& span : module.kernel_spans) kernel_bytes += span.end - span.begin;
-  cpu_set_t cpus;
-  const size_t available = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? size_t(CPU_COUNT(&cpus)) : 1;
+  const size_t available = size_t(available_cpus());
   return std::max<size_t>(1, std::min({available, kMaxUnits, module.kernel_spans.size(), kernel_bytes / kMinUnitBytes}));
 }
 
