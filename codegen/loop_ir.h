@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -196,6 +197,10 @@ struct ExternCall {
   std::vector<StridedView> outputs;  // Gemm, Convolution: {out} (contiguous); Fallback: the node's results
   std::string graph_node;            // Fallback: the graph node to run
   ConvolutionGeometry convolution;   // Convolution only
+  // Convolution only: a bound on |output| (no element NaN or infinite) for calls whose
+  // floating-point inputs are within +-passes::kBoundedInput (passes/value_bounds.h, from frozen
+  // weights); +infinity where none is known.
+  double output_bound = std::numeric_limits<double>::infinity();
 };
 
 struct LoopNode {

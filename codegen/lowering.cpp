@@ -126,6 +126,11 @@ Lowerer::Lowerer(const ir::Graph& graph, const LoweringOptions& options) : graph
   register_convolution_lowerings(rules_);
 }
 
+const passes::ValueBounds& Lowerer::value_bounds() {
+  if (!value_bounds_) value_bounds_.emplace(graph_, options_.frozen_parameters);
+  return *value_bounds_;
+}
+
 LoopProgram Lowerer::run() {
   bind_symbols();
   const ir::Node* output = nullptr;

@@ -53,6 +53,9 @@ struct LoweringOptions {
   // The same library may run GEMMs (LoopProgram::library_matmul): the C++ emitter then calls its
   // matmul for GEMMs whose right operand is a frozen parameter (CppEmitOptions::library_matmul).
   bool library_matmul = false;
+  // Parameters are constants (CompileOptions::freeze): library convolutions then carry a bound of
+  // their output from the parameters' values (ExternCall::output_bound, passes/value_bounds.h).
+  bool frozen_parameters = false;
 };
 
 LoopProgram lower(const ir::Graph& graph, const LoweringOptions& options = {});

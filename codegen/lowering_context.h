@@ -15,6 +15,7 @@
 #include "codegen/lowering.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
+#include "passes/value_bounds.h"
 
 namespace kiln::codegen::lowering {
 
@@ -81,6 +82,8 @@ class Lowerer {
   const ir::Graph& graph() const { return graph_; }
   LoopProgram& program() { return program_; }
   const LoweringOptions& options() const { return options_; }
+  // The graph's value bounds (passes/value_bounds.h), computed on first use.
+  const passes::ValueBounds& value_bounds();
 
   // ---- values
   const Accessor& value(const ir::Node* node, size_t element = 0) const;
@@ -160,6 +163,7 @@ class Lowerer {
 
   const ir::Graph& graph_;
   const LoweringOptions& options_;
+  std::optional<passes::ValueBounds> value_bounds_;
   LoweringTable rules_;
   LoopProgram program_;
   std::map<const ir::Node*, std::vector<Accessor>> values_;

@@ -99,7 +99,8 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
   // The dump stages before code (loops, scheduled) have no target: they show what the cpu
   // target compiles.
   const CodeTarget& lowering_target = target != nullptr ? *target : find_code_target("cpu");
-  const codegen::LoweringOptions lowering_options = lowering ? *lowering : lowering_target.lowering_options();
+  codegen::LoweringOptions lowering_options = lowering ? *lowering : lowering_target.lowering_options();
+  lowering_options.frozen_parameters = options.freeze;
   // A code target may run the batch as chunks side by side: the program is then one chunk's
   // (never one that calls the host back: fallbacks are not made to run concurrently).
   std::optional<passes::BatchSplit> split;

@@ -5,9 +5,11 @@
 // sizes and strides, and the binding of shape symbols), kiln_output_sizes,
 // kiln_workspace_bytes and kiln_run (buffers placed, kernels called in order, faults reported).
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "codegen/cpp/cpp_source_printer.h"
+#include "passes/value_bounds.h"
 #include "runtime/compiled_abi.h"
 
 namespace kiln::codegen {
@@ -327,6 +329,7 @@ void CppSourcePrinter::emit_run() {
     w_.line("__atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);");
     w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
   }
+  emit_inputs_bounded();
   for (const Kernel& kernel : s_.kernels) {
     std::string origins = origins_text(kernel.origins);
     w_.open("");
@@ -347,6 +350,27 @@ void CppSourcePrinter::emit_run() {
   w_.line("return 0;");
   w_.close();
   if (chunked()) emit_chunked_run();
+}
+
+// Sets kiln_inputs_bounded (codegen/cpp/kiln_dnnl.h) for this call, or this chunk, where a
+// convolution's clamp is oneDNN's post-op in bounded calls: whether every element of every f32
+// and f64 input is within +-passes::kBoundedInput, the bound the value bounds assume.
+void CppSourcePrinter::emit_inputs_bounded() {
+  if (!checks_bounded_inputs_) return;
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%a", passes::kBoundedInput);
+  w_.line("// Whether this call's floating-point inputs are within +-" + std::string(bound) +
+          " (NaN is not): the value bounds that let a");
+  w_.line("// convolution's clamp be oneDNN's post-op hold then (passes/value_bounds.h).");
+  w_.line("int inputs_bounded = 1;");
+  for (int id : p_.inputs) {
+    const Buffer& input = p_.buffer(id);
+    if (input.dtype != DType::f32 && input.dtype != DType::f64) continue;
+    const bool f32 = input.dtype == DType::f32;
+    w_.line(std::string("inputs_bounded = inputs_bounded && kiln_all_within((const ") + (f32 ? "float" : "double") + "*)bufs[" +
+            std::to_string(id) + "], " + index_text(numel(input.shape)) + ", " + bound + (f32 ? "f" : "") + ");");
+  }
+  w_.line("kiln_inputs_bounded = inputs_bounded;");
 }
 
 // kiln_run of a chunked program: chunk i reads its slice of each chunked input and writes its

@@ -4,10 +4,14 @@
 // epilogue applied per block of rows while it is in cache), a channels-last convolution as a oneDNN call (codegen/cpp/kiln_dnnl.h) followed by
 // its fused epilogue, and a fallback node as a call of the host's handler with tensor descriptors.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <optional>
 
 #include "codegen/cpp/cpp_source_printer.h"
 #include "kiln/error.h"
+#include "passes/value_bounds.h"
 
 namespace kiln::codegen {
 
@@ -109,6 +113,61 @@ std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, 
   return none;
 }
 
+std::optional<std::pair<double, double>> CppSourcePrinter::bounded_clip_post_op(const Kernel& kernel, const LoopNode& node) {
+  const ExternCall& call = node.extern_call;
+  if (!options_.constant_parameters || !(call.output_bound <= passes::kLargestBound)) return std::nullopt;
+  const StridedView& out = call.outputs.at(0);
+  const KernelStep* epilogue = sole_convolution_epilogue(kernel, out);
+  if (epilogue == nullptr) return std::nullopt;
+  const KernelStep& step = *epilogue;
+  auto is_output_load = [&](const Expr& e) {
+    return e && e->kind == ExprKind::Load && e->buffer == out.buffer && !e->mask && e->indirect.empty() &&
+           e->index == step.store_index;
+  };
+  auto constant = [](const Expr& e) -> std::optional<double> {
+    if (!e || e->kind != ExprKind::Constant || !is_floating(e->dtype) || std::isnan(e->float_value)) return std::nullopt;
+    return e->float_value;
+  };
+  auto is_binary = [](const Expr& e, LoopOp op) { return e && e->kind == ExprKind::Binary && e->op == op; };
+  const double inf = std::numeric_limits<double>::infinity();
+  const Expr& body = step.body;
+  if (body->kind == ExprKind::Unary && body->op == LoopOp::relu && is_output_load(body->args[0]))
+    return std::pair{0.0, inf};
+  // min(max(x, low), high), max(x, low), min(x, high): PyTorch's clamp, its max first.
+  double low = -inf, high = inf;
+  Expr x = body;
+  if (is_binary(x, LoopOp::minimum) && constant(x->args[1])) {
+    high = *constant(x->args[1]);
+    x = x->args[0];
+  }
+  if (is_binary(x, LoopOp::maximum) && constant(x->args[1])) {
+    low = *constant(x->args[1]);
+    x = x->args[0];
+  }
+  if (x == body || !is_output_load(x) || !(low <= high)) return std::nullopt;
+  // Bounds a float holds exactly (the clamp compares in float).
+  if (double(float(low)) != low || double(float(high)) != high) return std::nullopt;
+  return std::pair{low, high};
+}
+
+namespace {
+
+// `v` as a C++ float literal (hexadecimal: exact), or an infinity.
+std::string float_literal(double v) {
+  if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "-__builtin_inff()";
+  char text[64];
+  std::snprintf(text, sizeof text, "%af", double(float(v)));
+  return text;
+}
+
+std::string bound_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+}  // namespace
+
 void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& node) {
   const ExternCall& call = node.extern_call;
   const StridedView& in = call.inputs.at(0);
@@ -131,8 +190,22 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     shape += ", " + std::to_string(v);
   }
   const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
+  const std::optional<std::pair<double, double>> clip = activation == 0 ? bounded_clip_post_op(kernel, node) : std::nullopt;
   // has_bias, threads, winograd and constant_weights: kiln_convolution sets them
-  shape += ", 0, 0, " + std::to_string(activation) + ", 0, 0}";
+  if (clip) {
+    checks_bounded_inputs_ = true;
+    const bool relu = clip->first == 0.0 && std::isinf(clip->second);
+    w_.line(std::string("// the epilogue (") + (relu ? "a relu" : "a clamp to [" + bound_text(clip->first) + ", " + bound_text(clip->second) + "]") +
+            ") as oneDNN's " + (relu ? "relu" : "clip") + " post-op in calls whose inputs are within +-2^" +
+            std::to_string(int(std::log2(passes::kBoundedInput))));
+    w_.line("// (kiln_inputs_bounded): the convolution's output is then within +-" + bound_text(call.output_bound) +
+            " (passes/value_bounds.h), so it has");
+    w_.line("// no NaN the post-op would turn into 0; in other calls, Kiln's loop after it");
+    w_.line("const int clipped = kiln_inputs_bounded;");
+    shape += ", 0, 0, clipped ? 4 : 0, 0, 0, " + float_literal(clip->first) + ", " + float_literal(clip->second) + "}";
+  } else {
+    shape += ", 0, 0, " + std::to_string(activation) + ", 0, 0, 0.0f, 0.0f}";
+  }
   if (activation != 0)
     w_.line(std::string("// the epilogue (") + (activation == 1 ? "SiLU" : activation == 2 ? "tanh" : "hardswish") +
             ") as oneDNN's post-op, written straight into " + p_.buffer(activation_buffer).name);
@@ -159,6 +232,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   w_.line("omp_set_num_threads(omp_threads);");
   w_.line("if (convolved != 0) return 1;");
   if (kernel.steps.empty() || activation != 0) return;
+  if (clip) w_.open("if (!clipped)");
   // The epilogue over the output [N, OH, OW, O], channels innermost.
   parallel_loops(numel(out.shape), loop_dims(out.shape, 3), " collapse(3)", false, [&] {
     std::string var = loop_var(3).to_string();
@@ -176,6 +250,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     }
     w_.close();
   });
+  if (clip) w_.close();
 }
 
 std::string CppSourcePrinter::view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars) {

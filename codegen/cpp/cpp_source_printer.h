@@ -175,6 +175,10 @@ class CppSourcePrinter : public CPrinter {
   // The activation oneDNN can apply for the convolution kernel's epilogue, and the buffer it then
   // writes (cpp_library_calls.cpp); {0, -1} when the epilogue stays Kiln's loop.
   std::pair<int, int> convolution_post_op(const Kernel& kernel, const StridedView& out);
+  // The bounds [low, high] of the convolution kernel's epilogue when it is a clamp (a relu: 0 and
+  // +infinity) that oneDNN may apply as its post-op in calls whose inputs are bounded: frozen
+  // weights and an output with a finite bound (ExternCall::output_bound); else nothing.
+  std::optional<std::pair<double, double>> bounded_clip_post_op(const Kernel& kernel, const LoopNode& node);
 
   // ---- cpp_entry_points.cpp
   void emit_support();
@@ -183,6 +187,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_blas_support(bool maybe_unused);
   void emit_bind();
   void emit_output_sizes();
+  void emit_inputs_bounded();
   void emit_sizes();  // emit_output_sizes and kiln_workspace_bytes
   void emit_run();
   // A chunked program (LoopProgram::batch_chunks): kiln_run runs kiln_run_chunk once per chunk,
@@ -222,6 +227,9 @@ class CppSourcePrinter : public CPrinter {
   // convolution).
   const std::vector<int>& readers_of(int buffer);
   std::optional<std::vector<std::vector<int>>> readers_;
+  // Some convolution's clamp is oneDNN's post-op in calls whose inputs are bounded: kiln_run
+  // checks them (emit_inputs_bounded).
+  bool checks_bounded_inputs_ = false;
   CppEmitOptions options_;
   CSourceWriter w_;
   CppModule module_;

@@ -63,18 +63,41 @@ typedef struct KilnConvolutionShape {
   int64_t activation;  // a KilnConvolutionActivation applied by oneDNN as a post-op
   int64_t winograd;    // asks for oneDNN's Winograd convolution (set by kiln_convolution)
   int64_t constant_weights;  // the weights never change (set by kiln_convolution)
+  float clip_low, clip_high;  // kKilnActivationClip's bounds (a relu: 0 and +inf)
 } KilnConvolutionShape;
 
-// Activations oneDNN applies to the convolution's output as it writes it, each of which keeps a
-// NaN a NaN (as Kiln's own epilogue does; oneDNN's relu and clip turn NaN into 0, so they stay
-// Kiln's loops): SiLU (x * sigmoid(x), oneDNN's swish with alpha 1), tanh, and hardswish
-// (x * relu6(x + 3) / 6: the clip loses a NaN, the product with x brings it back).
+// Activations oneDNN applies to the convolution's output as it writes it. The first three keep a
+// NaN a NaN (as Kiln's own epilogue does): SiLU (x * sigmoid(x), oneDNN's swish with alpha 1),
+// tanh, and hardswish (x * relu6(x + 3) / 6: the clip loses a NaN, the product with x brings it
+// back). oneDNN's clip and relu turn NaN into 0, so a clamp (a relu, a relu6) is its post-op only
+// where the output has no NaN: a convolution whose output has a finite bound
+// (passes/value_bounds.h), in a call whose inputs are within the bound that assumes
+// (kiln_inputs_bounded); in other calls it is Kiln's loop.
 enum KilnConvolutionActivation {
   kKilnActivationNone = 0,
   kKilnActivationSilu = 1,
   kKilnActivationTanh = 2,
-  kKilnActivationHardswish = 3
+  kKilnActivationHardswish = 3,
+  kKilnActivationClip = 4
 };
+
+// 1 while this thread runs a call (or a chunk of one) whose floating-point inputs are all within
+// the bound the compiler's value bounds assume (a NaN is not): set by kiln_run before the kernels.
+KILN_MODULE_STATE thread_local int32_t kiln_inputs_bounded = 0;
+
+// Whether every one of the `count` values at `x` is within [-bound, bound] (NaN is not).
+static inline int kiln_all_within(const float* x, int64_t count, float bound) {
+  int inside = 1;
+#pragma omp simd reduction(& : inside)
+  for (int64_t i = 0; i < count; ++i) inside &= (x[i] >= -bound) & (x[i] <= bound);
+  return inside;
+}
+static inline int kiln_all_within(const double* x, int64_t count, double bound) {
+  int inside = 1;
+#pragma omp simd reduction(& : inside)
+  for (int64_t i = 0; i < count; ++i) inside &= (x[i] >= -bound) & (x[i] <= bound);
+  return inside;
+}
 
 typedef struct KilnConvolutionEntry {
   KilnConvolutionShape shape;
@@ -253,9 +276,13 @@ typedef struct KilnEltwise {
   float alpha, beta;
 } KilnEltwise;
 
-static KilnEltwise kiln_activation_eltwise(int64_t activation) {
-  if (activation == kKilnActivationSilu) return {dnnl_eltwise_swish, 1.0f, 0.0f};
-  if (activation == kKilnActivationTanh) return {dnnl_eltwise_tanh, 0.0f, 0.0f};
+static KilnEltwise kiln_activation_eltwise(const KilnConvolutionShape* s) {
+  if (s->activation == kKilnActivationSilu) return {dnnl_eltwise_swish, 1.0f, 0.0f};
+  if (s->activation == kKilnActivationTanh) return {dnnl_eltwise_tanh, 0.0f, 0.0f};
+  if (s->activation == kKilnActivationClip) {
+    if (s->clip_low == 0.0f && s->clip_high == __builtin_inff()) return {dnnl_eltwise_relu, 0.0f, 0.0f};
+    return {dnnl_eltwise_clip, s->clip_low, s->clip_high};
+  }
   return {dnnl_eltwise_hardswish, 0.0f, 0.0f};
 }
 
@@ -370,7 +397,7 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   // The direct convolution applies the activation as a post-op; oneDNN's Winograd kernels take
   // none of these, so there the activation is an eltwise primitive run on the convolution's
   // output in place, before the output is reordered to nhwc.
-  const KilnEltwise activation = kiln_activation_eltwise(s->activation);
+  const KilnEltwise activation = kiln_activation_eltwise(s);
   dnnl_primitive_attr_t attr = nullptr, winograd_attr = nullptr;
   dnnl_status_t status = kiln_convolution_attr(&attr, s->activation != kKilnActivationNone ? &activation : nullptr);
   if (status == dnnl_success && winograd) status = kiln_convolution_attr(&winograd_attr, nullptr);

@@ -357,6 +357,84 @@ size_t count_of(const std::string& text, const std::string& what) {
   return count;
 }
 
+// An inverted-residual block with frozen weights (MobileNet-v2's): 1x1 expansion -> relu6 ->
+// depthwise 3x3 -> relu6 -> 1x1 projection + the block's input -> 1x1 -> relu -> 1x1. Every
+// convolution's output has a finite bound (passes/value_bounds.h), so its clamp or relu is
+// oneDNN's post-op in calls whose inputs are within +-2^50, and Kiln's loop in others.
+ir::Graph inverted_residual(int64_t batch) {
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"expand", test_support::random_tensor({16, 8, 1, 1}, DType::f32, 41, -0.5, 0.5)},
+      {"expand_bias", test_support::random_tensor({16}, DType::f32, 42)},
+      {"depthwise", test_support::random_tensor({16, 1, 3, 3}, DType::f32, 43, -0.5, 0.5)},
+      {"project", test_support::random_tensor({8, 16, 1, 1}, DType::f32, 44, -0.5, 0.5)},
+      {"widen", test_support::random_tensor({16, 8, 1, 1}, DType::f32, 45, -0.5, 0.5)},
+      {"out", test_support::random_tensor({8, 16, 1, 1}, DType::f32, 46, -0.5, 0.5)}};
+  const std::string b = std::to_string(batch);
+  return ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[" + b + ", 8, 10, 10] = placeholder[target=x]\n"
+      "    %expand : f32[16, 8, 1, 1] = get_attr[target=expand]\n"
+      "    %expand_bias : f32[16] = get_attr[target=expand_bias]\n"
+      "    %depthwise : f32[16, 1, 3, 3] = get_attr[target=depthwise]\n"
+      "    %project : f32[8, 16, 1, 1] = get_attr[target=project]\n"
+      "    %widen : f32[16, 8, 1, 1] = get_attr[target=widen]\n"
+      "    %out : f32[8, 16, 1, 1] = get_attr[target=out]\n"
+      "    %c1 = call_function[target=convolution](args = (%x, %expand, %expand_bias, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r1 = call_function[target=clamp](args = (%c1, 0.0, 6.0), kwargs = {})\n"
+      "    %c2 = call_function[target=convolution](args = (%r1, %depthwise, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 16), kwargs = {})\n"
+      "    %r2 = call_function[target=clamp](args = (%c2, 0.0, 6.0), kwargs = {})\n"
+      "    %c3 = call_function[target=convolution](args = (%r2, %project, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %residual = call_function[target=add](args = (%c3, %x), kwargs = {})\n"
+      "    %c4 = call_function[target=convolution](args = (%residual, %widen, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r4 = call_function[target=relu](args = (%c4,), kwargs = {})\n"
+      "    %y = call_function[target=convolution](args = (%r4, %out, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (y,)\n",
+      "inverted_residual.kiln", parameters);
+}
+
+TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  ir::Graph graph = inverted_residual(2);
+  CodegenStageOptions frozen;
+  frozen.freeze = true;
+  EXPECT_EQ(count_of(dump_codegen_stage(graph, "cpp", frozen), "post-op in calls whose inputs are within +-2^50"), 3u)
+      << "the two relu6 and the relu";
+  EXPECT_EQ(count_of(dump_codegen_stage(graph, "cpp", CodegenStageOptions{}), "post-op in calls whose inputs"), 0u)
+      << "weights that may change bound nothing";
+  Tensor x = test_support::random_tensor({2, 8, 10, 10}, DType::f32, 47);
+  Tensor with_nan = x.clone();
+  with_nan.data<float>()[800 + 13] = std::numeric_limits<float>::quiet_NaN();  // sample 1 only
+  Tensor with_both_nan = with_nan.clone();
+  with_both_nan.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  Tensor huge = x.clone();
+  huge.data<float>()[42] = 1e20f;   // past 2^50: Kiln's loops, which clamp the same
+  huge.data<float>()[900] = -3e38f;
+  CompiledModel model = compile(graph, options(true));
+  struct Case {
+    const char* name;
+    Tensor x;
+    int bounded_samples;  // samples whose values are all within +-2^50 (sample 0 first)
+  };
+  for (const Case& c : {Case{"in range", x, 2}, Case{"a NaN in sample 1", with_nan, 1},
+                        Case{"a NaN in both samples", with_both_nan, 0}, Case{"huge values in both", huge, 0}}) {
+    std::map<std::string, Tensor> inputs = {{"x", c.x}};
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    for (int threads : {1, 2}) {
+      std::vector<Tensor> actual;
+      std::string log = onednn_log_of([&] { actual = model.run(inputs, threads); });
+      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << c.name << ", " << threads << " threads";
+      if (log.empty()) continue;
+      // The three post-ops run in a call, or in each chunk of a batch split (one sample each
+      // here), whose inputs are all in range.
+      const size_t post_ops = count_of(log, "post-ops:eltwise_clip") + count_of(log, "post-ops:eltwise_relu");
+      const size_t chunks = count_of(log, "alg:convolution_direct") / 5;
+      ASSERT_TRUE(chunks == 1 || chunks == 2) << log;
+      const size_t bounded_calls = chunks == 1 ? (c.bounded_samples == 2 ? 1 : 0) : size_t(c.bounded_samples);
+      EXPECT_EQ(post_ops, 3 * bounded_calls) << c.name << ", " << threads << " threads, " << chunks << " chunk(s): " << log;
+    }
+  }
+}
+
 // Convolutions of one 64-channel value: 3x3 64 -> 64 at stride 1, the shape Winograd wins on;
 // 3x3 64 -> 48 at stride 1 with a SiLU (a post-op of the direct convolution, oneDNN's eltwise
 // after a Winograd one), read by a 1x1 convolution; 3x3 64 -> 16 (too few channels) and 3x3
