@@ -36,6 +36,11 @@ CppModule CppSourcePrinter::run() {
     if (node.kind == NodeKind::Extern && library_matmul(node)) convolutions = true;  // the same glue
   }
   if (convolutions) {
+    // A library call on OpenMP's team hands its epilogue to that team (on_team_).
+    if (uses_pool()) {
+      w_.raw(cpp_openmp_team());
+      w_.raw("\n");
+    }
     w_.raw(cpp_dnnl_glue());
     w_.raw("\n");
   }
@@ -150,11 +155,14 @@ void CppSourcePrinter::parallel_loops(const SymInt& work, const std::vector<Loop
   w_.close(";");
   // One call whatever the size: the chunk's body is then compiled once (kiln_parallel_for).
   std::optional<int64_t> known = work.maybe_constant();
-  if (known) {
-    w_.line(runner() + "(kiln_n, kiln_chunk);");
+  const std::string call = known ? "(kiln_n, kiln_chunk);"
+                                 : "(kiln_n, kiln_chunk, (" + index_text(work) + ") >= " +
+                                       std::to_string(options_.parallel_threshold) + ");";
+  if (uses_pool() && !on_team_.empty()) {
+    w_.line("if (" + on_team_ + ") kiln_team_for" + call);
+    w_.line("else " + runner() + call);
   } else {
-    w_.line(runner() + "(kiln_n, kiln_chunk, (" + index_text(work) + ") >= " +
-            std::to_string(options_.parallel_threshold) + ");");
+    w_.line(runner() + call);
   }
   w_.close();
 }

@@ -227,12 +227,15 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   // oneDNN's team (emit_onednn_team): a small convolution (LeNet's) runs on the calling thread.
   std::string macs = "(" + index_text(numel(out.shape)) + ") * (" + index_text(weight.shape[1]) + ") * (" +
                      index_text(weight.shape[2]) + ") * (" + index_text(weight.shape[3]) + ")";
+  if (uses_pool()) w_.line("bool on_team = false;  // the convolution ran on OpenMP's team: so does its epilogue");
+  if (uses_pool()) w_.line("(void)on_team;");
   emit_onednn_team(macs);
   w_.line("const int convolved = " + convolve + ";");
   w_.line("omp_set_num_threads(omp_threads);");
   w_.line("if (convolved != 0) return 1;");
   if (kernel.steps.empty() || activation != 0) return;
   if (clip) w_.open("if (!clipped)");
+  on_team_ = uses_pool() ? "on_team" : "";
   // The epilogue over the output [N, OH, OW, O], channels innermost.
   parallel_loops(numel(out.shape), loop_dims(out.shape, 3), " collapse(3)", false, [&] {
     std::string var = loop_var(3).to_string();
@@ -250,6 +253,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     }
     w_.close();
   });
+  on_team_.clear();
   if (clip) w_.close();
 }
 
@@ -496,6 +500,7 @@ void CppSourcePrinter::emit_onednn_team(const std::string& macs) {
   if (uses_pool()) {
     w_.line("if (macs >= " + threshold + ") kiln_pool_park();");
     w_.line("omp_set_num_threads(macs >= " + threshold + " ? kiln_pool_threads() : 1);");
+    w_.line("on_team = macs >= " + threshold + " && kiln_pool_threads() > 1;");
   } else {
     w_.line("if (macs < " + threshold + ") omp_set_num_threads(1);");
   }
@@ -524,6 +529,8 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.line("  return 1;");
   w_.line("}");
   w_.line("if (rows == 0 || N == 0) return 0;");
+  w_.line("bool on_team = false;  // the matmul ran on OpenMP's team: so does its epilogue");
+  w_.line("(void)on_team;");
   w_.open("if (K == 0)");
   w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0;");
   w_.close();
@@ -544,7 +551,9 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.close();
   w_.line("if (multiplied != 0) return 1;");
   w_.close();
+  on_team_ = "on_team";
   emit_matmul_epilogue(kernel, c);
+  on_team_.clear();
 }
 
 // The batch of GEMMs that share a frozen right operand but do not fold into one (library_matmul):
@@ -571,6 +580,8 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("int multiplied = 0;");
+  w_.line("bool on_team = false;  // the matmuls ran on OpenMP's team: so does their epilogue");
+  w_.line("(void)on_team;");
   emit_matmul_blocks(kernel, "M", "batch", b_pointer, [&] {
     emit_batch_entry_vars(c, vars, rank - 2);
     w_.line("*pa = " + view_pointer(a, batch_vars) + ";");
@@ -593,7 +604,9 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.close();
   w_.line("if (multiplied != 0) return 1;");
   // Over the output's own dims (`c` may have a batch dim swapped in as the rows).
+  on_team_ = "on_team";
   emit_matmul_epilogue(kernel, node.extern_call.outputs.at(0));
+  on_team_.clear();
 }
 
 // Opens `if (block > 0) { ... }` (the caller continues with its `else`): a batch of `batch` GEMMs

@@ -70,7 +70,8 @@ class CppSourcePrinter : public CPrinter {
   // The loops over `dims` with `body` inside, shared among threads when `work` can reach the
   // parallel threshold: an OpenMP `parallel for` with `omp_clauses` (collapse, simd, ...), or
   // chunks of the flattened nest given to the module's runner (the pool's or the team's).
-  // `simd`: the nest is one loop that is also a simd loop.
+  // `simd`: the nest is one loop that is also a simd loop. On the pool, where `on_team_` names a
+  // flag of the generated code, the chunks go to OpenMP's team instead while that flag is set.
   void parallel_loops(const SymInt& work, const std::vector<LoopDim>& dims, const std::string& omp_clauses, bool simd,
                       const std::function<void()>& body);
   // `#pragma omp simd` for a loop of the kernel being printed, followed by KILN_INTERLEAVE_SIMD
@@ -230,6 +231,10 @@ class CppSourcePrinter : public CPrinter {
   // Some convolution's clamp is oneDNN's post-op in calls whose inputs are bounded: kiln_run
   // checks them (emit_inputs_bounded).
   bool checks_bounded_inputs_ = false;
+  // A library call's epilogue on the pool: the generated flag that says the call ran on OpenMP's
+  // team, the pool's workers parked (emit_onednn_team), so the epilogue runs on that team, still
+  // spinning, rather than wake them; empty elsewhere.
+  std::string on_team_;
   CppEmitOptions options_;
   CSourceWriter w_;
   CppModule module_;
