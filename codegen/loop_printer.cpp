@@ -2,9 +2,12 @@
 #include "codegen/loop_printer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "ir/graph.h"
+#include "passes/value_bounds.h"
 
 namespace kiln::codegen {
 namespace {
@@ -160,6 +163,12 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
                                                                   : "fallback %" + call.graph_node;
       out << "    " << joined(outputs) << " = " << callee << "(" << joined(inputs) << ")";
       if (call.kind == ExternKind::Convolution) out << "  " << geometry_text(call.convolution);
+      // A finite bound (passes/value_bounds.h): the output has no NaN in calls whose inputs are in range.
+      if (call.kind == ExternKind::Convolution && std::isfinite(call.output_bound)) {
+        char bound[32];
+        std::snprintf(bound, sizeof bound, "%.3g", call.output_bound);
+        out << "  |out| <= " << bound << " for inputs within +-2^" << int(std::log2(passes::kBoundedInput));
+      }
       out << "\n";
       break;
     }

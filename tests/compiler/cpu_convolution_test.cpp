@@ -401,6 +401,9 @@ TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls
       << "the two relu6 and the relu";
   EXPECT_EQ(count_of(dump_codegen_stage(graph, "cpp", CodegenStageOptions{}), "post-op in calls whose inputs"), 0u)
       << "weights that may change bound nothing";
+  // The loop program shows each bound the lowering found: all five convolutions'.
+  EXPECT_EQ(count_of(dump_codegen_stage(graph, "loops", frozen), "for inputs within +-2^50"), 5u);
+  EXPECT_EQ(count_of(dump_codegen_stage(graph, "loops", CodegenStageOptions{}), "|out| <="), 0u);
   Tensor x = test_support::random_tensor({2, 8, 10, 10}, DType::f32, 47);
   Tensor with_nan = x.clone();
   with_nan.data<float>()[800 + 13] = std::numeric_limits<float>::quiet_NaN();  // sample 1 only
