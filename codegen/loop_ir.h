@@ -201,6 +201,8 @@ struct ExternCall {
   // floating-point inputs are within +-passes::kBoundedInput (passes/value_bounds.h, from frozen
   // weights); +infinity where none is known.
   double output_bound = std::numeric_limits<double>::infinity();
+  // Convolution with frozen parameters and no bound: why (passes::ValueBounds::unknown_reason).
+  std::string output_bound_note;
 };
 
 struct LoopNode {

@@ -119,7 +119,10 @@ void lower_library_convolution(Lowerer& lowerer, const ir::Node& node, const ir:
   ExternCall& extern_call = conv.extern_call;
   extern_call.kind = ExternKind::Convolution;
   extern_call.convolution = ConvolutionGeometry{g.stride, g.padding, g.dilation, g.groups};
-  if (lowerer.options().frozen_parameters) extern_call.output_bound = lowerer.value_bounds().of(node);
+  if (lowerer.options().frozen_parameters) {
+    extern_call.output_bound = lowerer.value_bounds().of(node);
+    extern_call.output_bound_note = lowerer.value_bounds().unknown_reason(node);
+  }
   SymShape source_shape = Lowerer::channels_last_shape(input.shape);
   extern_call.inputs.push_back(StridedView{source, SymInt(0), source_shape, contiguous_strides(source_shape)});
   extern_call.inputs.push_back(StridedView{lowerer.resolve(dense_weight), SymInt(0), weight.shape,

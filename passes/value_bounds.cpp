@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <set>
@@ -69,15 +70,21 @@ double largest_abs(const Tensor& tensor) {
   if (!bounded_float(tensor.dtype()) && dtype_bound(tensor.dtype()) == kUnknown) return kUnknown;
   const Tensor t = tensor.contiguous();
   double largest = 0.0;
-  auto scan = [&](const auto* x) {
+  auto scan = [&](const auto* x) {  // false at a NaN
     for (int64_t i = 0; i < t.numel(); ++i) {
       const double v = std::fabs(double(x[i]));
-      if (!(v <= largest)) largest = v;  // (a NaN makes it NaN, which stays)
+      if (std::isnan(v)) return false;
+      if (v > largest) largest = v;
     }
+    return true;
   };
   switch (t.dtype()) {
-    case DType::f32: scan(t.data<float>()); break;
-    case DType::f64: scan(t.data<double>()); break;
+    case DType::f32:
+      if (!scan(t.data<float>())) return kUnknown;
+      break;
+    case DType::f64:
+      if (!scan(t.data<double>())) return kUnknown;
+      break;
     default: return dtype_bound(t.dtype());  // integers: their type's range is enough here
   }
   return std::isfinite(largest) ? largest : kUnknown;
@@ -138,7 +145,36 @@ double ValueBounds::argument(const Argument& a) const {
   return kUnknown;
 }
 
-std::vector<double> ValueBounds::rule(const Node& node) {
+std::string ValueBounds::unknown_reason(const Node& node) const {
+  if (of(node) <= kLargestBound) return "";
+  // Back along the first operand without a bound, to the value where unknown bounds begin.
+  const Node* at = &node;
+  for (;;) {
+    const Node* unknown_input = nullptr;
+    for (const Node* input : at->input_nodes()) {
+      if (!(of(*input) <= kLargestBound)) {
+        unknown_input = input;
+        break;
+      }
+    }
+    if (!unknown_input) break;
+    at = unknown_input;
+  }
+  const std::string name = "%" + at->name();
+  if (at->op() == ir::OpKind::placeholder)
+    return name + " is a " + std::string(dtype_name(at->value().dtype)) + " input (only f32 and f64 inputs are checked)";
+  if (at->op() == ir::OpKind::get_attr)
+    return frozen_value(at) ? name + " holds a NaN or an infinity" : name + " is a parameter that is not frozen";
+  const std::vector<double> raw = rule(*at);
+  if (!raw.empty() && std::isfinite(raw[0])) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", raw[0]);
+    return name + " (" + at->target() + ") may reach " + text + ", past " + "1e30";
+  }
+  return name + " (" + at->target() + ") has no bound rule for its operands";
+}
+
+std::vector<double> ValueBounds::rule(const Node& node) const {
   const size_t values = std::max<size_t>(node.meta.values.size(), 1);
   const std::vector<double> unknown(values, kUnknown);
   if (node.op() == ir::OpKind::placeholder) {

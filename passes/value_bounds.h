@@ -20,6 +20,7 @@
 // other than f32, f64, the integers and bool give an unknown bound (+infinity).
 #pragma once
 
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -44,8 +45,13 @@ class ValueBounds {
   // |x| <= bound (up to rounding) and none is NaN or infinite; +infinity when unknown.
   double of(const ir::Node& node, size_t index = 0) const;
 
+  // Why `node`'s (first) value has no bound: the value where the unknown bounds it reads begin,
+  // and what that value is ("%log (log) has no bound rule", "%w is a parameter that is not
+  // frozen", ...); empty when it has one.
+  std::string unknown_reason(const ir::Node& node) const;
+
  private:
-  std::vector<double> rule(const ir::Node& node);
+  std::vector<double> rule(const ir::Node& node) const;
   double argument(const ir::Argument& argument) const;
   const Tensor* frozen_value(const ir::Node* node) const;
 

@@ -45,7 +45,7 @@ std::vector<std::string> split_names(const std::string& value) {
 
 const std::vector<std::string_view>& log_channels() {
   static const std::vector<std::string_view> channels = {"recompiles", "guards", "graph_breaks", "dynamic",
-                                                         "cache",      "passes", "fusion", "batch_split", "distributed"};
+                                                         "cache",      "passes", "fusion", "batch_split", "post_ops", "distributed"};
   return channels;
 }
 

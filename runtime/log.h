@@ -12,6 +12,7 @@
 //   passes        the pass manager: each pass run and what it changed
 //   fusion        the scheduler: each decision that kept two nodes apart, and why
 //   batch_split   the compile driver: whether a graph's batch runs as chunks side by side, or why not
+//   post_ops      the cpu emitter: each convolution's clamp or relu, as oneDNN's post-op or Kiln's loop, and why
 //   distributed   data-parallel training: the backward's stages and the gradient buckets each completes
 #pragma once
 

@@ -12,6 +12,7 @@
 #include "codegen/cpp/cpp_source_printer.h"
 #include "kiln/error.h"
 #include "passes/value_bounds.h"
+#include "runtime/log.h"
 
 namespace kiln::codegen {
 
@@ -113,9 +114,8 @@ std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, 
   return none;
 }
 
-std::optional<std::pair<double, double>> CppSourcePrinter::bounded_clip_post_op(const Kernel& kernel, const LoopNode& node) {
+std::optional<std::pair<double, double>> CppSourcePrinter::clamp_epilogue(const Kernel& kernel, const LoopNode& node) {
   const ExternCall& call = node.extern_call;
-  if (!options_.constant_parameters || !(call.output_bound <= passes::kLargestBound)) return std::nullopt;
   const StridedView& out = call.outputs.at(0);
   const KernelStep* epilogue = sole_convolution_epilogue(kernel, out);
   if (epilogue == nullptr) return std::nullopt;
@@ -190,7 +190,20 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     shape += ", " + std::to_string(v);
   }
   const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
-  const std::optional<std::pair<double, double>> clip = activation == 0 ? bounded_clip_post_op(kernel, node) : std::nullopt;
+  std::optional<std::pair<double, double>> clip = activation == 0 ? clamp_epilogue(kernel, node) : std::nullopt;
+  if (clip) {
+    const bool relu = clip->first == 0.0 && std::isinf(clip->second);
+    const std::string what = relu ? "relu" : "clamp to [" + bound_text(clip->first) + ", " + bound_text(clip->second) + "]";
+    std::string why_not;
+    if (!options_.constant_parameters) why_not = "its weights may change between calls (no --freeze)";
+    else if (!(call.output_bound <= passes::kLargestBound))
+      why_not = "its output has no bound: " + (call.output_bound_note.empty() ? std::string("unknown") : call.output_bound_note);
+    kiln::log("post_ops", kernel.name + ": its " + what +
+                        (why_not.empty() ? " is oneDNN's post-op in calls whose inputs are within +-2^50 (|out| <= " +
+                                               bound_text(call.output_bound) + ")"
+                                         : " stays Kiln's loop: " + why_not));
+    if (!why_not.empty()) clip.reset();
+  }
   // has_bias, threads, winograd and constant_weights: kiln_convolution sets them
   if (clip) {
     checks_bounded_inputs_ = true;

@@ -176,10 +176,11 @@ class CppSourcePrinter : public CPrinter {
   // The activation oneDNN can apply for the convolution kernel's epilogue, and the buffer it then
   // writes (cpp_library_calls.cpp); {0, -1} when the epilogue stays Kiln's loop.
   std::pair<int, int> convolution_post_op(const Kernel& kernel, const StridedView& out);
-  // The bounds [low, high] of the convolution kernel's epilogue when it is a clamp (a relu: 0 and
-  // +infinity) that oneDNN may apply as its post-op in calls whose inputs are bounded: frozen
-  // weights and an output with a finite bound (ExternCall::output_bound); else nothing.
-  std::optional<std::pair<double, double>> bounded_clip_post_op(const Kernel& kernel, const LoopNode& node);
+  // The bounds [low, high] of the convolution kernel's epilogue when it is a clamp of the output
+  // alone (a relu: 0 and +infinity), which oneDNN may apply as its post-op in calls whose inputs
+  // are bounded where the weights are frozen and the output has a finite bound
+  // (ExternCall::output_bound); else nothing.
+  std::optional<std::pair<double, double>> clamp_epilogue(const Kernel& kernel, const LoopNode& node);
 
   // ---- cpp_entry_points.cpp
   void emit_support();

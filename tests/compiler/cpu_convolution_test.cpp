@@ -404,6 +404,17 @@ TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls
   // The loop program shows each bound the lowering found: all five convolutions'.
   EXPECT_EQ(count_of(dump_codegen_stage(graph, "loops", frozen), "for inputs within +-2^50"), 5u);
   EXPECT_EQ(count_of(dump_codegen_stage(graph, "loops", CodegenStageOptions{}), "|out| <="), 0u);
+  // KILN_LOG=post_ops says which clamps are post-ops, and why the others are not.
+  setenv("KILN_LOG", "post_ops", 1);
+  testing::internal::CaptureStderr();
+  dump_codegen_stage(graph, "cpp", frozen);
+  dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+  const std::string log = testing::internal::GetCapturedStderr();
+  unsetenv("KILN_LOG");
+  EXPECT_EQ(count_of(log, "kiln[post_ops]: "), 6u) << log;
+  EXPECT_EQ(count_of(log, "its clamp to [0, 6] is oneDNN's post-op in calls whose inputs are within +-2^50"), 2u) << log;
+  EXPECT_EQ(count_of(log, "its relu is oneDNN's post-op"), 1u) << log;
+  EXPECT_EQ(count_of(log, "stays Kiln's loop: its weights may change between calls (no --freeze)"), 3u) << log;
   Tensor x = test_support::random_tensor({2, 8, 10, 10}, DType::f32, 47);
   Tensor with_nan = x.clone();
   with_nan.data<float>()[800 + 13] = std::numeric_limits<float>::quiet_NaN();  // sample 1 only

@@ -83,10 +83,34 @@ TEST(ValueBounds, ANaNWeightMakesItsConvolutionUnknown) {
   EXPECT_EQ(bound(bounds, graph, "conv"), kInf);
   EXPECT_EQ(bound(bounds, graph, "depthwise"), kInf);
   EXPECT_EQ(bound(bounds, graph, "projected"), 2 * kBoundedInput) << "the other branch keeps its bound";
+  EXPECT_EQ(bound(bounds, graph, "w"), kInf);
+  EXPECT_EQ(bounds.unknown_reason(*graph.find("projected")), "");
+  EXPECT_EQ(bounds.unknown_reason(*graph.find("depthwise")), "%w holds a NaN or an infinity");
+}
+
+TEST(ValueBounds, TheReasonNamesWhereUnknownBoundsBegin) {
+  ir::Graph graph = block();
+  ValueBounds unfrozen(graph, /*frozen=*/false);
+  EXPECT_EQ(unfrozen.unknown_reason(*graph.find("relu")), "%w is a parameter that is not frozen");
+  ir::Graph large = block(filled({2, 4, 3, 3}, 1e14));
+  ValueBounds past(large, /*frozen=*/true);
+  EXPECT_EQ(past.unknown_reason(*large.find("relu")), "%conv (convolution) may reach 4.05e+30, past 1e30");
+  ir::Graph ops = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[4] = placeholder[target=x]\n"
+      "    %h : f16[4] = placeholder[target=h]\n"
+      "    %log = call_function[target=log](args = (%x,), kwargs = {})\n"
+      "    %sig = call_function[target=sigmoid](args = (%log,), kwargs = {})\n"
+      "    %hx = call_function[target=cast](args = (%h, f32), kwargs = {})\n"
+      "    return (sig, hx)\n",
+      "reasons.kiln");
+  ValueBounds reasons(ops, /*frozen=*/true);
+  EXPECT_EQ(reasons.unknown_reason(*ops.find("sig")), "%log (log) has no bound rule for its operands");
+  EXPECT_EQ(reasons.unknown_reason(*ops.find("hx")), "%h is a f16 input (only f32 and f64 inputs are checked)");
 }
 
 TEST(ValueBounds, BoundsPastTheLargestAreUnknown) {
-  // Weights of 1e14: 18e14 x 2^50 = 2e30 > kLargestBound.
+  // Weights of 1e14: 36 of them per output channel, 36e14 x 2^50 = 4.05e30 > kLargestBound.
   ir::Graph graph = block(filled({2, 4, 3, 3}, 1e14));
   ValueBounds bounds(graph, /*frozen=*/true);
   EXPECT_EQ(bound(bounds, graph, "conv"), kInf);
