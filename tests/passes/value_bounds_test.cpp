@@ -88,6 +88,26 @@ TEST(ValueBounds, ANaNWeightMakesItsConvolutionUnknown) {
   EXPECT_EQ(bounds.unknown_reason(*graph.find("depthwise")), "%w holds a NaN or an infinity");
 }
 
+TEST(ValueBounds, ANaNBiasMakesItsConvolutionUnknown) {
+  // block() with b = [-2, NaN]: conv's second channel is NaN wherever its weights are.
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w", filled({2, 4, 3, 3}, 0.5)},
+      {"b", Tensor::from_vector<float>({2}, {-2.0f, std::numeric_limits<float>::quiet_NaN()}, DType::f32)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[1, 4, 8, 8] = placeholder[target=x]\n"
+      "    %w : f32[2, 4, 3, 3] = get_attr[target=w]\n"
+      "    %b : f32[2] = get_attr[target=b]\n"
+      "    %conv = call_function[target=convolution](args = (%x, %w, %b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %relu6 = call_function[target=clamp](args = (%conv, 0.0, 6.0), kwargs = {})\n"
+      "    return (relu6,)\n",
+      "nan_bias.kiln", parameters);
+  ValueBounds bounds(graph, /*frozen=*/true);
+  EXPECT_EQ(bound(bounds, graph, "b"), kInf);
+  EXPECT_EQ(bound(bounds, graph, "conv"), kInf);
+  EXPECT_EQ(bounds.unknown_reason(*graph.find("relu6")), "%b holds a NaN or an infinity");
+}
+
 TEST(ValueBounds, TheReasonNamesWhereUnknownBoundsBegin) {
   ir::Graph graph = block();
   ValueBounds unfrozen(graph, /*frozen=*/false);
