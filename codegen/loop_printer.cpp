@@ -167,7 +167,7 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
       if (call.kind == ExternKind::Convolution && std::isfinite(call.output_bound)) {
         char bound[32];
         std::snprintf(bound, sizeof bound, "%.3g", call.output_bound);
-        out << "  |out| <= " << bound << " for inputs within +-2^" << int(std::log2(passes::kBoundedInput));
+        out << "  |out| <= " << bound << " for inputs within " << passes::kBoundedInputText;
       }
       out << "\n";
       break;

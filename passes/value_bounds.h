@@ -32,6 +32,7 @@ namespace kiln::passes {
 // audio sample or feature a model takes, and low enough that the first layers' bounds (before any
 // clamp) stay far from overflow.
 inline constexpr double kBoundedInput = 0x1p50;
+inline constexpr const char* kBoundedInputText = "+-2^50";  // as messages and dumps say it
 // Bounds past this are unknown (see the file's comment).
 inline constexpr double kLargestBound = 1e30;
 

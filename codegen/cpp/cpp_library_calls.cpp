@@ -191,26 +191,27 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   }
   const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
   std::optional<std::pair<double, double>> clip = activation == 0 ? clamp_epilogue(kernel, node) : std::nullopt;
+  const std::string bounded_calls = std::string("calls whose inputs are within ") + passes::kBoundedInputText;
+  bool relu = false;
+  std::string clip_text;
   if (clip) {
-    const bool relu = clip->first == 0.0 && std::isinf(clip->second);
-    const std::string what = relu ? "relu" : "clamp to [" + bound_text(clip->first) + ", " + bound_text(clip->second) + "]";
+    const auto [low, high] = *clip;
+    relu = low == 0.0 && std::isinf(high);
+    clip_text = relu ? "relu" : "clamp to [" + bound_text(low) + ", " + bound_text(high) + "]";
     std::string why_not;
     if (!options_.constant_parameters) why_not = "its weights may change between calls (no --freeze)";
     else if (!(call.output_bound <= passes::kLargestBound))
       why_not = "its output has no bound: " + (call.output_bound_note.empty() ? std::string("unknown") : call.output_bound_note);
-    kiln::log("post_ops", kernel.name + ": its " + what +
-                        (why_not.empty() ? " is oneDNN's post-op in calls whose inputs are within +-2^50 (|out| <= " +
-                                               bound_text(call.output_bound) + ")"
-                                         : " stays Kiln's loop: " + why_not));
+    kiln::log("post_ops", kernel.name + ": its " + clip_text +
+                              (why_not.empty() ? " is oneDNN's post-op in " + bounded_calls + " (|out| <= " +
+                                                     bound_text(call.output_bound) + ")"
+                                               : " stays Kiln's loop: " + why_not));
     if (!why_not.empty()) clip.reset();
   }
   // has_bias, threads, winograd and constant_weights: kiln_convolution sets them
   if (clip) {
     checks_bounded_inputs_ = true;
-    const bool relu = clip->first == 0.0 && std::isinf(clip->second);
-    w_.line(std::string("// the epilogue (") + (relu ? "a relu" : "a clamp to [" + bound_text(clip->first) + ", " + bound_text(clip->second) + "]") +
-            ") as oneDNN's " + (relu ? "relu" : "clip") + " post-op in calls whose inputs are within +-2^" +
-            std::to_string(int(std::log2(passes::kBoundedInput))));
+    w_.line("// the epilogue (a " + clip_text + ") as oneDNN's " + (relu ? "relu" : "clip") + " post-op in " + bounded_calls);
     w_.line("// (kiln_inputs_bounded): the convolution's output is then within +-" + bound_text(call.output_bound) +
             " (passes/value_bounds.h), so it has");
     w_.line("// no NaN the post-op would turn into 0; in other calls, Kiln's loop after it");
@@ -240,8 +241,10 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   // oneDNN's team (emit_onednn_team): a small convolution (LeNet's) runs on the calling thread.
   std::string macs = "(" + index_text(numel(out.shape)) + ") * (" + index_text(weight.shape[1]) + ") * (" +
                      index_text(weight.shape[2]) + ") * (" + index_text(weight.shape[3]) + ")";
-  if (uses_pool()) w_.line("bool on_team = false;  // the convolution ran on OpenMP's team: so does its epilogue");
-  if (uses_pool()) w_.line("(void)on_team;");
+  if (uses_pool()) {
+    w_.line("bool on_team = false;  // the convolution ran on OpenMP's team: so does its epilogue");
+    w_.line("(void)on_team;");
+  }
   emit_onednn_team(macs);
   w_.line("const int convolved = " + convolve + ";");
   w_.line("omp_set_num_threads(omp_threads);");
