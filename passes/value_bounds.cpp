@@ -164,12 +164,12 @@ std::string ValueBounds::unknown_reason(const Node& node) const {
   if (at->op() == ir::OpKind::placeholder)
     return name + " is a " + std::string(dtype_name(at->value().dtype)) + " input (only f32 and f64 inputs are checked)";
   if (at->op() == ir::OpKind::get_attr)
-    return frozen_value(at) ? name + " holds a NaN or an infinity" : name + " is a parameter that is not frozen";
+    return frozen_value(at) ? name + " holds a NaN, an infinity or a value past 1e30" : name + " is a parameter that is not frozen";
   const std::vector<double> raw = rule(*at);
   if (!raw.empty() && std::isfinite(raw[0])) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3g", raw[0]);
-    return name + " (" + at->target() + ") may reach " + text + ", past " + "1e30";
+    return name + " (" + at->target() + ") may reach " + text + ", past 1e30";
   }
   return name + " (" + at->target() + ") has no bound rule for its operands";
 }

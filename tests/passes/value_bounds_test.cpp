@@ -85,7 +85,7 @@ TEST(ValueBounds, ANaNWeightMakesItsConvolutionUnknown) {
   EXPECT_EQ(bound(bounds, graph, "projected"), 2 * kBoundedInput) << "the other branch keeps its bound";
   EXPECT_EQ(bound(bounds, graph, "w"), kInf);
   EXPECT_EQ(bounds.unknown_reason(*graph.find("projected")), "");
-  EXPECT_EQ(bounds.unknown_reason(*graph.find("depthwise")), "%w holds a NaN or an infinity");
+  EXPECT_EQ(bounds.unknown_reason(*graph.find("depthwise")), "%w holds a NaN, an infinity or a value past 1e30");
 }
 
 TEST(ValueBounds, ANaNBiasMakesItsConvolutionUnknown) {
@@ -105,7 +105,7 @@ TEST(ValueBounds, ANaNBiasMakesItsConvolutionUnknown) {
   ValueBounds bounds(graph, /*frozen=*/true);
   EXPECT_EQ(bound(bounds, graph, "b"), kInf);
   EXPECT_EQ(bound(bounds, graph, "conv"), kInf);
-  EXPECT_EQ(bounds.unknown_reason(*graph.find("relu6")), "%b holds a NaN or an infinity");
+  EXPECT_EQ(bounds.unknown_reason(*graph.find("relu6")), "%b holds a NaN, an infinity or a value past 1e30");
 }
 
 TEST(ValueBounds, TheReasonNamesWhereUnknownBoundsBegin) {
