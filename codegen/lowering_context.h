@@ -69,6 +69,12 @@ std::vector<SymInt> broadcast_index(const SymShape& shape, const SymShape& out_s
 // Whether `a` <= `b` is provable from SymInt's canonical simplification.
 bool provably_le(const SymInt& a, const SymInt& b);
 
+// Makes the last two dims of `view` a BLAS-usable matrix layout: a unit stride in one dim and
+// a leading stride at least the other dim's size (an emitter clamps a zero leading stride of
+// an empty matrix to 1). Adjusts the strides of size-1 dims, which address nothing. False when
+// no such layout exists (lowering_linear_algebra.cpp).
+bool make_matrix_layout(StridedView& view);
+
 // Adds an ExternKind::Gemm node `name` of the graph node being lowered: out = a @ b
 // (lowering_linear_algebra.cpp).
 class Lowerer;

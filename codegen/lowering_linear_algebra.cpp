@@ -17,25 +17,6 @@ namespace {
 
 bool gemm_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
-// Makes the last two dims of `view` a BLAS-usable matrix layout: a unit stride in one dim and
-// a leading stride at least the other dim's size (an emitter clamps a zero leading stride of
-// an empty matrix to 1). Adjusts the strides of size-1 dims, which address nothing. False when
-// no such layout exists.
-bool make_matrix_layout(StridedView& view) {
-  size_t rows = view.shape.size() - 2, cols = view.shape.size() - 1;
-  for (bool row_major : {true, false}) {
-    StridedView candidate = view;
-    size_t unit = row_major ? cols : rows, lead = row_major ? rows : cols;
-    if (candidate.shape[unit] == SymInt(1)) candidate.strides[unit] = SymInt(1);
-    if (!(candidate.strides[unit] == SymInt(1))) continue;
-    if (candidate.shape[lead] == SymInt(1)) candidate.strides[lead] = candidate.shape[unit];
-    if (!provably_le(candidate.shape[unit], candidate.strides[lead])) continue;
-    view = candidate;
-    return true;
-  }
-  return false;
-}
-
 // `value` (rank >= 1) as a Gemm operand of batch shape `batch`: a 1-d value becomes [1, k]
 // (left operand) or [k, 1] (right operand); nullopt when its accessor is not affine or, with
 // `need_layout`, when its matrix dims have no usable layout.
@@ -78,6 +59,21 @@ StridedView gemm_operand(Lowerer& lowerer, const Accessor& value, bool left, con
 }
 
 }  // namespace
+
+bool make_matrix_layout(StridedView& view) {
+  size_t rows = view.shape.size() - 2, cols = view.shape.size() - 1;
+  for (bool row_major : {true, false}) {
+    StridedView candidate = view;
+    size_t unit = row_major ? cols : rows, lead = row_major ? rows : cols;
+    if (candidate.shape[unit] == SymInt(1)) candidate.strides[unit] = SymInt(1);
+    if (!(candidate.strides[unit] == SymInt(1))) continue;
+    if (candidate.shape[lead] == SymInt(1)) candidate.strides[lead] = candidate.shape[unit];
+    if (!provably_le(candidate.shape[unit], candidate.strides[lead])) continue;
+    view = candidate;
+    return true;
+  }
+  return false;
+}
 
 void add_gemm(Lowerer& lowerer, const std::string& name, StridedView a, StridedView b, StridedView out) {
   LoopNode node;

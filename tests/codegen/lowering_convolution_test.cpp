@@ -4,8 +4,9 @@
 // evaluator's reference convolution (2-d f32 with groups, stride, asymmetric padding, dilation,
 // bias, depthwise, 1x1), the layout flowing from one convolution through pointwise nodes and
 // pools into the next without another transposing copy, graph outputs written back in the
-// graph's NCHW layout, values read through views (flatten into a matmul), and what stays on
-// im2col + GEMM (f64, 1-d and 3-d convolutions).
+// graph's NCHW layout, values read through views (flatten into a matmul), what stays on
+// im2col + GEMM (f64, 1-d and 3-d convolutions), and fully connected layers written as
+// convolutions (1x1 kernel, 1x1 output) lowered as one GEMM.
 #include <gtest/gtest.h>
 
 #include "tests/codegen/lowering_test_support.h"
@@ -103,6 +104,73 @@ TEST(LoweringLibraryConvolution, OtherRanksAndDtypesStayOnIm2col) {
     EXPECT_EQ(kinds["Convolution"], 0) << declaration;
     EXPECT_EQ(kinds["Gemm"], 1) << declaration;
     EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 6), library()), "") << declaration;
+  }
+}
+
+TEST(LoweringLibraryConvolution, FullyConnectedLayersAreOneGemm) {
+  // 1x1 kernel, no padding, one group, a 1x1 output: one GEMM [N, C] @ [C, O] reading the input
+  // in place, whatever its layout where it has one; in f32 and f64, 2-d and 1-d.
+  struct Case {
+    std::string input, weight, bias, stride;
+    bool gemm;
+  };
+  const Case cases[] = {
+      {"f32[3, 6, 1, 1]", "f32[5, 6, 1, 1]", "f32[5]", "[1, 1]", true},
+      {"f32[1, 6, 1, 1]", "f32[5, 6, 1, 1]", "", "[1, 1]", true},
+      {"f64[2, 6, 1, 1]", "f64[5, 6, 1, 1]", "f64[5]", "[1, 1]", true},
+      {"f32[2, 4, 1]", "f32[3, 4, 1]", "f32[3]", "[1]", true},
+      {"f32[2, 4, 1]", "f32[3, 4, 1]", "f32[3]", "[2]", true},
+      // Stride 3 over 3x3: the output is 1x1 but an NCHW image's channels are 9 apart, which no
+      // BLAS matrix reads: a library convolution as before.
+      {"f32[2, 4, 3, 3]", "f32[5, 4, 1, 1]", "", "[3, 3]", false},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> inputs = {"x: " + c.input, "w: " + c.weight};
+    if (!c.bias.empty()) inputs.push_back("b: " + c.bias);
+    std::string args = "%x, %w, " + std::string(c.bias.empty() ? "None" : "%b") + ", " + c.stride + ", [0], [1], False, [0], 1";
+    ir::Graph graph = parse(graph_text(inputs, {op_line("y", "convolution", args)}, "y"));
+    EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 7), library()), "") << c.input << " " << args;
+    EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 7), LoweringOptions{}), "") << c.input << " " << args;
+    std::map<std::string, int> kinds = node_kinds(lower(graph, library()));
+    EXPECT_EQ(kinds["Gemm"], c.gemm ? 1 : 0) << c.input << " " << args;
+    EXPECT_EQ(kinds["Convolution"], c.gemm ? 0 : 1) << c.input << " " << args;
+  }
+  // Two groups or padding: convolutions.
+  for (const std::string& args : {std::string("%x, %w2, None, [1, 1], [0], [1], False, [0], 2"),
+                                  std::string("%x, %w, None, [1, 1], [1, 1], [1], False, [0], 1")}) {
+    ir::Graph graph = parse(graph_text({"x: f32[2, 6, 1, 1]", "w: f32[4, 6, 1, 1]", "w2: f32[4, 3, 1, 1]"},
+                                       {op_line("y", "convolution", args)}, "y"));
+    EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 8), library()), "") << args;
+    EXPECT_EQ(node_kinds(lower(graph, library()))["Convolution"], 1) << args;
+  }
+}
+
+TEST(LoweringLibraryConvolution, SqueezeAndExcitationReadsChannelsLastValuesInPlace) {
+  // conv -> global average pool -> fc1 (a 1x1 convolution) -> silu -> fc2 -> sigmoid -> scale
+  // the conv's output; and a 3x3 convolution of a 3x3 image (a 1x1 output, channels-last) into a
+  // 1x1 one. The layers read the channels-last buffers of the pool and the convolution, no copy.
+  ir::Graph graph = parse(graph_text(
+      {"x: f32[2, 3, 5, 5]", "w: f32[8, 3, 3, 3]", "w1: f32[4, 8, 1, 1]", "b1: f32[4]", "w2: f32[8, 4, 1, 1]",
+       "b2: f32[8]", "u: f32[2, 3, 3, 3]", "wu: f32[6, 3, 3, 3]", "wv: f32[5, 6, 1, 1]"},
+      {op_line("c", "convolution", "%x, %w, None, [1, 1], [1, 1], [1, 1], False, [0], 1"),
+       op_line("g", "adaptive_avg_pool", "%c, [1, 1]"),
+       op_line("f1", "convolution", "%g, %w1, %b1, [1, 1], [0, 0], [1, 1], False, [0], 1"),
+       op_line("s1", "silu", "%f1"),
+       op_line("f2", "convolution", "%s1, %w2, %b2, [1, 1], [0, 0], [1, 1], False, [0], 1"),
+       op_line("s2", "sigmoid", "%f2"), op_line("y", "mul", "%c, %s2"),
+       op_line("cu", "convolution", "%u, %wu, None, [1, 1], [0, 0], [1, 1], False, [0], 1"),
+       op_line("z", "convolution", "%cu, %wv, None, [1, 1], [0, 0], [1, 1], False, [0], 1")},
+      "y, z"));
+  EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 9), library()), "");
+  LoopProgram program = lower(graph, library());
+  std::map<std::string, int> kinds = node_kinds(program);
+  EXPECT_EQ(kinds["Convolution"], 2);
+  EXPECT_EQ(kinds["Gemm"], 3);
+  EXPECT_EQ(transposing_copies(program), 2);  // x and u, into the two 3x3 convolutions
+  for (const LoopNode& node : program.nodes) {
+    if (node.kind == NodeKind::Extern && node.name == "z") {
+      EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).name, "cu");
+    }
   }
 }
 

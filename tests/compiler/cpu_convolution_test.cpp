@@ -392,6 +392,56 @@ ir::Graph inverted_residual(int64_t batch) {
       "inverted_residual.kiln", parameters);
 }
 
+// EfficientNet's squeeze-and-excitation: a depthwise convolution, its global average pool, two
+// 1x1 convolutions of the pooled [N, C, 1, 1] (fully connected layers: one GEMM each, reading the
+// pool's channels-last buffer in place) with silu and sigmoid, and the scale of the depthwise
+// output; compiled with and without frozen weights, at batch 1 and 3, on 1 and 2 threads.
+TEST(CpuConvolution, SqueezeAndExcitationLayersAreGemmsThatMatchTheInterpreter) {
+  for (int64_t batch : {1, 3}) {
+    std::map<std::string, Tensor, std::less<>> parameters = {
+        {"dw", test_support::random_tensor({24, 1, 3, 3}, DType::f32, 61, -0.5, 0.5)},
+        {"fc1", test_support::random_tensor({6, 24, 1, 1}, DType::f32, 62, -0.5, 0.5)},
+        {"fc1_bias", test_support::random_tensor({6}, DType::f32, 63)},
+        {"fc2", test_support::random_tensor({24, 6, 1, 1}, DType::f32, 64, -0.5, 0.5)},
+        {"fc2_bias", test_support::random_tensor({24}, DType::f32, 65)}};
+    const std::string b = std::to_string(batch);
+    ir::Graph graph = ir::parse_graph(
+        "graph():\n"
+        "    %x : f32[" + b + ", 24, 9, 9] = placeholder[target=x]\n"
+        "    %dw : f32[24, 1, 3, 3] = get_attr[target=dw]\n"
+        "    %fc1 : f32[6, 24, 1, 1] = get_attr[target=fc1]\n"
+        "    %fc1_bias : f32[6] = get_attr[target=fc1_bias]\n"
+        "    %fc2 : f32[24, 6, 1, 1] = get_attr[target=fc2]\n"
+        "    %fc2_bias : f32[24] = get_attr[target=fc2_bias]\n"
+        "    %d = call_function[target=convolution](args = (%x, %dw, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 24), kwargs = {})\n"
+        "    %a = call_function[target=silu](args = (%d,), kwargs = {})\n"
+        "    %g = call_function[target=adaptive_avg_pool](args = (%a, [1, 1]), kwargs = {})\n"
+        "    %f1 = call_function[target=convolution](args = (%g, %fc1, %fc1_bias, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+        "    %s1 = call_function[target=silu](args = (%f1,), kwargs = {})\n"
+        "    %f2 = call_function[target=convolution](args = (%s1, %fc2, %fc2_bias, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+        "    %s2 = call_function[target=sigmoid](args = (%f2,), kwargs = {})\n"
+        "    %y = call_function[target=mul](args = (%a, %s2), kwargs = {})\n"
+        "    return (y,)\n",
+        "squeeze_excitation.kiln", parameters);
+    for (bool freeze : {false, true}) {
+      CodegenStageOptions stage;
+      stage.freeze = freeze;
+      const std::string loops = dump_codegen_stage(graph, "loops", stage);
+      // Without oneDNN the depthwise convolution is a GEMM as well (im2col).
+      EXPECT_EQ(count_of(loops, ": Extern Gemm"), built_with_onednn() ? 2u : 3u) << loops;
+      EXPECT_EQ(count_of(loops, ": Extern Convolution"), built_with_onednn() ? 1u : 0u) << loops;
+      std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({batch, 24, 9, 9}, DType::f32, 66)}};
+      std::vector<Tensor> expected = ir::interpret(graph, inputs);
+      CompiledModel model = compile(graph, options(freeze));
+      for (int threads : {1, 2}) {
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "")
+            << "batch " << batch << ", freeze " << freeze << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls) {
   if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
   ir::Graph graph = inverted_residual(2);
@@ -435,16 +485,16 @@ TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls
     std::vector<Tensor> expected = ir::interpret(graph, inputs);
     for (int threads : {1, 2}) {
       std::vector<Tensor> actual;
-      std::string log = onednn_log_of([&] { actual = model.run(inputs, threads); });
+      std::string onednn = onednn_log_of([&] { actual = model.run(inputs, threads); });
       EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << c.name << ", " << threads << " threads";
-      if (log.empty()) continue;
+      if (onednn.empty()) continue;
       // The three post-ops run in a call, or in each chunk of a batch split (one sample each
       // here), whose inputs are all in range.
-      const size_t post_ops = count_of(log, "post-ops:eltwise_clip") + count_of(log, "post-ops:eltwise_relu");
-      const size_t chunks = count_of(log, "alg:convolution_direct") / 5;
-      ASSERT_TRUE(chunks == 1 || chunks == 2) << log;
+      const size_t post_ops = count_of(onednn, "post-ops:eltwise_clip") + count_of(onednn, "post-ops:eltwise_relu");
+      const size_t chunks = count_of(onednn, "alg:convolution_direct") / 5;
+      ASSERT_TRUE(chunks == 1 || chunks == 2) << onednn;
       const size_t bounded_calls = chunks == 1 ? (c.bounded_samples == 2 ? 1 : 0) : size_t(c.bounded_samples);
-      EXPECT_EQ(post_ops, 3 * bounded_calls) << c.name << ", " << threads << " threads, " << chunks << " chunk(s): " << log;
+      EXPECT_EQ(post_ops, 3 * bounded_calls) << c.name << ", " << threads << " threads, " << chunks << " chunk(s): " << onednn;
     }
   }
 }
