@@ -30,14 +30,19 @@ CppModule CppSourcePrinter::run() {
   w_.raw("\n");
   module_.fixed_end = w_.str().size();
   emit_support();
-  bool convolutions = false;
+  bool convolutions = false, batched_matmuls = false;
   for (const LoopNode& node : p_.nodes) {
     if (node.kind == NodeKind::Extern && node.extern_call.kind == ExternKind::Convolution) convolutions = true;
     if (node.kind == NodeKind::Extern && library_matmul(node)) convolutions = true;  // the same glue
+    // Batches of GEMMs with their own right operands: the glue too, but on the pool no team.
+    if (node.kind == NodeKind::Extern && node.extern_call.kind == ExternKind::Gemm &&
+        batched_runtime_matmul(node, node.extern_call.inputs.at(0), node.extern_call.inputs.at(1),
+                               node.extern_call.outputs.at(0)))
+      batched_matmuls = true;
   }
-  if (convolutions) {
+  if (convolutions || batched_matmuls) {
     // A library call on OpenMP's team hands its epilogue to that team (on_team_).
-    if (uses_pool()) {
+    if (uses_pool() && convolutions) {
       w_.raw(cpp_openmp_team());
       w_.raw("\n");
     }

@@ -363,6 +363,16 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     w_.line("return 0;");
     w_.close();
   }
+  if (batch_rank > 0 && !rows_dim && !folds) {
+    if (std::optional<std::array<SymInt, 3>> strides = batched_runtime_matmul(node, a, b, c)) {
+      // oneDNN's matmul over the batch where it is worth a team, else OpenBLAS below.
+      w_.open("if (" + index_text(batch * c.shape[rank - 2]) + " * N * K >= " + std::to_string(kTeamMacs) +
+              " && kiln_runtime_b_matmul_allowed())");
+      emit_batched_runtime_matmul(kernel, a, b, c, batch, *strides);
+      w_.line("return 0;");
+      w_.close();
+    }
+  }
   if (batch_rank > 0 && !rows_dim) {
     if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
       emit_folded_gemm(kernel, a, b, c, *row_stride, batch, t);
@@ -551,7 +561,7 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0;");
   w_.close();
   w_.open("else");
-  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N, 0, " + std::string(options_.constant_parameters ? "0" : "1") + "};");
+  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N, 0, " + std::string(options_.constant_parameters ? "0" : "1") + ", 1, 0, 0, 0};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   w_.line("int multiplied;");
   emit_matmul_blocks(kernel, "rows", "1", b_pointer, [&] {
@@ -592,7 +602,7 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
-  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") + "};");
+  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") + ", 1, 0, 0, 0};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("int multiplied = 0;");
@@ -622,6 +632,102 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   // Over the output's own dims (`c` may have a batch dim swapped in as the rows).
   on_team_ = "on_team";
   emit_matmul_epilogue(kernel, node.extern_call.outputs.at(0));
+  on_team_.clear();
+}
+
+// The stride of `view` over its first `batch_rank` dims when they walk memory as one dim (each
+// dim's stride the next one's times its size; dims of size 1 skipped); nothing otherwise.
+static std::optional<SymInt> collapsed_batch_stride(const StridedView& view, size_t batch_rank) {
+  std::optional<SymInt> inner;  // the stride of the innermost batch dim of more than one element
+  SymInt expected;              // the stride the next dim out must have
+  for (size_t i = batch_rank; i-- > 0;) {
+    if (view.shape[i] == SymInt(1)) continue;
+    if (!inner) {
+      inner = view.strides[i];
+    } else if (!(view.strides[i] == expected)) {
+      return std::nullopt;
+    }
+    expected = view.strides[i] * view.shape[i];
+  }
+  return inner ? inner : std::optional<SymInt>(SymInt(0));
+}
+
+std::optional<std::array<SymInt, 3>> CppSourcePrinter::batched_runtime_matmul(const LoopNode& node, const StridedView& a,
+                                                                              const StridedView& b, const StridedView& c) {
+  if (!options_.library_matmul || p_.buffer(c.buffer).dtype != DType::f32) return std::nullopt;
+  const size_t batch_rank = c.shape.size() - 2;
+  if (batch_rank == 0 || node.extern_call.kind != ExternKind::Gemm) return std::nullopt;
+  std::optional<SymInt> sa = collapsed_batch_stride(a, batch_rank), sb = collapsed_batch_stride(b, batch_rank),
+                        sc = collapsed_batch_stride(c, batch_rank);
+  // A right operand shared by the batch (stride 0) is the other paths' (folded, or one GEMM each).
+  if (!sa || !sb || !sc || *sb == SymInt(0) || !(c.strides[batch_rank + 1] == SymInt(1))) return std::nullopt;
+  return std::array<SymInt, 3>{*sa, *sb, *sc};
+}
+
+// oneDNN's matmul over a batch of GEMMs with their own operands, [batch, M, K] @ [batch, K, N]
+// (KilnMatmulShape::batch; B read in place): on the pool, the batch in one slice per thread, each
+// slice one matmul on one thread (attention's 128 x 64 x 128 products ran 1.3-1.4x faster so
+// than as OpenBLAS calls side by side; on OpenMP's team instead, waking it for two small GEMMs a
+// layer made a batch-1 encoder layer 20% slower: bench/README.md); in a module whose loops run on
+// OpenMP's team, on that team. Then the epilogue.
+void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const StridedView& a, const StridedView& b,
+                                                   const StridedView& c, const SymInt& batch,
+                                                   const std::array<SymInt, 3>& strides) {
+  const size_t rank = c.shape.size();
+  module_.uses_dnnl = true;
+  w_.line("// a batch of GEMMs with their own right operands: oneDNN's matmul over the batch, reading them in place");
+  w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
+  w_.line("const int64_t batch = " + index_text(batch) + ";");
+  w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
+  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, " + index_text(c.strides[rank - 2]) +
+          ", 0, 1, batch, " + index_text(strides[0]) + ", " + index_text(strides[1]) + ", " + index_text(strides[2]) + "};");
+  w_.line("const float* pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
+  w_.line("const float* pb = " + buf(b.buffer) + " + (" + index_text(b.offset) + ");");
+  w_.line("float* pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
+  w_.line("int multiplied = 0;");
+  w_.line("bool on_team = false;  // the matmul ran on OpenMP's team: so does its epilogue");
+  w_.line("(void)on_team;");
+  w_.open("if (K == 0)");
+  w_.line("for (int64_t bi = 0; bi < batch; ++bi) for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[bi * (" +
+          index_text(strides[2]) + ") + m * shape.ldc + n] = 0;");
+  w_.close();
+  if (uses_pool()) {
+    w_.open("else");
+    w_.line("const int64_t parts = kiln_pool_threads() < batch ? kiln_pool_threads() : batch;");
+    w_.line("const int64_t per_part = (batch + parts - 1) / parts;");
+    w_.line("const int omp_threads = omp_get_max_threads();");
+    w_.line("omp_set_num_threads(1);");
+    w_.open("auto slices = [&](int64_t s0, int64_t s1)");
+    w_.open("for (int64_t s = s0; s < s1; ++s)");
+    w_.line("const int64_t b0 = s * per_part, count = batch - b0 < per_part ? batch - b0 : per_part;");
+    w_.line("if (count <= 0) continue;");
+    w_.line("KilnMatmulShape part = shape;");
+    w_.line("part.batch = count;");
+    w_.line("char error[512];");
+    w_.open("if (kiln_matmul(&cache, part, pa + b0 * shape.batch_stride_a, pb + b0 * shape.batch_stride_b, pc + b0 * "
+            "shape.batch_stride_c, \"" + kernel.name + "\", error, sizeof error) != 0)");
+    // The first slice that fails tells why (the others' messages would race for args->error).
+    w_.line("int none = 0;");
+    w_.open("if (__atomic_compare_exchange_n(&multiplied, &none, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))");
+    w_.line("for (int64_t i = 0; i + 1 < args->error_capacity && (args->error[i] = error[i]) != 0; ++i) {}");
+    w_.close();
+    w_.close();
+    w_.close();
+    w_.close(";");
+    w_.line("kiln_parallel_for(parts, slices);");
+    w_.line("omp_set_num_threads(omp_threads);");
+    w_.close();
+  } else {
+    w_.open("else");
+    emit_onednn_team("batch * M * N * K");
+    w_.line("multiplied = kiln_matmul(&cache, shape, pa, pb, pc, \"" + kernel.name + "\", args->error, args->error_capacity);");
+    w_.line("omp_set_num_threads(omp_threads);");
+    w_.close();
+  }
+  w_.line("if (multiplied != 0) return 1;");
+  // On the pool the epilogue runs on the pool; on OpenMP's team, on that team.
+  if (!uses_pool()) on_team_ = "on_team";
+  emit_matmul_epilogue(kernel, c);
   on_team_.clear();
 }
 

@@ -10,6 +10,7 @@
 // Internal to codegen/cpp.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <set>
@@ -162,6 +163,13 @@ class CppSourcePrinter : public CPrinter {
                            const SymInt& row_stride);
   void emit_batched_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& batch,
                                    const std::vector<std::string>& vars);
+  // A batch of GEMMs, each with its own right operand (attention's Q K^T and P V), whose batch
+  // dims walk A, B and C at one stride each: one oneDNN matmul over the batch; the strides, or
+  // nothing where it stays on BLAS.
+  std::optional<std::array<SymInt, 3>> batched_runtime_matmul(const LoopNode& node, const StridedView& a,
+                                                              const StridedView& b, const StridedView& c);
+  void emit_batched_runtime_matmul(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
+                                   const SymInt& batch, const std::array<SymInt, 3>& strides);
   void emit_matmul_epilogue(const Kernel& kernel, const StridedView& c);
   void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);
   void emit_onednn_team(const std::string& macs);

@@ -38,7 +38,9 @@
 // compiled without frozen parameters: KilnMatmulShape::runtime_b) is read in place on every call,
 // in its own layout, which oneDNN's brgemm matmul takes (row-major or transposed with dense rows;
 // its own sgemm other leading dims): about 1.6x OpenBLAS's speed on an MLP's 64 x 784 x 128
-// (bench/README.md). A KilnMatmulCache keeps the primitives of the
+// (bench/README.md). A batch of GEMMs with their own operands (attention's Q K^T and P V, whose
+// right operand is an activation: KilnMatmulShape::batch, batch strides) is one matmul over
+// [batch, M, K] @ [batch, K, N], B read in place. A KilnMatmulCache keeps the primitives of the
 // last few (M, thread count) as the convolutions' cache does. kiln_matmul_rows runs such a GEMM
 // (or a batch of them sharing B) as blocks of rows on the caller's own threads (Kiln's pool), each
 // a one-thread matmul, so that no OpenMP team starts beside the pool.
@@ -681,6 +683,9 @@ typedef struct KilnMatmulShape {
   int64_t ldc;       // C's row stride (N when its rows are dense)
   int64_t borrowed;  // 1: the entry reads another entry's packed B (kiln_matmul_rows' last block)
   int64_t runtime_b;  // 1: B may change between calls (not frozen): read in place on every call
+  // A batch of `batch` GEMMs (> 1), each with its own A, B and C, `batch_stride_*` elements apart
+  // (attention's Q K^T and P V: B is an activation, so runtime_b); 0 or 1 for one GEMM.
+  int64_t batch, batch_stride_a, batch_stride_b, batch_stride_c;
 } KilnMatmulShape;
 
 typedef struct KilnMatmulEntry {
@@ -721,8 +726,15 @@ static void kiln_release_matmul(KilnMatmulEntry* e) {
   __builtin_memset(e, 0, sizeof(*e));
 }
 
-// A [rows, cols] matrix in a CBLAS layout as oneDNN strides.
-static dnnl_status_t kiln_matrix_md(dnnl_memory_desc_t* md, int64_t rows, int64_t cols, int64_t trans, int64_t ld) {
+// A [rows, cols] matrix in a CBLAS layout as oneDNN strides; with `batch` > 1, [batch, rows, cols]
+// with the matrices `batch_stride` elements apart.
+static dnnl_status_t kiln_matrix_md(dnnl_memory_desc_t* md, int64_t rows, int64_t cols, int64_t trans, int64_t ld,
+                                    int64_t batch = 1, int64_t batch_stride = 0) {
+  if (batch > 1) {
+    dnnl_dims_t dims = {batch, rows, cols};
+    dnnl_dims_t strides = {batch_stride, trans == 111 ? ld : 1, trans == 111 ? 1 : ld};
+    return dnnl_memory_desc_init_by_strides(md, 3, dims, dnnl_f32, strides);
+  }
   dnnl_dims_t dims = {rows, cols};
   dnnl_dims_t strides = {trans == 111 ? ld : 1, trans == 111 ? 1 : ld};
   return dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides);
@@ -738,9 +750,10 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   if (!engine) return kiln_dnnl_failure(name, "engine creation", dnnl_runtime_error, error, capacity);
   e->shape = *s;
   dnnl_memory_desc_t src_md, weights_plain_md, weights_any_md, dst_md;
-  dnnl_dims_t weights_dims = {s->k, s->n}, dst_dims = {s->m, s->n};
-  KILN_DNNL_TRY(kiln_matrix_md(&src_md, s->m, s->k, s->trans_a, s->lda), "source descriptor");
-  KILN_DNNL_TRY(kiln_matrix_md(&weights_plain_md, s->k, s->n, s->trans_b, s->ldb), "weights descriptor");
+  dnnl_dims_t weights_dims = {s->k, s->n};
+  KILN_DNNL_TRY(kiln_matrix_md(&src_md, s->m, s->k, s->trans_a, s->lda, s->batch, s->batch_stride_a), "source descriptor");
+  KILN_DNNL_TRY(kiln_matrix_md(&weights_plain_md, s->k, s->n, s->trans_b, s->ldb, s->batch, s->batch_stride_b),
+                "weights descriptor");
   if (packed_like) {
     weights_any_md = packed_like->packed_md;
   } else if (s->runtime_b) {
@@ -749,8 +762,7 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
     KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 2, weights_dims, dnnl_f32, dnnl_format_tag_any),
                   "weights descriptor");
   }
-  dnnl_dims_t dst_strides = {s->ldc, 1};
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_strides(&dst_md, 2, dst_dims, dnnl_f32, dst_strides), "destination descriptor");
+  KILN_DNNL_TRY(kiln_matrix_md(&dst_md, s->m, s->n, 111, s->ldc, s->batch, s->batch_stride_c), "destination descriptor");
   dnnl_matmul_desc_t desc;
   KILN_DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &weights_any_md, nullptr, &dst_md), "matmul descriptor");
   dnnl_primitive_attr_t attr;

@@ -6,7 +6,9 @@
 // split on 4 threads), each with and without an epilogue, on 1, 2 and 4 threads and over
 // repeated calls (the packed weights reused), against the interpreter; without frozen
 // parameters, OpenBLAS for these small GEMMs, and for larger ones oneDNN reading the right
-// operand on every call, which may change between calls.
+// operand on every call, which may change between calls; attention's batches of GEMMs with their
+// own right operands (Q K^T with K read transposed, P V) as one oneDNN matmul over the batch, and
+// batches whose dims do not walk memory at one stride (permuted, broadcast) on OpenBLAS.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -183,7 +185,7 @@ TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
     for (size_t at = 0; (at = source.find("which may change between calls: oneDNN's matmul", at)) != std::string::npos; ++at)
       ++sites;
     EXPECT_EQ(sites, 3u) << source;
-    EXPECT_NE(source.find("0, N, 0, 1};"), std::string::npos);
+    EXPECT_NE(source.find("0, N, 0, 1, 1, 0, 0, 0};"), std::string::npos);  // B read in place, one GEMM
   }
   CompiledModel model = compile(graph, options(false));
   std::vector<std::string> names = graph.output_names();
@@ -203,6 +205,51 @@ TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
           EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "")  // sums of 512 products
               << names[i] << ", step " << step << ", " << rows << " rows, " << threads << " threads";
       }
+    }
+  }
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+TEST(CpuLibraryMatmul, AttentionsBatchedProductsRunAsOneOneDnnMatmulOverTheBatch) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %q : f32[2, 4, 64, 32] = placeholder[target=q]\n"
+      "    %k : f32[2, 4, 64, 32] = placeholder[target=k]\n"
+      "    %v : f32[2, 4, 64, 32] = placeholder[target=v]\n"
+      "    %heads_first : f32[4, 2, 64, 32] = placeholder[target=heads_first]\n"
+      "    %shared : f32[1, 4, 32, 64] = placeholder[target=shared]\n"
+      "    %kt : f32[2, 4, 32, 64] = call_function[target=transpose](args = (%k, 2, 3), kwargs = {})\n"
+      "    %scores : f32[2, 4, 64, 64] = call_function[target=matmul](args = (%q, %kt), kwargs = {})\n"
+      "    %scaled : f32[2, 4, 64, 64] = call_function[target=mul](args = (%scores, 0.125), kwargs = {})\n"
+      "    %p : f32[2, 4, 64, 64] = call_function[target=softmax](args = (%scaled, -1), kwargs = {})\n"
+      "    %o : f32[2, 4, 64, 32] = call_function[target=matmul](args = (%p, %v), kwargs = {})\n"
+      "    %permuted : f32[2, 4, 64, 32] = call_function[target=permute](args = (%heads_first, [1, 0, 2, 3]), kwargs = {})\n"
+      "    %mixed : f32[2, 4, 64, 64] = call_function[target=matmul](args = (%permuted, %kt), kwargs = {})\n"
+      "    %broadcast : f32[2, 4, 64, 64] = call_function[target=matmul](args = (%q, %shared), kwargs = {})\n"
+      "    return (o, mixed, broadcast)\n",
+      "attention.kiln");
+  const std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+  // Q K^T and P V; the permuted left operand's batch and the broadcast right operand stay on BLAS.
+  EXPECT_EQ(occurrences(source, "oneDNN's matmul over the batch"), built_with_onednn() ? 2u : 0u);
+  std::map<std::string, Tensor> inputs = {{"q", random_tensor({2, 4, 64, 32}, DType::f32, 31)},
+                                          {"k", random_tensor({2, 4, 64, 32}, DType::f32, 32)},
+                                          {"v", random_tensor({2, 4, 64, 32}, DType::f32, 33)},
+                                          {"heads_first", random_tensor({4, 2, 64, 32}, DType::f32, 34)},
+                                          {"shared", random_tensor({1, 4, 32, 64}, DType::f32, 35)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  std::vector<std::string> names = graph.output_names();
+  CompiledModel model = compile(graph, options(false));
+  for (int threads : {1, 2, 3}) {
+    for (int call = 0; call < 2; ++call) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "") << names[i] << ", " << threads << " threads";
     }
   }
 }
