@@ -124,8 +124,7 @@ void lower_im2col_convolution(Lowerer& lowerer, const ir::Node& node, const ir::
 
 // Lowers the convolution as one GEMM where it is a fully connected layer (the header), else
 // returns false.
-bool lowered_as_fully_connected(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call,
-                                       const Geometry& g) {
+bool lowered_as_fully_connected(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call, const Geometry& g) {
   const ir::TensorMeta& meta = node.value();
   const Accessor& weight = lowerer.tensor(call, 1);
   auto one = [](const SymInt& size) { return size == SymInt(1); };

@@ -365,7 +365,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   }
   if (batch_rank > 0 && !rows_dim && !folds) {
     if (std::optional<std::array<SymInt, 3>> strides = batched_runtime_matmul(node, a, b, c)) {
-      // oneDNN's matmul over the batch where it is worth a team, else OpenBLAS below.
+      // oneDNN's matmul over the batch where it has kTeamMacs multiply-adds, else OpenBLAS below.
       w_.open("if (" + index_text(batch * c.shape[rank - 2]) + " * N * K >= " + std::to_string(kTeamMacs) +
               " && kiln_runtime_b_matmul_allowed())");
       emit_batched_runtime_matmul(kernel, a, b, c, batch, *strides);
@@ -659,8 +659,9 @@ std::optional<std::array<SymInt, 3>> CppSourcePrinter::batched_runtime_matmul(co
   if (batch_rank == 0 || node.extern_call.kind != ExternKind::Gemm) return std::nullopt;
   std::optional<SymInt> sa = collapsed_batch_stride(a, batch_rank), sb = collapsed_batch_stride(b, batch_rank),
                         sc = collapsed_batch_stride(c, batch_rank);
-  // A right operand shared by the batch (stride 0) is the other paths' (folded, or one GEMM each).
-  if (!sa || !sb || !sc || *sb == SymInt(0) || !(c.strides[batch_rank + 1] == SymInt(1))) return std::nullopt;
+  // An operand shared by the batch (stride 0) is the other paths' (folded, or one GEMM each).
+  if (!sa || !sb || !sc || *sa == SymInt(0) || *sb == SymInt(0) || !(c.strides[batch_rank + 1] == SymInt(1)))
+    return std::nullopt;
   return std::array<SymInt, 3>{*sa, *sb, *sc};
 }
 

@@ -223,6 +223,7 @@ TEST(CpuLibraryMatmul, AttentionsBatchedProductsRunAsOneOneDnnMatmulOverTheBatch
       "    %v : f32[2, 4, 64, 32] = placeholder[target=v]\n"
       "    %heads_first : f32[4, 2, 64, 32] = placeholder[target=heads_first]\n"
       "    %shared : f32[1, 4, 32, 64] = placeholder[target=shared]\n"
+      "    %left : f32[64, 32] = placeholder[target=left]\n"
       "    %kt : f32[2, 4, 32, 64] = call_function[target=transpose](args = (%k, 2, 3), kwargs = {})\n"
       "    %scores : f32[2, 4, 64, 64] = call_function[target=matmul](args = (%q, %kt), kwargs = {})\n"
       "    %scaled : f32[2, 4, 64, 64] = call_function[target=mul](args = (%scores, 0.125), kwargs = {})\n"
@@ -231,16 +232,19 @@ TEST(CpuLibraryMatmul, AttentionsBatchedProductsRunAsOneOneDnnMatmulOverTheBatch
       "    %permuted : f32[2, 4, 64, 32] = call_function[target=permute](args = (%heads_first, [1, 0, 2, 3]), kwargs = {})\n"
       "    %mixed : f32[2, 4, 64, 64] = call_function[target=matmul](args = (%permuted, %kt), kwargs = {})\n"
       "    %broadcast : f32[2, 4, 64, 64] = call_function[target=matmul](args = (%q, %shared), kwargs = {})\n"
-      "    return (o, mixed, broadcast)\n",
+      "    %left_shared : f32[2, 4, 64, 64] = call_function[target=matmul](args = (%left, %kt), kwargs = {})\n"
+      "    return (o, mixed, broadcast, left_shared)\n",
       "attention.kiln");
   const std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
-  // Q K^T and P V; the permuted left operand's batch and the broadcast right operand stay on BLAS.
+  // Q K^T and P V; the permuted left operand's batch, the broadcast right operand and a left
+  // operand shared by the batch stay on BLAS.
   EXPECT_EQ(occurrences(source, "oneDNN's matmul over the batch"), built_with_onednn() ? 2u : 0u);
   std::map<std::string, Tensor> inputs = {{"q", random_tensor({2, 4, 64, 32}, DType::f32, 31)},
                                           {"k", random_tensor({2, 4, 64, 32}, DType::f32, 32)},
                                           {"v", random_tensor({2, 4, 64, 32}, DType::f32, 33)},
                                           {"heads_first", random_tensor({4, 2, 64, 32}, DType::f32, 34)},
-                                          {"shared", random_tensor({1, 4, 32, 64}, DType::f32, 35)}};
+                                          {"shared", random_tensor({1, 4, 32, 64}, DType::f32, 35)},
+                                          {"left", random_tensor({64, 32}, DType::f32, 36)}};
   std::vector<Tensor> expected = ir::interpret(graph, inputs);
   std::vector<std::string> names = graph.output_names();
   CompiledModel model = compile(graph, options(false));
