@@ -253,22 +253,12 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   if (clip) w_.open("if (!clipped)");
   on_team_ = uses_pool() ? "on_team" : "";
   // The epilogue over the output [N, OH, OW, O], channels innermost.
-  parallel_loops(numel(out.shape), loop_dims(out.shape, 3), " collapse(3)", false, [&] {
-    std::string var = loop_var(3).to_string();
-    w_.line("#pragma omp simd");
-    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(out.shape[3]) + "; ++" + var + ")");
-    int number = 0;
-    for (const KernelStep& step : kernel.steps) {
-      if (&step != in_place) {
-        emit_point_step(step, number++);
-        continue;
-      }
-      KernelStep redirected = step;
-      redirected.body = with_loads_redirected(step.body, out.buffer, step.outputs[0]);
-      emit_point_step(redirected, number++);
-    }
-    w_.close();
-  });
+  std::vector<KernelStep> steps = kernel.steps;
+  for (KernelStep& step : steps) {
+    if (&kernel.steps[size_t(&step - steps.data())] == in_place)
+      step.body = with_loads_redirected(step.body, out.buffer, step.outputs[0]);
+  }
+  emit_output_epilogue(steps, out.shape);
   on_team_.clear();
   if (clip) w_.close();
 }
@@ -766,18 +756,86 @@ void CppSourcePrinter::emit_batch_entry_vars(const StridedView& c, const std::ve
   }
 }
 
-// A library matmul's epilogue over the output's own coordinates, the last dim innermost.
+// A library matmul's epilogue over the output's own coordinates.
 void CppSourcePrinter::emit_matmul_epilogue(const Kernel& kernel, const StridedView& c) {
   if (kernel.steps.empty()) return;
-  const size_t rank = c.shape.size();
-  parallel_loops(numel(c.shape), loop_dims(c.shape, rank - 1), "", false, [&] {
-    std::string var = loop_var(rank - 1).to_string();
-    w_.line("#pragma omp simd");
-    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(c.shape[rank - 1]) + "; ++" + var + ")");
+  emit_output_epilogue(kernel.steps, c.shape);
+}
+
+// The steps of an epilogue over an output of `shape` (its dims x0, x1, ...) rewritten over one
+// variable that runs over all the output's elements, where every index of the steps walks the
+// dims as one contiguous range (index coefficient of each dim = the next dim's times its size,
+// size-1 dims aside); the variable is the last dim of more than one element. Nothing otherwise
+// (a bias read along the channels only, a transposed store).
+static std::optional<std::pair<std::vector<KernelStep>, size_t>> flattened_steps(const std::vector<KernelStep>& steps,
+                                                                                  const SymShape& shape) {
+  std::vector<size_t> walked;  // dims of more than one element (or of a symbolic size)
+  std::vector<SymInt> vars;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    vars.push_back(loop_var(d));
+    if (!(shape[d] == SymInt(1))) walked.push_back(d);
+  }
+  if (walked.size() < 2) return std::nullopt;  // one loop already
+  bool contiguous = true;
+  auto check = [&](const SymInt& index) {
+    std::optional<AffineIndex> form = contiguous ? affine_form(index, vars) : std::nullopt;
+    if (!form) {
+      contiguous = false;
+      return index;
+    }
+    for (size_t j = 0; j + 1 < walked.size(); ++j) {
+      const size_t outer = walked[j], inner = walked[j + 1];
+      if (!(form->coefficients[outer] == form->coefficients[inner] * shape[inner])) contiguous = false;
+    }
+    return index;
+  };
+  for (const KernelStep& step : steps) {
+    if (step.kind != KernelStep::Kind::StoreOuter) return std::nullopt;
+    map_indices(step.body, check);
+    check(step.store_index);
+  }
+  if (!contiguous) return std::nullopt;
+  // x_last stays, as the flat variable; every other dim's variable is 0 (x_last * its coefficient
+  // then reaches each element, as the dims' sum did).
+  std::map<std::string, SymInt> zeros;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (d != walked.back()) zeros[vars[d].to_string()] = 0;
+  std::vector<KernelStep> flat = steps;
+  for (KernelStep& step : flat) {
+    step.body = substitute(step.body, zeros);
+    step.store_index = step.store_index.substitute(zeros);
+  }
+  return std::make_pair(std::move(flat), walked.back());
+}
+
+// A library call's epilogue (`steps`) over its output's coordinates, the last dim innermost; where
+// the steps walk the output as one contiguous range (a residual add, a clamp of a dense output),
+// one loop over all its elements, vectorized along it: a channels-last output of 24 channels ran
+// a simd loop of 24 per pixel (16 and a remainder of 8), the pixel's coordinates divided out of
+// the chunk index (bench/README.md, "Epilogues over a library call's output as one loop").
+void CppSourcePrinter::emit_output_epilogue(const std::vector<KernelStep>& steps, const SymShape& shape) {
+  const size_t rank = shape.size();
+  interleave_simd_ = std::any_of(steps.begin(), steps.end(), [](const KernelStep& step) { return applies_expensive_op(step.body); });
+  auto emit_steps = [&](const std::vector<KernelStep>& list) {
     int number = 0;
-    for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);
+    for (const KernelStep& step : list) emit_point_step(step, number++);
+  };
+  if (std::optional<std::pair<std::vector<KernelStep>, size_t>> flat = flattened_steps(steps, shape)) {
+    const SymInt count = numel(shape);
+    parallel_loops(count, {LoopDim{loop_var(flat->second).to_string(), index_text(count)}}, " simd", /*simd=*/true,
+                   [&] { emit_steps(flat->first); });
+    interleave_simd_ = false;
+    return;
+  }
+  const std::string collapse = rank > 2 ? " collapse(" + std::to_string(rank - 1) + ")" : "";
+  parallel_loops(numel(shape), loop_dims(shape, rank - 1), collapse, false, [&] {
+    std::string var = loop_var(rank - 1).to_string();
+    simd_pragma();
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(shape[rank - 1]) + "; ++" + var + ")");
+    emit_steps(steps);
     w_.close();
   });
+  interleave_simd_ = false;
 }
 
 // When the right operand is the same matrix for every batch entry and the left operand's batch

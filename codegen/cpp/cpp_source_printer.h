@@ -171,6 +171,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_batched_runtime_matmul(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                                    const SymInt& batch, const std::array<SymInt, 3>& strides);
   void emit_matmul_epilogue(const Kernel& kernel, const StridedView& c);
+  void emit_output_epilogue(const std::vector<KernelStep>& steps, const SymShape& shape);
   void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);
   void emit_onednn_team(const std::string& macs);
   void emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,

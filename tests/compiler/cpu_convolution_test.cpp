@@ -392,6 +392,55 @@ ir::Graph inverted_residual(int64_t batch) {
       "inverted_residual.kiln", parameters);
 }
 
+// A convolution's epilogue that walks its channels-last output contiguously (a residual add of
+// another channels-last value, a relu) is one loop over all the output's elements, not a simd loop
+// over the 24 channels of each pixel; one that reads a per-channel scale keeps the per-pixel
+// loop. Both against the interpreter, frozen and not, on 1 and 2 threads.
+TEST(CpuConvolution, EpiloguesThatWalkTheOutputContiguouslyAreOneLoop) {
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w1", test_support::random_tensor({24, 8, 1, 1}, DType::f32, 81, -0.5, 0.5)},
+      {"w2", test_support::random_tensor({24, 24, 1, 1}, DType::f32, 82, -0.5, 0.5)},
+      {"w3", test_support::random_tensor({24, 24, 3, 3}, DType::f32, 83, -0.5, 0.5)},
+      {"scale", test_support::random_tensor({24, 1, 1}, DType::f32, 84)},
+      {"w4", test_support::random_tensor({8, 24, 1, 1}, DType::f32, 86, -0.5, 0.5)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[2, 8, 7, 9] = placeholder[target=x]\n"
+      "    %w1 : f32[24, 8, 1, 1] = get_attr[target=w1]\n"
+      "    %w2 : f32[24, 24, 1, 1] = get_attr[target=w2]\n"
+      "    %w3 : f32[24, 24, 3, 3] = get_attr[target=w3]\n"
+      "    %scale : f32[24, 1, 1] = get_attr[target=scale]\n"
+      "    %w4 : f32[8, 24, 1, 1] = get_attr[target=w4]\n"
+      "    %c1 = call_function[target=convolution](args = (%x, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r1 = call_function[target=relu](args = (%c1,), kwargs = {})\n"
+      "    %c2 = call_function[target=convolution](args = (%r1, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %sum = call_function[target=add](args = (%c2, %r1), kwargs = {})\n"
+      "    %c3 = call_function[target=convolution](args = (%sum, %w3, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %m = call_function[target=mul](args = (%c3, %scale), kwargs = {})\n"
+      "    %y = call_function[target=convolution](args = (%m, %w4, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (y,)\n",
+      "contiguous_epilogues.kiln", parameters);
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({2, 8, 7, 9}, DType::f32, 85)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  for (bool freeze : {false, true}) {
+    CodegenStageOptions stage;
+    stage.freeze = freeze;
+    const std::string source = dump_codegen_stage(graph, "cpp", stage);
+    if (built_with_onednn()) {
+      // 2 x 7 x 9 x 24 elements in one loop (too few to share among threads): the relu after c1
+      // (in place) and the residual add after c2; c3's per-channel scale (not folded into its
+      // weights without --freeze) keeps a loop over the channels of each pixel.
+      EXPECT_EQ(count_of(source, "for (int64_t x3 = 0; x3 < 3024; ++x3)"), 2u) << source;
+      if (!freeze) EXPECT_EQ(count_of(source, "for (int64_t x3 = 0; x3 < 24; ++x3)"), 1u) << source;
+    }
+    CompiledModel model = compile(graph, options(freeze));
+    for (int threads : {1, 2}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << "freeze " << freeze << ", " << threads << " threads";
+    }
+  }
+}
+
 // EfficientNet's squeeze-and-excitation: a depthwise convolution, its global average pool, two
 // 1x1 convolutions of the pooled [N, C, 1, 1] (fully connected layers: one GEMM each, reading the
 // pool's channels-last buffer in place) with silu and sigmoid, and the scale of the depthwise
