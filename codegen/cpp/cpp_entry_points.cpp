@@ -366,9 +366,23 @@ void CppSourcePrinter::emit_inputs_bounded() {
   for (int id : p_.inputs) {
     const Buffer& input = p_.buffer(id);
     if (input.dtype != DType::f32 && input.dtype != DType::f64) continue;
-    const bool f32 = input.dtype == DType::f32;
-    w_.line(std::string("inputs_bounded = inputs_bounded && kiln_all_within((const ") + (f32 ? "float" : "double") + "*)bufs[" +
-            std::to_string(id) + "], " + index_text(numel(input.shape)) + ", " + bound + (f32 ? "f" : "") + ");");
+    const std::string type = input.dtype == DType::f32 ? "float" : "double";
+    const std::string count = index_text(numel(input.shape));
+    const std::string limit = std::string(bound) + (input.dtype == DType::f32 ? "f" : "");
+    if (!uses_runner()) {
+      w_.line("inputs_bounded = inputs_bounded && kiln_all_within((const " + type + "*)bufs[" + std::to_string(id) + "], " +
+              count + ", " + limit + ");");
+      continue;
+    }
+    // Shared among the module's threads where the input is large (an image: 150528 floats took
+    // 25 us on one thread, MobileNet-v2's whole call 2.9 ms).
+    w_.open("if (inputs_bounded)");
+    w_.line("const " + type + "* in = (const " + type + "*)bufs[" + std::to_string(id) + "];");
+    w_.open("auto kiln_within = [&](int64_t begin, int64_t end)");
+    w_.line("if (!kiln_all_within(in + begin, end - begin, " + limit + ")) __atomic_store_n(&inputs_bounded, 0, __ATOMIC_RELAXED);");
+    w_.close(";");
+    w_.line(runner() + "(" + count + ", kiln_within, (" + count + ") >= " + std::to_string(options_.parallel_threshold) + ");");
+    w_.close();
   }
   w_.line("kiln_inputs_bounded = inputs_bounded;");
 }

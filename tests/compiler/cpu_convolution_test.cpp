@@ -548,6 +548,52 @@ TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls
   }
 }
 
+// An input of at least 32768 floats is checked against the value bounds by the module's threads,
+// each a part of it: a NaN or a huge value in the last part alone still keeps the clamp Kiln's
+// loop (oneDNN's clip would turn the NaN into 0), and an input in range gets the post-op.
+TEST(CpuConvolution, LargeInputsAreCheckedForTheirBoundsInParts) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w", test_support::random_tensor({16, 8, 1, 1}, DType::f32, 91, -0.5, 0.5)},
+      {"b", test_support::random_tensor({16}, DType::f32, 92)},
+      {"w2", test_support::random_tensor({8, 16, 1, 1}, DType::f32, 93, -0.5, 0.5)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[1, 8, 64, 64] = placeholder[target=x]\n"
+      "    %w : f32[16, 8, 1, 1] = get_attr[target=w]\n"
+      "    %b : f32[16] = get_attr[target=b]\n"
+      "    %w2 : f32[8, 16, 1, 1] = get_attr[target=w2]\n"
+      "    %c = call_function[target=convolution](args = (%x, %w, %b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r = call_function[target=clamp](args = (%c, 0.0, 6.0), kwargs = {})\n"
+      "    %y = call_function[target=convolution](args = (%r, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (y,)\n",
+      "bounds_in_parts.kiln", parameters);
+  CodegenStageOptions frozen;
+  frozen.freeze = true;
+  EXPECT_EQ(count_of(dump_codegen_stage(graph, "cpp", frozen), "(32768, kiln_within, (32768) >= 32768)"), 1u);
+  Tensor x = test_support::random_tensor({1, 8, 64, 64}, DType::f32, 94);
+  Tensor last_nan = x.clone(), last_huge = x.clone();
+  last_nan.data<float>()[32767] = std::numeric_limits<float>::quiet_NaN();
+  last_huge.data<float>()[32767] = 1e20f;
+  CompiledModel model = compile(graph, options(true));
+  struct Case {
+    const char* name;
+    Tensor x;
+    bool bounded;
+  };
+  for (const Case& c : {Case{"in range", x, true}, Case{"a NaN last", last_nan, false}, Case{"a huge value last", last_huge, false}}) {
+    std::map<std::string, Tensor> inputs = {{"x", c.x}};
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    for (int threads : {1, 2}) {
+      std::vector<Tensor> actual;
+      std::string onednn = onednn_log_of([&] { actual = model.run(inputs, threads); });
+      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << c.name << ", " << threads << " threads";
+      if (onednn.empty()) continue;
+      EXPECT_EQ(count_of(onednn, "post-ops:eltwise_clip"), c.bounded ? 1u : 0u) << c.name << ", " << threads << " threads: " << onednn;
+    }
+  }
+}
+
 // Convolutions of one 64-channel value: 3x3 64 -> 64 at stride 1, the shape Winograd wins on;
 // 3x3 64 -> 48 at stride 1 with a SiLU (a post-op of the direct convolution, oneDNN's eltwise
 // after a Winograd one), read by a 1x1 convolution; 3x3 64 -> 16 (too few channels) and 3x3
