@@ -108,17 +108,101 @@ void CppSourcePrinter::emit_column_reduction_kernel(const Kernel& kernel) {
   const std::string B = std::to_string(kColumnBlock);
   const std::string last = loop_var(rank - 1).to_string(), extent = index_text(kernel.outer[rank - 1]);
   SymInt work = numel(kernel.outer) * numel(kernel.inner);
-  w_.line("// column reduction: " + B + " points of " + last + " at once");
   std::vector<LoopDim> dims = loop_dims(kernel.outer, rank - 1);
   dims.push_back({"cb", extent, kColumnBlock});
-  parallel_loops(work, dims, " collapse(" + std::to_string(rank) + ")", false, [&] { emit_column_block(kernel); });
+  if (emit_column_reduction_in_parts(kernel, dims, work)) return;
+  w_.line("// column reduction: " + B + " points of " + last + " at once");
+  parallel_loops(work, dims, " collapse(" + std::to_string(rank) + ")", false, [&] {
+    std::vector<ReduceStepText> texts = declare_column_lanes(kernel);
+    emit_column_rows(kernel, texts, "0", index_text(kernel.inner[0]));
+    emit_column_results(kernel, texts);
+  });
 }
 
-// One block of up to kColumnBlock points of the last outer dim, from `cb`.
-void CppSourcePrinter::emit_column_block(const Kernel& kernel) {
+// A column reduction of few blocks and long rows (a global average pool of 32 channels over a
+// 112x112 image at batch 1: one block, 12544 rows) would run on one thread: each block's rows are
+// split into one part per thread instead, each part reduced into its own lanes, and the parts'
+// lanes merged per block in part order afterwards, on the calling thread (so the result depends on
+// the thread count as the whole-tensor reductions' do, not on the schedule). Through the module's
+// runner only; false where the kernel does not qualify.
+bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, const std::vector<LoopDim>& dims,
+                                                      const SymInt& work) {
+  constexpr int64_t kMaxBlocks = 8;     // more blocks than this keep the threads busy as blocks
+  constexpr int64_t kMinRows = 256;     // rows of the first reduction dim worth a part each
+  constexpr int64_t kMaxParts = 16;
+  if (!uses_runner() || kernel.inner.empty()) return false;
+  std::optional<int64_t> rows = kernel.inner[0].maybe_constant();
+  std::optional<int64_t> total = work.maybe_constant();
+  int64_t blocks = 1;
+  for (size_t d = 0; d < kernel.outer.size(); ++d) {
+    std::optional<int64_t> size = kernel.outer[d].maybe_constant();
+    if (!size) return false;
+    blocks *= d + 1 == kernel.outer.size() ? (*size + kColumnBlock - 1) / kColumnBlock : *size;
+  }
+  if (!rows || *rows < kMinRows || !total || *total < options_.parallel_threshold || blocks > kMaxBlocks) return false;
+  for (const KernelStep& step : kernel.steps)
+    if (step.kind == KernelStep::Kind::Reduce && step.reduction != ReductionKind::Sum &&
+        step.reduction != ReductionKind::Max && step.reduction != ReductionKind::Min)
+      return false;
+  const std::string B = std::to_string(kColumnBlock), max_parts = std::to_string(kMaxParts);
+  const std::string count = std::to_string(blocks), rows_text = std::to_string(*rows);
+  // Each block's outer variables and `cb` from its index, the last dim fastest.
+  auto locate_block = [&](const std::string& index) {
+    w_.line("int64_t kiln_rest = " + index + ";");
+    for (size_t i = dims.size(); i-- > 0;) {
+      const LoopDim& d = dims[i];
+      const std::string n = "((" + d.extent + " + " + std::to_string(d.step - 1) + ") / " + std::to_string(d.step) + ")";
+      const std::string scale = d.step == 1 ? "" : " * " + std::to_string(d.step);
+      w_.line("const int64_t " + d.var + " = (kiln_rest % " + n + ")" + scale + ";");
+      w_.line("kiln_rest /= " + n + ";");
+    }
+    w_.line("(void)kiln_rest;");
+  };
+  w_.line("// column reduction: " + B + " points of " + loop_var(kernel.outer.size() - 1).to_string() + " at once, " +
+          count + " block(s), each block's " + rows_text + " rows in one part per thread");
+  w_.open("");
+  w_.line("const int64_t kiln_parts = " + runner_threads() + " < " + max_parts + " ? " + runner_threads() + " : " +
+          max_parts + ";");
+  // The parts' lanes: [block * kiln_parts + part][lane] per reduction step.
+  std::vector<ReduceStepText> shapes;
+  int number = 0;
+  for (const KernelStep& step : kernel.steps) {
+    if (step.kind != KernelStep::Kind::Reduce) break;
+    ReduceStepText r = reduce_step_text(kernel, step, number++);
+    w_.line(r.t + " kiln_part_lanes" + r.n + "[" + std::to_string(blocks * kMaxParts) + "][" + B + "];");
+    shapes.push_back(r);
+  }
+  w_.open("auto kiln_chunk = [&](int64_t kiln_begin, int64_t kiln_end)");
+  w_.open("for (int64_t kiln_task = kiln_begin; kiln_task < kiln_end; ++kiln_task)");
+  w_.line("const int64_t kiln_part = kiln_task % kiln_parts;");
+  locate_block("kiln_task / kiln_parts");
+  std::vector<ReduceStepText> texts = declare_column_lanes(kernel);
+  emit_column_rows(kernel, texts, rows_text + " * kiln_part / kiln_parts", rows_text + " * (kiln_part + 1) / kiln_parts");
+  for (const ReduceStepText& r : texts)
+    w_.line("for (int64_t j = 0; j < cn; ++j) kiln_part_lanes" + r.n + "[kiln_task][j] = " + r.acc + "[j];");
+  w_.close();
+  w_.close(";");
+  w_.line(runner() + "(" + count + " * kiln_parts, kiln_chunk, kiln_parts > 1);");
+  w_.open("for (int64_t kiln_block = 0; kiln_block < " + count + "; ++kiln_block)");
+  locate_block("kiln_block");
+  texts = declare_column_lanes(kernel);
+  for (const ReduceStepText& r : texts) {
+    const char* merge = r.kind == ReductionKind::Sum ? "kop_add" : r.kind == ReductionKind::Max ? "kred_max" : "kred_min";
+    w_.line("for (int64_t p = 0; p < kiln_parts; ++p)");
+    w_.line("  for (int64_t j = 0; j < cn; ++j) " + r.acc + "[j] = " + merge + "(" + r.acc + "[j], kiln_part_lanes" +
+            r.n + "[kiln_block * kiln_parts + p][j]);");
+  }
+  emit_column_results(kernel, texts);
+  w_.close();
+  w_.close();
+  return true;
+}
+
+// `cn`, the points of the block from `cb`, and the lanes of each reduction step.
+std::vector<CppSourcePrinter::ReduceStepText> CppSourcePrinter::declare_column_lanes(const Kernel& kernel) {
   const size_t rank = kernel.outer.size();
   const std::string B = std::to_string(kColumnBlock);
-  const std::string last = loop_var(rank - 1).to_string(), extent = index_text(kernel.outer[rank - 1]);
+  const std::string extent = index_text(kernel.outer[rank - 1]);
   w_.line("const int64_t cn = " + extent + " - cb < " + B + " ? " + extent + " - cb : " + B + ";");
   int number = 0;
   std::vector<ReduceStepText> texts;
@@ -131,10 +215,19 @@ void CppSourcePrinter::emit_column_block(const Kernel& kernel) {
     declare_reduction_lanes(r);
     texts.push_back(r);
   }
-  // The reduction loops, every lane of the block innermost.
+  return texts;
+}
+
+// The reduction loops of a block, the first reduction dim over [first_begin, first_end), every
+// lane of the block innermost.
+void CppSourcePrinter::emit_column_rows(const Kernel& kernel, const std::vector<ReduceStepText>& texts,
+                                        const std::string& first_begin, const std::string& first_end) {
+  const size_t rank = kernel.outer.size();
+  const std::string last = loop_var(rank - 1).to_string();
   for (size_t k = 0; k < kernel.inner.size(); ++k) {
     std::string var = reduction_var(k).to_string();
-    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.inner[k]) + "; ++" + var + ")");
+    const std::string begin = k == 0 ? first_begin : "0", end = k == 0 ? first_end : index_text(kernel.inner[k]);
+    w_.open("for (int64_t " + var + " = " + begin + "; " + var + " < " + end + "; ++" + var + ")");
   }
   std::vector<std::pair<std::string, Expr>> hoisted;
   std::vector<KernelStep> reductions;
@@ -166,11 +259,15 @@ void CppSourcePrinter::emit_column_block(const Kernel& kernel) {
     lanes_loop();
   }
   for (size_t k = 0; k < kernel.inner.size(); ++k) w_.close();
-  // The results and the pointwise steps, per point of the block.
+}
+
+// The results and the pointwise steps, per point of the block.
+void CppSourcePrinter::emit_column_results(const Kernel& kernel, const std::vector<ReduceStepText>& texts) {
+  const std::string last = loop_var(kernel.outer.size() - 1).to_string();
   w_.line("#pragma omp simd");
   w_.open("for (int64_t j = 0; j < cn; ++j)");
   w_.line("const int64_t " + last + " = cb + j;");
-  number = 0;
+  int number = 0;
   for (const KernelStep& step : kernel.steps) {
     if (step.kind == KernelStep::Kind::Reduce) {
       store_reduction(step, {texts[size_t(number)].acc + "[j]"}, texts[size_t(number)].at);

@@ -145,7 +145,11 @@ class CppSourcePrinter : public CPrinter {
   // channels-last value), so that reducing a block of outer points at once reads vectors.
   bool is_column_reduction(const Kernel& kernel);
   void emit_column_reduction_kernel(const Kernel& kernel);
-  void emit_column_block(const Kernel& kernel);
+  bool emit_column_reduction_in_parts(const Kernel& kernel, const std::vector<LoopDim>& dims, const SymInt& work);
+  std::vector<ReduceStepText> declare_column_lanes(const Kernel& kernel);
+  void emit_column_rows(const Kernel& kernel, const std::vector<ReduceStepText>& texts, const std::string& first_begin,
+                        const std::string& first_end);
+  void emit_column_results(const Kernel& kernel, const std::vector<ReduceStepText>& texts);
   Expr hoist_invariant_masks(const Expr& e, const SymInt& var, std::vector<std::pair<std::string, Expr>>& hoisted);
 
   // ---- cpp_library_calls.cpp

@@ -431,7 +431,9 @@ TEST(CpuConvolution, EpiloguesThatWalkTheOutputContiguouslyAreOneLoop) {
       // (in place) and the residual add after c2; c3's per-channel scale (not folded into its
       // weights without --freeze) keeps a loop over the channels of each pixel.
       EXPECT_EQ(count_of(source, "for (int64_t x3 = 0; x3 < 3024; ++x3)"), 2u) << source;
-      if (!freeze) EXPECT_EQ(count_of(source, "for (int64_t x3 = 0; x3 < 24; ++x3)"), 1u) << source;
+      if (!freeze) {
+        EXPECT_EQ(count_of(source, "for (int64_t x3 = 0; x3 < 24; ++x3)"), 1u) << source;
+      }
     }
     CompiledModel model = compile(graph, options(freeze));
     for (int threads : {1, 2}) {

@@ -9,6 +9,7 @@
 // its size, so that the loop's body is compiled once).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "compiler/compile_driver.h"
@@ -67,6 +68,8 @@ Graph parallel_loops_graph() {
   Node* rows_of_batch = input(graph, "rows_of_batch", {2, 1, 96});
   Node* widths = input(graph, "widths", {2, 96, 300});
   Node* wide_bias = input(graph, "wide_bias", {300});
+  Node* peaks = input(graph, "peaks", {1000, 40});
+  Node* image = input(graph, "image", {2, 40, 30, 16});
   // A row whose elements are 3 apart: the GEMV's x has a stride.
   Node* strided_row = graph.create_call("transpose", {graph.create_call("slice", {columns, 1, 1, 2}), 0, 1});
   graph.create_output({
@@ -88,8 +91,19 @@ Graph parallel_loops_graph() {
       graph.create_call("add", {graph.create_call("matmul", {few, wide}), wide_bias}),   // columns, not rows
       graph.create_call("matmul", {few, graph.create_call("transpose", {wide_t, 0, 1})}),
       graph.create_call("matmul", {rows_of_batch, widths}),                               // a batch of two GEMVs
+      // Column reductions of few blocks and long rows: each block's rows in one part per thread
+      // (x's column sum above too), a max with a NaN in the last rows, a pool over two dims.
+      graph.create_call("amax", {peaks, ints({0})}),
+      graph.create_call("mean", {image, ints({1, 2})}),
   });
   return graph;
+}
+
+// [1000, 40] with a NaN in column 3's row 990, which the last part of the rows reduces.
+Tensor peaks_with_a_nan() {
+  Tensor peaks = random_tensor({1000, 40}, DType::f32, 23);
+  peaks.data<float>()[990 * 40 + 3] = std::numeric_limits<float>::quiet_NaN();
+  return peaks;
 }
 
 std::map<std::string, Tensor> inputs_with(int64_t rows) {
@@ -103,7 +117,8 @@ std::map<std::string, Tensor> inputs_with(int64_t rows) {
           {"row", random_tensor({1, 96}, DType::f32, 15)},       {"wide", random_tensor({96, 300}, DType::f32, 16)},
           {"wide_t", random_tensor({300, 96}, DType::f32, 17)},  {"few", random_tensor({5, 96}, DType::f32, 18)},
           {"columns", random_tensor({96, 3}, DType::f32, 19)},   {"rows_of_batch", random_tensor({2, 1, 96}, DType::f32, 20)},
-          {"widths", random_tensor({2, 96, 300}, DType::f32, 21)}, {"wide_bias", random_tensor({300}, DType::f32, 22)}};
+          {"widths", random_tensor({2, 96, 300}, DType::f32, 21)}, {"wide_bias", random_tensor({300}, DType::f32, 22)},
+          {"peaks", peaks_with_a_nan()},                          {"image", random_tensor({2, 40, 30, 16}, DType::f32, 24)}};
 }
 
 TEST(CpuThreading, EveryParallelLoopMatchesTheInterpreterOnOneTwoAndThreeThreads) {
@@ -141,6 +156,12 @@ TEST(CpuThreading, LoopsRunOnThePoolAndNoModuleOpensAnOpenMPRegionItself) {
   // The whole-tensor sum splits its row into parts on the pool too: the module asks no OpenMP
   // lowering of the compiler (codegen/cpp/kiln_openmp_team.h says why).
   EXPECT_NE(source.find(", kiln_parts, parts"), std::string::npos);
+  // So do the column reductions of few blocks: x's column sum, peaks' max, image's mean.
+  size_t split_columns = 0;
+  for (size_t at = source.find("rows in one part per thread"); at != std::string::npos;
+       at = source.find("rows in one part per thread", at + 1))
+    ++split_columns;
+  EXPECT_EQ(split_columns, 3u) << source;
   EXPECT_EQ(source.find("#pragma omp parallel"), std::string::npos);
   EXPECT_EQ(source.find("kiln_team_for"), std::string::npos);
 }
