@@ -140,10 +140,6 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
     blocks *= d + 1 == kernel.outer.size() ? (*size + kColumnBlock - 1) / kColumnBlock : *size;
   }
   if (!rows || *rows < kMinRows || !total || *total < options_.parallel_threshold || blocks > kMaxBlocks) return false;
-  for (const KernelStep& step : kernel.steps)
-    if (step.kind == KernelStep::Kind::Reduce && step.reduction != ReductionKind::Sum &&
-        step.reduction != ReductionKind::Max && step.reduction != ReductionKind::Min)
-      return false;
   const std::string B = std::to_string(kColumnBlock), max_parts = std::to_string(kMaxParts);
   const std::string count = std::to_string(blocks), rows_text = std::to_string(*rows);
   // Each block's outer variables and `cb` from its index, the last dim fastest.
@@ -163,14 +159,13 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   w_.open("");
   w_.line("const int64_t kiln_parts = " + runner_threads() + " < " + max_parts + " ? " + runner_threads() + " : " +
           max_parts + ";");
-  // The parts' lanes: [block * kiln_parts + part][lane] per reduction step.
-  std::vector<ReduceStepText> shapes;
+  // The parts' lanes: [block * kiln_parts + part][lane] per reduction step (sum, max or min: the
+  // only column reductions, is_column_reduction).
   int number = 0;
   for (const KernelStep& step : kernel.steps) {
     if (step.kind != KernelStep::Kind::Reduce) break;
     ReduceStepText r = reduce_step_text(kernel, step, number++);
     w_.line(r.t + " kiln_part_lanes" + r.n + "[" + std::to_string(blocks * kMaxParts) + "][" + B + "];");
-    shapes.push_back(r);
   }
   w_.open("auto kiln_chunk = [&](int64_t kiln_begin, int64_t kiln_end)");
   w_.open("for (int64_t kiln_task = kiln_begin; kiln_task < kiln_end; ++kiln_task)");

@@ -254,9 +254,8 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   on_team_ = uses_pool() ? "on_team" : "";
   // The epilogue over the output [N, OH, OW, O], channels innermost.
   std::vector<KernelStep> steps = kernel.steps;
-  for (KernelStep& step : steps) {
-    if (&kernel.steps[size_t(&step - steps.data())] == in_place)
-      step.body = with_loads_redirected(step.body, out.buffer, step.outputs[0]);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (&kernel.steps[i] == in_place) steps[i].body = with_loads_redirected(steps[i].body, out.buffer, steps[i].outputs[0]);
   }
   emit_output_epilogue(steps, out.shape);
   on_team_.clear();
