@@ -347,6 +347,18 @@ std::string onednn_log_of(const std::function<void()>& run) {
   return log;
 }
 
+// Runs `model` on input x on `threads` threads, expects the interpreter's output (the first) and
+// returns oneDNN's log of the run (empty where it cannot be captured).
+std::string run_against_the_interpreter(CompiledModel& model, const ir::Graph& graph, const Tensor& x, int threads,
+                                        const std::string& name) {
+  std::map<std::string, Tensor> inputs = {{"x", x}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  std::vector<Tensor> actual;
+  std::string onednn = onednn_log_of([&] { actual = model.run(inputs, threads); });
+  EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << name << ", " << threads << " threads";
+  return onednn;
+}
+
 // Whether oneDNN has f32 Winograd kernels here: they need AVX-512 (F, BW, VL, DQ), as Kiln's
 // avx512 ISA does; elsewhere every convolution is direct.
 bool winograd_available() { return host_supports(Isa::avx512); }
@@ -532,12 +544,8 @@ TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls
   };
   for (const Case& c : {Case{"in range", x, 2}, Case{"a NaN in sample 1", with_nan, 1},
                         Case{"a NaN in both samples", with_both_nan, 0}, Case{"huge values in both", huge, 0}}) {
-    std::map<std::string, Tensor> inputs = {{"x", c.x}};
-    std::vector<Tensor> expected = ir::interpret(graph, inputs);
     for (int threads : {1, 2}) {
-      std::vector<Tensor> actual;
-      std::string onednn = onednn_log_of([&] { actual = model.run(inputs, threads); });
-      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << c.name << ", " << threads << " threads";
+      const std::string onednn = run_against_the_interpreter(model, graph, c.x, threads, c.name);
       if (onednn.empty()) continue;
       // The three post-ops run in a call, or in each chunk of a batch split (one sample each
       // here), whose inputs are all in range.
@@ -584,12 +592,8 @@ TEST(CpuConvolution, LargeInputsAreCheckedForTheirBoundsInParts) {
     bool bounded;
   };
   for (const Case& c : {Case{"in range", x, true}, Case{"a NaN last", last_nan, false}, Case{"a huge value last", last_huge, false}}) {
-    std::map<std::string, Tensor> inputs = {{"x", c.x}};
-    std::vector<Tensor> expected = ir::interpret(graph, inputs);
     for (int threads : {1, 2}) {
-      std::vector<Tensor> actual;
-      std::string onednn = onednn_log_of([&] { actual = model.run(inputs, threads); });
-      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "") << c.name << ", " << threads << " threads";
+      const std::string onednn = run_against_the_interpreter(model, graph, c.x, threads, c.name);
       if (onednn.empty()) continue;
       EXPECT_EQ(count_of(onednn, "post-ops:eltwise_clip"), c.bounded ? 1u : 0u) << c.name << ", " << threads << " threads: " << onednn;
     }
