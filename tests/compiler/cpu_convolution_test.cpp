@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -692,6 +693,69 @@ TEST(CpuConvolution, WinogradIsChosenPerGeometry) {
     EXPECT_EQ(count_of(log, "alg:convolution_winograd"), winograd ? 1u : 0u) << "batch " << batch << "\n" << log;
     EXPECT_EQ(count_of(log, "alg:convolution_direct"), winograd ? 0u : 1u) << "batch " << batch << "\n" << log;
     EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-4, 1e-4), "") << "batch " << batch;
+  }
+}
+
+// Two Winograd convolutions whose channels do not fill nChw16c's blocks of 16: 50 input channels
+// (14 lanes of the last block empty) and 56 output channels (the copy back reads 8 lanes of
+// the last block), one followed by a relu, the other by a relu6, each read by a 1x1 convolution;
+// with `activations` false, the same without them.
+ir::Graph winograd_partial_blocks(bool activations) {
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w1", test_support::random_tensor({56, 50, 3, 3}, DType::f32, 61, -0.1, 0.1)},
+      {"b1", test_support::random_tensor({56}, DType::f32, 62)},
+      {"w2", test_support::random_tensor({56, 50, 3, 3}, DType::f32, 63, -0.1, 0.1)},
+      {"w3", test_support::random_tensor({16, 56, 1, 1}, DType::f32, 64)},
+      {"w4", test_support::random_tensor({16, 56, 1, 1}, DType::f32, 65)}};
+  const std::string relu = activations ? "call_function[target=relu](args = (%c1,), kwargs = {})"
+                                       : "call_function[target=mul](args = (%c1, 1.0), kwargs = {})";
+  const std::string relu6 = activations ? "call_function[target=clamp](args = (%c2, 0.0, 6.0), kwargs = {})"
+                                        : "call_function[target=mul](args = (%c2, 1.0), kwargs = {})";
+  return ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[2, 50, 28, 28] = placeholder[target=x]\n"
+      "    %w1 : f32[56, 50, 3, 3] = get_attr[target=w1]\n"
+      "    %b1 : f32[56] = get_attr[target=b1]\n"
+      "    %w2 : f32[56, 50, 3, 3] = get_attr[target=w2]\n"
+      "    %w3 : f32[16, 56, 1, 1] = get_attr[target=w3]\n"
+      "    %w4 : f32[16, 56, 1, 1] = get_attr[target=w4]\n"
+      "    %c1 : f32[2, 56, 28, 28] = call_function[target=convolution](args = (%x, %w1, %b1, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r : f32[2, 56, 28, 28] = " + relu + "\n"
+      "    %c2 : f32[2, 56, 28, 28] = call_function[target=convolution](args = (%x, %w2, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r6 : f32[2, 56, 28, 28] = " + relu6 + "\n"
+      "    %c3 : f32[2, 16, 28, 28] = call_function[target=convolution](args = (%r, %w3, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %c4 : f32[2, 16, 28, 28] = call_function[target=convolution](args = (%r6, %w4, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (c3, c4)\n",
+      "winograd_partial_blocks.kiln", parameters);
+}
+
+// Winograd's copies to and from nChw16c where the channels leave a block partly empty; the relu
+// and the relu6 done by the copy back to nhwc in calls whose inputs are in range (no reorder or
+// eltwise primitive of oneDNN runs once the weights are packed).
+TEST(CpuConvolution, WinogradCopiesPartialBlocksAndClampsAsItCopiesBack) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  ir::Graph graph = winograd_partial_blocks(true);
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({2, 50, 28, 28}, DType::f32, 66, -4, 4)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  // The relu and the relu6 change both outputs.
+  std::vector<Tensor> unclamped = ir::interpret(winograd_partial_blocks(false), inputs);
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NE(compare_tensors(expected[i], unclamped[i], 1e-2, 1e-2), "") << i;
+  CompiledModel model = compile(graph, options(true));
+  for (int threads : {1, 2, 3}) {
+    std::vector<Tensor> actual;
+    model.run(inputs, threads);  // packs the weights
+    std::string log = onednn_log_of([&] { actual = model.run(inputs, threads); });
+    if (log.empty()) GTEST_SKIP() << "oneDNN's verbose log could not be read";
+    if (winograd_available()) {
+      // Two convolutions per call, or per chunk of the batch split (one sample each).
+      const size_t winograd = count_of(log, "alg:convolution_winograd");
+      EXPECT_TRUE(winograd == 2 || winograd == 4) << log;
+      EXPECT_EQ(count_of(log, "alg:convolution_direct"), winograd) << log;
+      EXPECT_EQ(count_of(log, "exec,cpu,reorder"), 0u) << log;
+      EXPECT_EQ(count_of(log, "exec,cpu,eltwise"), 0u) << log;
+    }
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "") << i << ", " << threads << " threads";
   }
 }
 
