@@ -45,7 +45,7 @@ const PassInfo kPasses[] = {
      [](ir::Graph& g, const PassOptions& o) { return fold_constants(g, o.freeze); }},
     {"conv_affine", "fold per-channel scales and shifts (batch norm) into convolution weights (only with --freeze)",
      [](ir::Graph& g, const PassOptions& o) { return fold_affine_into_convolutions(g, o.freeze); }},
-    {"algebraic", "algebraic identities: x*1, x+0, double transpose, reshape of reshape, same-dtype cast",
+    {"algebraic", "algebraic identities: x*1, x+0, double transpose, reshape of reshape, same-dtype cast, max pool before relu",
      [](ir::Graph& g, const PassOptions&) { return simplify_algebra(g); }},
     {"cse", "merge nodes that compute the same value from the same inputs",
      [](ir::Graph& g, const PassOptions&) { return eliminate_common_subexpressions(g); }},

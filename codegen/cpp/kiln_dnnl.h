@@ -151,7 +151,7 @@ static dnnl_engine_t kiln_dnnl_engine(void) {
 // Copies between nhwc [N, H, W, C] and oneDNN's nChw16c [N, ceil(C/16), H, W, 16] (the layout of oneDNN's Winograd convolutions), toward the blocked side when
 // `to_blocked` (the channels past C zero, as oneDNN's reorder pads them), else toward the plain
 // side, clamping each value into [low, high] when `clip`. One block of pixels per thread of
-// OpenMP's team (GOMP_parallel, as kiln_team_for: the team oneDNN's kernels run on). Measured
+// OpenMP's team (GOMP_parallel: the team oneDNN's kernels run on). Measured
 // against oneDNN's reorder primitive (jit:uni) on 64 x 56 x 56: 13 against 52 us (to nChw16c) and
 // 12 against 35 us (back), each alone with its data hot (bench/README.md).
 extern "C" void GOMP_parallel(void (*)(void*), void*, unsigned, unsigned);

@@ -388,8 +388,8 @@ KILN_KERNEL int32_t kernel1_convolution_gemm(void* const* bufs, const int64_t* s
   return 0;
 }
 
-// kernel2_max_pool: max_pool, relu, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution
-KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel2_max_pool_1: max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution
+KILN_KERNEL int32_t kernel2_max_pool_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b3 = (float*)bufs[3];  // convolution_gemm
@@ -398,12 +398,12 @@ KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, cons
   float* __restrict b9 = (float*)bufs[9];  // bn_running_mean
   float* __restrict b12 = (float*)bufs[12];  // bn_weight
   float* __restrict b14 = (float*)bufs[14];  // bn_bias
-  float* __restrict b17 = (float*)bufs[17];  // max_pool
+  float* __restrict b16 = (float*)bufs[16];  // max_pool_1
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 8; ++x1) {
       for (int64_t x2 = 0; x2 < 8; ++x2) {
         for (int64_t x3 = 0; x3 < 8; ++x3) {
-          // reduce : max_pool
+          // reduce : max_pool_1
           float acc0[1];
           for (int l = 0; l < 1; ++l) acc0[l] = (-__builtin_inff());
            {
@@ -414,20 +414,20 @@ KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, cons
                 #pragma omp simd
                 for (int l = 0; l < 1; ++l) {
                   const int64_t r1 = rl0 + l;
-                  const float e0 = kop_relu(kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1])));
+                  const float e0 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1]));
                   acc0[l] = kred_max(acc0[l], e0);
                 }
               }
               for (; rl0 < rn0; ++rl0) {
                 const int64_t r1 = rl0;
-                const float e0 = kop_relu(kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1])));
+                const float e0 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1]));
                 acc0[0] = kred_max(acc0[0], e0);
               }
             }
           }
           float res0 = acc0[0];
           for (int l = 1; l < 1; ++l) res0 = kred_max(res0, acc0[l]);
-          b17[512*x0 + 64*x1 + 8*x2 + x3] = res0;
+          b16[512*x0 + 64*x1 + 8*x2 + x3] = res0;
         }
       }
     }
@@ -435,11 +435,11 @@ KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, cons
   return 0;
 }
 
-// kernel3_convolution_1_columns: convolution_1
+// kernel3_convolution_1_columns: convolution_1, relu_2
 KILN_KERNEL int32_t kernel3_convolution_1_columns(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b17 = (float*)bufs[17];  // max_pool
+  float* __restrict b16 = (float*)bufs[16];  // max_pool_1
   float* __restrict b19 = (float*)bufs[19];  // convolution_1_columns
   for (int64_t x0 = 0; x0 < 16; ++x0) {
     for (int64_t x1 = 0; x1 < 3; ++x1) {
@@ -447,7 +447,7 @@ KILN_KERNEL int32_t kernel3_convolution_1_columns(void* const* bufs, const int64
         for (int64_t x3 = 0; x3 < 8; ++x3) {
           #pragma omp simd
           for (int64_t x4 = 0; x4 < 8; ++x4) {
-            const float t0 = (kop_logical_and(bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(8)))))), bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(8))))))) ? b17[64*x0 + 8*x1 + x2 + 8*x3 + x4 - 9] : float(0.0));
+            const float t0 = (kop_logical_and(bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(8)))))), bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(8))))))) ? kop_relu(b16[64*x0 + 8*x1 + x2 + 8*x3 + x4 - 9]) : float(0.0));
             b19[576*x0 + 192*x1 + 64*x2 + 8*x3 + x4] = t0;
           }
         }
@@ -706,7 +706,7 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
   bufs[29] = args->outputs[0];
   bufs[2] = (char*)args->workspace + (0);  // convolution_columns
   bufs[3] = (char*)args->workspace + (55296);  // convolution_gemm
-  bufs[17] = (char*)args->workspace + (36864);  // max_pool
+  bufs[16] = (char*)args->workspace + (36864);  // max_pool_1
   bufs[19] = (char*)args->workspace + (0);  // convolution_1_columns
   bufs[20] = (char*)args->workspace + (36864);  // convolution_1_gemm
   bufs[25] = (char*)args->workspace + (0);  // adaptive_avg_pool
@@ -744,15 +744,15 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     }
   }
    {
-    const int32_t rc = kernel2_max_pool(bufs, sym, args);
+    const int32_t rc = kernel2_max_pool_1(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool (max_pool, relu, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool_1 (max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool (max_pool, relu, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool_1 (max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
@@ -761,12 +761,12 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     const int32_t rc = kernel3_convolution_1_columns(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel3_convolution_1_columns (convolution_1)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel3_convolution_1_columns (convolution_1, relu_2)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel3_convolution_1_columns (convolution_1)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel3_convolution_1_columns (convolution_1, relu_2)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }

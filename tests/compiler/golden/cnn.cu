@@ -1,8 +1,8 @@
 // launch plan
 // launch kernel0_convolution_columns<<<54, 256, 0>>>(b0, b2)
 // library call: loop node 1
-// launch kernel2_max_pool<<<1024, 32, 1024>>>(b3, b4, b6, b9, b12, b14, b17)
-// launch kernel3_convolution_1_columns<<<36, 256, 0>>>(b17, b19)
+// launch kernel2_max_pool_1<<<1024, 32, 1024>>>(b3, b4, b6, b9, b12, b14, b16)
+// launch kernel3_convolution_1_columns<<<36, 256, 0>>>(b16, b19)
 // library call: loop node 12
 // launch kernel5_adaptive_avg_pool_sum<<<32, 64, 1024>>>(b20, b21, b25)
 // library call: loop node 17, cublasLt epilogue bias, bias b28 at 0, into b29
@@ -283,8 +283,8 @@ extern "C" __global__ void __launch_bounds__(256) kernel0_convolution_columns(fl
 
 // kernel1_convolution_gemm: convolution
 
-// kernel2_max_pool: max_pool, relu, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution
-extern "C" __global__ void __launch_bounds__(32) kernel2_max_pool(float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b6, float* __restrict__ b9, float* __restrict__ b12, float* __restrict__ b14, float* __restrict__ b17) {
+// kernel2_max_pool_1: max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution
+extern "C" __global__ void __launch_bounds__(32) kernel2_max_pool_1(float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b6, float* __restrict__ b9, float* __restrict__ b12, float* __restrict__ b14, float* __restrict__ b16) {
   KILN_SHARED_MEMORY(kiln_shared);
   const int64_t rows = 1024;
   const int64_t rn = 4;
@@ -297,23 +297,23 @@ extern "C" __global__ void __launch_bounds__(32) kernel2_max_pool(float* __restr
     const int64_t x1 = rest_x0 % (8);
     rest_x0 /= (8);
     const int64_t x0 = rest_x0;
-    // reduce: max_pool
+    // reduce: max_pool_1
     float st0 = (-kiln_inf_f32());
     for (int64_t ri = threadIdx.x; ri < rn; ri += blockDim.x) {
       int64_t rest_r0 = ri;
       const int64_t r1 = rest_r0 % (2);
       rest_r0 /= (2);
       const int64_t r0 = rest_r0;
-      const float e0 = kop_relu(kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1])));
+      const float e0 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1]));
       st0 = KilnMaxOp<float>::combine(st0, e0);
     }
     st0 = kiln_block_reduce<KilnMaxOp<float>>(st0, kiln_shared);
-    if (threadIdx.x == 0) b17[512*x0 + 64*x1 + 8*x2 + x3] = st0;
+    if (threadIdx.x == 0) b16[512*x0 + 64*x1 + 8*x2 + x3] = st0;
   }
 }
 
-// kernel3_convolution_1_columns: convolution_1
-extern "C" __global__ void __launch_bounds__(256) kernel3_convolution_1_columns(float* __restrict__ b17, float* __restrict__ b19) {
+// kernel3_convolution_1_columns: convolution_1, relu_2
+extern "C" __global__ void __launch_bounds__(256) kernel3_convolution_1_columns(float* __restrict__ b16, float* __restrict__ b19) {
   const int64_t n = 9216;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -328,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(256) kernel3_convolution_1_columns(
     const int64_t x1 = rest_x0 % (3);
     rest_x0 /= (3);
     const int64_t x0 = rest_x0;
-    const float t0 = (kop_logical_and(bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(8)))))), bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(8))))))) ? b17[64*x0 + 8*x1 + x2 + 8*x3 + x4 - 9] : float(0.0));
+    const float t0 = (kop_logical_and(bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(8)))))), bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(8))))))) ? kop_relu(b16[64*x0 + 8*x1 + x2 + 8*x3 + x4 - 9]) : float(0.0));
     b19[576*x0 + 192*x1 + 64*x2 + 8*x3 + x4] = t0;
   }
 }

@@ -376,18 +376,18 @@ KILN_KERNEL int32_t kernel1_batch_norm_convolution(void* const* bufs, const int6
   return 0;
 }
 
-// kernel2_max_pool: max_pool, relu
-KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel2_max_pool_1: max_pool_1, relu_2
+KILN_KERNEL int32_t kernel2_max_pool_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b4 = (float*)bufs[4];  // batch_norm_convolution
-  float* __restrict b6 = (float*)bufs[6];  // max_pool
+  float* __restrict b6 = (float*)bufs[6];  // relu_2
   // column reduction: 64 points of x2 at once
   for (int64_t x0 = 0; x0 < 16; ++x0) {
     for (int64_t x1 = 0; x1 < 8; ++x1) {
       for (int64_t cb = 0; cb < 8; cb += 64) {
         const int64_t cn = 8 - cb < 64 ? 8 - cb : 64;
-        // reduce: max_pool
+        // reduce: max_pool_1
         float acc0[64];
         for (int l = 0; l < 64; ++l) acc0[l] = (-__builtin_inff());
         for (int64_t r0 = 0; r0 < 2; ++r0) {
@@ -395,7 +395,7 @@ KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, cons
             #pragma omp simd
             for (int64_t j = 0; j < cn; ++j) {
               const int64_t x2 = cb + j;
-              const float e0 = kop_relu(b4[128*r0 + 8*r1 + 256*x0 + 16*x1 + x2]);
+              const float e0 = b4[128*r0 + 8*r1 + 256*x0 + 16*x1 + x2];
               acc0[j] = kred_max(acc0[j], e0);
             }
           }
@@ -403,7 +403,9 @@ KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, cons
         #pragma omp simd
         for (int64_t j = 0; j < cn; ++j) {
           const int64_t x2 = cb + j;
-          b6[64*x0 + 8*x1 + x2] = acc0[j];
+          const float v5 = acc0[j];
+          const float t1 = kop_relu(v5);
+          b6[64*x0 + 8*x1 + x2] = t1;
         }
       }
     }
@@ -415,7 +417,7 @@ KILN_KERNEL int32_t kernel2_max_pool(void* const* bufs, const int64_t* sym, cons
 KILN_KERNEL int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b6 = (float*)bufs[6];  // max_pool
+  float* __restrict b6 = (float*)bufs[6];  // relu_2
   float* __restrict b7 = (float*)bufs[7];  // conv2_weight
   float* __restrict b8 = (float*)bufs[8];  // conv2_bias
   float* __restrict b9 = (float*)bufs[9];  // convolution_1
@@ -606,7 +608,7 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
   bufs[16] = args->outputs[0];
   bufs[1] = (char*)args->workspace + (16384);  // batch_norm_convolution_input
   bufs[4] = (char*)args->workspace + (0);  // batch_norm_convolution
-  bufs[6] = (char*)args->workspace + (16384);  // max_pool
+  bufs[6] = (char*)args->workspace + (16384);  // relu_2
   bufs[9] = (char*)args->workspace + (0);  // convolution_1
   bufs[12] = (char*)args->workspace + (8192);  // adaptive_avg_pool
   bufs[14] = (char*)args->workspace + (0);  // logits_matmul
@@ -642,15 +644,15 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     }
   }
    {
-    const int32_t rc = kernel2_max_pool(bufs, sym, args);
+    const int32_t rc = kernel2_max_pool_1(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool (max_pool, relu)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool_1 (max_pool_1, relu_2)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool (max_pool, relu)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool_1 (max_pool_1, relu_2)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
