@@ -169,12 +169,14 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   }
   w_.open("auto kiln_chunk = [&](int64_t kiln_begin, int64_t kiln_end)");
   w_.open("for (int64_t kiln_task = kiln_begin; kiln_task < kiln_end; ++kiln_task)");
-  w_.line("const int64_t kiln_part = kiln_task % kiln_parts;");
-  locate_block("kiln_task / kiln_parts");
+  // The part slowest: a thread's contiguous range of tasks is every block of its part, the same
+  // rows for all of them (whole rows of the input, the threads' shares equal).
+  w_.line("const int64_t kiln_part = kiln_task / " + count + ";");
+  locate_block("kiln_task % " + count);
   std::vector<ReduceStepText> texts = declare_column_lanes(kernel);
   emit_column_rows(kernel, texts, rows_text + " * kiln_part / kiln_parts", rows_text + " * (kiln_part + 1) / kiln_parts");
   for (const ReduceStepText& r : texts)
-    w_.line("for (int64_t j = 0; j < cn; ++j) kiln_part_lanes" + r.n + "[kiln_task][j] = " + r.acc + "[j];");
+    w_.line("for (int64_t j = 0; j < cn; ++j) kiln_part_lanes" + r.n + "[(kiln_task % " + count + ") * kiln_parts + kiln_part][j] = " + r.acc + "[j];");
   w_.close();
   w_.close(";");
   w_.line(runner() + "(" + count + " * kiln_parts, kiln_chunk, kiln_parts > 1);");
