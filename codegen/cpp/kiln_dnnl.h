@@ -70,19 +70,18 @@ typedef struct KilnConvolutionShape {
   float clip_low, clip_high;  // kKilnActivationClip's bounds (a relu: 0 and +inf)
 } KilnConvolutionShape;
 
-// Activations oneDNN applies to the convolution's output as it writes it. The first three keep a
-// NaN a NaN (as Kiln's own epilogue does): SiLU (x * sigmoid(x), oneDNN's swish with alpha 1),
-// tanh, and hardswish (x * relu6(x + 3) / 6: the clip loses a NaN, the product with x brings it
-// back). oneDNN's clip and relu turn NaN into 0, so a clamp (a relu, a relu6) is its post-op only
+// Activations oneDNN applies to the convolution's output as it writes it. The first two keep a
+// NaN a NaN (as Kiln's own epilogue does): tanh, and hardswish (x * relu6(x + 3) / 6: the clip
+// loses a NaN, the product with x brings it back). A SiLU is Kiln's loop after the call (oneDNN's
+// swish post-op measured slower: codegen/cpp/cpp_library_calls.cpp). oneDNN's clip and relu turn NaN into 0, so a clamp (a relu, a relu6) is its post-op only
 // where the output has no NaN: a convolution whose output has a finite bound
 // (passes/value_bounds.h), in a call whose inputs are within the bound that assumes
 // (kiln_inputs_bounded); in other calls it is Kiln's loop.
 enum KilnConvolutionActivation {
   kKilnActivationNone = 0,
-  kKilnActivationSilu = 1,
-  kKilnActivationTanh = 2,
-  kKilnActivationHardswish = 3,
-  kKilnActivationClip = 4
+  kKilnActivationTanh = 1,
+  kKilnActivationHardswish = 2,
+  kKilnActivationClip = 3
 };
 
 // 1 while this thread runs a call (or a chunk of one) whose floating-point inputs are all within
@@ -346,7 +345,6 @@ typedef struct KilnEltwise {
 } KilnEltwise;
 
 static KilnEltwise kiln_activation_eltwise(const KilnConvolutionShape* s) {
-  if (s->activation == kKilnActivationSilu) return {dnnl_eltwise_swish, 1.0f, 0.0f};
   if (s->activation == kKilnActivationTanh) return {dnnl_eltwise_tanh, 0.0f, 0.0f};
   if (s->activation == kKilnActivationClip) {
     if (s->clip_low == 0.0f && s->clip_high == __builtin_inff()) return {dnnl_eltwise_relu, 0.0f, 0.0f};
