@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/algebraic_simplification.h"
+#include "passes/channel_scale_folding.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
 #include "passes/convolution_affine_folding.h"
@@ -28,6 +29,7 @@ bool simplify(ir::Graph& graph, const PassOptions& options) {
     bool changed = fold_constants(graph, options.freeze);
     changed |= fold_affine_into_convolutions(graph, options.freeze);
     changed |= simplify_algebra(graph);
+    changed |= fold_channel_scales_into_convolutions(graph);
     changed |= eliminate_common_subexpressions(graph);
     changed |= eliminate_dead_code(graph);
     changed_any |= changed;
@@ -47,11 +49,13 @@ const PassInfo kPasses[] = {
      [](ir::Graph& g, const PassOptions& o) { return fold_affine_into_convolutions(g, o.freeze); }},
     {"algebraic", "algebraic identities: x*1, x+0, double transpose, reshape of reshape, same-dtype cast, max pool before relu",
      [](ir::Graph& g, const PassOptions&) { return simplify_algebra(g); }},
+    {"channel_scale", "fold a per-channel scale of one sample (squeeze-and-excitation) into the convolution reading it",
+     [](ir::Graph& g, const PassOptions&) { return fold_channel_scales_into_convolutions(g); }},
     {"cse", "merge nodes that compute the same value from the same inputs",
      [](ir::Graph& g, const PassOptions&) { return eliminate_common_subexpressions(g); }},
     {"dce", "remove nodes whose values are never used",
      [](ir::Graph& g, const PassOptions&) { return eliminate_dead_code(g); }},
-    {"simplify", "constant_fold, conv_affine, algebraic, cse and dce repeated until nothing changes", simplify},
+    {"simplify", "constant_fold, conv_affine, algebraic, channel_scale, cse and dce repeated until nothing changes", simplify},
 };
 
 const Stage kStages[] = {

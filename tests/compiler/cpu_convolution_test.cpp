@@ -458,8 +458,10 @@ TEST(CpuConvolution, EpiloguesThatWalkTheOutputContiguouslyAreOneLoop) {
 
 // EfficientNet's squeeze-and-excitation: a depthwise convolution, its global average pool, two
 // 1x1 convolutions of the pooled [N, C, 1, 1] (fully connected layers: one GEMM each, reading the
-// pool's channels-last buffer in place) with silu and sigmoid, and the scale of the depthwise
-// output; compiled with and without frozen weights, at batch 1 and 3, on 1 and 2 threads.
+// pool's channels-last buffer in place) with silu and sigmoid, the scale of the depthwise
+// output and the block's 1x1 projection of it (at batch 1 the scale goes into the projection's
+// weights: passes/channel_scale_folding.h); compiled with and without frozen weights, at batch 1
+// and 3, on 1 and 2 threads.
 TEST(CpuConvolution, SqueezeAndExcitationLayersAreGemmsThatMatchTheInterpreter) {
   for (int64_t batch : {1, 3}) {
     std::map<std::string, Tensor, std::less<>> parameters = {
@@ -467,7 +469,8 @@ TEST(CpuConvolution, SqueezeAndExcitationLayersAreGemmsThatMatchTheInterpreter) 
         {"fc1", test_support::random_tensor({6, 24, 1, 1}, DType::f32, 62, -0.5, 0.5)},
         {"fc1_bias", test_support::random_tensor({6}, DType::f32, 63)},
         {"fc2", test_support::random_tensor({24, 6, 1, 1}, DType::f32, 64, -0.5, 0.5)},
-        {"fc2_bias", test_support::random_tensor({24}, DType::f32, 65)}};
+        {"fc2_bias", test_support::random_tensor({24}, DType::f32, 65)},
+        {"project", test_support::random_tensor({8, 24, 1, 1}, DType::f32, 67, -0.5, 0.5)}};
     const std::string b = std::to_string(batch);
     ir::Graph graph = ir::parse_graph(
         "graph():\n"
@@ -485,15 +488,20 @@ TEST(CpuConvolution, SqueezeAndExcitationLayersAreGemmsThatMatchTheInterpreter) 
         "    %f2 = call_function[target=convolution](args = (%s1, %fc2, %fc2_bias, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
         "    %s2 = call_function[target=sigmoid](args = (%f2,), kwargs = {})\n"
         "    %y = call_function[target=mul](args = (%a, %s2), kwargs = {})\n"
-        "    return (y,)\n",
+        "    %project : f32[8, 24, 1, 1] = get_attr[target=project]\n"
+        "    %p = call_function[target=convolution](args = (%y, %project, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+        "    return (p,)\n",
         "squeeze_excitation.kiln", parameters);
     for (bool freeze : {false, true}) {
       CodegenStageOptions stage;
       stage.freeze = freeze;
       const std::string loops = dump_codegen_stage(graph, "loops", stage);
-      // Without oneDNN the depthwise convolution is a GEMM as well (im2col).
-      EXPECT_EQ(count_of(loops, ": Extern Gemm"), built_with_onednn() ? 2u : 3u) << loops;
-      EXPECT_EQ(count_of(loops, ": Extern Convolution"), built_with_onednn() ? 1u : 0u) << loops;
+      // Without oneDNN the depthwise convolution and the projection are GEMMs as well (im2col).
+      EXPECT_EQ(count_of(loops, ": Extern Gemm"), built_with_onednn() ? 2u : 4u) << loops;
+      EXPECT_EQ(count_of(loops, ": Extern Convolution"), built_with_onednn() ? 2u : 0u) << loops;
+      // One sample: the projection's weights times the gate, instead of the scaled activation.
+      EXPECT_EQ(count_of(loops, "= project["), batch == 1 ? 1u : 0u) << loops;
+      EXPECT_EQ(count_of(loops, "node y: Pointwise"), batch == 1 ? 0u : 1u) << loops;
       std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({batch, 24, 9, 9}, DType::f32, 66)}};
       std::vector<Tensor> expected = ir::interpret(graph, inputs);
       CompiledModel model = compile(graph, options(freeze));
