@@ -660,8 +660,7 @@ static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, con
   }
   if (status == dnnl_success && e->src_blocked16) {
     const KilnConvolutionShape* s = &e->shape;
-    kiln_copy_blocked16(src, blocked_src, s->batch, s->channels,
-                        s->height * s->width, 1, 0, 0.0f, 0.0f);
+    kiln_copy_blocked16(src, blocked_src, s->batch, s->channels, s->height * s->width, 1, 0, 0.0f, 0.0f);
   } else if (status == dnnl_success && e->src_reorder) {
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->src}, {DNNL_ARG_TO, m->blocked_src}};
     status = dnnl_primitive_execute(e->src_reorder, stream, 2, reorder_args);

@@ -611,8 +611,8 @@ TEST(CpuConvolution, LargeInputsAreCheckedForTheirBoundsInParts) {
 
 // Convolutions of one 64-channel value: 3x3 64 -> 64 at stride 1, the shape Winograd wins on;
 // 3x3 64 -> 48 at stride 1 with a SiLU (Kiln's loop after it), read by a 1x1 convolution;
-// 3x3 64 -> 16 (too few channels) and 3x3 64 -> 64 at stride 2 (no Winograd form). `side` sets the spatial size, so that each test
-// compiles its own module.
+// 3x3 64 -> 16 (too few channels) and 3x3 64 -> 64 at stride 2 (no Winograd form). `side` sets
+// the spatial size, so that each test compiles its own module.
 ir::Graph three_by_three_convolutions(int64_t side) {
   const std::string s = std::to_string(side), half = std::to_string((side + 1) / 2);
   std::map<std::string, Tensor, std::less<>> parameters = {
