@@ -148,8 +148,9 @@ class Lowerer {
   Accessor channels_last(int buffer, const SymShape& logical);
   // Whether `value` reads a whole channels-last buffer at its own points.
   bool is_channels_last(const Accessor& value) const;
-  // The channels-last buffer of 4-d `value`: its own when it already is one, else a Pointwise
-  // copy over [N, H, W, C] named `name`.
+  // The channels-last buffer of 4-d `value`: its own when it already is one (also a buffer whose
+  // order is the same, with one channel or a 1x1 image), else a Pointwise copy over [N, H, W, C]
+  // named `name`.
   int channels_last_buffer(const Accessor& value, const std::string& name);
   // Whether a 4-d node computing `body` at the points x0..x3 of `shape` reads some channels-last
   // buffer at those very points (so that storing its result channels-last too reads and writes

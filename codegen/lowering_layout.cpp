@@ -46,6 +46,12 @@ bool Lowerer::is_channels_last(const Accessor& value) const {
 
 int Lowerer::channels_last_buffer(const Accessor& value, const std::string& name) {
   if (is_channels_last(value)) return value.buffer;
+  // A buffer read at the very index the channels-last layout gives (one channel, as a grayscale
+  // image or a spectrogram, or a 1x1 image) already is that layout: no copy.
+  if (value.buffer >= 0 && value.index == channels_last_index(value.shape)) {
+    channels_last_buffers_.insert(value.buffer);
+    return value.buffer;
+  }
   SymShape physical = channels_last_shape(value.shape);
   // Point (y0, y1, y2, y3) = (n, h, w, c) of the copy reads (n, c, h, w) of the value.
   Expr body = load(value, {loop_var(0), loop_var(3), loop_var(1), loop_var(2)});

@@ -5,8 +5,9 @@
 // bias, depthwise, 1x1), the layout flowing from one convolution through pointwise nodes and
 // pools into the next without another transposing copy, graph outputs written back in the
 // graph's NCHW layout, values read through views (flatten into a matmul), what stays on
-// im2col + GEMM (f64, 1-d and 3-d convolutions), and fully connected layers written as
-// convolutions (1x1 kernel, 1x1 output) lowered as one GEMM.
+// im2col + GEMM (f64, 1-d and 3-d convolutions), fully connected layers written as
+// convolutions (1x1 kernel, 1x1 output) lowered as one GEMM, and inputs of one channel read
+// without a copy.
 #include <gtest/gtest.h>
 
 #include "tests/codegen/lowering_test_support.h"
@@ -75,6 +76,31 @@ TEST(LoweringLibraryConvolution, LayoutFlowsThroughPointwiseNodesAndPools) {
   for (const LoopNode& node : program.nodes) {
     if (node.kind == NodeKind::Extern && node.name == "c2") {
       EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).name, "p");
+    }
+  }
+}
+
+// An input of one channel (a grayscale image) already is in channels-last order, and so is an
+// image of 1x1: the convolution reads the input's own buffer, no copy. Three channels need one.
+TEST(LoweringLibraryConvolution, OneChannelOrAOneByOneImageIsReadWithoutACopy) {
+  struct Case {
+    std::string input, weight;
+    int copies;
+  };
+  const Case cases[] = {{"[4, 1, 9, 9]", "[6, 1, 5, 5]", 0}, {"[4, 8, 1, 1]", "[6, 8, 1, 1]", 0},
+                        {"[4, 3, 9, 9]", "[6, 3, 5, 5]", 1}};
+  for (const Case& c : cases) {
+    ir::Graph graph = parse(graph_text(
+        {"x: f32" + c.input, "w: f32" + c.weight},
+        {op_line("c", "convolution", "%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0], 1"), op_line("y", "relu", "%c")},
+        "y"));
+    EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 6), library()), "") << c.input;
+    LoopProgram program = lower(graph, library());
+    EXPECT_EQ(transposing_copies(program), c.copies) << c.input;
+    for (const LoopNode& node : program.nodes) {
+      if (node.kind == NodeKind::Extern && c.copies == 0) {
+        EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).kind, BufferKind::Input) << c.input;
+      }
     }
   }
 }
