@@ -169,6 +169,10 @@ std::vector<LoopOpInfo> make_table() {
       // preludes spell it kiln_exp_nonpositive, which skips exp's overflow select.
       row(Op::exp_nonpositive, "exp_nonpositive", 1, R::argument, C::expensive, G::none,
           [](double x, double) { return std::exp(x); }, nullptr, "kiln_exp_nonpositive"),
+      // 1 + erf(x) = erfc(-x) (no graph op: the scheduler puts it where 1 + erf(a) or 1 - erf(a) is
+      // computed, codegen/schedule_erf_complements.cpp); the preludes spell it kiln_one_plus_erf.
+      row(Op::one_plus_erf, "one_plus_erf", 1, R::argument, C::expensive, G::none,
+          [](double x, double) { return std::erfc(-x); }, nullptr, "kiln_one_plus_erf"),
   };
 }
 
@@ -180,7 +184,7 @@ const std::vector<LoopOpInfo>& loop_ops() {
     // Row i is enumerator i + 1 (LoopOp::none has no row), so lookups are an index.
     for (size_t i = 0; i < rows.size(); ++i)
       KILN_CHECK(size_t(rows[i].op) == i + 1, "the loop op table is out of enumerator order at ", rows[i].name);
-    KILN_CHECK(rows.size() == size_t(LoopOp::exp_nonpositive), "the loop op table lacks a row");
+    KILN_CHECK(rows.size() == size_t(LoopOp::one_plus_erf), "the loop op table lacks a row");
     return rows;
   }();
   return table;

@@ -28,7 +28,7 @@ enum class LoopOp : uint8_t {
   add, sub, mul, div, div_trunc, div_floor, pow, maximum, minimum, fmod, remainder, eq, ne, lt, le, gt, ge,
   logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift,
   // unary again (added later; row order follows the enumerators)
-  bitwise_not, exp_nonpositive,
+  bitwise_not, exp_nonpositive, one_plus_erf,
 };
 
 // The dtype of an op's result.

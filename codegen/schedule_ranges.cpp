@@ -1,7 +1,12 @@
 // Stage 4 of the scheduler (codegen/schedule.h): range simplification of each kernel. Size-1
 // dims are dropped (their variable is 0), and adjacent dims that every index of the kernel
 // walks contiguously are merged into one, for the outer (x) and then the inner (r) variables;
-// then the floordivs and mods of indices that the constant ranges decide are folded.
+// then the floordivs and mods of indices that the constant ranges decide are folded. Last, a
+// pointwise kernel whose indices divide an outer variable (a copy out of a permuted view:
+// x1 // 25 and x1 % 5 reading a channels-last [N, 5, 5, 16] as [N, 400]) has that dim split at
+// the divisors, x1 = 25 a + b, so that every index becomes affine and the loads plain strided
+// ones instead of gathers with a division per element (Inductor splits its iteration ranges
+// the same way).
 #include <map>
 #include <optional>
 
@@ -120,15 +125,94 @@ void fold_bounded_divisions(Kernel& kernel) {
   }
 }
 
+// The number of (index, outer variable) pairs where the index uses the variable and is not affine
+// in it, over the outer variables first .. first + count - 1.
+size_t non_affine_pairs(const Kernel& kernel, size_t first, size_t count) {
+  std::vector<SymInt> indices = kernel_indices(kernel);
+  size_t pairs = 0;
+  for (size_t d = first; d < first + count; ++d)
+    for (const SymInt& index : indices)
+      if (depends_on(index, loop_var(d)) && !affine_form(index, {loop_var(d)})) ++pairs;
+  return pairs;
+}
+
+// The divisors k of `size` with 1 < k < size, ascending.
+std::vector<int64_t> proper_divisors(int64_t size) {
+  std::vector<int64_t> low, high;
+  for (int64_t k = 2; k * k <= size; ++k) {
+    if (size % k != 0) continue;
+    low.push_back(k);
+    if (k * k != size) high.push_back(size / k);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+// The kernel with outer dim d (constant size R) split into [R / k, k]: x_d = k x_d + x_{d+1},
+// later variables renumbered, the divisions folded.
+Kernel split_outer_dim(const Kernel& kernel, size_t d, int64_t k) {
+  Kernel split = kernel;
+  int64_t size = *kernel.outer[d].maybe_constant();
+  std::map<std::string, SymInt> replacements;
+  for (size_t e = d; e < kernel.outer.size(); ++e)
+    replacements[loop_var(e).to_string()] = e == d ? SymInt(k) * loop_var(d) + loop_var(d + 1) : loop_var(e + 1);
+  rename(split, replacements);
+  split.outer[d] = size / k;
+  split.outer.insert(split.outer.begin() + std::ptrdiff_t(d) + 1, SymInt(k));
+  fold_bounded_divisions(split);
+  return split;
+}
+
+// Splits outer dims at divisors of their constant sizes while a split leaves fewer
+// non-affine uses of the two new variables than twice the old one's (one of the two comes
+// out clean): x1 // 25 and x1 % 5 over x1 < 400 split at 25, then the rest at 5. Among the
+// divisors, the one that leaves the fewest; ties go to the larger divisor.
+void split_divided_dims(Kernel& kernel) {
+  for (int splits = 0; splits < 8; ++splits) {
+    std::optional<Kernel> best;
+    size_t best_pairs = 0;
+    for (size_t d = 0; d < kernel.outer.size(); ++d) {
+      std::optional<int64_t> size = kernel.outer[d].maybe_constant();
+      if (!size) continue;
+      size_t before = non_affine_pairs(kernel, d, 1);
+      if (before == 0) continue;
+      for (int64_t k : proper_divisors(*size)) {
+        Kernel split = split_outer_dim(kernel, d, k);
+        size_t after = non_affine_pairs(split, d, 2);
+        if (after < 2 * before && (!best || after <= best_pairs)) {
+          best = std::move(split);
+          best_pairs = after;
+        }
+      }
+    }
+    if (!best) return;
+    kernel = std::move(*best);
+  }
+}
+
 }  // namespace
 
 // Drops size-1 dims and merges adjacent dims that every access walks contiguously, for the
-// outer (x) and then the inner (r) variables; then folds the divisions the ranges decide.
+// outer (x) and then the inner (r) variables; then folds the divisions the ranges decide, and
+// splits the outer dims of a pointwise kernel that its indices still divide.
 void simplify_ranges(Kernel& kernel) {
   if (kernel.kind == KernelKind::Extern) return;
   simplify_dims(kernel, kernel.outer, [](size_t d) { return loop_var(d); });
   simplify_dims(kernel, kernel.inner, [](size_t d) { return reduction_var(d); });
   fold_bounded_divisions(kernel);
+  if (kernel.kind != KernelKind::Pointwise || kernel.outer.empty()) return;
+  size_t before = non_affine_pairs(kernel, 0, kernel.outer.size());
+  if (before == 0) return;
+  Kernel split = kernel;
+  split_divided_dims(split);
+  simplify_dims(split, split.outer, [](size_t d) { return loop_var(d); });
+  fold_bounded_divisions(split);
+  // Kept when it removed divisions without leaving an innermost loop too short to vectorize
+  // (an interleave, out[x] = in[(x % 2) * n + x // 2], would run 2 points per inner loop).
+  std::optional<int64_t> inner_before = kernel.outer.back().maybe_constant();
+  std::optional<int64_t> inner_after = split.outer.back().maybe_constant();
+  bool inner_long_enough = !inner_after || (inner_before && *inner_after >= std::min<int64_t>(16, *inner_before));
+  if (non_affine_pairs(split, 0, split.outer.size()) < before && inner_long_enough) kernel = std::move(split);
 }
 
 }  // namespace kiln::codegen::scheduling

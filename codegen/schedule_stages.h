@@ -42,6 +42,8 @@ bool same_expr(const Expr& a, const Expr& b);
 
 // Spells exp(v - max(v)), where the max is a reduction of the same kernel, as exp_nonpositive.
 void mark_shifted_exps(Kernel& kernel);
+// Spells 1 + erf(a) as one_plus_erf(a) and 1 - erf(a) as one_plus_erf(-a).
+void spell_erf_complements(Kernel& kernel);
 // 3. Lets a row step read back the values an earlier reduction of `kernel` computed.
 void stash_reduced_values(const LoopProgram& program, Kernel& kernel);
 // 4. Drops size-1 dims and merges dims every access walks contiguously.

@@ -23,6 +23,8 @@
 //   kiln_sigmoid  3      2.82   2^-27 <= |x| <= 104
 //   kiln_tanh     2      1.51   every float of |x| <= 20 (+-1 beyond 10)
 //   kiln_erf      2      1.38   |x| < 4.5 (+-1 beyond), subnormals included
+//   kiln_one_plus_erf  1.5  1.39   every float of |x| < 6 (2 and 0 beyond 3.92); ulps of 1, not of the
+//                               result: an absolute error, as 1 + erf(x) computed in float has
 //   kiln_sin/cos  1      0.501  2^-13 <= |x| <= 1e4; every 13th float from 2^26 to the largest
 //   kiln_pow      1      0.50   5 million random pairs; computed in double (log, product, exp)
 //   kiln_erfinv   1      0.508  every float of [0, 1] (odd); computed in double, against the
@@ -436,6 +438,16 @@ KILN_INLINE float kiln_tanh(float x) {
 }
 KILN_INLINE double kiln_tanh(double x) { return __builtin_tanh(x); }
 
+// e^q for -18 < q <= 0 (erf's and 1 + erf's exp(Q)): 2^k stays normal, so one integer add into the
+// exponent scales, and there is no select.
+KILN_INLINE float kiln_exp_moderate_negative(float q) {
+  const float shifter = 0x1.8p23f;
+  float shifted = q * 0x1.715476p0f + shifter;
+  float kf = shifted - shifter;
+  float r = (q - kf * 0.693359375f) + kf * 2.12194440e-4f;
+  return kiln_bits_f32(kiln_f32_bits(1.0f + (r + kiln_exp_tail(r))) + (kiln_f32_bits(shifted) << 23));
+}
+
 KILN_INLINE float kiln_erf(float x) {
   float a = __builtin_fabsf(x);
   // |x| < 0.921875: x + x P(x^2), a minimax fit of erf(x) - x relative to erf(x).
@@ -459,17 +471,38 @@ KILN_INLINE float kiln_erf(float x) {
   q = q * b - 0x1.464a52p-1f;
   q = q * b - 0x1.20ab68p+0f;
   q = q * b - 0x1.b8365p-13f;
-  // exp(q) for -18 < q < 0: 2^k stays normal, so one integer add into the exponent scales.
-  const float shifter = 0x1.8p23f;
-  float shifted = q * 0x1.715476p0f + shifter;
-  float kf = shifted - shifter;
-  float r = (q - kf * 0.693359375f) + kf * 2.12194440e-4f;
-  float e = kiln_bits_f32(kiln_f32_bits(1.0f + (r + kiln_exp_tail(r))) + (kiln_f32_bits(shifted) << 23));
-  float large = 1.0f - e;
+  float large = 1.0f - kiln_exp_moderate_negative(q);
   // NaN takes `small`, which is NaN.
   return kiln_select(a >= 0.921875f, __builtin_copysignf(large, x), small);
 }
 KILN_INLINE double kiln_erf(double x) { return __builtin_erf(x); }
+
+// 1 + erf(x) = erfc(-x), where the generated code computes 1 + erf(x) (GELU's x/2 (1 + erf(x / sqrt 2));
+// codegen/schedule_erf_complements.cpp): one exp where erf takes two branches. With u = |x|,
+// E = erfc(u) = exp(u P(u)), P a fit of log(erfc(u)) / u weighted by u erfc(u), E's absolute error
+// (scripts/fit_one_plus_erf_prelude.py: 0.24 ulp of 1); the result is 2 - E for x >= 0 and E itself
+// for x < 0, so a small result is not the difference of two numbers near 1 (where it exceeds 1e-6,
+// within 0.8% of erfc(-x) against 2.9% for 1 + kiln_erf(x)). The error is bounded absolutely, as
+// 1 + erf(x) in float is: 1.39 ulps of 1 (1 + kiln_erf(x): 1.05). From 3.92 on, E < 2^-25: the
+// result is 2 or 0, and NaN gives NaN.
+KILN_INLINE float kiln_one_plus_erf(float x) {
+  float u = __builtin_fabsf(x);
+  bool beyond = u >= 3.92f;
+  float b = kiln_select(beyond, 3.92f, u);
+  // P by Estrin's scheme (pairs, then b^2 and b^4): Horner's chain of 7 dependent FMAs left too
+  // little work in flight beside the exp that follows (the erf-GELU chain 6% slower).
+  float b2 = b * b, b4 = b2 * b2;
+  float p01 = -0x1.45f024p-1f * b - 0x1.20dd88p+0f;
+  float p23 = 0x1.40dd18p-6f * b - 0x1.a58f0ap-4f;
+  float p45 = -0x1.0ea33ap-10f * b - 0x1.198244p-11f;
+  float p67 = -0x1.07bd3p-15f * b + 0x1.43cd62p-12f;
+  float p = (p01 + b2 * p23) + b4 * (p45 + b2 * p67);
+  // A NaN's payload would shift into the exponent of the exp's integer add: b * 0 (0 for finite b,
+  // NaN for NaN) carries the NaN past it.
+  float e = kiln_select(beyond, 0.0f, kiln_exp_moderate_negative(p * b) + b * 0.0f);
+  return kiln_select(x < 0.0f, e, 2.0f - e);
+}
+KILN_INLINE double kiln_one_plus_erf(double x) { return __builtin_erfc(-x); }
 
 // ---------------------------------------------------------------- sin, cos
 // Both reduce |x| = n pi/2 + r, |r| <= pi/4, and evaluate FreeBSD's k_sinf/k_cosf polynomials

@@ -81,6 +81,9 @@ KILN_DEVICE_FN float kiln_tanh(float x) { return tanhf(x); }
 KILN_DEVICE_FN double kiln_tanh(double x) { return tanh(x); }
 KILN_DEVICE_FN float kiln_erf(float x) { return erff(x); }
 KILN_DEVICE_FN double kiln_erf(double x) { return erf(x); }
+// 1 + erf(x), as erfc(-x) (codegen/schedule_erf_complements.cpp).
+KILN_DEVICE_FN float kiln_one_plus_erf(float x) { return erfcf(-x); }
+KILN_DEVICE_FN double kiln_one_plus_erf(double x) { return erfc(-x); }
 // +-inf at +-1, NaN beyond, -0 kept, as PyTorch (and the interpreter, ir/kernels/erfinv.h).
 KILN_DEVICE_FN float kiln_erfinv(float x) { return erfinvf(x); }
 KILN_DEVICE_FN double kiln_erfinv(double x) { return erfinv(x); }

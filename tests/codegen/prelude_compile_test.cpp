@@ -106,7 +106,8 @@ std::vector<VectorLoop> vector_loops() {
   std::vector<VectorLoop> loops;
   const char* unary[] = {"kiln_exp",  "kiln_tanh",  "kiln_erf",   "kiln_sigmoid", "kiln_log",  "kiln_expm1",
                          "kiln_log1p", "kiln_sin",  "kiln_cos",   "kiln_floor",   "kiln_ceil", "kiln_trunc",
-                         "kiln_round", "kiln_sqrt", "kiln_rsqrt", "kiln_relu",    "kiln_sign", "kiln_erfinv"};
+                         "kiln_round", "kiln_sqrt", "kiln_rsqrt", "kiln_relu",    "kiln_sign", "kiln_erfinv",
+                         "kiln_one_plus_erf"};
   for (const char* fn : unary)
     loops.push_back({fn, std::string("void loop_") + fn +
                              "(const float* __restrict in, float* __restrict out, long n) { _Pragma(\"omp simd\") "
@@ -178,12 +179,12 @@ void check(size_t index, Approx approx) {
   std::vector<float> grid = even_grid(f.grid_low, f.grid_high, 1000000), special = special_inputs();
   inputs.insert(inputs.end(), grid.begin(), grid.end());
   inputs.insert(inputs.end(), special.begin(), special.end());
-  ErrorStats stats = measure(within_domain(inputs, f.max_magnitude), approx, f.exact);
+  ErrorStats stats = measure(within_domain(inputs, f.max_magnitude), approx, f.exact, f.absolute_unit);
   std::printf("%s %.6f %g %a\n", f.name, stats.max_ulp, f.bound_ulp, double(stats.worst_input));
 }
 int main() {
 )";
-  const char* names[] = {"exp", "expm1", "log", "log1p", "sigmoid", "tanh", "erf", "sin", "cos", "erfinv"};
+  const char* names[] = {"exp", "expm1", "log", "log1p", "sigmoid", "tanh", "erf", "one_plus_erf", "sin", "cos", "erfinv"};
   for (size_t i = 0; i < std::size(names); ++i)
     program += "  check(" + std::to_string(i) + ", [](float x) { return kiln_" + names[i] + "(x); });\n";
   program += "}\n";

@@ -1,7 +1,8 @@
 // The prelude's float functions under test (codegen/cpp/kiln_prelude.h): each with its
 // double-precision reference (libm's; for erfinv, which libm lacks, the interpreter's,
 // ir/kernels/erfinv.h), the range swept by an even grid, the largest input magnitude it is
-// checked on, and the error bound the prelude's header states. Shared by prelude_math_test.cpp
+// checked on, and the error bound the prelude's header states (in ulps of the exact value, or
+// absolute where the header says so). Shared by prelude_math_test.cpp
 // and the program prelude_compile_test.cpp builds with generated code's compiler flags, so both
 // check the same table.
 #pragma once
@@ -21,6 +22,7 @@ struct UnaryFunction {
   double bound_ulp;            // as stated in kiln_prelude.h
   double grid_low, grid_high;  // an even grid over the function's main domain
   float max_magnitude;         // inputs beyond are outside the stated domain (INFINITY: none)
+  double absolute_unit = 0;    // > 0: the bound is an absolute error in this unit (ulps of 1: 2^-23)
 };
 
 inline const std::vector<UnaryFunction>& unary_functions() {
@@ -33,6 +35,9 @@ inline const std::vector<UnaryFunction>& unary_functions() {
        -104, 20, INFINITY},
       {"tanh", [](float x) { return kiln_tanh(x); }, [](double x) { return std::tanh(x); }, 2, -10, 10, INFINITY},
       {"erf", [](float x) { return kiln_erf(x); }, [](double x) { return std::erf(x); }, 2, -4, 4, INFINITY},
+      // 1 + erf(x): bounded absolutely, in ulps of 1, as 1 + erf(x) computed in float is.
+      {"one_plus_erf", [](float x) { return kiln_one_plus_erf(x); }, [](double x) { return std::erfc(-x); }, 1.5,
+       -4.5, 4.5, INFINITY, 0x1p-23},
       {"sin", [](float x) { return kiln_sin(x); }, [](double x) { return std::sin(x); }, 1, -1e4, 1e4, INFINITY},
       {"cos", [](float x) { return kiln_cos(x); }, [](double x) { return std::cos(x); }, 1, -1e4, 1e4, INFINITY},
       {"erfinv", [](float x) { return kiln_erfinv(x); }, [](double x) { return kiln::ir::kernels::erfinv(x); }, 1, -1,

@@ -39,11 +39,11 @@ TEST_P(PreludeAccuracyTest, WithinStatedUlpBound) {
   // A stride through all 2^32 bit patterns (17 million floats, both signs, NaNs included),
   // four million evenly spaced points over the main domain, and the special values.
   ErrorStats stride = measure(within_domain(bit_stride_inputs(251), function.max_magnitude), function.approx,
-                              function.exact);
+                              function.exact, function.absolute_unit);
   ErrorStats grid = measure(even_grid(function.grid_low, function.grid_high, 4'000'000), function.approx,
-                            function.exact);
+                            function.exact, function.absolute_unit);
   ErrorStats special = measure(within_domain(special_inputs(), function.max_magnitude), function.approx,
-                               function.exact);
+                               function.exact, function.absolute_unit);
   std::printf("kiln_%-8s stride: %s\n           grid:   %s\n           special: %s\n", function.name,
               describe(stride).c_str(), describe(grid).c_str(), describe(special).c_str());
   EXPECT_LE(stride.max_ulp, function.bound_ulp) << describe(stride);
@@ -84,6 +84,10 @@ TEST(PreludeSpecialValues, MatchC) {
       {"tanh(nan)", kiln_tanh(nan), nan},        {"erf(inf)", kiln_erf(inf), 1.0f},
       {"erf(-inf)", kiln_erf(-inf), -1.0f},      {"erf(-0)", kiln_erf(-0.0f), -0.0f},
       {"erf(nan)", kiln_erf(nan), nan},          {"sin(-0)", kiln_sin(-0.0f), -0.0f},
+      {"one_plus_erf(inf)", kiln_one_plus_erf(inf), 2.0f},
+      {"one_plus_erf(-inf)", kiln_one_plus_erf(-inf), 0.0f},
+      {"one_plus_erf(-0)", kiln_one_plus_erf(-0.0f), 1.0f},
+      {"one_plus_erf(nan)", kiln_one_plus_erf(nan), nan},
       {"sin(inf)", kiln_sin(inf), nan},          {"sin(nan)", kiln_sin(nan), nan},
       {"cos(-0)", kiln_cos(-0.0f), 1.0f},        {"cos(-inf)", kiln_cos(-inf), nan},
       {"erfinv(1)", kiln_erfinv(1.0f), inf},     {"erfinv(-1)", kiln_erfinv(-1.0f), -inf},

@@ -40,15 +40,25 @@ inline double ulp_error(float result, double exact) {
   return std::fabs(value - exact) / float_ulp_at(exact);
 }
 
+// The error of `result` in multiples of `unit` (an absolute error, for a function whose bound is
+// one: 1 + erf(x)); infinity for a wrong special value, as ulp_error.
+inline double absolute_error(float result, double exact, double unit) {
+  bool result_nan = std::isnan(result), exact_nan = std::isnan(exact);
+  if (result_nan || exact_nan) return result_nan && exact_nan ? 0.0 : INFINITY;
+  if (std::isinf(exact) || std::isinf(result)) return double(result) == exact ? 0.0 : INFINITY;
+  return std::fabs(double(result) - exact) / unit;
+}
+
 struct ErrorStats {
   double max_ulp = 0;
   float worst_input = 0;
   float worst_result = 0;
   double worst_exact = 0;
   uint64_t points = 0;
+  double absolute_unit = 0;  // > 0: errors are absolute, in this unit, instead of ulps of the exact value
 
   void add(float input, float result, double exact) {
-    double error = ulp_error(result, exact);
+    double error = absolute_unit > 0 ? absolute_error(result, exact, absolute_unit) : ulp_error(result, exact);
     ++points;
     if (error > max_ulp || (std::isinf(error) && !std::isinf(max_ulp))) {
       max_ulp = error;
@@ -82,9 +92,10 @@ inline std::vector<float> special_inputs() {
 }
 
 // Runs `approx` over `inputs` in one loop (an `omp simd` loop, as generated code calls it, when
-// KILN_PRELUDE_TEST_SIMD is defined), then compares each result with `exact(double(input))`.
+// KILN_PRELUDE_TEST_SIMD is defined), then compares each result with `exact(double(input))`: in
+// ulps of the exact value, or in multiples of `absolute_unit` when that is positive.
 template <typename Approx, typename Exact>
-ErrorStats measure(const std::vector<float>& inputs, Approx approx, Exact exact) {
+ErrorStats measure(const std::vector<float>& inputs, Approx approx, Exact exact, double absolute_unit = 0) {
   std::vector<float> results(inputs.size());
   const float* in = inputs.data();
   float* out = results.data();
@@ -94,6 +105,7 @@ ErrorStats measure(const std::vector<float>& inputs, Approx approx, Exact exact)
 #endif
   for (size_t i = 0; i < count; ++i) out[i] = approx(in[i]);
   ErrorStats stats;
+  stats.absolute_unit = absolute_unit;
   for (size_t i = 0; i < count; ++i) stats.add(in[i], out[i], exact(double(in[i])));
   return stats;
 }

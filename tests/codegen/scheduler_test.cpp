@@ -1,8 +1,9 @@
 // Tests of the scheduler (codegen/scheduler.cpp): how many kernels common patterns become
 // (softmax and layer_norm one each, GEMM epilogues fused, the MLP sample), the memory plan
 // (reuse by liveness, peak no more than the naive sum), the fusion log, and an expensive value
-// an im2col revisits or a broadcast reads stored rather than recomputed, and the exps of values
-// minus their row's max spelled exp_nonpositive.
+// an im2col revisits or a broadcast reads stored rather than recomputed, the exps of values
+// minus their row's max spelled exp_nonpositive, 1 + erf spelled one_plus_erf, and copies out of
+// permuted views split at the divisors of their indices.
 #include "codegen/schedule.h"
 
 #include <gtest/gtest.h>
@@ -297,6 +298,96 @@ TEST(Scheduler, DivisionsTheLoopRangesDecideAreFolded) {
   SymInt x0 = SymInt::symbol("x0"), x1 = SymInt::symbol("x1"), x2 = SymInt::symbol("x2"), x3 = SymInt::symbol("x3");
   ASSERT_EQ(indices.size(), 1u);
   EXPECT_EQ(indices[0], (768 * x0 + 64 * x1 + 6144 * x2 + x3).to_string()) << print_schedule(s);
+}
+
+// Every index of the kernel, as text.
+std::vector<std::string> kernel_indices(const Kernel& kernel) {
+  std::vector<std::string> indices;
+  for (const KernelStep& step : kernel.steps) {
+    map_indices(step.body, [&](const SymInt& index) {
+      indices.push_back(index.to_string());
+      return index;
+    });
+    indices.push_back(step.store_index.to_string());
+  }
+  return indices;
+}
+
+bool divides(const std::vector<std::string>& indices) {
+  for (const std::string& index : indices)
+    if (index.find("//") != std::string::npos || index.find('%') != std::string::npos) return true;
+  return false;
+}
+
+// A flatten of a channels-last [N, 5, 5, 16] value read as NCHW [N, 400] (x1 // 25, x1 % 5,
+// x1 // 5 % 5), and attention's heads merged back ([B, H, S, 64] -> [B, S, H * 64]: x2 // 64,
+// x2 % 64): the copy's dim is split at the divisors, so that its indices are affine.
+TEST(Scheduler, ACopyOutOfAPermutedViewSplitsTheDimItsIndicesDivide) {
+  ScheduledProgram flatten = schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[64, 5, 5, 16] [num_users=1] = placeholder[target=x]
+    %p : f32[64, 16, 5, 5] [num_users=1] = call_function[target=permute](args = (%x, [0, 3, 1, 2]), kwargs = {})
+    %f : f32[64, 400] [num_users=1] = call_function[target=reshape](args = (%p, [64, 400]), kwargs = {})
+    %out : f32[64, 400] [num_users=1] = call_function[target=mul](args = (%f, 2.0), kwargs = {})
+    return (out,)
+)"));
+  ASSERT_EQ(flatten.kernels.size(), 1u) << print_schedule(flatten);
+  EXPECT_FALSE(divides(kernel_indices(flatten.kernels[0]))) << print_schedule(flatten);
+  EXPECT_EQ(flatten.kernels[0].outer, (SymShape{64, 16, 25})) << print_schedule(flatten);
+  ScheduledProgram heads = schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[2, 4, 128, 64] [num_users=1] = placeholder[target=x]
+    %t : f32[2, 128, 4, 64] [num_users=1] = call_function[target=permute](args = (%x, [0, 2, 1, 3]), kwargs = {})
+    %m : f32[2, 128, 256] [num_users=1] = call_function[target=reshape](args = (%t, [2, 128, 256]), kwargs = {})
+    %out : f32[2, 128, 256] [num_users=1] = call_function[target=add](args = (%m, 1.0), kwargs = {})
+    return (out,)
+)"));
+  ASSERT_EQ(heads.kernels.size(), 1u) << print_schedule(heads);
+  EXPECT_FALSE(divides(kernel_indices(heads.kernels[0]))) << print_schedule(heads);
+  EXPECT_EQ(heads.kernels[0].outer.back(), SymInt(64)) << print_schedule(heads);
+}
+
+// Interleaving two rows ([2, 512] -> [512, 2] -> [1024]: x0 % 2, x0 // 2) would split into an
+// innermost loop of 2 points: the division stays.
+TEST(Scheduler, ASplitThatLeavesAShortInnermostLoopIsNotMade) {
+  ScheduledProgram s = schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[2, 512] [num_users=1] = placeholder[target=x]
+    %t : f32[512, 2] [num_users=1] = call_function[target=permute](args = (%x, [1, 0]), kwargs = {})
+    %f : f32[1024] [num_users=1] = call_function[target=reshape](args = (%t, [1024]), kwargs = {})
+    %out : f32[1024] [num_users=1] = call_function[target=mul](args = (%f, 3.0), kwargs = {})
+    return (out,)
+)"));
+  ASSERT_EQ(s.kernels.size(), 1u) << print_schedule(s);
+  EXPECT_EQ(s.kernels[0].outer, (SymShape{1024})) << print_schedule(s);
+  EXPECT_TRUE(divides(kernel_indices(s.kernels[0]))) << print_schedule(s);
+}
+
+// GELU's 1 + erf(x / sqrt 2) and erfc's 1 - erf(x) are spelled one_plus_erf (one exp); an erf
+// added to another constant, or rounded to f16 before the add, is not.
+TEST(Scheduler, OnePlusOrOneMinusErfIsSpelledOnePlusErf) {
+  auto spelled = [](const std::string& lines) {
+    return schedule_graph(ir::parse_graph("graph():\n" + lines + "    return (out,)\n"));
+  };
+  ScheduledProgram gelu = spelled(R"(    %x : f32[64, 100] [num_users=1] = placeholder[target=x]
+    %out : f32[64, 100] [num_users=1] = call_function[target=gelu](args = (%x,), kwargs = {})
+)");
+  EXPECT_EQ(count_op(gelu, LoopOp::one_plus_erf), 1u) << print_schedule(gelu);
+  EXPECT_EQ(count_op(gelu, LoopOp::erf), 0u) << print_schedule(gelu);
+  ScheduledProgram erfc = spelled(R"(    %x : f32[64, 100] [num_users=1] = placeholder[target=x]
+    %e : f32[64, 100] [num_users=1] = call_function[target=erf](args = (%x,), kwargs = {})
+    %out : f32[64, 100] [num_users=1] = call_function[target=sub](args = (1.0, %e), kwargs = {})
+)");
+  EXPECT_EQ(count_op(erfc, LoopOp::one_plus_erf), 1u) << print_schedule(erfc);
+  EXPECT_EQ(count_op(erfc, LoopOp::neg), 1u) << print_schedule(erfc);
+  ScheduledProgram two = spelled(R"(    %x : f32[64, 100] [num_users=1] = placeholder[target=x]
+    %e : f32[64, 100] [num_users=1] = call_function[target=erf](args = (%x,), kwargs = {})
+    %out : f32[64, 100] [num_users=1] = call_function[target=add](args = (%e, 2.0), kwargs = {})
+)");
+  EXPECT_EQ(count_op(two, LoopOp::one_plus_erf), 0u) << print_schedule(two);
+  ScheduledProgram half = spelled(R"(    %x : f16[64, 100] [num_users=1] = placeholder[target=x]
+    %e : f16[64, 100] [num_users=1] = call_function[target=erf](args = (%x,), kwargs = {})
+    %out : f16[64, 100] [num_users=1] = call_function[target=add](args = (%e, 1.0), kwargs = {})
+)");
+  EXPECT_EQ(count_op(half, LoopOp::one_plus_erf), 0u) << print_schedule(half);
+  EXPECT_EQ(count_op(half, LoopOp::erf), 1u) << print_schedule(half);
 }
 
 TEST(Scheduler, WithoutFusionEveryNodeIsAKernel) {

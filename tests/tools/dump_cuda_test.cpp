@@ -62,7 +62,8 @@ TEST_F(DumpCuda, TheAttentionSamplesExactGeluKeepsItsEpilogueKernel) {
   EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(),
                           [](const std::string& name) { return name.find("linear_2_matmul_epilogue") != std::string::npos; }))
       << result.out;
-  EXPECT_THAT(result.out, HasSubstr("kop_erf("));
+  // Its 1 + erf(x / sqrt 2), as one erfc (codegen/schedule_erf_complements.cpp).
+  EXPECT_THAT(result.out, HasSubstr("kiln_one_plus_erf("));
   // Its qkv projection adds only a bias: fused.
   EXPECT_THAT(result.out, HasSubstr(", cublasLt epilogue bias, bias b"));
 }

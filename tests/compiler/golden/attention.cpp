@@ -613,10 +613,12 @@ KILN_KERNEL int32_t kernel5_linear_1_matmul_a(void* const* bufs, const int64_t* 
   float* __restrict b27 = (float*)bufs[27];  // linear_1_matmul_a
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 8; ++x1) {
-      #pragma omp simd
-      for (int64_t x2 = 0; x2 < 32; ++x2) {
-        const float t0 = b26[256*x0 + 16*x1 + 128*(x2 / 16) + (x2 % 16)];
-        b27[256*x0 + 32*x1 + x2] = t0;
+      for (int64_t x2 = 0; x2 < 2; ++x2) {
+        #pragma omp simd
+        for (int64_t x3 = 0; x3 < 16; ++x3) {
+          const float t0 = b26[256*x0 + 16*x1 + 128*x2 + x3];
+          b27[256*x0 + 32*x1 + 16*x2 + x3] = t0;
+        }
       }
     }
   }
@@ -778,7 +780,7 @@ KILN_KERNEL int32_t kernel8_linear_2_matmul(void* const* bufs, const int64_t* sy
         (void)x0;
         #pragma omp simd
         for (int64_t x2 = n0; x2 < n1; ++x2) {
-          const float t0 = kop_mul(float(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.5)))), float(kop_add(float(kop_erf(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.70710676908493042))))), float(float(1.0)))));
+          const float t0 = kop_mul(float(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.5)))), float(kiln_one_plus_erf(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.70710676908493042))))));
           b52[512*x0 + 64*x1 + x2] = t0;
         }
       }

@@ -344,13 +344,15 @@ extern "C" __global__ void __launch_bounds__(256) kernel5_linear_1_matmul_a(floa
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t i = first; i < n; i += stride) {
     int64_t rest_x0 = i;
-    const int64_t x2 = rest_x0 % (32);
-    rest_x0 /= (32);
+    const int64_t x3 = rest_x0 % (16);
+    rest_x0 /= (16);
+    const int64_t x2 = rest_x0 % (2);
+    rest_x0 /= (2);
     const int64_t x1 = rest_x0 % (8);
     rest_x0 /= (8);
     const int64_t x0 = rest_x0;
-    const float t0 = b26[256*x0 + 16*x1 + 128*(x2 / 16) + (x2 % 16)];
-    b27[256*x0 + 32*x1 + x2] = t0;
+    const float t0 = b26[256*x0 + 16*x1 + 128*x2 + x3];
+    b27[256*x0 + 32*x1 + 16*x2 + x3] = t0;
   }
 }
 
@@ -394,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(256) kernel8_linear_2_matmul_epilog
     const int64_t x1 = rest_x0 % (8);
     rest_x0 /= (8);
     const int64_t x0 = rest_x0;
-    const float t0 = kop_mul(float(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.5)))), float(kop_add(float(kop_erf(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.70710676908493042))))), float(float(1.0)))));
+    const float t0 = kop_mul(float(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.5)))), float(kiln_one_plus_erf(kop_mul(float(kop_add(float(b45[512*x0 + 64*x1 + x2]), float(b46[x2]))), float(float(0.70710676908493042))))));
     b52[512*x0 + 64*x1 + x2] = t0;
   }
 }
