@@ -9,11 +9,13 @@ error (the error 1 + erf(x) has when computed in float, about an ulp of 1), and 
 method) towards the minimax.
 
 Run it with the reference environment:  $(scripts/python-env) scripts/fit_one_plus_erf_prelude.py
-It prints P as C++ (Horner, highest coefficient first) and the largest absolute error of E on the
-nodes with the float coefficients.
+It prints P as C++ (Horner, highest coefficient first; the prelude evaluates the same coefficients
+by Estrin's scheme) and the largest absolute error of E on the nodes with the float coefficients.
 """
 import mpmath
 import numpy as np
+
+from prelude_fit import minimax_float_fit, print_horner
 
 mpmath.mp.dps = 40
 END = 3.92
@@ -26,27 +28,11 @@ def main():
     us = us[us > 1e-6]  # log(erfc(u)) / u tends to -2 / sqrt(pi); the weight there is all but zero
     ys = np.array([float(mpmath.log(mpmath.erfc(u)) / u) for u in us])
     absolute = us * np.array([float(mpmath.erfc(u)) for u in us])  # an error in P, as E's absolute error
-    weights = absolute.copy()
     vander = np.vander(us, COEFFICIENTS, increasing=True)
-    for _ in range(40):
-        coefficients, *_ = np.linalg.lstsq(vander * weights[:, None], ys * weights, rcond=None)
-        error = np.abs(vander @ coefficients - ys) * absolute
-        weights = weights * (1 + 5 * error / error.max())
-    as_float = np.float32(coefficients).astype(np.float64)
-    error = np.abs(vander @ as_float - ys) * absolute
+    as_float, error = minimax_float_fit(vander, ys, absolute, 40)
     print("// P(u) for 0 <= u < %g, highest coefficient first; largest absolute error of E %.3g (%.3f ulp of 1)"
           % (END, error.max(), error.max() / 2.0**-23))
-    ordered = [float(c) for c in as_float[::-1]]
-    print("float p = %s;" % c_hex(ordered[0]))
-    for c in ordered[1:]:
-        print("p = p * b %s %s;" % ("-" if c < 0 else "+", c_hex(abs(c))))
-
-
-def c_hex(value):
-    """A float as a C hex literal with its trailing zero digits dropped: -0x1.75e1c4p-8f."""
-    mantissa, exponent = value.hex().split("p")
-    return "%sp%sf" % (mantissa.rstrip("0").rstrip("."), exponent)
-
+    print_horner(as_float, "b")
 
 if __name__ == "__main__":
     main()

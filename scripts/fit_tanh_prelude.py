@@ -15,6 +15,8 @@ with the float coefficients.
 import mpmath
 import numpy as np
 
+from prelude_fit import minimax_float_fit, print_horner
+
 mpmath.mp.dps = 40
 SPLIT = 0.625
 COEFFICIENTS = 5
@@ -33,27 +35,11 @@ def main():
     ys = np.array([float(tail_ratio(x)) for x in xs])
     z = xs**2
     relative = xs**3 / np.tanh(xs)  # an error in P, as an error relative to tanh
-    weights = relative.copy()
     vander = np.vander(z, COEFFICIENTS, increasing=True)
-    for _ in range(30):
-        coefficients, *_ = np.linalg.lstsq(vander * weights[:, None], ys * weights, rcond=None)
-        error = np.abs(vander @ coefficients - ys) * relative
-        weights = weights * (1 + 5 * error / error.max())
-    as_float = np.float32(coefficients).astype(np.float64)
-    error = np.abs(vander @ as_float - ys) * relative
+    as_float, error = minimax_float_fit(vander, ys, relative, 30)
     print("// P(z) for |x| < %g, highest coefficient first; largest relative error %.3g (%.3f ulp)"
           % (SPLIT, error.max(), error.max() / 2.0**-24))
-    ordered = [float(c) for c in as_float[::-1]]
-    print("float p = %s;" % c_hex(ordered[0]))
-    for c in ordered[1:]:
-        print("p = p * z %s %s;" % ("-" if c < 0 else "+", c_hex(abs(c))))
-
-
-def c_hex(value):
-    """A float as a C hex literal with its trailing zero digits dropped: -0x1.75e1c4p-8f."""
-    mantissa, exponent = value.hex().split("p")
-    return "%sp%sf" % (mantissa.rstrip("0").rstrip("."), exponent)
-
+    print_horner(as_float, "z")
 
 if __name__ == "__main__":
     main()
