@@ -39,7 +39,21 @@ const std::vector<int>& CppSourcePrinter::readers_of(int buffer) {
   return readers_->at(size_t(buffer));
 }
 
-const KernelStep* CppSourcePrinter::sole_convolution_epilogue(const Kernel& kernel, const StridedView& out) {
+bool CppSourcePrinter::only_steps_read(const Kernel& kernel, int buffer) {
+  if (std::find(p_.outputs.begin(), p_.outputs.end(), buffer) != p_.outputs.end()) return false;
+  for (int reader : readers_of(buffer)) {
+    if (std::any_of(kernel.steps.begin(), kernel.steps.end(), [&](const KernelStep& step) { return step.node == reader; }))
+      continue;
+    for (const Kernel& other : s_.kernels) {
+      if (other.extern_node == reader) return false;
+      for (const KernelStep& computed : other.steps)
+        if (computed.node == reader) return false;
+    }
+  }
+  return true;
+}
+
+const KernelStep* CppSourcePrinter::sole_pointwise_epilogue(const Kernel& kernel, const StridedView& out) {
   if (kernel.steps.size() != 1) return nullptr;
   const KernelStep& step = kernel.steps[0];
   if (step.kind != KernelStep::Kind::StoreOuter || step.outputs.size() != 1 || step.stash_buffer >= 0) return nullptr;
@@ -48,16 +62,8 @@ const KernelStep* CppSourcePrinter::sole_convolution_epilogue(const Kernel& kern
   if (p_.buffer(conv_out).dtype != DType::f32 || p_.buffer(result).dtype != DType::f32 ||
       !(p_.buffer(result).shape == out.shape) || !(p_.buffer(conv_out).shape == out.shape))
     return nullptr;
-  if (std::find(p_.outputs.begin(), p_.outputs.end(), conv_out) != p_.outputs.end()) return nullptr;
   // Only this step reads the output, among the nodes some kernel computes.
-  for (int reader : readers_of(conv_out)) {
-    if (reader == step.node) continue;
-    for (const Kernel& other : s_.kernels) {
-      if (other.extern_node == reader) return nullptr;
-      for (const KernelStep& computed : other.steps)
-        if (computed.node == reader) return nullptr;
-    }
-  }
+  if (!only_steps_read(kernel, conv_out)) return nullptr;
   // Each read of the output is of the element the step stores (so the result has the output's
   // layout, and an element is read before it is overwritten).
   bool pointwise = true;
@@ -74,7 +80,7 @@ const KernelStep* CppSourcePrinter::sole_convolution_epilogue(const Kernel& kern
 // the output back. Only activations whose oneDNN form keeps NaN (KilnConvolutionActivation).
 std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, const StridedView& out) {
   const std::pair<int, int> none{0, -1};
-  const KernelStep* epilogue = sole_convolution_epilogue(kernel, out);
+  const KernelStep* epilogue = sole_pointwise_epilogue(kernel, out);
   if (epilogue == nullptr) return none;
   const KernelStep& step = *epilogue;
   const int conv_out = out.buffer, result = step.outputs[0];
@@ -112,7 +118,7 @@ std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, 
 std::optional<std::pair<double, double>> CppSourcePrinter::clamp_epilogue(const Kernel& kernel, const LoopNode& node) {
   const ExternCall& call = node.extern_call;
   const StridedView& out = call.outputs.at(0);
-  const KernelStep* epilogue = sole_convolution_epilogue(kernel, out);
+  const KernelStep* epilogue = sole_pointwise_epilogue(kernel, out);
   if (epilogue == nullptr) return std::nullopt;
   const KernelStep& step = *epilogue;
   auto is_output_load = [&](const Expr& e) {
@@ -225,7 +231,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   // epilogue then reads and overwrites; one pass over memory and no read for ownership of a
   // second buffer (MobileNet-v2's relu6 after the 112x112x96 expansion: 38 MB per image batch of
   // 8 read, written, and read for ownership, now read and written).
-  const KernelStep* in_place = activation == 0 ? sole_convolution_epilogue(kernel, out) : nullptr;
+  const KernelStep* in_place = activation == 0 ? sole_pointwise_epilogue(kernel, out) : nullptr;
   std::string destination = activation != 0 ? buf(activation_buffer) + " + (0)"
                             : in_place      ? buf(in_place->outputs[0]) + " + (0)"
                                             : pointer(out);
@@ -531,6 +537,10 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
     w_.line("// the right operand is a frozen parameter: oneDNN's matmul, the operand prepacked once");
   else
     w_.line("// the right operand is a parameter, which may change between calls: oneDNN's matmul, reading it in place");
+  const MatmulEpilogue epilogue = matmul_epilogue(kernel, c);
+  emit_matmul_epilogue_comment(kernel, epilogue);
+  StridedView out = c;
+  out.buffer = epilogue.destination;
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t rows = " + index_text(rows) + ";");
   w_.line("if (!kiln_blas_layout(" + index_text(row_stride) + ", " + index_text(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
@@ -541,28 +551,35 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.line("if (rows == 0 || N == 0) return 0;");
   w_.line("bool on_team = false;  // the matmul ran on OpenMP's team: so does its epilogue");
   w_.line("(void)on_team;");
+  const std::string bias_flag = epilogue.bias == "nullptr" ? "0" : "1";
   w_.open("if (K == 0)");
-  w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(c.buffer) + "[" + index_text(c.offset) + " + i] = 0;");
+  if (epilogue.bias == "nullptr") {
+    w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(out.buffer) + "[" + index_text(out.offset) + " + i] = 0;");
+  } else {
+    w_.line("const float* bias = " + epilogue.bias + ";");
+    w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(out.buffer) + "[" + index_text(out.offset) + " + i] = bias[i % N];");
+  }
   w_.close();
   w_.open("else");
-  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N, 0, " + std::string(options_.constant_parameters ? "0" : "1") + ", 1, 0, 0, 0};");
+  w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N, 0, " + std::string(options_.constant_parameters ? "0" : "1") +
+          ", 1, 0, 0, 0, " + bias_flag + "};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   w_.line("int multiplied;");
-  emit_matmul_blocks(kernel, "rows", "1", b_pointer, [&] {
+  emit_matmul_blocks(kernel, "rows", "1", b_pointer, epilogue.bias, [&] {
     w_.line("*pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
-    w_.line("*pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
+    w_.line("*pc = " + buf(out.buffer) + " + (" + index_text(out.offset) + ");");
   });
   w_.open("else");
   emit_onednn_team("rows * N * K");
   w_.line("multiplied = kiln_matmul(&cache, shape, " + buf(a.buffer) + " + (" + index_text(a.offset) + "), " + b_pointer +
-          ", " + buf(c.buffer) + " + (" + index_text(c.offset) + "), \"" + kernel.name +
+          ", " + epilogue.bias + ", " + buf(out.buffer) + " + (" + index_text(out.offset) + "), \"" + kernel.name +
           "\", args->error, args->error_capacity);");
   w_.line("omp_set_num_threads(omp_threads);");
   w_.close();
   w_.line("if (multiplied != 0) return 1;");
   w_.close();
   on_team_ = "on_team";
-  emit_matmul_epilogue(kernel, c);
+  emit_matmul_epilogue(epilogue.steps, c);
   on_team_.clear();
 }
 
@@ -583,39 +600,50 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
     w_.line("// the right operand is a parameter shared by the batch, which may change between calls: oneDNN's matmul for");
     w_.line("// each GEMM, reading it in place");
   }
+  // Over the output's own dims (`c` may have a batch dim swapped in as the rows).
+  const StridedView& own = node.extern_call.outputs.at(0);
+  const MatmulEpilogue epilogue = matmul_epilogue(kernel, own);
+  emit_matmul_epilogue_comment(kernel, epilogue);
+  StridedView out = c;
+  out.buffer = epilogue.destination;
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
-  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") + ", 1, 0, 0, 0};");
+  w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") +
+          ", 1, 0, 0, 0, " + std::string(epilogue.bias == "nullptr" ? "0" : "1") + "};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("int multiplied = 0;");
   w_.line("bool on_team = false;  // the matmuls ran on OpenMP's team: so does their epilogue");
   w_.line("(void)on_team;");
-  emit_matmul_blocks(kernel, "M", "batch", b_pointer, [&] {
+  emit_matmul_blocks(kernel, "M", "batch", b_pointer, epilogue.bias, [&] {
     emit_batch_entry_vars(c, vars, rank - 2);
     w_.line("*pa = " + view_pointer(a, batch_vars) + ";");
-    w_.line("*pc = " + view_pointer(c, batch_vars) + ";");
+    w_.line("*pc = " + view_pointer(out, batch_vars) + ";");
   });
   w_.open("else");
   emit_onednn_team("M * N * K");
   w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
   emit_batch_entry_vars(c, vars, rank - 2);
-  w_.line("float* pc = " + view_pointer(c, batch_vars) + ";");
+  w_.line("float* pc = " + view_pointer(out, batch_vars) + ";");
   w_.open("if (K == 0)");
-  w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = 0;");
+  if (epilogue.bias == "nullptr") {
+    w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = 0;");
+  } else {
+    w_.line("const float* bias = " + epilogue.bias + ";");
+    w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = bias[n];");
+  }
   w_.close();
   w_.open("else");
-  w_.line("multiplied = kiln_matmul(&cache, shape, " + view_pointer(a, batch_vars) + ", " + b_pointer + ", pc, \"" +
-          kernel.name + "\", args->error, args->error_capacity);");
+  w_.line("multiplied = kiln_matmul(&cache, shape, " + view_pointer(a, batch_vars) + ", " + b_pointer + ", " + epilogue.bias +
+          ", pc, \"" + kernel.name + "\", args->error, args->error_capacity);");
   w_.close();
   w_.close();
   w_.line("omp_set_num_threads(omp_threads);");
   w_.close();
   w_.line("if (multiplied != 0) return 1;");
-  // Over the output's own dims (`c` may have a batch dim swapped in as the rows).
   on_team_ = "on_team";
-  emit_matmul_epilogue(kernel, node.extern_call.outputs.at(0));
+  emit_matmul_epilogue(epilogue.steps, own);
   on_team_.clear();
 }
 
@@ -689,7 +717,7 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
     w_.line("KilnMatmulShape part = shape;");
     w_.line("part.batch = count;");
     w_.line("char error[512];");
-    w_.open("if (kiln_matmul(&cache, part, pa + b0 * shape.batch_stride_a, pb + b0 * shape.batch_stride_b, pc + b0 * "
+    w_.open("if (kiln_matmul(&cache, part, pa + b0 * shape.batch_stride_a, pb + b0 * shape.batch_stride_b, nullptr, pc + b0 * "
             "shape.batch_stride_c, \"" + kernel.name + "\", error, sizeof error) != 0)");
     // The first slice that fails tells why (the others' messages would race for args->error).
     w_.line("int none = 0;");
@@ -705,14 +733,14 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
   } else {
     w_.open("else");
     emit_onednn_team("batch * M * N * K");
-    w_.line("multiplied = kiln_matmul(&cache, shape, pa, pb, pc, \"" + kernel.name + "\", args->error, args->error_capacity);");
+    w_.line("multiplied = kiln_matmul(&cache, shape, pa, pb, nullptr, pc, \"" + kernel.name + "\", args->error, args->error_capacity);");
     w_.line("omp_set_num_threads(omp_threads);");
     w_.close();
   }
   w_.line("if (multiplied != 0) return 1;");
   // On the pool the epilogue runs on the pool; on OpenMP's team, on that team.
   if (!uses_pool()) on_team_ = "on_team";
-  emit_matmul_epilogue(kernel, c);
+  emit_matmul_epilogue(kernel.steps, c);
   on_team_.clear();
 }
 
@@ -720,9 +748,10 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
 // of `rows` rows each (`shape`, `cache` and `multiplied` declared), at least kTeamMacs
 // multiply-adds each, as blocks of rows on the pool's threads (kiln_matmul_rows in kiln_dnnl.h),
 // so that no OpenMP team starts beside the pool; `locate` writes the body that sets GEMM bi's
-// `*pa` and `*pc`.
+// `*pa` and `*pc`; `bias` is the pointer of the vector oneDNN adds to every row, or nullptr.
 void CppSourcePrinter::emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
-                                          const std::string& b_pointer, const std::function<void()>& locate) {
+                                          const std::string& b_pointer, const std::string& bias,
+                                          const std::function<void()>& locate) {
   w_.line("const int64_t block = K > 0 && " + rows + " * N * K >= " + std::to_string(kTeamMacs) +
           " ? kiln_matmul_split_rows(" + rows + ", " + batch + ", kiln_pool_threads(), K, N) : 0;");
   w_.open("if (block > 0)");
@@ -732,7 +761,7 @@ void CppSourcePrinter::emit_matmul_blocks(const Kernel& kernel, const std::strin
   w_.line("(void)bi;");
   locate();
   w_.close(";");
-  w_.line("multiplied = kiln_matmul_rows(&cache, shape, block, " + batch + ", locate, " + b_pointer + ", \"" + kernel.name +
+  w_.line("multiplied = kiln_matmul_rows(&cache, shape, block, " + batch + ", locate, " + b_pointer + ", " + bias + ", \"" + kernel.name +
           "\", args->error, args->error_capacity, [](int64_t n, const auto& body) { kiln_parallel_for(n, body); });");
   w_.line("omp_set_num_threads(omp_threads);");
   w_.close();
@@ -750,10 +779,106 @@ void CppSourcePrinter::emit_batch_entry_vars(const StridedView& c, const std::ve
   }
 }
 
-// A library matmul's epilogue over the output's own coordinates.
-void CppSourcePrinter::emit_matmul_epilogue(const Kernel& kernel, const StridedView& c) {
-  if (kernel.steps.empty()) return;
-  emit_output_epilogue(kernel.steps, c.shape);
+// `expr` with each add of C's load and the bias's (either order) replaced by C's load; `bare` set
+// where C is loaded outside such an add, or `bias` is loaded at all but inside one.
+static Expr without_bias_adds(const Expr& expr, int c_buffer, const SymInt& c_index, const Expr& bias_load, bool& bare) {
+  auto is_c = [&](const Expr& e) {
+    return e->kind == ExprKind::Load && e->buffer == c_buffer && !e->mask && e->indirect.empty() && e->index == c_index;
+  };
+  auto is_bias = [&](const Expr& e) {
+    return e->kind == ExprKind::Load && e->buffer == bias_load->buffer && !e->mask && e->indirect.empty() &&
+           e->index == bias_load->index;
+  };
+  if (expr->kind == ExprKind::Binary && expr->op == LoopOp::add && expr->dtype == DType::f32) {
+    if (is_c(expr->args[0]) && is_bias(expr->args[1])) return expr->args[0];
+    if (is_bias(expr->args[0]) && is_c(expr->args[1])) return expr->args[1];
+  }
+  if (expr->kind == ExprKind::Load && (expr->buffer == c_buffer || expr->buffer == bias_load->buffer)) bare = true;
+  return map_children(expr, [&](const Expr& child) {
+    return child ? without_bias_adds(child, c_buffer, c_index, bias_load, bare) : child;
+  });
+}
+
+CppSourcePrinter::MatmulEpilogue CppSourcePrinter::matmul_epilogue(const Kernel& kernel, const StridedView& c) {
+  MatmulEpilogue result;
+  result.destination = c.buffer;
+  result.steps = kernel.steps;
+  if (kernel.steps.empty()) return result;
+  for (const KernelStep& step : kernel.steps)
+    if (step.kind != KernelStep::Kind::StoreOuter || step.stash_buffer >= 0) return result;
+  const size_t rank = c.shape.size();
+  const std::vector<SymInt> vars = loop_vars(rank);
+  const SymInt c_index = flat_index(vars, c.shape);
+  // A buffer a step of this kernel stores exists only after the matmul.
+  auto made_here = [&](int buffer) {
+    return std::any_of(kernel.steps.begin(), kernel.steps.end(), [&](const KernelStep& step) {
+      return std::find(step.outputs.begin(), step.outputs.end(), buffer) != step.outputs.end();
+    });
+  };
+  // The bias: a load, in an add with C's, of an f32 buffer in memory along C's last dim alone.
+  Expr bias_load;
+  if (p_.buffer(c.buffer).dtype == DType::f32 && c.offset == SymInt(0) && c.strides == contiguous_strides(c.shape) &&
+      only_steps_read(kernel, c.buffer)) {
+    visit(kernel.steps[0].body, [&](const ExprNode& node) {
+      if (bias_load || node.kind != ExprKind::Binary || node.op != LoopOp::add || node.dtype != DType::f32) return;
+      for (int i = 0; i < 2; ++i) {
+        const Expr& mine = node.args[size_t(i)];
+        const Expr& other = node.args[size_t(1 - i)];
+        if (!(mine->kind == ExprKind::Load && mine->buffer == c.buffer && mine->index == c_index)) continue;
+        if (other->kind != ExprKind::Load || other->buffer == c.buffer || other->mask || !other->indirect.empty() ||
+            p_.buffer(other->buffer).dtype != DType::f32 || in_register(other->buffer) || made_here(other->buffer))
+          continue;
+        std::optional<AffineIndex> form = affine_form(other->index, vars);
+        if (!form || !(form->coefficients[rank - 1] == SymInt(1))) continue;
+        bool along_columns = true;
+        for (size_t d = 0; d + 1 < rank; ++d) along_columns = along_columns && form->coefficients[d] == SymInt(0);
+        if (along_columns) bias_load = other;
+      }
+    });
+  }
+  if (bias_load) {
+    bool bare = false;
+    std::vector<KernelStep> stripped = kernel.steps;
+    for (KernelStep& step : stripped) step.body = without_bias_adds(step.body, c.buffer, c_index, bias_load, bare);
+    if (!bare) {
+      std::optional<AffineIndex> form = affine_form(bias_load->index, vars);
+      result.bias = buf(bias_load->buffer) + " + (" + index_text(form->offset) + ")";
+      result.steps = std::move(stripped);
+    }
+  }
+  // The sole step in place: the matmul writes its buffer, which it reads back at each point.
+  Kernel left = kernel;
+  left.steps = result.steps;
+  if (const KernelStep* in_place = sole_pointwise_epilogue(left, c)) {
+    KernelStep step = *in_place;
+    result.destination = step.outputs[0];
+    step.body = with_loads_redirected(step.body, c.buffer, step.outputs[0]);
+    const bool copies = step.body->kind == ExprKind::Load && step.body->buffer == step.outputs[0] &&
+                        !step.body->mask && step.body->indirect.empty() && step.body->index == step.store_index;
+    result.steps.clear();
+    if (!copies) result.steps.push_back(std::move(step));
+  }
+  return result;
+}
+
+void CppSourcePrinter::emit_matmul_epilogue_comment(const Kernel& kernel, const MatmulEpilogue& epilogue) {
+  const int c = p_.nodes[size_t(kernel.extern_node)].extern_call.outputs.at(0).buffer;
+  const bool bias = epilogue.bias != "nullptr", in_place = epilogue.destination != c;
+  const std::string into = p_.buffer(epilogue.destination).name;
+  if (bias && epilogue.steps.empty())
+    w_.line("// the epilogue (a bias along the rows) as oneDNN's bias: the matmul writes " + into);
+  else if (bias)
+    w_.line("// the epilogue's bias as oneDNN's bias; the rest " + std::string(in_place ? "in place: the matmul writes " + into
+                                                                                      : "after it"));
+  else if (in_place)
+    w_.line("// the epilogue in place: the matmul writes " + into);
+}
+
+// A library matmul's epilogue (what is left of it: matmul_epilogue) over the output's own
+// coordinates.
+void CppSourcePrinter::emit_matmul_epilogue(const std::vector<KernelStep>& steps, const StridedView& c) {
+  if (steps.empty()) return;
+  emit_output_epilogue(steps, c.shape);
 }
 
 // The steps of an epilogue over an output of `shape` (its dims x0, x1, ...) rewritten over one

@@ -174,18 +174,33 @@ class CppSourcePrinter : public CPrinter {
                                                               const StridedView& b, const StridedView& c);
   void emit_batched_runtime_matmul(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                                    const SymInt& batch, const std::array<SymInt, 3>& strides);
-  void emit_matmul_epilogue(const Kernel& kernel, const StridedView& c);
+  void emit_matmul_epilogue(const std::vector<KernelStep>& steps, const StridedView& c);
   void emit_output_epilogue(const std::vector<KernelStep>& steps, const SymShape& shape);
   void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);
   void emit_onednn_team(const std::string& macs);
   void emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
-                          const std::string& b_pointer, const std::function<void()>& locate);
+                          const std::string& b_pointer, const std::string& bias, const std::function<void()>& locate);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
-  // The convolution kernel's one epilogue step when it alone reads the convolution's output
-  // (contiguous, f32), each read at the point it stores, into one buffer of the output's shape;
-  // else null.
-  const KernelStep* sole_convolution_epilogue(const Kernel& kernel, const StridedView& out);
+  // Whether no kernel but `kernel`'s steps reads `buffer`, and it is no graph output.
+  bool only_steps_read(const Kernel& kernel, int buffer);
+  // A library call's (convolution's, matmul's) one epilogue step when it alone reads the call's
+  // output (contiguous, f32), each read at the point it stores, into one buffer of the output's
+  // shape; else null. The call may then write that buffer, which the step reads and overwrites.
+  const KernelStep* sole_pointwise_epilogue(const Kernel& kernel, const StridedView& out);
+  // A library matmul's epilogue as the matmul and the loop after it share it (matmul_epilogue).
+  struct MatmulEpilogue {
+    std::string bias = "nullptr";   // a vector oneDNN adds to every row of the product, or nullptr
+    int destination = -1;           // the buffer the matmul writes: C's, or the sole step's output
+    std::vector<KernelStep> steps;  // the loop left to run over the output (none: nothing)
+  };
+  // What of a library matmul's epilogue oneDNN does, writing C (the call's output view `c`, over
+  // the output's own coordinates): an add of a vector along C's rows (a linear layer's bias) as
+  // oneDNN's bias, where no other kernel reads C; the sole pointwise step in place
+  // (sole_pointwise_epilogue); and no loop at all when what is left copies C.
+  MatmulEpilogue matmul_epilogue(const Kernel& kernel, const StridedView& c);
+  // A comment line on what of the epilogue oneDNN does (none where it does nothing).
+  void emit_matmul_epilogue_comment(const Kernel& kernel, const MatmulEpilogue& epilogue);
   // The activation oneDNN can apply for the convolution kernel's epilogue, and the buffer it then
   // writes (cpp_library_calls.cpp); {0, -1} when the epilogue stays Kiln's loop.
   std::pair<int, int> convolution_post_op(const Kernel& kernel, const StridedView& out);
@@ -238,7 +253,7 @@ class CppSourcePrinter : public CPrinter {
   // The Reduce step of the reduction kernel being printed that prefetches the next row (its
   // last: the row pass that runs longest in softmax, where the exp is), or null.
   const KernelStep* prefetching_step_ = nullptr;
-  // LoopProgram::readers_by_buffer, made on first use (sole_convolution_epilogue asks per
+  // LoopProgram::readers_by_buffer, made on first use (sole_pointwise_epilogue asks per
   // convolution).
   const std::vector<int>& readers_of(int buffer);
   std::optional<std::vector<std::vector<int>>> readers_;

@@ -34,7 +34,9 @@
 // kiln_matmul runs one GEMM whose right operand is a parameter (ExternKind::Gemm with
 // CppEmitOptions::library_matmul): C [M, N] = A [M, K] @ B [K, N], A and B in the layouts
 // kiln_blas_layout gives (row-major or transposed, with leading dims), C row-major with its own
-// row stride (a batch of GEMMs sharing B whose output rows interleave). A frozen B is reordered
+// row stride (a batch of GEMMs sharing B whose output rows interleave), plus a bias vector along
+// C's rows where the shape says (a linear layer's, added by the kernel before it stores C: no
+// pass over C after it). A frozen B is reordered
 // once per pointer into the layout oneDNN's matmul wants (brgemm's blocks for AVX-512), which
 // OpenBLAS would instead pack again on every call. A B that may change between calls (a model
 // compiled without frozen parameters: KilnMatmulShape::runtime_b) is read in place on every call,
@@ -775,14 +777,17 @@ typedef struct KilnMatmulShape {
   // A batch of `batch` GEMMs (> 1), each with its own A, B and C, `batch_stride_*` elements apart
   // (attention's Q K^T and P V: B is an activation, so runtime_b); 0 or 1 for one GEMM.
   int64_t batch, batch_stride_a, batch_stride_b, batch_stride_c;
+  // 1: C = A @ B + bias, a vector of n floats added to every row of C (a linear layer's bias,
+  // which the brgemm kernels add to their accumulators before the store: no pass over C after).
+  int64_t bias;
 } KilnMatmulShape;
 
 typedef struct KilnMatmulEntry {
   KilnMatmulShape shape;
   dnnl_primitive_t matmul;
   dnnl_primitive_t reorder;  // plain weights -> the matmul's weights layout
-  dnnl_memory_t src, weights, packed, dst, scratchpad;
-  dnnl_memory_desc_t src_md, dst_md, scratch_md;  // for kiln_matmul_block's own memory objects
+  dnnl_memory_t src, weights, packed, dst, scratchpad, bias;
+  dnnl_memory_desc_t src_md, dst_md, scratch_md, bias_md;  // for kiln_matmul_block's own memory objects
   dnnl_memory_desc_t packed_md;                    // B's layout for this primitive
   dnnl_stream_t stream;
   void* packed_data;
@@ -806,7 +811,7 @@ static void kiln_release_matmul(KilnMatmulEntry* e) {
   if (e->matmul) dnnl_primitive_destroy(e->matmul);
   if (e->reorder) dnnl_primitive_destroy(e->reorder);
   if (e->stream) dnnl_stream_destroy(e->stream);
-  dnnl_memory_t* memories[] = {&e->src, &e->weights, &e->packed, &e->dst, &e->scratchpad};
+  dnnl_memory_t* memories[] = {&e->src, &e->weights, &e->packed, &e->dst, &e->scratchpad, &e->bias};
   for (dnnl_memory_t* m : memories) {
     if (*m) dnnl_memory_destroy(*m);
   }
@@ -838,7 +843,7 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   dnnl_engine_t engine = kiln_dnnl_engine();
   if (!engine) return kiln_dnnl_failure(name, "engine creation", dnnl_runtime_error, error, capacity);
   e->shape = *s;
-  dnnl_memory_desc_t src_md, weights_plain_md, weights_any_md, dst_md;
+  dnnl_memory_desc_t src_md, weights_plain_md, weights_any_md, dst_md, bias_md;
   dnnl_dims_t weights_dims = {s->k, s->n};
   KILN_DNNL_TRY(kiln_matrix_md(&src_md, s->m, s->k, s->trans_a, s->lda, s->batch, s->batch_stride_a), "source descriptor");
   KILN_DNNL_TRY(kiln_matrix_md(&weights_plain_md, s->k, s->n, s->trans_b, s->ldb, s->batch, s->batch_stride_b),
@@ -852,8 +857,12 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
                   "weights descriptor");
   }
   KILN_DNNL_TRY(kiln_matrix_md(&dst_md, s->m, s->n, 111, s->ldc, s->batch, s->batch_stride_c), "destination descriptor");
+  // The bias: one row, broadcast over C's rows (and its batch).
+  if (s->bias) KILN_DNNL_TRY(kiln_matrix_md(&bias_md, 1, s->n, 111, s->n, s->batch, 0), "bias descriptor");
   dnnl_matmul_desc_t desc;
-  KILN_DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &weights_any_md, nullptr, &dst_md), "matmul descriptor");
+  KILN_DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &weights_any_md, s->bias ? &bias_md : nullptr, &dst_md),
+                "matmul descriptor");
+  if (s->bias) e->bias_md = bias_md;
   dnnl_primitive_attr_t attr;
   KILN_DNNL_TRY(dnnl_primitive_attr_create(&attr), "attribute creation");
   dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
@@ -886,6 +895,7 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
     if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul setup", status, error, capacity);
     KILN_DNNL_TRY(dnnl_memory_create(&e->src, &src_md, engine, DNNL_MEMORY_NONE), "memory creation");
     KILN_DNNL_TRY(dnnl_memory_create(&e->dst, &dst_md, engine, DNNL_MEMORY_NONE), "memory creation");
+    if (s->bias) KILN_DNNL_TRY(dnnl_memory_create(&e->bias, &bias_md, engine, DNNL_MEMORY_NONE), "memory creation");
     KILN_DNNL_TRY(dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags), "stream creation");
     e->ready = 1;
     return 0;
@@ -918,6 +928,7 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   KILN_DNNL_TRY(dnnl_memory_create(&e->src, &src_md, engine, DNNL_MEMORY_NONE), "memory creation");
   KILN_DNNL_TRY(dnnl_memory_create(&e->weights, &weights_plain_md, engine, DNNL_MEMORY_NONE), "memory creation");
   KILN_DNNL_TRY(dnnl_memory_create(&e->dst, &dst_md, engine, DNNL_MEMORY_NONE), "memory creation");
+  if (s->bias) KILN_DNNL_TRY(dnnl_memory_create(&e->bias, &bias_md, engine, DNNL_MEMORY_NONE), "memory creation");
   KILN_DNNL_TRY(dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags), "stream creation");
   e->ready = 1;
   return 0;
@@ -962,25 +973,28 @@ static KilnMatmulEntry* kiln_matmul_prepare(KilnMatmulCache* cache, const KilnMa
 // the entry's own or a call's) on the calling thread, with memory objects of its own and an
 // arena's stream and scratchpad, so that blocks and calls run concurrently on different threads
 // (a primitive is immutable once made).
-static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a, float* c, dnnl_memory_t packed) {
+static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a, const float* bias, float* c,
+                                       dnnl_memory_t packed) {
   dnnl_engine_t engine = kiln_dnnl_engine();
   KilnScratch* arena = kiln_take_scratch(e->scratchpad ? dnnl_memory_desc_get_size(&e->scratch_md) : 0);
   if (!arena) return dnnl_out_of_memory;
   dnnl_status_t status =
       arena->stream ? dnnl_success : dnnl_stream_create(&arena->stream, engine, dnnl_stream_default_flags);
-  dnnl_memory_t src = nullptr, dst = nullptr, scratchpad = nullptr;
+  dnnl_memory_t src = nullptr, dst = nullptr, scratchpad = nullptr, bias_memory = nullptr;
   if (status == dnnl_success) status = dnnl_memory_create(&src, &e->src_md, engine, (void*)a);
   if (status == dnnl_success) status = dnnl_memory_create(&dst, &e->dst_md, engine, c);
   if (status == dnnl_success && e->scratchpad) status = dnnl_memory_create(&scratchpad, &e->scratch_md, engine, arena->data);
+  if (status == dnnl_success && e->shape.bias) status = dnnl_memory_create(&bias_memory, &e->bias_md, engine, (void*)bias);
   if (status == dnnl_success) {
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, dst}};
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, dst}};
     int count = 3;
     if (scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad};
+    if (bias_memory) args[count++] = {DNNL_ARG_BIAS, bias_memory};
     status = dnnl_primitive_execute(e->matmul, arena->stream, count, args);
   }
   if (status == dnnl_success) status = dnnl_stream_wait(arena->stream);
   kiln_give_back_scratch(arena);
-  dnnl_memory_t made[] = {src, dst, scratchpad};
+  dnnl_memory_t made[] = {src, dst, scratchpad, bias_memory};
   for (dnnl_memory_t m : made) {
     if (m) dnnl_memory_destroy(m);
   }
@@ -991,7 +1005,7 @@ static dnnl_status_t kiln_matmul_block(const KilnMatmulEntry* e, const float* a,
 // mutex: with the entry's own memory objects and stream when no other call holds them, else with
 // objects of its own and an arena's stream and scratchpad. A B read in place gets a memory object
 // of the call's own either way (the entry's is the blocks' of kiln_matmul_rows).
-static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, const float* b, float* c) {
+static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, const float* b, const float* bias, float* c) {
   dnnl_engine_t engine = kiln_dnnl_engine();
   dnnl_status_t status = dnnl_success;
   dnnl_memory_t packed = e->packed, runtime_b = nullptr;
@@ -1004,25 +1018,28 @@ static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, con
   if (status == dnnl_success && __atomic_exchange_n(&e->own_in_use, 1, __ATOMIC_ACQUIRE) == 0) {
     status = dnnl_memory_set_data_handle(e->src, (void*)a);
     if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->dst, c);
+    if (status == dnnl_success && e->bias) status = dnnl_memory_set_data_handle(e->bias, (void*)bias);
     if (status == dnnl_success) {
-      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, e->dst}};
+      dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, e->dst}};
       int count = 3;
       if (e->scratchpad) args[count++] = {DNNL_ARG_SCRATCHPAD, e->scratchpad};
+      if (e->bias) args[count++] = {DNNL_ARG_BIAS, e->bias};
       status = dnnl_primitive_execute(e->matmul, e->stream, count, args);
     }
     if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
     __atomic_store_n(&e->own_in_use, 0, __ATOMIC_RELEASE);
   } else if (status == dnnl_success) {
-    status = kiln_matmul_block(e, a, c, packed);
+    status = kiln_matmul_block(e, a, bias, c, packed);
   }
   if (runtime_b) dnnl_memory_destroy(runtime_b);
   return status;
 }
 
-// Runs C = A @ B (see the file's comment); 0, or 1 with a message in `error`. Calls of one
-// matmul run concurrently (the chunks of a batch split).
-static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const float* a, const float* b, float* c,
-                       const char* name, char* error, int64_t capacity) {
+// Runs C = A @ B (+ bias where shape.bias: n floats; nullptr otherwise) (see the file's
+// comment); 0, or 1 with a message in `error`. Calls of one matmul run concurrently (the chunks
+// of a batch split).
+static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const float* a, const float* b, const float* bias,
+                       float* c, const char* name, char* error, int64_t capacity) {
   shape.threads = omp_get_max_threads();
   pthread_mutex_lock(&cache->mutex);
   KilnMatmulEntry* e = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
@@ -1032,7 +1049,7 @@ static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const floa
   }
   __atomic_add_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&cache->mutex);
-  const dnnl_status_t status = kiln_execute_matmul(e, a, b, c);
+  const dnnl_status_t status = kiln_execute_matmul(e, a, b, bias, c);
   pthread_mutex_lock(&cache->mutex);
   __atomic_sub_fetch(&e->users, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&cache->mutex);
@@ -1063,16 +1080,17 @@ static int64_t kiln_matmul_split_rows(int64_t rows, int64_t batch, int64_t threa
   return (block + 15) / 16 * 16;
 }
 
-// Runs a batch of GEMMs that share B, C_i = A_i @ B for i < `batch` (`locate(i, &a, &c)` gives
-// GEMM i's operands, laid out as `shape` says), as blocks of `block` rows, each a one-thread
-// matmul, spread by `for_each(count, body)` (the pool's kiln_parallel_for: body(begin, end) runs
-// blocks [begin, end) on one thread) over threads that each ask OpenMP for one thread. So no
-// OpenMP team starts, and a frozen B packed once serves blocks of any rows: unlike OpenBLAS,
-// which would pack B again in every block. The blocks of a GEMM but its last share one
-// primitive. 0, or 1 with a message in `error`.
+// Runs a batch of GEMMs that share B (and the bias, where shape.bias), C_i = A_i @ B for
+// i < `batch` (`locate(i, &a, &c)` gives GEMM i's operands, laid out as `shape` says), as blocks
+// of `block` rows, each a one-thread matmul, spread by `for_each(count, body)` (the pool's
+// kiln_parallel_for: body(begin, end) runs blocks [begin, end) on one thread) over threads that
+// each ask OpenMP for one thread. So no OpenMP team starts, and a frozen B packed once serves
+// blocks of any rows: unlike OpenBLAS, which would pack B again in every block. The blocks of a
+// GEMM but its last share one primitive. 0, or 1 with a message in `error`.
 template <class Locate, class ForEach>
 static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64_t block, int64_t batch,
-                            const Locate& locate, const float* b, const char* name, char* error, int64_t capacity,
+                            const Locate& locate, const float* b, const float* bias, const char* name, char* error,
+                            int64_t capacity,
                             const ForEach& for_each) {
   const int64_t rows = shape.m, blocks = (rows + block - 1) / block, last_rows = rows - (blocks - 1) * block;
   shape.threads = 1;
@@ -1117,7 +1135,7 @@ static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64
         float* c = nullptr;
         locate(task / blocks, &a, &c);
         const KilnMatmulEntry* entry = i == blocks - 1 ? last : whole;
-        dnnl_status_t status = kiln_matmul_block(entry, a + i * a_step, c + i * c_step, entry->packed);
+        dnnl_status_t status = kiln_matmul_block(entry, a + i * a_step, bias, c + i * c_step, entry->packed);
         if (status != dnnl_success) __atomic_store_n(&failed, int(status), __ATOMIC_RELAXED);
       }
     });

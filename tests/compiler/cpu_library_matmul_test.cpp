@@ -185,7 +185,8 @@ TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
     for (size_t at = 0; (at = source.find("which may change between calls: oneDNN's matmul", at)) != std::string::npos; ++at)
       ++sites;
     EXPECT_EQ(sites, 3u) << source;
-    EXPECT_NE(source.find("0, N, 0, 1, 1, 0, 0, 0};"), std::string::npos);  // B read in place, one GEMM
+    EXPECT_NE(source.find("0, N, 0, 1, 1, 0, 0, 0, 0};"), std::string::npos);  // B read in place, one GEMM
+    EXPECT_NE(source.find("0, N, 0, 1, 1, 0, 0, 0, 1};"), std::string::npos);  // and the linear's bias with it
   }
   CompiledModel model = compile(graph, options(false));
   std::vector<std::string> names = graph.output_names();
@@ -213,6 +214,70 @@ size_t occurrences(const std::string& text, const std::string& what) {
   size_t count = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
   return count;
+}
+
+// A linear layer's bias (an add of a vector along the product's rows, which nothing else reads)
+// is oneDNN's bias: the matmul writes the layer's result and no loop follows (the GEMM of 256 rows
+// split into blocks on 2 and 4 threads, each block adding the bias; the 32-row one on OpenMP's
+// team or one thread); with a relu after it, the relu runs in place over the matmul's output.
+// Not folded: a product that another kernel also reads (it must stay without the bias), a vector
+// along the columns ([M, 1]: one value per row). A bias sliced out of a longer vector is folded. The same values as the interpreter's, frozen or not (not
+// frozen: the 256-row GEMMs are worth oneDNN reading B in place), on 1, 2 and 4 threads.
+TEST(CpuLibraryMatmul, ALinearLayersBiasIsOneDnnsBiasAndNoLoopFollows) {
+  std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({64, 96}, DType::f32, 71)},
+                                                           {"w2", random_tensor({64, 96}, DType::f32, 77)},
+                                                           {"w4", random_tensor({64, 96}, DType::f32, 78)},
+                                                           {"w5", random_tensor({64, 96}, DType::f32, 79)},
+                                                           {"bias", random_tensor({96}, DType::f32, 72)},
+                                                           {"rowwise", random_tensor({256, 1}, DType::f32, 73)},
+                                                           {"long_bias", random_tensor({100}, DType::f32, 74)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[256, 64] = placeholder[target=x]\n"
+      "    %small : f32[32, 64] = placeholder[target=small]\n"
+      "    %w : f32[64, 96] = get_attr[target=w]\n"
+      "    %w2 : f32[64, 96] = get_attr[target=w2]\n"
+      "    %w4 : f32[64, 96] = get_attr[target=w4]\n"
+      "    %w5 : f32[64, 96] = get_attr[target=w5]\n"
+      "    %bias : f32[96] = get_attr[target=bias]\n"
+      "    %rowwise : f32[256, 1] = get_attr[target=rowwise]\n"
+      "    %long_bias : f32[100] = get_attr[target=long_bias]\n"
+      "    %mm : f32[256, 96] = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
+      "    %linear : f32[256, 96] = call_function[target=add](args = (%mm, %bias), kwargs = {})\n"
+      "    %mm2 : f32[256, 96] = call_function[target=matmul](args = (%x, %w2), kwargs = {})\n"
+      "    %biased2 : f32[256, 96] = call_function[target=add](args = (%bias, %mm2), kwargs = {})\n"
+      "    %act : f32[256, 96] = call_function[target=relu](args = (%biased2,), kwargs = {})\n"
+      "    %mm3 : f32[32, 96] = call_function[target=matmul](args = (%small, %w), kwargs = {})\n"
+      "    %shifted : f32[96] = call_function[target=slice](args = (%long_bias, 0, 3, 99), kwargs = {})\n"
+      "    %small_linear : f32[32, 96] = call_function[target=add](args = (%mm3, %shifted), kwargs = {})\n"
+      "    %mm4 : f32[256, 96] = call_function[target=matmul](args = (%x, %w4), kwargs = {})\n"
+      "    %kept : f32[256, 96] = call_function[target=add](args = (%mm4, %bias), kwargs = {})\n"
+      "    %mm5 : f32[256, 96] = call_function[target=matmul](args = (%x, %w5), kwargs = {})\n"
+      "    %per_row : f32[256, 96] = call_function[target=add](args = (%mm5, %rowwise), kwargs = {})\n"
+      "    return (linear, act, small_linear, kept, mm4, per_row)\n",
+      "biases.kiln", parameters);
+  if (built_with_onednn()) {
+    CodegenStageOptions stage;
+    stage.freeze = true;
+    const std::string frozen = dump_codegen_stage(graph, "cpp", stage);
+    EXPECT_EQ(occurrences(frozen, "// the epilogue (a bias along the rows) as oneDNN's bias: the matmul writes"), 2u) << frozen;
+    EXPECT_EQ(occurrences(frozen, "// the epilogue's bias as oneDNN's bias; the rest in place: the matmul writes act"), 1u);
+    EXPECT_EQ(occurrences(frozen, "as oneDNN's bias"), 3u);  // not mm4's (returned) nor per_row's
+  }
+  std::map<std::string, Tensor> inputs = {{"x", random_tensor({256, 64}, DType::f32, 75)},
+                                          {"small", random_tensor({32, 64}, DType::f32, 76)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  std::vector<std::string> names = graph.output_names();
+  for (bool freeze : {true, false}) {
+    CompiledModel model = compile(graph, options(freeze));
+    for (int threads : {1, 2, 4, 2}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "")
+            << names[i] << ", freeze " << freeze << ", " << threads << " threads";
+    }
+  }
 }
 
 TEST(CpuLibraryMatmul, AttentionsBatchedProductsRunAsOneOneDnnMatmulOverTheBatch) {
