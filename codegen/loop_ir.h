@@ -64,6 +64,10 @@ struct Buffer {
   // Input: the placeholder's target; Parameter: the parameter name; Output: the output's name.
   std::string source;
   int position = -1;  // Input: placeholder index; Output: index in the graph's output tuple
+  // An upper bound on |x| of every element, and that none is NaN or infinite, in calls whose
+  // inputs are within passes::kBoundedInput (passes/value_bounds.h); +infinity when unknown. Set
+  // where lowering computed the graph's bounds (frozen convolutions through the library).
+  double bound = std::numeric_limits<double>::infinity();
 };
 
 // ---------------------------------------------------------------- expressions

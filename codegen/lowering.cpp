@@ -131,6 +131,10 @@ const passes::ValueBounds& Lowerer::value_bounds() {
   return *value_bounds_;
 }
 
+void Lowerer::note_bound(int buffer, const ir::Node& node) {
+  if (value_bounds_) program_.buffers[size_t(buffer)].bound = value_bounds_->of(node);
+}
+
 LoopProgram Lowerer::run() {
   bind_symbols();
   const ir::Node* output = nullptr;
@@ -390,10 +394,13 @@ void Lowerer::define_pointwise(const ir::Node& node, Expr body) {
   const ir::TensorMeta& meta = node.value();
   if (reads_channels_last(body, meta.shape)) {  // keep the layout of the channels-last inputs
     int buffer = emit_pointwise(node.name(), meta.dtype, channels_last_shape(meta.shape), to_channels_last_vars(body));
+    note_bound(buffer, node);
     define(node, channels_last(buffer, meta.shape));
     return;
   }
-  define(node, whole(emit_pointwise(node.name(), meta.dtype, meta.shape, std::move(body))));
+  int buffer = emit_pointwise(node.name(), meta.dtype, meta.shape, std::move(body));
+  note_bound(buffer, node);
+  define(node, whole(buffer));
 }
 
 // ---------------------------------------------------------------- fallback

@@ -90,6 +90,9 @@ class Lowerer {
   const LoweringOptions& options() const { return options_; }
   // The graph's value bounds (passes/value_bounds.h), computed on first use.
   const passes::ValueBounds& value_bounds();
+  // Where the graph's value bounds were computed, `buffer`, which holds `node`'s value whole,
+  // carries its bound (Buffer::bound); elsewhere it stays unknown (no graph walk for it alone).
+  void note_bound(int buffer, const ir::Node& node);
 
   // ---- values
   const Accessor& value(const ir::Node* node, size_t element = 0) const;

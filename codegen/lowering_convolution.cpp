@@ -177,6 +177,7 @@ void lower_library_convolution(Lowerer& lowerer, const ir::Node& node, const ir:
   }
   SymShape out_shape = Lowerer::channels_last_shape(meta.shape);
   int buffer = lowerer.new_buffer(node.name(), meta.dtype, out_shape);
+  lowerer.note_bound(buffer, node);
   extern_call.outputs.push_back(StridedView{buffer, SymInt(0), out_shape, contiguous_strides(out_shape)});
   conv.ranges = out_shape;
   conv.outputs = {buffer};

@@ -81,6 +81,7 @@ Accessor reduce_window(Lowerer& lowerer, const ir::Node& node, const Accessor& i
   };
   if (is_max) {
     int buffer = lowerer.new_buffer(node.name(), meta.dtype, ranges);
+    lowerer.note_bound(buffer, node);
     add_window_reduction(lowerer, node.name(), ranges, window, ReductionKind::Max, upcast(value), buffer);
     lowerer.define(node, accessor(buffer));
     return accessor(buffer);

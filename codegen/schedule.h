@@ -22,7 +22,8 @@
 //   4. coalesces dims that every access walks contiguously, drops size-1 dims, and splits a
 //      pointwise kernel's dim where its indices divide it (a copy out of a permuted view);
 //   5. plans memory: every intermediate buffer that still exists gets an offset in one workspace
-//      by liveness (buffers whose lifetimes do not overlap share bytes).
+//      by liveness (buffers whose lifetimes do not overlap share bytes); a library call's
+//      epilogue writes its result over an operand that dies there (a residual), in place.
 // KILN_LOG=fusion prints each decision that kept two nodes apart and why.
 #pragma once
 
@@ -82,6 +83,9 @@ struct MemoryPlan {
   std::map<int, BufferLifetime> lifetimes;  // the same buffers: the liveness the offsets were planned by
   SymInt peak_bytes;  // workspace size
   SymInt naive_bytes;  // the sum of every planned buffer's size: what no reuse would need
+  // A library call's epilogue result -> the operand whose bytes it takes (codegen/memory_plan.cpp):
+  // the epilogue reads that operand only at the point it stores, and nothing reads it after.
+  std::map<int, int> in_place_of;
 };
 
 struct ScheduledProgram {

@@ -83,7 +83,10 @@ std::string print_schedule(const ScheduledProgram& scheduled, const std::map<std
   for (const auto& [buffer, offset] : scheduled.memory.offsets) {
     const Buffer& b = p.buffer(buffer);
     out << "    " << b.name << ": " << dtype_name(b.dtype) << ir::shape_string(b.shape) << " at "
-        << offset.to_string() << "\n";
+        << offset.to_string();
+    auto in_place = scheduled.memory.in_place_of.find(buffer);
+    if (in_place != scheduled.memory.in_place_of.end()) out << " (in place of " << p.buffer(in_place->second).name << ")";
+    out << "\n";
   }
   return out.str();
 }

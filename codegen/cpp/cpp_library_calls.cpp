@@ -54,6 +54,14 @@ bool CppSourcePrinter::only_steps_read(const Kernel& kernel, int buffer) {
 }
 
 const KernelStep* CppSourcePrinter::sole_pointwise_epilogue(const Kernel& kernel, const StridedView& out) {
+  const KernelStep* step = pointwise_epilogue_step(kernel, out);
+  // A result that takes the bytes of an operand it reads (MemoryPlan::in_place_of) must not be
+  // written before the step has read that operand.
+  if (step && s_.memory.in_place_of.count(step->outputs[0])) return nullptr;
+  return step;
+}
+
+const KernelStep* CppSourcePrinter::pointwise_epilogue_step(const Kernel& kernel, const StridedView& out) {
   if (kernel.steps.size() != 1) return nullptr;
   const KernelStep& step = kernel.steps[0];
   if (step.kind != KernelStep::Kind::StoreOuter || step.outputs.size() != 1 || step.stash_buffer >= 0) return nullptr;
@@ -115,26 +123,17 @@ std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, 
   return none;
 }
 
-std::optional<std::pair<double, double>> CppSourcePrinter::clamp_epilogue(const Kernel& kernel, const LoopNode& node) {
-  const ExternCall& call = node.extern_call;
-  const StridedView& out = call.outputs.at(0);
-  const KernelStep* epilogue = sole_pointwise_epilogue(kernel, out);
-  if (epilogue == nullptr) return std::nullopt;
-  const KernelStep& step = *epilogue;
-  auto is_output_load = [&](const Expr& e) {
-    return e && e->kind == ExprKind::Load && e->buffer == out.buffer && !e->mask && e->indirect.empty() &&
-           e->index == step.store_index;
-  };
+// `body` as a clamp of an expression: relu(x), or PyTorch's clamp min(max(x, low), high),
+// max(x, low), min(x, high) (its max first), with bounds a float holds exactly (the clamp compares
+// in float); the bounds and x, or nothing.
+static std::optional<std::pair<std::pair<double, double>, Expr>> clamp_of(const Expr& body) {
   auto constant = [](const Expr& e) -> std::optional<double> {
     if (!e || e->kind != ExprKind::Constant || !is_floating(e->dtype) || std::isnan(e->float_value)) return std::nullopt;
     return e->float_value;
   };
   auto is_binary = [](const Expr& e, LoopOp op) { return e && e->kind == ExprKind::Binary && e->op == op; };
   const double inf = std::numeric_limits<double>::infinity();
-  const Expr& body = step.body;
-  if (body->kind == ExprKind::Unary && body->op == LoopOp::relu && is_output_load(body->args[0]))
-    return std::pair{0.0, inf};
-  // min(max(x, low), high), max(x, low), min(x, high): PyTorch's clamp, its max first.
+  if (body->kind == ExprKind::Unary && body->op == LoopOp::relu) return std::pair{std::pair{0.0, inf}, body->args[0]};
   double low = -inf, high = inf;
   Expr x = body;
   if (is_binary(x, LoopOp::minimum) && constant(x->args[1])) {
@@ -145,10 +144,60 @@ std::optional<std::pair<double, double>> CppSourcePrinter::clamp_epilogue(const 
     low = *constant(x->args[1]);
     x = x->args[0];
   }
-  if (x == body || !is_output_load(x) || !(low <= high)) return std::nullopt;
-  // Bounds a float holds exactly (the clamp compares in float).
+  if (x == body || !(low <= high)) return std::nullopt;
   if (double(float(low)) != low || double(float(high)) != high) return std::nullopt;
-  return std::pair{low, high};
+  return std::pair{std::pair{low, high}, x};
+}
+
+std::optional<std::pair<double, double>> CppSourcePrinter::clamp_epilogue(const Kernel& kernel, const LoopNode& node) {
+  const ExternCall& call = node.extern_call;
+  const StridedView& out = call.outputs.at(0);
+  const KernelStep* epilogue = sole_pointwise_epilogue(kernel, out);
+  if (epilogue == nullptr) return std::nullopt;
+  const KernelStep& step = *epilogue;
+  const auto clamp = clamp_of(step.body);
+  const bool of_output = clamp && clamp->second->kind == ExprKind::Load && clamp->second->buffer == out.buffer &&
+                         !clamp->second->mask && clamp->second->indirect.empty() &&
+                         clamp->second->index == step.store_index;
+  if (!of_output) return std::nullopt;
+  return clamp->first;
+}
+
+std::optional<CppSourcePrinter::ResidualEpilogue> CppSourcePrinter::residual_epilogue(const Kernel& kernel,
+                                                                                      const StridedView& out) {
+  const KernelStep* step = pointwise_epilogue_step(kernel, out);
+  if (step == nullptr) return std::nullopt;
+  auto operand = s_.memory.in_place_of.find(step->outputs[0]);
+  if (operand == s_.memory.in_place_of.end()) return std::nullopt;
+  ResidualEpilogue residual;
+  residual.result = step->outputs[0];
+  residual.operand = operand->second;
+  Expr sum = step->body;
+  if (const auto clamp = clamp_of(step->body)) {
+    residual.clamp = clamp->first;
+    sum = clamp->second;
+  }
+  auto plain_load = [&](const Expr& e, int buffer) {
+    return e->kind == ExprKind::Load && e->buffer == buffer && !e->mask && e->indirect.empty() &&
+           e->index == step->store_index;
+  };
+  if (sum->kind != ExprKind::Binary || sum->op != LoopOp::add || sum->dtype != DType::f32) return std::nullopt;
+  const bool added = (plain_load(sum->args[0], out.buffer) && plain_load(sum->args[1], residual.operand)) ||
+                     (plain_load(sum->args[1], out.buffer) && plain_load(sum->args[0], residual.operand));
+  if (!added) return std::nullopt;
+  // The clamp alone, over the result (its memory then holds the sum).
+  if (residual.clamp) {
+    KernelStep clamp = *step;
+    const Expr sum_in_result = load(residual.result, DType::f32, step->store_index);
+    std::function<Expr(const Expr&)> replace = [&](const Expr& e) -> Expr {
+      if (!e) return e;
+      if (e == sum) return sum_in_result;
+      return map_children(e, replace);
+    };
+    clamp.body = replace(step->body);
+    residual.clamp_step = clamp;
+  }
+  return residual;
 }
 
 namespace {
@@ -192,6 +241,14 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   }
   const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
   std::optional<std::pair<double, double>> clip = activation == 0 ? clamp_epilogue(kernel, node) : std::nullopt;
+  // A residual added into the memory that holds it (the result in place of the operand): the
+  // convolution accumulates there, and its clamp, if any, follows as the post-op or as the loop.
+  const std::optional<ResidualEpilogue> residual = residual_epilogue(kernel, out);
+  double clip_input_bound = call.output_bound;
+  if (residual) {
+    clip = residual->clamp;
+    clip_input_bound = call.output_bound + p_.buffer(residual->operand).bound;
+  }
   const std::string bounded_calls = std::string("calls whose inputs are within ") + passes::kBoundedInputText;
   bool relu = false;
   std::string clip_text;
@@ -203,9 +260,11 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     if (!options_.constant_parameters) why_not = "its weights may change between calls (no --freeze)";
     else if (!(call.output_bound <= passes::kLargestBound))
       why_not = "its output has no bound: " + (call.output_bound_note.empty() ? std::string("unknown") : call.output_bound_note);
+    else if (!(clip_input_bound <= passes::kLargestBound))
+      why_not = "the residual " + p_.buffer(residual->operand).name + " has no bound";
     kiln::log("post_ops", kernel.name + ": its " + clip_text +
-                              (why_not.empty() ? " is oneDNN's post-op in " + bounded_calls + " (|out| <= " +
-                                                     bound_text(call.output_bound) + ")"
+                              (why_not.empty() ? " is oneDNN's post-op in " + bounded_calls + " (|in| <= " +
+                                                     bound_text(clip_input_bound) + ")"
                                                : " stays Kiln's loop: " + why_not));
     if (!why_not.empty()) clip.reset();
   }
@@ -213,14 +272,18 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   if (clip) {
     checks_bounded_inputs_ = true;
     w_.line("// the epilogue (a " + clip_text + ") as oneDNN's " + (relu ? "relu" : "clip") + " post-op in " + bounded_calls);
-    w_.line("// (kiln_inputs_bounded): the convolution's output is then within +-" + bound_text(call.output_bound) +
+    w_.line("// (kiln_inputs_bounded): what it clamps is then within +-" + bound_text(clip_input_bound) +
             " (passes/value_bounds.h), so it has");
     w_.line("// no NaN the post-op would turn into 0; in other calls, Kiln's loop after it");
     w_.line("const int clipped = kiln_inputs_bounded;");
-    shape += ", 0, 0, clipped ? 3 : 0, 0, 0, " + float_literal(clip->first) + ", " + float_literal(clip->second) + "}";
+    shape += ", 0, 0, clipped ? 3 : 0, 0, 0, " + float_literal(clip->first) + ", " + float_literal(clip->second);
   } else {
-    shape += ", 0, 0, " + std::to_string(activation) + ", 0, 0, 0.0f, 0.0f}";
+    shape += ", 0, 0, " + std::to_string(activation) + ", 0, 0, 0.0f, 0.0f";
   }
+  shape += residual ? ", 1}" : ", 0}";
+  if (residual)
+    w_.line("// the residual " + p_.buffer(residual->operand).name + " added as oneDNN's sum post-op: " +
+            p_.buffer(residual->result).name + " takes its memory, into which the convolution accumulates");
   if (activation != 0)
     w_.line(std::string("// the epilogue (") + (activation == 1 ? "tanh" : "hardswish") +
             ") as oneDNN's post-op, written straight into " + p_.buffer(activation_buffer).name);
@@ -233,6 +296,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   // 8 read, written, and read for ownership, now read and written).
   const KernelStep* in_place = activation == 0 ? sole_pointwise_epilogue(kernel, out) : nullptr;
   std::string destination = activation != 0 ? buf(activation_buffer) + " + (0)"
+                            : residual      ? buf(residual->result) + " + (0)"
                             : in_place      ? buf(in_place->outputs[0]) + " + (0)"
                                             : pointer(out);
   if (in_place) w_.line("// the epilogue in place: the convolution writes " + p_.buffer(in_place->outputs[0]).name);
@@ -250,11 +314,11 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   w_.line("const int convolved = " + convolve + ";");
   w_.line("omp_set_num_threads(omp_threads);");
   w_.line("if (convolved != 0) return 1;");
-  if (kernel.steps.empty() || activation != 0) return;
+  if (kernel.steps.empty() || activation != 0 || (residual && !residual->clamp)) return;
   if (clip) w_.open("if (!clipped)");
   on_team_ = uses_pool() ? "on_team" : "";
-  // The epilogue over the output [N, OH, OW, O], channels innermost.
-  std::vector<KernelStep> steps = kernel.steps;
+  // The epilogue over the output [N, OH, OW, O], channels innermost (of a residual, the clamp).
+  std::vector<KernelStep> steps = residual ? std::vector<KernelStep>{*residual->clamp_step} : kernel.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (&kernel.steps[i] == in_place) steps[i].body = with_loads_redirected(steps[i].body, out.buffer, steps[i].outputs[0]);
   }
@@ -552,17 +616,21 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.line("bool on_team = false;  // the matmul ran on OpenMP's team: so does its epilogue");
   w_.line("(void)on_team;");
   const std::string bias_flag = epilogue.bias == "nullptr" ? "0" : "1";
+  // An empty inner dim: the product is zeros (plus the bias; added to the residual).
+  const std::string assign = epilogue.accumulate ? " += " : " = ";
   w_.open("if (K == 0)");
   if (epilogue.bias == "nullptr") {
-    w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(out.buffer) + "[" + index_text(out.offset) + " + i] = 0;");
+    if (!epilogue.accumulate)
+      w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(out.buffer) + "[" + index_text(out.offset) + " + i] = 0;");
   } else {
     w_.line("const float* bias = " + epilogue.bias + ";");
-    w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(out.buffer) + "[" + index_text(out.offset) + " + i] = bias[i % N];");
+    w_.line("for (int64_t i = 0; i < rows * N; ++i) " + buf(out.buffer) + "[" + index_text(out.offset) + " + i]" + assign +
+            "bias[i % N];");
   }
   w_.close();
   w_.open("else");
   w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N, 0, " + std::string(options_.constant_parameters ? "0" : "1") +
-          ", 1, 0, 0, 0, " + bias_flag + "};");
+          ", 1, 0, 0, 0, " + bias_flag + ", " + (epilogue.accumulate ? "1" : "0") + "};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   w_.line("int multiplied;");
   emit_matmul_blocks(kernel, "rows", "1", b_pointer, epilogue.bias, [&] {
@@ -610,7 +678,8 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
   w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") +
-          ", 1, 0, 0, 0, " + std::string(epilogue.bias == "nullptr" ? "0" : "1") + "};");
+          ", 1, 0, 0, 0, " + std::string(epilogue.bias == "nullptr" ? "0" : "1") + ", " +
+          (epilogue.accumulate ? "1" : "0") + "};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("int multiplied = 0;");
@@ -626,12 +695,13 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
   emit_batch_entry_vars(c, vars, rank - 2);
   w_.line("float* pc = " + view_pointer(out, batch_vars) + ";");
+  const std::string assign = epilogue.accumulate ? " += " : " = ";
   w_.open("if (K == 0)");
   if (epilogue.bias == "nullptr") {
-    w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = 0;");
+    if (!epilogue.accumulate) w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = 0;");
   } else {
     w_.line("const float* bias = " + epilogue.bias + ";");
-    w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n] = bias[n];");
+    w_.line("for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[m * ldc + n]" + assign + "bias[n];");
   }
   w_.close();
   w_.open("else");
@@ -846,9 +916,28 @@ CppSourcePrinter::MatmulEpilogue CppSourcePrinter::matmul_epilogue(const Kernel&
       result.steps = std::move(stripped);
     }
   }
-  // The sole step in place: the matmul writes its buffer, which it reads back at each point.
   Kernel left = kernel;
   left.steps = result.steps;
+  // A residual whose bytes the memory plan gave the result (MemoryPlan::in_place_of), added and
+  // nothing else: the matmul accumulates into that memory, and no loop follows.
+  if (const KernelStep* step = pointwise_epilogue_step(left, c)) {
+    auto operand = s_.memory.in_place_of.find(step->outputs[0]);
+    const Expr& body = step->body;
+    auto plain_load = [&](const Expr& e, int buffer) {
+      return e->kind == ExprKind::Load && e->buffer == buffer && !e->mask && e->indirect.empty() &&
+             e->index == step->store_index;
+    };
+    if (operand != s_.memory.in_place_of.end() && body->kind == ExprKind::Binary && body->op == LoopOp::add &&
+        body->dtype == DType::f32 &&
+        ((plain_load(body->args[0], c.buffer) && plain_load(body->args[1], operand->second)) ||
+         (plain_load(body->args[1], c.buffer) && plain_load(body->args[0], operand->second)))) {
+      result.accumulate = true;
+      result.destination = step->outputs[0];
+      result.steps.clear();
+      return result;
+    }
+  }
+  // The sole step in place: the matmul writes its buffer, which it reads back at each point.
   if (const KernelStep* in_place = sole_pointwise_epilogue(left, c)) {
     KernelStep step = *in_place;
     result.destination = step.outputs[0];
@@ -865,7 +954,11 @@ void CppSourcePrinter::emit_matmul_epilogue_comment(const Kernel& kernel, const 
   const int c = p_.nodes[size_t(kernel.extern_node)].extern_call.outputs.at(0).buffer;
   const bool bias = epilogue.bias != "nullptr", in_place = epilogue.destination != c;
   const std::string into = p_.buffer(epilogue.destination).name;
-  if (bias && epilogue.steps.empty())
+  if (epilogue.accumulate)
+    w_.line(std::string("// the epilogue (") + (bias ? "a bias along the rows and " : "") +
+            "a residual) in the matmul: " + into + " holds the residual, into which it accumulates" +
+            (bias ? " (oneDNN's bias and sum post-op)" : " (oneDNN's sum post-op)"));
+  else if (bias && epilogue.steps.empty())
     w_.line("// the epilogue (a bias along the rows) as oneDNN's bias: the matmul writes " + into);
   else if (bias)
     w_.line("// the epilogue's bias as oneDNN's bias; the rest " + std::string(in_place ? "in place: the matmul writes " + into

@@ -188,15 +188,28 @@ class CppSourcePrinter : public CPrinter {
   // output (contiguous, f32), each read at the point it stores, into one buffer of the output's
   // shape; else null. The call may then write that buffer, which the step reads and overwrites.
   const KernelStep* sole_pointwise_epilogue(const Kernel& kernel, const StridedView& out);
+  // The same step, wherever the memory plan put its result.
+  const KernelStep* pointwise_epilogue_step(const Kernel& kernel, const StridedView& out);
+  // A convolution's epilogue r = clamp?(conv + x) whose result the memory plan put in place of x
+  // (MemoryPlan::in_place_of: a residual that dies there).
+  struct ResidualEpilogue {
+    int result = -1;
+    int operand = -1;                                // x, whose bytes `result` takes
+    std::optional<std::pair<double, double>> clamp;  // the clamp's bounds, where there is one
+    std::optional<KernelStep> clamp_step;            // the clamp alone, over `result`, in place
+  };
+  std::optional<ResidualEpilogue> residual_epilogue(const Kernel& kernel, const StridedView& out);
   // A library matmul's epilogue as the matmul and the loop after it share it (matmul_epilogue).
   struct MatmulEpilogue {
     std::string bias = "nullptr";   // a vector oneDNN adds to every row of the product, or nullptr
     int destination = -1;           // the buffer the matmul writes: C's, or the sole step's output
+    bool accumulate = false;        // the destination holds a residual the matmul adds to
     std::vector<KernelStep> steps;  // the loop left to run over the output (none: nothing)
   };
   // What of a library matmul's epilogue oneDNN does, writing C (the call's output view `c`, over
   // the output's own coordinates): an add of a vector along C's rows (a linear layer's bias) as
-  // oneDNN's bias, where no other kernel reads C; the sole pointwise step in place
+  // oneDNN's bias, where no other kernel reads C; an add of a residual whose bytes the memory plan
+  // gave the result, as oneDNN's sum post-op; the sole pointwise step in place
   // (sole_pointwise_epilogue); and no loop at all when what is left copies C.
   MatmulEpilogue matmul_epilogue(const Kernel& kernel, const StridedView& c);
   // A comment line on what of the epilogue oneDNN does (none where it does nothing).

@@ -70,6 +70,9 @@ typedef struct KilnConvolutionShape {
   int64_t winograd;    // asks for oneDNN's Winograd convolution (set by kiln_convolution)
   int64_t constant_weights;  // the weights never change (set by kiln_convolution)
   float clip_low, clip_high;  // kKilnActivationClip's bounds (a relu: 0 and +inf)
+  // 1: dst = conv(src) + dst, then the activation: the destination already holds a residual
+  // (oneDNN's sum post-op; a Winograd convolution's copy back to nhwc adds it).
+  int64_t accumulate;
 } KilnConvolutionShape;
 
 // Activations oneDNN applies to the convolution's output as it writes it. The first two keep a
@@ -149,10 +152,11 @@ static dnnl_engine_t kiln_dnnl_engine(void) {
   return engine;
 }
 
-// Copies between nhwc [N, H, W, C] and oneDNN's nChw16c [N, ceil(C/16), H, W, 16] (the layout of oneDNN's Winograd convolutions), toward the blocked side when
-// `to_blocked` (the channels past C zero, as oneDNN's reorder pads them), else toward the plain
-// side, clamping each value into [low, high] when `clip`. One block of pixels per thread of
-// OpenMP's team (GOMP_parallel: the team oneDNN's kernels run on). Measured
+// Copies between nhwc [N, H, W, C] and oneDNN's nChw16c [N, ceil(C/16), H, W, 16] (the layout of
+// oneDNN's Winograd convolutions), toward the blocked side when `to_blocked` (the channels past C
+// zero, as oneDNN's reorder pads them), else toward the plain side, adding the value already
+// there when `accumulate` (a residual), then clamping into [low, high] when `clip`. One block of
+// pixels per thread of OpenMP's team (GOMP_parallel: the team oneDNN's kernels run on). Measured
 // against oneDNN's reorder primitive (jit:uni) on 64 x 56 x 56: 13 against 52 us (to nChw16c) and
 // 12 against 35 us (back), each alone with its data hot (bench/README.md).
 extern "C" void GOMP_parallel(void (*)(void*), void*, unsigned, unsigned);
@@ -163,9 +167,27 @@ typedef struct KilnBlocked16Copy {
   const float* from;
   float* to;
   int64_t channels, pixels, rows;  // pixels per image; rows: batch x pixels
-  int to_blocked, clip;
+  int to_blocked, clip, accumulate;
   float low, high;
 } KilnBlocked16Copy;
+
+// `width` values of a blocked row into a plain one: plus the plain value (Accumulate), clamped
+// into [low, high] (Clip; a NaN stays NaN).
+template <bool Accumulate, bool Clip>
+static inline void kiln_copy_to_plain(const float* from, float* to, int width, float low, float high) {
+  if (width == 16) {
+#pragma omp simd
+    for (int j = 0; j < 16; ++j) {
+      const float v = Accumulate ? from[j] + to[j] : from[j];
+      to[j] = Clip ? (v < low ? low : (v > high ? high : v)) : v;
+    }
+    return;
+  }
+  for (int j = 0; j < width; ++j) {
+    const float v = Accumulate ? from[j] + to[j] : from[j];
+    to[j] = Clip ? (v < low ? low : (v > high ? high : v)) : v;
+  }
+}
 
 static void kiln_copy_blocked16_part(void* data) {
   const KilnBlocked16Copy* c = (const KilnBlocked16Copy*)data;
@@ -190,15 +212,11 @@ static void kiln_copy_blocked16_part(void* data) {
       } else {
         const float* from = c->from + blocked + b * block_stride;
         float* to = c->to + plain + b * 16;
-        if (width == 16 && c->clip) {
-#pragma omp simd
-          for (int j = 0; j < 16; ++j) to[j] = from[j] < low ? low : (from[j] > high ? high : from[j]);
-        } else if (width == 16) {
-#pragma omp simd
-          for (int j = 0; j < 16; ++j) to[j] = from[j];
-        } else {
-          for (int j = 0; j < width; ++j) to[j] = !c->clip ? from[j] : from[j] < low ? low : (from[j] > high ? high : from[j]);
-        }
+        const int w = int(width);
+        if (c->accumulate && c->clip) kiln_copy_to_plain<true, true>(from, to, w, low, high);
+        else if (c->accumulate) kiln_copy_to_plain<true, false>(from, to, w, low, high);
+        else if (c->clip) kiln_copy_to_plain<false, true>(from, to, w, low, high);
+        else kiln_copy_to_plain<false, false>(from, to, w, low, high);
       }
     }
   }
@@ -206,8 +224,8 @@ static void kiln_copy_blocked16_part(void* data) {
 
 // `from` nhwc and `to` nChw16c when `to_blocked`, else the other way.
 static void kiln_copy_blocked16(const float* from, float* to, int64_t batch, int64_t channels, int64_t pixels,
-                                int to_blocked, int clip, float low, float high) {
-  KilnBlocked16Copy copy = {from, to, channels, pixels, batch * pixels, to_blocked, clip, low, high};
+                                int to_blocked, int clip, float low, float high, int accumulate = 0) {
+  KilnBlocked16Copy copy = {from, to, channels, pixels, batch * pixels, to_blocked, clip, accumulate, low, high};
   GOMP_parallel(kiln_copy_blocked16_part, &copy, 0, 0);
 }
 
@@ -355,15 +373,18 @@ static KilnEltwise kiln_activation_eltwise(const KilnConvolutionShape* s) {
   return {dnnl_eltwise_hardswish, 0.0f, 0.0f};
 }
 
-// A convolution's attributes: the scratchpad is the caller's; `post_op`, where given, applied to
-// the output as oneDNN writes it.
-static dnnl_status_t kiln_convolution_attr(dnnl_primitive_attr_t* attr, const KilnEltwise* post_op) {
+// A convolution's attributes: the scratchpad is the caller's; with `accumulate`, the value already
+// in the destination added (oneDNN's sum post-op), then `post_op`, where given, applied to the
+// output as oneDNN writes it.
+static dnnl_status_t kiln_convolution_attr(dnnl_primitive_attr_t* attr, const KilnEltwise* post_op, int accumulate) {
   dnnl_status_t status = dnnl_primitive_attr_create(attr);
   if (status == dnnl_success) status = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
-  if (status == dnnl_success && post_op) {
+  if (status == dnnl_success && (post_op || accumulate)) {
     dnnl_post_ops_t post_ops = nullptr;
     status = dnnl_post_ops_create(&post_ops);
-    if (status == dnnl_success) status = dnnl_post_ops_append_eltwise(post_ops, 1.0f, post_op->algorithm, post_op->alpha, post_op->beta);
+    if (status == dnnl_success && accumulate) status = dnnl_post_ops_append_sum(post_ops, 1.0f);
+    if (status == dnnl_success && post_op)
+      status = dnnl_post_ops_append_eltwise(post_ops, 1.0f, post_op->algorithm, post_op->alpha, post_op->beta);
     if (status == dnnl_success) status = dnnl_primitive_attr_set_post_ops(*attr, post_ops);
     if (post_ops) dnnl_post_ops_destroy(post_ops);
   }
@@ -469,7 +490,10 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
                                                            &src_md, &weights_any_md, s->has_bias ? &bias_md : nullptr,
                                                            &dst_md, strides, dilates, padding, padding_r),
                 "convolution descriptor");
+  // Accumulating, Winograd's output must come back through Kiln's copy (which adds the residual)
+  // before any activation but a clamp (which that copy applies after the sum).
   int winograd = s->winograd &&
+                 (!s->accumulate || s->activation == kKilnActivationNone || s->activation == kKilnActivationClip) &&
                  dnnl_dilated_convolution_forward_desc_init(&winograd_desc, dnnl_forward_inference, dnnl_convolution_winograd,
                                                             &src_any_md, &weights_any_md, s->has_bias ? &bias_md : nullptr,
                                                             &dst_any_md, strides, dilates, padding, padding_r) == dnnl_success;
@@ -478,8 +502,9 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   // output in place, before the output is reordered to nhwc.
   const KilnEltwise activation = kiln_activation_eltwise(s);
   dnnl_primitive_attr_t attr = nullptr, winograd_attr = nullptr;
-  dnnl_status_t status = kiln_convolution_attr(&attr, s->activation != kKilnActivationNone ? &activation : nullptr);
-  if (status == dnnl_success && winograd) status = kiln_convolution_attr(&winograd_attr, nullptr);
+  dnnl_status_t status =
+      kiln_convolution_attr(&attr, s->activation != kKilnActivationNone ? &activation : nullptr, int(s->accumulate));
+  if (status == dnnl_success && winograd) status = kiln_convolution_attr(&winograd_attr, nullptr, 0);
   if (status != dnnl_success) {
     if (attr) dnnl_primitive_attr_destroy(attr);
     return kiln_dnnl_failure(name, "activation post-op", status, error, capacity);
@@ -489,6 +514,17 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
   if (winograd && dnnl_primitive_desc_create(&pd, &winograd_desc, winograd_attr, engine, nullptr) != dnnl_success) {
     pd = nullptr;
     winograd = 0;
+  }
+  if (winograd && s->accumulate) {
+    // The residual is added by the copy to nhwc, which only an nChw16c destination takes.
+    dnnl_memory_desc_t blocked16;
+    const dnnl_memory_desc_t* wanted = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    if (dnnl_memory_desc_init_by_tag(&blocked16, 4, dst_dims, dnnl_f32, dnnl_nChw16c) != dnnl_success || !wanted ||
+        !dnnl_memory_desc_equal(wanted, &blocked16)) {
+      dnnl_primitive_desc_destroy(pd);
+      pd = nullptr;
+      winograd = 0;
+    }
   }
   if (!pd) status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
   dnnl_primitive_attr_destroy(attr);
@@ -687,7 +723,7 @@ static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, con
     const KilnConvolutionShape* s = &e->shape;
     if (status == dnnl_success)
       kiln_copy_blocked16(blocked_dst, dst, s->batch, s->out_channels, s->out_h * s->out_w, 0,
-                          e->dst_clip, s->clip_low, s->clip_high);
+                          e->dst_clip, s->clip_low, s->clip_high, int(s->accumulate));
   } else if (status == dnnl_success && e->dst_reorder) {
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->blocked_dst}, {DNNL_ARG_TO, m->dst}};
     status = dnnl_primitive_execute(e->dst_reorder, stream, 2, reorder_args);
@@ -780,6 +816,9 @@ typedef struct KilnMatmulShape {
   // 1: C = A @ B + bias, a vector of n floats added to every row of C (a linear layer's bias,
   // which the brgemm kernels add to their accumulators before the store: no pass over C after).
   int64_t bias;
+  // 1: C += A @ B (+ bias): C already holds a residual (oneDNN's sum post-op), which the product
+  // is added to as the kernel stores it.
+  int64_t accumulate;
 } KilnMatmulShape;
 
 typedef struct KilnMatmulEntry {
@@ -866,8 +905,16 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   dnnl_primitive_attr_t attr;
   KILN_DNNL_TRY(dnnl_primitive_attr_create(&attr), "attribute creation");
   dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  dnnl_primitive_desc_t pd;
-  dnnl_status_t status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
+  dnnl_status_t status = dnnl_success;
+  if (s->accumulate) {
+    dnnl_post_ops_t post_ops = nullptr;
+    status = dnnl_post_ops_create(&post_ops);
+    if (status == dnnl_success) status = dnnl_post_ops_append_sum(post_ops, 1.0f);
+    if (status == dnnl_success) status = dnnl_primitive_attr_set_post_ops(attr, post_ops);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+  }
+  dnnl_primitive_desc_t pd = nullptr;
+  if (status == dnnl_success) status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
   dnnl_primitive_attr_destroy(attr);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "matmul choice", status, error, capacity);
   const dnnl_memory_desc_t* packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);

@@ -1,6 +1,7 @@
 // Tests of the scheduler (codegen/scheduler.cpp): how many kernels common patterns become
 // (softmax and layer_norm one each, GEMM epilogues fused, the MLP sample), the memory plan
-// (reuse by liveness, peak no more than the naive sum), the fusion log, and an expensive value
+// (reuse by liveness, peak no more than the naive sum, an epilogue's result over a residual that
+// dies there), the fusion log, and an expensive value
 // an im2col revisits or a broadcast reads stored rather than recomputed, the exps of values
 // minus their row's max spelled exp_nonpositive, 1 + erf spelled one_plus_erf, and copies out of
 // permuted views split at the divisors of their indices.
@@ -174,6 +175,43 @@ TEST(Scheduler, MemoryPlanReusesDeadBuffers) {
   ASSERT_TRUE(s.memory.naive_bytes.is_constant());
   EXPECT_LT(s.memory.peak_bytes.constant(), s.memory.naive_bytes.constant()) << print_schedule(s);
   EXPECT_EQ(s.memory.peak_bytes.constant(), 2 * 128 * 128 * 4) << print_schedule(s);
+}
+
+// A library call's epilogue that adds an operand dying in its kernel (a residual: read only at
+// the point the epilogue stores, by no later kernel, and not the call's own input) writes its
+// result over that operand: one workspace slot for both (MemoryPlan::in_place_of). Not where the
+// operand is read later, nor where the call itself reads it.
+TEST(Scheduler, AnEpilogueResultTakesTheBytesOfAResidualThatDiesThere) {
+  auto residual = [](bool read_later, bool call_reads_it) {
+    Graph graph;
+    Node* x = input(graph, "x", {64, 64});
+    Node* w = input(graph, "w", {64, 64});
+    Node* r = graph.create_call("relu", {graph.create_call("matmul", {x, w})});
+    Node* h = graph.create_call("matmul", {r, w});
+    Node* y = graph.create_call("add", {graph.create_call("matmul", {call_reads_it ? r : h, w}), r});
+    std::vector<ir::Argument> outputs = {graph.create_call("matmul", {y, w})};
+    if (read_later) outputs.push_back(graph.create_call("matmul", {r, h}));
+    graph.create_output(outputs);
+    return schedule_graph(std::move(graph));
+  };
+  auto named = [](const ScheduledProgram& s, const std::string& name) {
+    for (const Buffer& b : s.program.buffers)
+      if (b.name == name) return b.id;
+    return -1;
+  };
+  ScheduledProgram s = residual(false, false);
+  const int r = named(s, "relu"), y = named(s, "add");
+  ASSERT_TRUE(r >= 0 && y >= 0) << print_schedule(s);
+  EXPECT_EQ(s.memory.in_place_of, (std::map<int, int>{{y, r}})) << print_schedule(s);
+  EXPECT_EQ(s.memory.offsets.at(y), s.memory.offsets.at(r));
+  EXPECT_NE(print_schedule(s).find("add: f32[64, 64] at " + s.memory.offsets.at(r).to_string() + " (in place of relu)"),
+            std::string::npos)
+      << print_schedule(s);
+  // At the third GEMM relu (and add, in its bytes), its input matmul_1 and its product: three
+  // slots, where add apart would make four.
+  EXPECT_EQ(s.memory.peak_bytes, SymInt(3 * 64 * 64 * 4)) << print_schedule(s);
+  EXPECT_TRUE(residual(true, false).memory.in_place_of.empty()) << print_schedule(residual(true, false));
+  EXPECT_TRUE(residual(false, true).memory.in_place_of.empty()) << print_schedule(residual(false, true));
 }
 
 TEST(Scheduler, FusionLogSaysWhyAValueIsStored) {
