@@ -213,7 +213,12 @@ MemoryReport memory_report(const codegen::ScheduledProgram& scheduled, const std
   for (const codegen::Kernel& kernel : scheduled.kernels) memory.kernels.push_back(kernel.name);
   for (const auto& [buffer, offset] : scheduled.memory.offsets) {
     const codegen::BufferLifetime& life = scheduled.memory.lifetimes.at(buffer);
-    memory.blocks.push_back({program.buffer(buffer).name, buffer_type_text(program.buffer(buffer)), life.first_kernel, life.last_kernel,
+    // A result written over an operand (MemoryPlan::in_place_of) shares its bytes at the kernel
+    // where the one ends and the other begins: the label says so.
+    auto in_place = scheduled.memory.in_place_of.find(buffer);
+    std::string name = program.buffer(buffer).name;
+    if (in_place != scheduled.memory.in_place_of.end()) name += " (in place of " + program.buffer(in_place->second).name + ")";
+    memory.blocks.push_back({name, buffer_type_text(program.buffer(buffer)), life.first_kernel, life.last_kernel,
                              offset.to_string(), offset.evaluate(memory.bindings), life.bytes.evaluate(memory.bindings)});
   }
   memory.peak_expression = scheduled.memory.peak_bytes.to_string();

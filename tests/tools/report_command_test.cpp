@@ -143,6 +143,24 @@ TEST_F(ReportCommand, GuardsMemoryAndCacheHit) {
   EXPECT_THAT(second, HasSubstr("<span class=\"hit\">hit</span>"));
 }
 
+// A result the memory plan writes over a residual that dies at its add shares that residual's bar
+// in the picture, and its label says so.
+TEST_F(ReportCommand, AResultInPlaceOfAResidualIsLabelled) {
+  std::ofstream(dir_ / "residual.kiln")
+      << "graph():\n"
+         "    %x : f32[64, 64] = placeholder[target=x]\n"
+         "    %w : f32[64, 64] = placeholder[target=w]\n"
+         "    %mm : f32[64, 64] = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
+         "    %r : f32[64, 64] = call_function[target=relu](args = (%mm,), kwargs = {})\n"
+         "    %h : f32[64, 64] = call_function[target=matmul](args = (%r, %w), kwargs = {})\n"
+         "    %m2 : f32[64, 64] = call_function[target=matmul](args = (%h, %w), kwargs = {})\n"
+         "    %y : f32[64, 64] = call_function[target=add](args = (%m2, %r), kwargs = {})\n"
+         "    %out : f32[64, 64] = call_function[target=matmul](args = (%y, %w), kwargs = {})\n"
+         "    return (out,)\n";
+  std::string page = report((dir_ / "residual.kiln").string(), "residual");
+  EXPECT_THAT(page, HasSubstr("y (in place of r)"));
+}
+
 // A node the generated code leaves to its reference kernel is listed as a fallback; a damaged
 // cache entry is rebuilt, and the warning the driver printed is on the page too.
 TEST_F(ReportCommand, FallbacksAndWarnings) {
