@@ -7,6 +7,7 @@
 // a CUDA spelling of their own) come from its CDialect.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -56,6 +57,15 @@ class CPrinter {
   std::string buf(int id) const { return "b" + std::to_string(id); }  // a buffer's pointer
   std::string reg(int id) const { return "v" + std::to_string(id); }  // a register buffer's value
   bool in_register(int id) const { return registers_.count(id) != 0; }
+  // Whether buffer `id` shares its bytes with another buffer of `ids` (a result the memory plan
+  // wrote over a dying operand: MemoryPlan::in_place_of); such pointers are not restrict.
+  template <class Ids>
+  bool shares_memory_with(int id, const Ids& ids) const {
+    auto among = [&](int other) { return std::find(ids.begin(), ids.end(), other) != ids.end(); };
+    for (const auto& [result, operand] : s_.memory.in_place_of)
+      if ((result == id && among(operand)) || (operand == id && among(result))) return true;
+    return false;
+  }
 
   // A loop-IR expression as C: loads from buffers, registers or named values.
   std::string expr(const Expr& e);

@@ -79,8 +79,8 @@ void CppSourcePrinter::declare_buffers(const std::set<int>& ids) {
   for (int id : ids) {
     if (registers_.count(id)) continue;
     std::string t = ctype(p_.buffer(id).dtype);
-    w_.line(t + "* __restrict " + buf(id) + " = (" + t + "*)bufs[" + std::to_string(id) + "];  // " +
-            p_.buffer(id).name);
+    const std::string restrict = shares_memory_with(id, ids) ? "* " : "* __restrict ";
+    w_.line(t + restrict + buf(id) + " = (" + t + "*)bufs[" + std::to_string(id) + "];  // " + p_.buffer(id).name);
   }
 }
 

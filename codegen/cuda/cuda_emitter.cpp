@@ -130,7 +130,7 @@ class Emitter : public CPrinter {
     std::string params;
     auto add = [&](const std::string& text) { params += (params.empty() ? "" : ", ") + text; };
     for (int id : buffers) {
-      add(ctype(p_.buffer(id).dtype) + "* __restrict__ " + buf(id));
+      add(ctype(p_.buffer(id).dtype) + (shares_memory_with(id, buffers) ? "* " : "* __restrict__ ") + buf(id));
       launch.arguments.push_back({KernelArgument::Kind::Buffer, id, ""});
     }
     for (const std::string& symbol : p_.symbols) {
