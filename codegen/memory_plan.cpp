@@ -38,7 +38,7 @@ bool loads_only_at(const Expr& expr, int buffer, const SymInt& index, bool& load
 
 // The epilogue outputs that take the memory of an operand dying in their kernel (see the file's
 // comment): result buffer -> operand buffer. A library call's kernel with one pointwise step,
-// whose output and the operand are intermediates of the same dtype and size, the operand not an
+// whose output and the operand are intermediates of the same dtype and shape, the operand not an
 // input of the call itself, read by the step only at the point it stores, and by no later kernel.
 std::map<int, int> in_place_results(const SchedulingState& state, const std::map<int, Lifetime>& lives) {
   const LoopProgram& p = state.result.program;
@@ -55,8 +55,12 @@ std::map<int, int> in_place_results(const SchedulingState& state, const std::map
     if (out_life == lives.end()) continue;
     for (int operand : loaded_buffers(step.body)) {
       auto life = lives.find(operand);
+      // The operand holds a value of the result's own shape (a [n] bias read along a [1, n]
+      // product's row also meets the point the step stores, once its size-1 dim is gone; a library
+      // call may read a bias while it writes the result, as cuBLASLt's fused epilogue does).
       if (life == lives.end() || taken.count(operand) || life->second.last != kernel.id ||
-          !(life->second.bytes == out_life->second.bytes) || p.buffer(operand).dtype != p.buffer(out).dtype)
+          !(life->second.bytes == out_life->second.bytes) || p.buffer(operand).dtype != p.buffer(out).dtype ||
+          !(p.buffer(operand).shape == p.buffer(out).shape))
         continue;
       bool called_with = false;
       for (const StridedView& view : call.inputs) called_with = called_with || view.buffer == operand;

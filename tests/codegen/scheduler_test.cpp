@@ -212,6 +212,17 @@ TEST(Scheduler, AnEpilogueResultTakesTheBytesOfAResidualThatDiesThere) {
   EXPECT_EQ(s.memory.peak_bytes, SymInt(3 * 64 * 64 * 4)) << print_schedule(s);
   EXPECT_TRUE(residual(true, false).memory.in_place_of.empty()) << print_schedule(residual(true, false));
   EXPECT_TRUE(residual(false, true).memory.in_place_of.empty()) << print_schedule(residual(false, true));
+  // A computed bias [64] dying at a one-row product's epilogue meets the point it stores once the
+  // row's size-1 dim is gone, but holds no value of the result's shape: not in place.
+  Graph graph;
+  Node* row = input(graph, "row", {1, 64});
+  Node* weight = input(graph, "weight", {64, 64});
+  Node* z = input(graph, "z", {4, 64});
+  Node* bias = graph.create_call("sum", {z, ints({0})});
+  Node* biased_row = graph.create_call("add", {graph.create_call("matmul", {row, weight}), bias});
+  graph.create_output({graph.create_call("matmul", {biased_row, weight})});
+  ScheduledProgram biased = schedule_graph(std::move(graph));
+  EXPECT_TRUE(biased.memory.in_place_of.empty()) << print_schedule(biased);
 }
 
 TEST(Scheduler, FusionLogSaysWhyAValueIsStored) {
