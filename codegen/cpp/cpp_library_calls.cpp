@@ -20,6 +20,19 @@ namespace kiln::codegen {
 // threshold for threading a GEMM).
 constexpr int64_t kTeamMacs = 262144;
 
+// Whether `e` loads `buffer` plainly (no mask, no indirection) at `index`.
+static bool plain_load_at(const Expr& e, int buffer, const SymInt& index) {
+  return e && e->kind == ExprKind::Load && e->buffer == buffer && !e->mask && e->indirect.empty() && e->index == index;
+}
+
+// Whether `sum` is product + operand (either order), each loaded plainly at `index`: an epilogue's
+// residual add.
+static bool adds_residual(const Expr& sum, int product, int operand, const SymInt& index) {
+  if (sum->kind != ExprKind::Binary || sum->op != LoopOp::add || sum->dtype != DType::f32) return false;
+  return (plain_load_at(sum->args[0], product, index) && plain_load_at(sum->args[1], operand, index)) ||
+         (plain_load_at(sum->args[1], product, index) && plain_load_at(sum->args[0], operand, index));
+}
+
 void CppSourcePrinter::emit_extern_kernel(const Kernel& kernel) {
   const LoopNode& node = p_.nodes[size_t(kernel.extern_node)];
   const ExternCall& call = node.extern_call;
@@ -92,10 +105,7 @@ std::pair<int, int> CppSourcePrinter::convolution_post_op(const Kernel& kernel, 
   if (epilogue == nullptr) return none;
   const KernelStep& step = *epilogue;
   const int conv_out = out.buffer, result = step.outputs[0];
-  auto is_output_load = [&](const Expr& e) {
-    return e && e->kind == ExprKind::Load && e->buffer == conv_out && !e->mask && e->indirect.empty() &&
-           e->index == step.store_index;
-  };
+  auto is_output_load = [&](const Expr& e) { return plain_load_at(e, conv_out, step.store_index); };
   const Expr& body = step.body;
   if (body->kind == ExprKind::Unary && body->op == LoopOp::tanh && is_output_load(body->args[0]))
     return {1, result};  // kKilnActivationTanh
@@ -156,10 +166,7 @@ std::optional<std::pair<double, double>> CppSourcePrinter::clamp_epilogue(const 
   if (epilogue == nullptr) return std::nullopt;
   const KernelStep& step = *epilogue;
   const auto clamp = clamp_of(step.body);
-  const bool of_output = clamp && clamp->second->kind == ExprKind::Load && clamp->second->buffer == out.buffer &&
-                         !clamp->second->mask && clamp->second->indirect.empty() &&
-                         clamp->second->index == step.store_index;
-  if (!of_output) return std::nullopt;
+  if (!clamp || !plain_load_at(clamp->second, out.buffer, step.store_index)) return std::nullopt;
   return clamp->first;
 }
 
@@ -177,14 +184,7 @@ std::optional<CppSourcePrinter::ResidualEpilogue> CppSourcePrinter::residual_epi
     residual.clamp = clamp->first;
     sum = clamp->second;
   }
-  auto plain_load = [&](const Expr& e, int buffer) {
-    return e->kind == ExprKind::Load && e->buffer == buffer && !e->mask && e->indirect.empty() &&
-           e->index == step->store_index;
-  };
-  if (sum->kind != ExprKind::Binary || sum->op != LoopOp::add || sum->dtype != DType::f32) return std::nullopt;
-  const bool added = (plain_load(sum->args[0], out.buffer) && plain_load(sum->args[1], residual.operand)) ||
-                     (plain_load(sum->args[1], out.buffer) && plain_load(sum->args[0], residual.operand));
-  if (!added) return std::nullopt;
+  if (!adds_residual(sum, out.buffer, residual.operand, step->store_index)) return std::nullopt;
   // The clamp alone, over the result (its memory then holds the sum).
   if (residual.clamp) {
     KernelStep clamp = *step;
@@ -852,13 +852,8 @@ void CppSourcePrinter::emit_batch_entry_vars(const StridedView& c, const std::ve
 // `expr` with each add of C's load and the bias's (either order) replaced by C's load; `bare` set
 // where C is loaded outside such an add, or `bias` is loaded at all but inside one.
 static Expr without_bias_adds(const Expr& expr, int c_buffer, const SymInt& c_index, const Expr& bias_load, bool& bare) {
-  auto is_c = [&](const Expr& e) {
-    return e->kind == ExprKind::Load && e->buffer == c_buffer && !e->mask && e->indirect.empty() && e->index == c_index;
-  };
-  auto is_bias = [&](const Expr& e) {
-    return e->kind == ExprKind::Load && e->buffer == bias_load->buffer && !e->mask && e->indirect.empty() &&
-           e->index == bias_load->index;
-  };
+  auto is_c = [&](const Expr& e) { return plain_load_at(e, c_buffer, c_index); };
+  auto is_bias = [&](const Expr& e) { return plain_load_at(e, bias_load->buffer, bias_load->index); };
   if (expr->kind == ExprKind::Binary && expr->op == LoopOp::add && expr->dtype == DType::f32) {
     if (is_c(expr->args[0]) && is_bias(expr->args[1])) return expr->args[0];
     if (is_bias(expr->args[0]) && is_c(expr->args[1])) return expr->args[1];
@@ -894,7 +889,7 @@ CppSourcePrinter::MatmulEpilogue CppSourcePrinter::matmul_epilogue(const Kernel&
       for (int i = 0; i < 2; ++i) {
         const Expr& mine = node.args[size_t(i)];
         const Expr& other = node.args[size_t(1 - i)];
-        if (!(mine->kind == ExprKind::Load && mine->buffer == c.buffer && mine->index == c_index)) continue;
+        if (!plain_load_at(mine, c.buffer, c_index)) continue;
         if (other->kind != ExprKind::Load || other->buffer == c.buffer || other->mask || !other->indirect.empty() ||
             p_.buffer(other->buffer).dtype != DType::f32 || in_register(other->buffer) || made_here(other->buffer))
           continue;
@@ -922,15 +917,7 @@ CppSourcePrinter::MatmulEpilogue CppSourcePrinter::matmul_epilogue(const Kernel&
   // nothing else: the matmul accumulates into that memory, and no loop follows.
   if (const KernelStep* step = pointwise_epilogue_step(left, c)) {
     auto operand = s_.memory.in_place_of.find(step->outputs[0]);
-    const Expr& body = step->body;
-    auto plain_load = [&](const Expr& e, int buffer) {
-      return e->kind == ExprKind::Load && e->buffer == buffer && !e->mask && e->indirect.empty() &&
-             e->index == step->store_index;
-    };
-    if (operand != s_.memory.in_place_of.end() && body->kind == ExprKind::Binary && body->op == LoopOp::add &&
-        body->dtype == DType::f32 &&
-        ((plain_load(body->args[0], c.buffer) && plain_load(body->args[1], operand->second)) ||
-         (plain_load(body->args[1], c.buffer) && plain_load(body->args[0], operand->second)))) {
+    if (operand != s_.memory.in_place_of.end() && adds_residual(step->body, c.buffer, operand->second, step->store_index)) {
       result.accumulate = true;
       result.destination = step->outputs[0];
       result.steps.clear();
