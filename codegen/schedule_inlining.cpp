@@ -3,11 +3,14 @@
 // in memory: a graph output, a library call's input, a value read several times that a
 // convolution's epilogue can compute once or whose expression is large or reads many buffers, an
 // expensive value read by a node that visits more points than it has elements (a broadcast, or
-// an im2col reading each element once per kernel tap) or by several nodes, or a read whose index
-// does not map back to the producer's elements (the index inversion here).
+// an im2col reading each element once per kernel tap) or by several nodes, a stencil (a value
+// reading many points of one buffer: a direct convolution), or a read whose index does not map
+// back to the producer's elements (the index inversion here).
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "codegen/index_analysis.h"
 #include "codegen/schedule_stages.h"
@@ -29,6 +32,26 @@ constexpr size_t kMaxInlinedBuffersWithManyReaders = 3;
 // is this small; past it, the value is computed once and stored (one more pass over memory
 // instead of KH*KW evaluations: ResNet-18's im2col kernels spent 90% of their time so).
 constexpr size_t kMaxRecomputedSize = 8;
+// A node that reads one buffer at this many points (a stencil: a convolution as Kiln's own loop)
+// revisits its elements, and its value is stored: inlined, it would be computed in its reader's
+// loops, which walk the reader's own rows (a max pool after LeNet's first convolution computed
+// each output alone, scalar: 4x the time of storing it; a copy into channels-last order would
+// gather every tap).
+constexpr size_t kMinStencilTaps = 4;
+
+// The most distinct points of any one buffer `body` loads (a value loaded at one point several
+// times, x * x, counts once).
+size_t stencil_taps(const Expr& body) {
+  std::map<int, std::set<std::string>> points;
+  size_t most = 0;
+  visit(body, [&](const ExprNode& e) {
+    if (e.kind != ExprKind::Load) return;
+    std::set<std::string>& seen = points[e.buffer];
+    seen.insert(e.index.to_string());
+    most = std::max(most, seen.size());
+  });
+  return most;
+}
 
 SymShape contiguous(const SymShape& shape) {
   SymShape strides(shape.size());
@@ -311,6 +334,11 @@ void inline_pointwise(SchedulingState& state) {
       // squeeze-excitation blocks pool and scale the SiLU of a depthwise convolution).
       state.note(node.name + " is stored: " + std::to_string(readers.size()) +
                  " nodes read this epilogue of a convolution, which computes it once");
+      continue;
+    }
+    if (size_t taps = stencil_taps(node.body); taps >= kMinStencilTaps) {
+      state.note(node.name + " is stored: it reads " + std::to_string(taps) +
+                 " points of one buffer (a stencil), which a reader's loops would not walk as its own do");
       continue;
     }
     std::set<int> loaded;

@@ -17,6 +17,8 @@ namespace kiln::codegen {
 namespace {
 
 constexpr int kColumnBlock = 64;  // outer points per block: 4 AVX-512 registers of f32
+constexpr int64_t kMaxColumnStride = 4;  // the lanes' step through the input: a pool's stride
+constexpr int64_t kShortRow = 8;         // a row this short fills no vector of the row form
 
 // The coefficient of `var` in `index`, or nullopt when the index is not affine in the variables.
 std::optional<SymInt> coefficient(const SymInt& index, const std::vector<SymInt>& vars, size_t which) {
@@ -64,7 +66,7 @@ bool CppSourcePrinter::is_column_reduction(const Kernel& kernel) {
   std::vector<SymInt> vars = loop_vars(rank);
   for (size_t k = 0; k < kernel.inner.size(); ++k) vars.push_back(reduction_var(k));
   const size_t last_outer = rank - 1, last_inner = vars.size() - 1;
-  bool reductions_done = false, strided_row = false;
+  bool reductions_done = false, strided_row = false, strided_outer = false;
   std::set<int> made;  // buffers this kernel writes
   for (const KernelStep& step : kernel.steps) {
     for (int b : step.outputs) made.insert(b);
@@ -85,7 +87,9 @@ bool CppSourcePrinter::is_column_reduction(const Kernel& kernel) {
       if (step.kind == KernelStep::Kind::Reduce && made.count(node.buffer)) ok = false;
       if (!node.indirect.empty()) ok = false;
       std::optional<SymInt> along_outer = coefficient(node.index, vars, last_outer);
-      if (!along_outer || !(*along_outer == SymInt(1) || *along_outer == SymInt(0))) ok = false;
+      std::optional<int64_t> outer_stride = along_outer ? along_outer->maybe_constant() : std::nullopt;
+      if (!outer_stride || *outer_stride < 0 || *outer_stride > kMaxColumnStride) ok = false;
+      if (outer_stride && *outer_stride > 1) strided_outer = true;
       if (step.kind == KernelStep::Kind::Reduce) {
         std::optional<SymInt> along_row = coefficient(node.index, vars, last_inner);
         if (along_row && !(*along_row == SymInt(1)) && !(*along_row == SymInt(0))) strided_row = true;
@@ -100,7 +104,11 @@ bool CppSourcePrinter::is_column_reduction(const Kernel& kernel) {
     std::optional<SymInt> store = coefficient(step.store_index, vars, last_outer);
     if (!store || !(*store == SymInt(1))) return false;
   }
-  return strided_row;
+  // A short row (a 2x2 window over an NCHW value) fills no vector in the row form; the lanes read
+  // every other element instead.
+  std::optional<int64_t> row = kernel.inner.back().maybe_constant();
+  if (strided_outer && !(row && *row < kShortRow)) return false;
+  return strided_row || (row && *row < kShortRow);
 }
 
 void CppSourcePrinter::emit_column_reduction_kernel(const Kernel& kernel) {

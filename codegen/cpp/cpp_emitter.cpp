@@ -313,7 +313,43 @@ void CppSourcePrinter::emit_pointwise_kernel(const Kernel& kernel) {
   }
   if (emit_piecewise_inner_loops(kernel, work)) return;
   parallel_loops(work, loop_dims(kernel.outer, rank - 1), " collapse(" + std::to_string(rank - 1) + ")", false,
-                 [&] { outer_loops(kernel.outer, rank - 1, body, true); });
+                 [&] { emit_innermost_loop(kernel, loop_var(rank - 1), index_text(kernel.outer[rank - 1])); });
+}
+
+// The compilers keep a loop-invariant load inside a vectorized loop when the loop body is large:
+// GCC broadcast each of a 5x5 convolution's 25 weights from memory at every vector of outputs
+// (Kiln's own direct convolution, codegen/lowering_convolution.cpp).
+void CppSourcePrinter::emit_innermost_loop(const Kernel& kernel, const SymInt& var, const std::string& extent) {
+  std::set<int> written;
+  for (const KernelStep& step : kernel.steps) written.insert(step.outputs.begin(), step.outputs.end());
+  std::vector<std::pair<std::string, Expr>> hoisted;
+  std::vector<KernelStep> steps = kernel.steps;
+  for (KernelStep& step : steps) step.body = hoist_invariant_loads(step.body, var, written, hoisted);
+  for (const auto& [name, value] : hoisted) w_.line("const " + ctype(value->dtype) + " " + name + " = " + expr(value) + ";");
+  simd_pragma();
+  const std::string v = var.to_string();
+  w_.open("for (int64_t " + v + " = 0; " + v + " < " + extent + "; ++" + v + ")");
+  int number = 0;
+  for (const KernelStep& step : steps) emit_point_step(step, number++);
+  w_.close();
+}
+
+Expr CppSourcePrinter::hoist_invariant_loads(const Expr& e, const SymInt& var, const std::set<int>& written,
+                                             std::vector<std::pair<std::string, Expr>>& hoisted) {
+  if (!e) return e;
+  if (e->kind == ExprKind::Load) {
+    if (e->mask || !e->indirect.empty() || registers_.count(e->buffer) || written.count(e->buffer) ||
+        codegen::depends_on(e->index, var))
+      return e;
+    for (const auto& [name, value] : hoisted)
+      if (value->buffer == e->buffer && value->index == e->index && value->dtype == e->dtype) return named_value(name, e->dtype);
+    std::string name = "h" + std::to_string(hoist_counter_++);
+    hoisted.push_back({name, e});
+    return named_value(name, e->dtype);
+  }
+  auto node = std::make_shared<ExprNode>(*e);
+  for (Expr& arg : node->args) arg = hoist_invariant_loads(arg, var, written, hoisted);
+  return node;
 }
 
 // A cat along the innermost dim, inlined or not, reads each piece under comparisons of the

@@ -95,6 +95,11 @@ class CppSourcePrinter : public CPrinter {
   // constants change (a cat's pieces), each piece's loop with them decided; false (nothing
   // printed) when there is no such comparison or the dim is symbolic.
   bool emit_piecewise_inner_loops(const Kernel& kernel, const SymInt& work);
+  // The innermost loop of a pointwise kernel, its plain loads that do not depend on `var` (a
+  // convolution's weights, a per-row scale) read once before it.
+  void emit_innermost_loop(const Kernel& kernel, const SymInt& var, const std::string& extent);
+  Expr hoist_invariant_loads(const Expr& e, const SymInt& var, const std::set<int>& written,
+                             std::vector<std::pair<std::string, Expr>>& hoisted);
   // Whether some load walks the second-to-last loop variable contiguously and the last one with
   // a stride: a transpose, whose plain loop order reads (or writes) one element per cache line.
   bool reads_transposed(const Kernel& kernel);

@@ -60,9 +60,10 @@ TEST(LoweringLibraryConvolution, GeometriesMatchTheInterpreter) {
 
 TEST(LoweringLibraryConvolution, LayoutFlowsThroughPointwiseNodesAndPools) {
   // conv -> relu -> max pool -> conv -> add (a residual of the pool) -> avg pool: one copy of
-  // the input into channels-last order, none between the convolutions.
+  // the input into channels-last order, none between the convolutions (16 output channels: 8
+  // would make the first Kiln's direct loop).
   ir::Graph graph = parse(graph_text(
-      {"x: f32[2, 3, 12, 12]", "w1: f32[8, 3, 3, 3]", "b1: f32[8]", "w2: f32[8, 8, 3, 3]"},
+      {"x: f32[2, 3, 12, 12]", "w1: f32[16, 3, 3, 3]", "b1: f32[16]", "w2: f32[16, 16, 3, 3]"},
       {op_line("c1", "convolution", "%x, %w1, %b1, [1, 1], [1, 1], [1, 1], False, [0], 1"),
        op_line("r", "relu", "%c1"), op_line("p", "max_pool", "%r, [3, 3], [2, 2], [1, 1]"),
        op_line("c2", "convolution", "%p, %w2, None, [1, 1], [1, 1], [1, 1], False, [0], 1"),
@@ -197,6 +198,62 @@ TEST(LoweringLibraryConvolution, SqueezeAndExcitationReadsChannelsLastValuesInPl
     if (node.kind == NodeKind::Extern && node.name == "z") {
       EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).name, "cu");
     }
+  }
+}
+
+// A convolution of few output channels, each of few taps, is Kiln's own loop (the header of
+// codegen/lowering_convolution.cpp): the input framed by a Pointwise copy, the output computed
+// over padded rows, no library call and no GEMM; in f32 and f64, with and without the library.
+TEST(LoweringDirectConvolution, GeometriesMatchTheInterpreter) {
+  struct Case {
+    std::string dtype, input, weight, bias, padding, dilation;
+    int groups;
+  };
+  const Case cases[] = {
+      {"f32", "[3, 1, 12, 12]", "[6, 1, 5, 5]", "[6]", "[2, 2]", "[1, 1]", 1},  // LeNet's first layer
+      {"f32", "[2, 3, 10, 11]", "[8, 3, 3, 3]", "", "[1, 0]", "[1, 1]", 1},
+      {"f32", "[2, 2, 13, 14]", "[4, 2, 3, 3]", "[4]", "[0, 2]", "[2, 1]", 1},
+      {"f32", "[1, 4, 9, 12]", "[6, 2, 3, 3]", "[6]", "[1, 1]", "[1, 2]", 2},
+      {"f32", "[2, 4, 9, 10]", "[4, 1, 3, 3]", "[4]", "[1, 1]", "[1, 1]", 4},  // depthwise
+      {"f64", "[2, 1, 8, 9]", "[3, 1, 3, 3]", "[3]", "[1, 1]", "[1, 1]", 1},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> inputs = {"x: " + c.dtype + c.input, "w: " + c.dtype + c.weight};
+    if (!c.bias.empty()) inputs.push_back("b: " + c.dtype + c.bias);
+    std::string args = "%x, %w, " + std::string(c.bias.empty() ? "None" : "%b") + ", [1, 1], " + c.padding + ", " +
+                       c.dilation + ", False, [0], " + std::to_string(c.groups);
+    // The convolution alone (an output read through its padded rows), and under a relu and a
+    // max pool (which read it in place).
+    ir::Graph alone = parse(graph_text(inputs, {op_line("y", "convolution", args)}, "y"));
+    ir::Graph pooled = parse(graph_text(
+        inputs, {op_line("c", "convolution", args), op_line("r", "relu", "%c"), op_line("y", "max_pool", "%r, [2, 2], [2, 2]")},
+        "y"));
+    for (const ir::Graph* graph : {&alone, &pooled}) {
+      for (const LoweringOptions& options : {LoweringOptions{}, library()}) {
+        EXPECT_EQ(check_lowering(*graph, test_support::random_inputs(*graph, 7), options), "") << args;
+        std::map<std::string, int> kinds = node_kinds(lower(*graph, options));
+        EXPECT_EQ(kinds["Convolution"], 0) << args;
+        EXPECT_EQ(kinds["Gemm"], 0) << args;
+      }
+    }
+  }
+}
+
+// Past the bounds (more than 8 output channels, more than 32 taps, a stride, a row narrower than
+// 8, a 1x1 kernel) the convolution stays the library's.
+TEST(LoweringDirectConvolution, WiderOrStridedConvolutionsStayTheLibrarys) {
+  const std::string cases[][3] = {
+      {"[2, 1, 12, 12]", "[9, 1, 5, 5]", "[1, 1]"},  // 9 output channels
+      {"[2, 4, 12, 12]", "[4, 4, 3, 3]", "[1, 1]"},  // 36 taps
+      {"[2, 1, 12, 12]", "[6, 1, 3, 3]", "[2, 2]"},  // stride 2
+      {"[2, 1, 12, 7]", "[6, 1, 3, 3]", "[1, 1]"},   // rows of 7
+      {"[2, 8, 12, 12]", "[8, 8, 1, 1]", "[1, 1]"},  // a 1x1 kernel
+  };
+  for (const auto& [input, weight, stride] : cases) {
+    ir::Graph graph = parse(graph_text(
+        {"x: f32" + input, "w: f32" + weight},
+        {op_line("y", "convolution", "%x, %w, None, " + stride + ", [1, 1], [1, 1], False, [0], 1")}, "y"));
+    EXPECT_EQ(node_kinds(lower(graph, library()))["Convolution"], 1) << weight << " stride " << stride;
   }
 }
 

@@ -4,7 +4,7 @@
 // dies there), the fusion log, and an expensive value
 // an im2col revisits or a broadcast reads stored rather than recomputed, the exps of values
 // minus their row's max spelled exp_nonpositive, 1 + erf spelled one_plus_erf, and copies out of
-// permuted views split at the divisors of their indices.
+// permuted views split at the divisors of their indices, and stencils (direct convolutions) stored.
 #include "codegen/schedule.h"
 
 #include <gtest/gtest.h>
@@ -291,6 +291,36 @@ TEST(Scheduler, AnExpensiveValueReadAsABroadcastIsStored) {
   ScheduledProgram relu = scale_by("relu");
   EXPECT_FALSE(stored(relu)) << print_schedule(relu);
   EXPECT_EQ(relu.kernels.size() + 1, sigmoid.kernels.size()) << print_schedule(relu) << print_schedule(sigmoid);
+}
+
+// A direct convolution (Kiln's own loop: each point the sum of 25 taps of its framed input) is a
+// stencil, stored for its readers rather than computed in their loops (the relu after it is a
+// kernel of its own, as is the framed input the stencil reads through flat rows); a value that
+// loads one point several times (x * x + x) is no stencil.
+TEST(Scheduler, AStencilIsStored) {
+  auto stored = [](const ScheduledProgram& s, const std::string& what) {
+    for (const std::string& line : s.fusion_log)
+      if (line.find(what) != std::string::npos) return true;
+    return false;
+  };
+  ScheduledProgram direct = schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[2, 1, 12, 12] [num_users=1] = placeholder[target=x]
+    %w : f32[6, 1, 5, 5] [num_users=1] = placeholder[target=w]
+    %c : f32[2, 6, 12, 12] [num_users=1] = call_function[target=convolution](args = (%x, %w, None, [1, 1], [2, 2], [1, 1], False, [0, 0], 1), kwargs = {})
+    %y : f32[2, 6, 12, 12] [num_users=1] = call_function[target=relu](args = (%c,), kwargs = {})
+    return (y,)
+)"));
+  EXPECT_TRUE(stored(direct, "c is stored: it reads 25 points of one buffer (a stencil)")) << print_schedule(direct);
+  EXPECT_EQ(direct.kernels.size(), 3u) << print_schedule(direct);
+  ScheduledProgram square = schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32[4, 16] [num_users=2] = placeholder[target=x]
+    %s : f32[4, 16] [num_users=1] = call_function[target=mul](args = (%x, %x), kwargs = {})
+    %t : f32[4, 16] [num_users=1] = call_function[target=add](args = (%s, %x), kwargs = {})
+    %y : f32[4, 16] [num_users=1] = call_function[target=exp](args = (%t,), kwargs = {})
+    return (y,)
+)"));
+  EXPECT_FALSE(stored(square, "(a stencil)")) << print_schedule(square);
+  EXPECT_EQ(square.kernels.size(), 1u) << print_schedule(square);
 }
 
 // A residual stream, r = x + a + b + c, read by two nodes (a row sum and the next residual):

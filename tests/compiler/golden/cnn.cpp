@@ -318,116 +318,116 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
   kiln_gemm(ta, tb, int(rows), int(n1 - n0), int(K), pa, lda, pbn, ldb, pc + n0, int(ldc));
 }
 
-// kernel0_convolution_columns: convolution
-KILN_KERNEL int32_t kernel0_convolution_columns(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel0_convolution_framed: convolution
+KILN_KERNEL int32_t kernel0_convolution_framed(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
-  float* __restrict b2 = (float*)bufs[2];  // convolution_columns
+  float* __restrict b1 = (float*)bufs[1];  // convolution_framed
   for (int64_t x0 = 0; x0 < 6; ++x0) {
-    for (int64_t x1 = 0; x1 < 3; ++x1) {
-      for (int64_t x2 = 0; x2 < 3; ++x2) {
-        for (int64_t x3 = 0; x3 < 16; ++x3) {
-          #pragma omp simd
-          for (int64_t x4 = 0; x4 < 16; ++x4) {
-            const float t0 = (kop_logical_and(bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(16)))))), bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(16))))))) ? b0[256*x0 + 16*x1 + x2 + 16*x3 + x4 - 17] : float(0.0));
-            b2[2304*x0 + 768*x1 + 256*x2 + 16*x3 + x4] = t0;
-          }
-        }
+    for (int64_t x1 = 0; x1 < 19; ++x1) {
+      #pragma omp simd
+      for (int64_t x2 = 0; x2 < 1; ++x2) {
+        const float t0 = float(0.0);
+        b1[342*x0 + 18*x1 + x2] = t0;
+      }
+      #pragma omp simd
+      for (int64_t x2 = 1; x2 < 17; ++x2) {
+        const float t0 = (kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 - 1)), int64_t(int64_t(16))))) ? b0[256*x0 + 16*x1 + x2 - 17] : float(0.0));
+        b1[342*x0 + 18*x1 + x2] = t0;
+      }
+      #pragma omp simd
+      for (int64_t x2 = 17; x2 < 18; ++x2) {
+        const float t0 = float(0.0);
+        b1[342*x0 + 18*x1 + x2] = t0;
       }
     }
   }
   return 0;
 }
 
-// kernel1_convolution_gemm: convolution
-KILN_KERNEL int32_t kernel1_convolution_gemm(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel1_convolution: convolution
+KILN_KERNEL int32_t kernel1_convolution(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b1 = (float*)bufs[1];  // conv1_weight
-  float* __restrict b2 = (float*)bufs[2];  // convolution_columns
-  float* __restrict b3 = (float*)bufs[3];  // convolution_gemm
-  const int64_t M = 8, N = 256, K = 27;
-  int ta = 0, lda = 0, tb = 0, ldb = 0;
-  if (!kiln_blas_layout(27, 1, M, K, &ta, &lda) || !kiln_blas_layout(256, 1, K, N, &tb, &ldb)) {
-    const char* parts[] = {"kernel1_convolution_gemm: an operand has no BLAS layout"};
-    kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
-    return 1;
-  }
-  const int64_t batch = 2;
-  if (M == 0 || N == 0 || batch == 0) return 0;
-  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b3[0 + i] = 0; }
-  auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
-    int64_t rest = bi;
-    (void)rest;
-    const int64_t x1 = rest % (1);
-    rest /= (1);
-    const int64_t x0 = rest % (2);
-    rest /= (2);
-    const float* pa = b1 + (0 + x0 * (0) + x1 * (216));
-    const float* pb = b2 + (0 + x0 * (6912) + x1 * (6912));
-    float* pc = b3 + (0 + x0 * (2048) + x1 * (2048));
-    kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (27), lda, pb, ldb, pc + lo * N, N);
-  };
-  const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
-  const int64_t row_tasks = (M + task_rows - 1) / task_rows;
-  const int64_t task_cols = kiln_gemm_task_cols(batch, M, N);
-  const int64_t col_tasks = (N + task_cols - 1) / task_cols;
-  const int64_t gemm_tasks_each = row_tasks * col_tasks;
-  auto gemm_tasks = [&](int64_t t0, int64_t t1) {
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t lo = (task % gemm_tasks_each / col_tasks) * task_rows;
-      const int64_t n0 = (task % col_tasks) * task_cols;
-      gemm_entry(task / gemm_tasks_each, lo, lo + task_rows < M ? lo + task_rows : M, n0, n0 + task_cols < N ? n0 + task_cols : N);
+  float* __restrict b1 = (float*)bufs[1];  // convolution_framed
+  float* __restrict b2 = (float*)bufs[2];  // conv1_weight
+  float* __restrict b3 = (float*)bufs[3];  // conv1_bias
+  float* __restrict b4 = (float*)bufs[4];  // convolution
+  for (int64_t x0 = 0; x0 < 2; ++x0) {
+    for (int64_t x1 = 0; x1 < 8; ++x1) {
+      const float h0 = b2[27*x1];
+      const float h1 = b2[27*x1 + 1];
+      const float h2 = b2[27*x1 + 2];
+      const float h3 = b2[27*x1 + 3];
+      const float h4 = b2[27*x1 + 4];
+      const float h5 = b2[27*x1 + 5];
+      const float h6 = b2[27*x1 + 6];
+      const float h7 = b2[27*x1 + 7];
+      const float h8 = b2[27*x1 + 8];
+      const float h9 = b2[27*x1 + 9];
+      const float h10 = b2[27*x1 + 10];
+      const float h11 = b2[27*x1 + 11];
+      const float h12 = b2[27*x1 + 12];
+      const float h13 = b2[27*x1 + 13];
+      const float h14 = b2[27*x1 + 14];
+      const float h15 = b2[27*x1 + 15];
+      const float h16 = b2[27*x1 + 16];
+      const float h17 = b2[27*x1 + 17];
+      const float h18 = b2[27*x1 + 18];
+      const float h19 = b2[27*x1 + 19];
+      const float h20 = b2[27*x1 + 20];
+      const float h21 = b2[27*x1 + 21];
+      const float h22 = b2[27*x1 + 22];
+      const float h23 = b2[27*x1 + 23];
+      const float h24 = b2[27*x1 + 24];
+      const float h25 = b2[27*x1 + 25];
+      const float h26 = b2[27*x1 + 26];
+      const float h27 = b3[x1];
+      #pragma omp simd
+      for (int64_t x2 = 0; x2 < 288; ++x2) {
+        const float t0 = kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h0), float(b1[1026*x0 + x2]))), float(kop_mul(float(h1), float(b1[1026*x0 + x2 + 1]))))), float(kop_mul(float(h2), float(b1[1026*x0 + x2 + 2]))))), float(kop_add(float(kop_add(float(kop_mul(float(h3), float(b1[1026*x0 + x2 + 18]))), float(kop_mul(float(h4), float(b1[1026*x0 + x2 + 19]))))), float(kop_mul(float(h5), float(b1[1026*x0 + x2 + 20]))))))), float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h6), float(b1[1026*x0 + x2 + 36]))), float(kop_mul(float(h7), float(b1[1026*x0 + x2 + 37]))))), float(kop_mul(float(h8), float(b1[1026*x0 + x2 + 38]))))), float(kop_add(float(kop_add(float(kop_mul(float(h9), float(b1[1026*x0 + x2 + 342]))), float(kop_mul(float(h10), float(b1[1026*x0 + x2 + 343]))))), float(kop_mul(float(h11), float(b1[1026*x0 + x2 + 344]))))))))), float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h12), float(b1[1026*x0 + x2 + 360]))), float(kop_mul(float(h13), float(b1[1026*x0 + x2 + 361]))))), float(kop_mul(float(h14), float(b1[1026*x0 + x2 + 362]))))), float(kop_add(float(kop_add(float(kop_mul(float(h15), float(b1[1026*x0 + x2 + 378]))), float(kop_mul(float(h16), float(b1[1026*x0 + x2 + 379]))))), float(kop_mul(float(h17), float(b1[1026*x0 + x2 + 380]))))))), float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h18), float(b1[1026*x0 + x2 + 684]))), float(kop_mul(float(h19), float(b1[1026*x0 + x2 + 685]))))), float(kop_mul(float(h20), float(b1[1026*x0 + x2 + 686]))))), float(kop_add(float(kop_add(float(kop_mul(float(h21), float(b1[1026*x0 + x2 + 702]))), float(kop_mul(float(h22), float(b1[1026*x0 + x2 + 703]))))), float(kop_mul(float(h23), float(b1[1026*x0 + x2 + 704]))))))))))), float(kop_add(float(kop_add(float(kop_mul(float(h24), float(b1[1026*x0 + x2 + 720]))), float(kop_mul(float(h25), float(b1[1026*x0 + x2 + 721]))))), float(kop_mul(float(h26), float(b1[1026*x0 + x2 + 722]))))))), float(h27));
+        b4[2304*x0 + 288*x1 + x2] = t0;
+      }
     }
-  };
-  const int omp_threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  gemm_tasks(0, batch * gemm_tasks_each);
-  omp_set_num_threads(omp_threads);
+  }
   return 0;
 }
 
-// kernel2_max_pool_1: max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution
+// kernel2_max_pool_1: max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered
 KILN_KERNEL int32_t kernel2_max_pool_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b3 = (float*)bufs[3];  // convolution_gemm
-  float* __restrict b4 = (float*)bufs[4];  // conv1_bias
-  float* __restrict b6 = (float*)bufs[6];  // bn_running_var
-  float* __restrict b9 = (float*)bufs[9];  // bn_running_mean
-  float* __restrict b12 = (float*)bufs[12];  // bn_weight
-  float* __restrict b14 = (float*)bufs[14];  // bn_bias
-  float* __restrict b16 = (float*)bufs[16];  // max_pool_1
+  float* __restrict b4 = (float*)bufs[4];  // convolution
+  float* __restrict b5 = (float*)bufs[5];  // bn_running_var
+  float* __restrict b8 = (float*)bufs[8];  // bn_running_mean
+  float* __restrict b11 = (float*)bufs[11];  // bn_weight
+  float* __restrict b13 = (float*)bufs[13];  // bn_bias
+  float* __restrict b15 = (float*)bufs[15];  // max_pool_1
+  // column reduction: 64 points of x3 at once
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 8; ++x1) {
       for (int64_t x2 = 0; x2 < 8; ++x2) {
-        for (int64_t x3 = 0; x3 < 8; ++x3) {
-          // reduce : max_pool_1
-          float acc0[1];
-          for (int l = 0; l < 1; ++l) acc0[l] = (-__builtin_inff());
-           {
-            for (int64_t r0 = 0; r0 < 2; ++r0) {
-              const int64_t rn0 = 2;
-              int64_t rl0 = 0;
-              for (; rl0 + 1 <= rn0; rl0 += 1) {
-                #pragma omp simd
-                for (int l = 0; l < 1; ++l) {
-                  const int64_t r1 = rl0 + l;
-                  const float e0 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1]));
-                  acc0[l] = kred_max(acc0[l], e0);
-                }
-              }
-              for (; rl0 < rn0; ++rl0) {
-                const int64_t r1 = rl0;
-                const float e0 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(kop_add(float(b3[16*r0 + r1 + 2048*x0 + 256*x1 + 32*x2 + 2*x3]), float(b4[x1]))), float(b9[x1]))), float(kop_rsqrt(kop_add(float(b6[x1]), float(float(9.9999997473787516e-06))))))), float(b12[x1]))), float(b14[x1]));
-                acc0[0] = kred_max(acc0[0], e0);
+        for (int64_t cb = 0; cb < 8; cb += 64) {
+          const int64_t cn = 8 - cb < 64 ? 8 - cb : 64;
+          // reduce: max_pool_1
+          float acc0[64];
+          for (int l = 0; l < 64; ++l) acc0[l] = (-__builtin_inff());
+          for (int64_t r0 = 0; r0 < 2; ++r0) {
+            for (int64_t r1 = 0; r1 < 2; ++r1) {
+              #pragma omp simd
+              for (int64_t j = 0; j < cn; ++j) {
+                const int64_t x3 = cb + j;
+                const float e0 = kop_add(float(kop_mul(float(kop_mul(float(kop_sub(float(b4[18*r0 + r1 + 2304*x0 + 288*x1 + 36*x2 + 2*x3]), float(b8[x1]))), float(kop_rsqrt(kop_add(float(b5[x1]), float(float(9.9999997473787516e-06))))))), float(b11[x1]))), float(b13[x1]));
+                acc0[j] = kred_max(acc0[j], e0);
               }
             }
           }
-          float res0 = acc0[0];
-          for (int l = 1; l < 1; ++l) res0 = kred_max(res0, acc0[l]);
-          b16[512*x0 + 64*x1 + 8*x2 + x3] = res0;
+          #pragma omp simd
+          for (int64_t j = 0; j < cn; ++j) {
+            const int64_t x3 = cb + j;
+            b15[512*x0 + 64*x1 + 8*x2 + x3] = acc0[j];
+          }
         }
       }
     }
@@ -439,16 +439,16 @@ KILN_KERNEL int32_t kernel2_max_pool_1(void* const* bufs, const int64_t* sym, co
 KILN_KERNEL int32_t kernel3_convolution_1_columns(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b16 = (float*)bufs[16];  // max_pool_1
-  float* __restrict b19 = (float*)bufs[19];  // convolution_1_columns
+  float* __restrict b15 = (float*)bufs[15];  // max_pool_1
+  float* __restrict b18 = (float*)bufs[18];  // convolution_1_columns
   for (int64_t x0 = 0; x0 < 16; ++x0) {
     for (int64_t x1 = 0; x1 < 3; ++x1) {
       for (int64_t x2 = 0; x2 < 3; ++x2) {
         for (int64_t x3 = 0; x3 < 8; ++x3) {
           #pragma omp simd
           for (int64_t x4 = 0; x4 < 8; ++x4) {
-            const float t0 = (kop_logical_and(bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(8)))))), bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(8))))))) ? kop_relu(b16[64*x0 + 8*x1 + x2 + 8*x3 + x4 - 9]) : float(0.0));
-            b19[576*x0 + 192*x1 + 64*x2 + 8*x3 + x4] = t0;
+            const float t0 = (kop_logical_and(bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 + x3 - 1)), int64_t(int64_t(8)))))), bool(kop_logical_and(bool(kop_ge(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x2 + x4 - 1)), int64_t(int64_t(8))))))) ? kop_relu(b15[64*x0 + 8*x1 + x2 + 8*x3 + x4 - 9]) : float(0.0));
+            b18[576*x0 + 192*x1 + 64*x2 + 8*x3 + x4] = t0;
           }
         }
       }
@@ -461,9 +461,9 @@ KILN_KERNEL int32_t kernel3_convolution_1_columns(void* const* bufs, const int64
 KILN_KERNEL int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b18 = (float*)bufs[18];  // conv2_weight
-  float* __restrict b19 = (float*)bufs[19];  // convolution_1_columns
-  float* __restrict b20 = (float*)bufs[20];  // convolution_1_gemm
+  float* __restrict b17 = (float*)bufs[17];  // conv2_weight
+  float* __restrict b18 = (float*)bufs[18];  // convolution_1_columns
+  float* __restrict b19 = (float*)bufs[19];  // convolution_1_gemm
   const int64_t M = 16, N = 64, K = 72;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(72, 1, M, K, &ta, &lda) || !kiln_blas_layout(64, 1, K, N, &tb, &ldb)) {
@@ -473,7 +473,7 @@ KILN_KERNEL int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t*
   }
   const int64_t batch = 2;
   if (M == 0 || N == 0 || batch == 0) return 0;
-  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b20[0 + i] = 0; }
+  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b19[0 + i] = 0; }
   auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     int64_t rest = bi;
     (void)rest;
@@ -481,9 +481,9 @@ KILN_KERNEL int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t*
     rest /= (1);
     const int64_t x0 = rest % (2);
     rest /= (2);
-    const float* pa = b18 + (0 + x0 * (0) + x1 * (1152));
-    const float* pb = b19 + (0 + x0 * (4608) + x1 * (4608));
-    float* pc = b20 + (0 + x0 * (1024) + x1 * (1024));
+    const float* pa = b17 + (0 + x0 * (0) + x1 * (1152));
+    const float* pb = b18 + (0 + x0 * (4608) + x1 * (4608));
+    float* pc = b19 + (0 + x0 * (1024) + x1 * (1024));
     kiln_gemm_block(ta, tb, hi - lo, n0, n1, K, pa + lo * (72), lda, pb, ldb, pc + lo * N, N);
   };
   const int64_t task_rows = kiln_gemm_task_rows(batch, M, N);
@@ -509,9 +509,9 @@ KILN_KERNEL int32_t kernel4_convolution_1_gemm(void* const* bufs, const int64_t*
 KILN_KERNEL int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b20 = (float*)bufs[20];  // convolution_1_gemm
-  float* __restrict b21 = (float*)bufs[21];  // conv2_bias
-  float* __restrict b25 = (float*)bufs[25];  // adaptive_avg_pool
+  float* __restrict b19 = (float*)bufs[19];  // convolution_1_gemm
+  float* __restrict b20 = (float*)bufs[20];  // conv2_bias
+  float* __restrict b24 = (float*)bufs[24];  // adaptive_avg_pool
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
       // reduce : adaptive_avg_pool_sum
@@ -521,25 +521,25 @@ KILN_KERNEL int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64
         const int64_t rn0 = 64;
         int64_t rl0 = 0;
         for (; rl0 + 16 <= rn0; rl0 += 16) {
-          __builtin_prefetch((const void*)((uintptr_t)b20 + (uintptr_t)(rl0 + 1024*x0 + 64*x1 + 64) * sizeof(*b20)));
+          __builtin_prefetch((const void*)((uintptr_t)b19 + (uintptr_t)(rl0 + 1024*x0 + 64*x1 + 64) * sizeof(*b19)));
           #pragma omp simd
           for (int l = 0; l < 16; ++l) {
             const int64_t r0 = rl0 + l;
-            const float e0 = kop_relu(kop_add(float(b20[r0 + 1024*x0 + 64*x1]), float(b21[x1])));
+            const float e0 = kop_relu(kop_add(float(b19[r0 + 1024*x0 + 64*x1]), float(b20[x1])));
             acc0[l] = kop_add(acc0[l], e0);
           }
         }
         for (; rl0 < rn0; ++rl0) {
           const int64_t r0 = rl0;
-          const float e0 = kop_relu(kop_add(float(b20[r0 + 1024*x0 + 64*x1]), float(b21[x1])));
+          const float e0 = kop_relu(kop_add(float(b19[r0 + 1024*x0 + 64*x1]), float(b20[x1])));
           acc0[0] = kop_add(acc0[0], e0);
         }
       }
       float res0 = acc0[0];
       for (int l = 1; l < 16; ++l) res0 = kop_add(res0, acc0[l]);
-      const float v24 = res0;
-      const float t1 = kop_div(float(v24), float(float(64)));
-      b25[16*x0 + x1] = t1;
+      const float v23 = res0;
+      const float t1 = kop_div(float(v23), float(float(64)));
+      b24[16*x0 + x1] = t1;
     }
   }
   return 0;
@@ -549,11 +549,11 @@ KILN_KERNEL int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64
 KILN_KERNEL int32_t kernel6_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b25 = (float*)bufs[25];  // adaptive_avg_pool
-  float* __restrict b26 = (float*)bufs[26];  // fc_weight
-  float* __restrict b27 = (float*)bufs[27];  // logits_matmul
-  float* __restrict b28 = (float*)bufs[28];  // fc_bias
-  float* __restrict b29 = (float*)bufs[29];  // logits
+  float* __restrict b24 = (float*)bufs[24];  // adaptive_avg_pool
+  float* __restrict b25 = (float*)bufs[25];  // fc_weight
+  float* __restrict b26 = (float*)bufs[26];  // logits_matmul
+  float* __restrict b27 = (float*)bufs[27];  // fc_bias
+  float* __restrict b28 = (float*)bufs[28];  // logits
   const int64_t M = 2, N = 10, K = 16;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(16, 1, M, K, &ta, &lda) || !kiln_blas_layout(1, 16, K, N, &tb, &ldb)) {
@@ -563,21 +563,21 @@ KILN_KERNEL int32_t kernel6_logits_matmul(void* const* bufs, const int64_t* sym,
   }
   const int64_t batch = 1;
   if (M == 0 || N == 0 || batch == 0) return 0;
-  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b27[0 + i] = 0; }
+  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b26[0 + i] = 0; }
   auto gemm_entry = [&](int64_t bi, int64_t lo, int64_t hi, int64_t n0, int64_t n1) {
     int64_t rest = bi;
     (void)rest;
-    const float* pa = b25 + (0);
-    const float* pb = b26 + (0);
-    float* pc = b27 + (0);
+    const float* pa = b24 + (0);
+    const float* pb = b25 + (0);
+    float* pc = b26 + (0);
     for (int64_t m0 = lo; m0 < hi; m0 += 1024) {
       const int64_t mb = hi - m0 < 1024 ? hi - m0 : 1024;
       kiln_gemm_block(ta, tb, mb, n0, n1, K, pa + m0 * (16), lda, pb, ldb, pc + m0 * N, N);
       for (int64_t x0 = m0; x0 < m0 + mb; ++x0) {
         #pragma omp simd
         for (int64_t x1 = n0; x1 < n1; ++x1) {
-          const float t0 = kop_add(float(b27[10*x0 + x1]), float(b28[x1]));
-          b29[10*x0 + x1] = t0;
+          const float t0 = kop_add(float(b26[10*x0 + x1]), float(b27[x1]));
+          b28[10*x0 + x1] = t0;
         }
       }
     }
@@ -685,60 +685,60 @@ extern "C" void kiln_output_sizes(const int64_t* sym, int64_t* sizes) {
 }
 extern "C" int64_t kiln_workspace_bytes(const int64_t* sym) {
   (void)sym;
-  return 71680;
+  return 45056;
 }
 
 extern "C" int32_t kiln_run(const KilnRunArgs* args) {
   const int64_t* sym = args->symbols;
   (void)sym;
-  void* bufs[30] = {};
+  void* bufs[29] = {};
   bufs[0] = args->inputs[0].data;
-  bufs[1] = args->parameters[0];
-  bufs[4] = args->parameters[1];
-  bufs[6] = args->parameters[2];
-  bufs[9] = args->parameters[3];
-  bufs[12] = args->parameters[4];
-  bufs[14] = args->parameters[5];
-  bufs[18] = args->parameters[6];
-  bufs[21] = args->parameters[7];
-  bufs[26] = args->parameters[8];
-  bufs[28] = args->parameters[9];
-  bufs[29] = args->outputs[0];
-  bufs[2] = (char*)args->workspace + (0);  // convolution_columns
-  bufs[3] = (char*)args->workspace + (55296);  // convolution_gemm
-  bufs[16] = (char*)args->workspace + (36864);  // max_pool_1
-  bufs[19] = (char*)args->workspace + (0);  // convolution_1_columns
-  bufs[20] = (char*)args->workspace + (36864);  // convolution_1_gemm
-  bufs[25] = (char*)args->workspace + (0);  // adaptive_avg_pool
-  bufs[27] = (char*)args->workspace + (128);  // logits_matmul
+  bufs[2] = args->parameters[0];
+  bufs[3] = args->parameters[1];
+  bufs[5] = args->parameters[2];
+  bufs[8] = args->parameters[3];
+  bufs[11] = args->parameters[4];
+  bufs[13] = args->parameters[5];
+  bufs[17] = args->parameters[6];
+  bufs[20] = args->parameters[7];
+  bufs[25] = args->parameters[8];
+  bufs[27] = args->parameters[9];
+  bufs[28] = args->outputs[0];
+  bufs[1] = (char*)args->workspace + (18432);  // convolution_framed
+  bufs[4] = (char*)args->workspace + (0);  // convolution
+  bufs[15] = (char*)args->workspace + (36864);  // max_pool_1
+  bufs[18] = (char*)args->workspace + (0);  // convolution_1_columns
+  bufs[19] = (char*)args->workspace + (36864);  // convolution_1_gemm
+  bufs[24] = (char*)args->workspace + (0);  // adaptive_avg_pool
+  bufs[26] = (char*)args->workspace + (128);  // logits_matmul
   if (args->num_threads > 0) omp_set_num_threads(args->num_threads);
   kiln_pool_set_threads(args->num_threads > 0 ? args->num_threads : omp_get_max_threads());
   __atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);
    {
-    const int32_t rc = kernel0_convolution_columns(bufs, sym, args);
+    const int32_t rc = kernel0_convolution_framed(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel0_convolution_columns (convolution)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel0_convolution_framed (convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel0_convolution_columns (convolution)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel0_convolution_framed (convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
   }
    {
-    const int32_t rc = kernel1_convolution_gemm(bufs, sym, args);
+    const int32_t rc = kernel1_convolution(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel1_convolution_gemm (convolution)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel1_convolution (convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel1_convolution_gemm (convolution)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel1_convolution (convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
@@ -747,12 +747,12 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     const int32_t rc = kernel2_max_pool_1(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool_1 (max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool_1 (max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool_1 (max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered, convolution)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool_1 (max_pool_1, batch_norm_bias, batch_norm, batch_norm_weight, batch_norm_scaled, batch_norm_normalized, batch_norm_rstd, batch_norm_running_var, batch_norm_var_eps, batch_norm_running_mean, batch_norm_centered)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }

@@ -320,36 +320,28 @@ static inline void kiln_gemm_block(int ta, int tb, int64_t rows, int64_t n0, int
 
 // <oneDNN glue: codegen/cpp/kiln_dnnl.h>
 
-// kernel0_batch_norm_convolution_input: batch_norm_convolution
-KILN_KERNEL int32_t kernel0_batch_norm_convolution_input(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel0_batch_norm_convolution_framed: batch_norm_convolution
+KILN_KERNEL int32_t kernel0_batch_norm_convolution_framed(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b0 = (float*)bufs[0];  // x
-  float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_input
-  // 3 columns, each its own statement in a simd loop over rows: a transposed read
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t tr = 0; tr < 256; tr += 1024) {
-      const int64_t row_end = tr + 1024 < 256 ? tr + 1024 : 256;
+  float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_framed
+  for (int64_t x0 = 0; x0 < 6; ++x0) {
+    for (int64_t x1 = 0; x1 < 19; ++x1) {
       #pragma omp simd
-      for (int64_t x1 = tr; x1 < row_end; ++x1) {
-         {
-          const int64_t x2 = 0;
-          (void)x2;
-          const float t0 = b0[768*x0 + x1 + 256*x2];
-          b1[768*x0 + 3*x1 + x2] = t0;
-        }
-         {
-          const int64_t x2 = 1;
-          (void)x2;
-          const float t0 = b0[768*x0 + x1 + 256*x2];
-          b1[768*x0 + 3*x1 + x2] = t0;
-        }
-         {
-          const int64_t x2 = 2;
-          (void)x2;
-          const float t0 = b0[768*x0 + x1 + 256*x2];
-          b1[768*x0 + 3*x1 + x2] = t0;
-        }
+      for (int64_t x2 = 0; x2 < 1; ++x2) {
+        const float t0 = float(0.0);
+        b1[342*x0 + 18*x1 + x2] = t0;
+      }
+      #pragma omp simd
+      for (int64_t x2 = 1; x2 < 17; ++x2) {
+        const float t0 = (kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 - 1)), int64_t(int64_t(16))))) ? b0[256*x0 + 16*x1 + x2 - 17] : float(0.0));
+        b1[342*x0 + 18*x1 + x2] = t0;
+      }
+      #pragma omp simd
+      for (int64_t x2 = 17; x2 < 18; ++x2) {
+        const float t0 = float(0.0);
+        b1[342*x0 + 18*x1 + x2] = t0;
       }
     }
   }
@@ -360,52 +352,142 @@ KILN_KERNEL int32_t kernel0_batch_norm_convolution_input(void* const* bufs, cons
 KILN_KERNEL int32_t kernel1_batch_norm_convolution(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_input
+  float* __restrict b1 = (float*)bufs[1];  // batch_norm_convolution_framed
   float* __restrict b2 = (float*)bufs[2];  // _folded_batch_norm_scaled_weight
   float* __restrict b3 = (float*)bufs[3];  // _folded_batch_norm_bias_1
   float* __restrict b4 = (float*)bufs[4];  // batch_norm_convolution
-  // stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=1, weights prepacked once (frozen parameters)
-  static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;
-  const KilnConvolutionShape shape = {2, 3, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0};
-  const int omp_threads = omp_get_max_threads();
-  const int64_t macs = (4096) * (3) * (3) * (3);
-  if (macs < 262144) omp_set_num_threads(1);
-  const int convolved = kiln_convolution(&cache, shape, b1 + (0), b2 + (0), b3 + (0), b4 + (0), 1, "kernel1_batch_norm_convolution", args->error, args->error_capacity);
-  omp_set_num_threads(omp_threads);
-  if (convolved != 0) return 1;
+  for (int64_t x0 = 0; x0 < 2; ++x0) {
+    for (int64_t x1 = 0; x1 < 8; ++x1) {
+      const float h0 = b2[27*x1];
+      const float h1 = b2[27*x1 + 1];
+      const float h2 = b2[27*x1 + 2];
+      const float h3 = b2[27*x1 + 3];
+      const float h4 = b2[27*x1 + 4];
+      const float h5 = b2[27*x1 + 5];
+      const float h6 = b2[27*x1 + 6];
+      const float h7 = b2[27*x1 + 7];
+      const float h8 = b2[27*x1 + 8];
+      const float h9 = b2[27*x1 + 9];
+      const float h10 = b2[27*x1 + 10];
+      const float h11 = b2[27*x1 + 11];
+      const float h12 = b2[27*x1 + 12];
+      const float h13 = b2[27*x1 + 13];
+      const float h14 = b2[27*x1 + 14];
+      const float h15 = b2[27*x1 + 15];
+      const float h16 = b2[27*x1 + 16];
+      const float h17 = b2[27*x1 + 17];
+      const float h18 = b2[27*x1 + 18];
+      const float h19 = b2[27*x1 + 19];
+      const float h20 = b2[27*x1 + 20];
+      const float h21 = b2[27*x1 + 21];
+      const float h22 = b2[27*x1 + 22];
+      const float h23 = b2[27*x1 + 23];
+      const float h24 = b2[27*x1 + 24];
+      const float h25 = b2[27*x1 + 25];
+      const float h26 = b2[27*x1 + 26];
+      const float h27 = b3[x1];
+      #pragma omp simd
+      for (int64_t x2 = 0; x2 < 288; ++x2) {
+        const float t0 = kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h0), float(b1[1026*x0 + x2]))), float(kop_mul(float(h1), float(b1[1026*x0 + x2 + 1]))))), float(kop_mul(float(h2), float(b1[1026*x0 + x2 + 2]))))), float(kop_add(float(kop_add(float(kop_mul(float(h3), float(b1[1026*x0 + x2 + 18]))), float(kop_mul(float(h4), float(b1[1026*x0 + x2 + 19]))))), float(kop_mul(float(h5), float(b1[1026*x0 + x2 + 20]))))))), float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h6), float(b1[1026*x0 + x2 + 36]))), float(kop_mul(float(h7), float(b1[1026*x0 + x2 + 37]))))), float(kop_mul(float(h8), float(b1[1026*x0 + x2 + 38]))))), float(kop_add(float(kop_add(float(kop_mul(float(h9), float(b1[1026*x0 + x2 + 342]))), float(kop_mul(float(h10), float(b1[1026*x0 + x2 + 343]))))), float(kop_mul(float(h11), float(b1[1026*x0 + x2 + 344]))))))))), float(kop_add(float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h12), float(b1[1026*x0 + x2 + 360]))), float(kop_mul(float(h13), float(b1[1026*x0 + x2 + 361]))))), float(kop_mul(float(h14), float(b1[1026*x0 + x2 + 362]))))), float(kop_add(float(kop_add(float(kop_mul(float(h15), float(b1[1026*x0 + x2 + 378]))), float(kop_mul(float(h16), float(b1[1026*x0 + x2 + 379]))))), float(kop_mul(float(h17), float(b1[1026*x0 + x2 + 380]))))))), float(kop_add(float(kop_add(float(kop_add(float(kop_mul(float(h18), float(b1[1026*x0 + x2 + 684]))), float(kop_mul(float(h19), float(b1[1026*x0 + x2 + 685]))))), float(kop_mul(float(h20), float(b1[1026*x0 + x2 + 686]))))), float(kop_add(float(kop_add(float(kop_mul(float(h21), float(b1[1026*x0 + x2 + 702]))), float(kop_mul(float(h22), float(b1[1026*x0 + x2 + 703]))))), float(kop_mul(float(h23), float(b1[1026*x0 + x2 + 704]))))))))))), float(kop_add(float(kop_add(float(kop_mul(float(h24), float(b1[1026*x0 + x2 + 720]))), float(kop_mul(float(h25), float(b1[1026*x0 + x2 + 721]))))), float(kop_mul(float(h26), float(b1[1026*x0 + x2 + 722]))))))), float(h27));
+        b4[2304*x0 + 288*x1 + x2] = t0;
+      }
+    }
+  }
   return 0;
 }
 
-// kernel2_max_pool_1: max_pool_1, relu_2
+// kernel2_max_pool_1: max_pool_1
 KILN_KERNEL int32_t kernel2_max_pool_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
   float* __restrict b4 = (float*)bufs[4];  // batch_norm_convolution
-  float* __restrict b6 = (float*)bufs[6];  // relu_2
-  // column reduction: 64 points of x2 at once
-  for (int64_t x0 = 0; x0 < 16; ++x0) {
-    for (int64_t x1 = 0; x1 < 8; ++x1) {
-      for (int64_t cb = 0; cb < 8; cb += 64) {
-        const int64_t cn = 8 - cb < 64 ? 8 - cb : 64;
-        // reduce: max_pool_1
-        float acc0[64];
-        for (int l = 0; l < 64; ++l) acc0[l] = (-__builtin_inff());
-        for (int64_t r0 = 0; r0 < 2; ++r0) {
-          for (int64_t r1 = 0; r1 < 2; ++r1) {
-            #pragma omp simd
-            for (int64_t j = 0; j < cn; ++j) {
-              const int64_t x2 = cb + j;
-              const float e0 = b4[128*r0 + 8*r1 + 256*x0 + 16*x1 + x2];
-              acc0[j] = kred_max(acc0[j], e0);
-            }
+  float* __restrict b5 = (float*)bufs[5];  // max_pool_1
+  // column reduction: 64 points of x1 at once
+  for (int64_t x0 = 0; x0 < 128; ++x0) {
+    for (int64_t cb = 0; cb < 8; cb += 64) {
+      const int64_t cn = 8 - cb < 64 ? 8 - cb : 64;
+      // reduce: max_pool_1
+      float acc0[64];
+      for (int l = 0; l < 64; ++l) acc0[l] = (-__builtin_inff());
+      for (int64_t r0 = 0; r0 < 2; ++r0) {
+        for (int64_t r1 = 0; r1 < 2; ++r1) {
+          #pragma omp simd
+          for (int64_t j = 0; j < cn; ++j) {
+            const int64_t x1 = cb + j;
+            const float e0 = b4[18*r0 + r1 + 36*x0 + 2*x1];
+            acc0[j] = kred_max(acc0[j], e0);
           }
         }
-        #pragma omp simd
-        for (int64_t j = 0; j < cn; ++j) {
-          const int64_t x2 = cb + j;
-          const float v5 = acc0[j];
-          const float t1 = kop_relu(v5);
-          b6[64*x0 + 8*x1 + x2] = t1;
+      }
+      #pragma omp simd
+      for (int64_t j = 0; j < cn; ++j) {
+        const int64_t x1 = cb + j;
+        b5[8*x0 + x1] = acc0[j];
+      }
+    }
+  }
+  return 0;
+}
+
+// kernel3_convolution_1_input: convolution_1, relu_2
+KILN_KERNEL int32_t kernel3_convolution_1_input(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+  (void)args;
+  (void)sym;
+  float* __restrict b5 = (float*)bufs[5];  // max_pool_1
+  float* __restrict b7 = (float*)bufs[7];  // convolution_1_input
+  // 8 columns, each its own statement in a simd loop over rows: a transposed read
+  for (int64_t x0 = 0; x0 < 2; ++x0) {
+    for (int64_t tr = 0; tr < 64; tr += 1024) {
+      const int64_t row_end = tr + 1024 < 64 ? tr + 1024 : 64;
+      #pragma omp simd
+      for (int64_t x1 = tr; x1 < row_end; ++x1) {
+         {
+          const int64_t x2 = 0;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 1;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 2;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 3;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 4;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 5;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 6;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
+        }
+         {
+          const int64_t x2 = 7;
+          (void)x2;
+          const float t0 = kop_relu(b5[512*x0 + x1 + 64*x2]);
+          b7[512*x0 + 8*x1 + x2] = t0;
         }
       }
     }
@@ -413,32 +495,32 @@ KILN_KERNEL int32_t kernel2_max_pool_1(void* const* bufs, const int64_t* sym, co
   return 0;
 }
 
-// kernel3_convolution_1: convolution_1
-KILN_KERNEL int32_t kernel3_convolution_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel4_convolution_1: convolution_1
+KILN_KERNEL int32_t kernel4_convolution_1(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b6 = (float*)bufs[6];  // relu_2
-  float* __restrict b7 = (float*)bufs[7];  // conv2_weight
-  float* __restrict b8 = (float*)bufs[8];  // conv2_bias
-  float* __restrict b9 = (float*)bufs[9];  // convolution_1
+  float* __restrict b7 = (float*)bufs[7];  // convolution_1_input
+  float* __restrict b8 = (float*)bufs[8];  // conv2_weight
+  float* __restrict b9 = (float*)bufs[9];  // conv2_bias
+  float* __restrict b10 = (float*)bufs[10];  // convolution_1
   // stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=1, weights prepacked once (frozen parameters)
   static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;
   const KilnConvolutionShape shape = {2, 8, 8, 8, 16, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0};
   const int omp_threads = omp_get_max_threads();
   const int64_t macs = (2048) * (8) * (3) * (3);
   if (macs < 262144) omp_set_num_threads(1);
-  const int convolved = kiln_convolution(&cache, shape, b6 + (0), b7 + (0), b8 + (0), b9 + (0), 1, "kernel3_convolution_1", args->error, args->error_capacity);
+  const int convolved = kiln_convolution(&cache, shape, b7 + (0), b8 + (0), b9 + (0), b10 + (0), 1, "kernel4_convolution_1", args->error, args->error_capacity);
   omp_set_num_threads(omp_threads);
   if (convolved != 0) return 1;
   return 0;
 }
 
-// kernel4_adaptive_avg_pool_sum: adaptive_avg_pool, relu_1
-KILN_KERNEL int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel5_adaptive_avg_pool_sum: adaptive_avg_pool, relu_1
+KILN_KERNEL int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b9 = (float*)bufs[9];  // convolution_1
-  float* __restrict b12 = (float*)bufs[12];  // adaptive_avg_pool
+  float* __restrict b10 = (float*)bufs[10];  // convolution_1
+  float* __restrict b13 = (float*)bufs[13];  // adaptive_avg_pool
   // column reduction: 64 points of x1 at once
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t cb = 0; cb < 16; cb += 64) {
@@ -450,55 +532,55 @@ KILN_KERNEL int32_t kernel4_adaptive_avg_pool_sum(void* const* bufs, const int64
         #pragma omp simd
         for (int64_t j = 0; j < cn; ++j) {
           const int64_t x1 = cb + j;
-          const float e0 = kop_relu(b9[16*r0 + 1024*x0 + x1]);
+          const float e0 = kop_relu(b10[16*r0 + 1024*x0 + x1]);
           acc0[j] = kop_add(acc0[j], e0);
         }
       }
       #pragma omp simd
       for (int64_t j = 0; j < cn; ++j) {
         const int64_t x1 = cb + j;
-        const float v11 = acc0[j];
-        const float t1 = kop_div(float(v11), float(float(64)));
-        b12[16*x0 + x1] = t1;
+        const float v12 = acc0[j];
+        const float t1 = kop_div(float(v12), float(float(64)));
+        b13[16*x0 + x1] = t1;
       }
     }
   }
   return 0;
 }
 
-// kernel5_logits_matmul: flatten, logits_matmul, logits
-KILN_KERNEL int32_t kernel5_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
+// kernel6_logits_matmul: flatten, logits_matmul, logits
+KILN_KERNEL int32_t kernel6_logits_matmul(void* const* bufs, const int64_t* sym, const KilnRunArgs* args) {
   (void)args;
   (void)sym;
-  float* __restrict b12 = (float*)bufs[12];  // adaptive_avg_pool
-  float* __restrict b13 = (float*)bufs[13];  // _folded_logits_weight_t
-  float* __restrict b14 = (float*)bufs[14];  // logits_matmul
-  float* __restrict b15 = (float*)bufs[15];  // fc_bias
-  float* __restrict b16 = (float*)bufs[16];  // logits
+  float* __restrict b13 = (float*)bufs[13];  // adaptive_avg_pool
+  float* __restrict b14 = (float*)bufs[14];  // _folded_logits_weight_t
+  float* __restrict b15 = (float*)bufs[15];  // logits_matmul
+  float* __restrict b16 = (float*)bufs[16];  // fc_bias
+  float* __restrict b17 = (float*)bufs[17];  // logits
   const int64_t M = 2, N = 10, K = 16;
   int ta = 0, lda = 0, tb = 0, ldb = 0;
   if (!kiln_blas_layout(16, 1, M, K, &ta, &lda) || !kiln_blas_layout(10, 1, K, N, &tb, &ldb)) {
-    const char* parts[] = {"kernel5_logits_matmul: an operand has no BLAS layout"};
+    const char* parts[] = {"kernel6_logits_matmul: an operand has no BLAS layout"};
     kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
     return 1;
   }
   const int64_t batch = 1;
   if (M == 0 || N == 0 || batch == 0) return 0;
-  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b14[0 + i] = 0; }
+  if (K == 0) { for (int64_t i = 0; i < batch * M * N; ++i) b15[0 + i] = 0; }
   auto gemm_entry = [&](int64_t bi) {
     int64_t rest = bi;
     (void)rest;
-    const float* pa = b12 + (0);
-    const float* pb = b13 + (0);
-    float* pc = b14 + (0);
+    const float* pa = b13 + (0);
+    const float* pb = b14 + (0);
+    float* pc = b15 + (0);
     for (int64_t m0 = 0; m0 < M; m0 += 1024) {
       const int64_t mb = M - m0 < 1024 ? M - m0 : 1024;
       kiln_gemm_block(ta, tb, mb, 0, N, K, pa + m0 * (16), lda, pb, ldb, pc + m0 * N, N);
       for (int64_t x0 = m0; x0 < m0 + mb; ++x0) {
         #pragma omp simd
         for (int64_t x1 = 0; x1 < N; ++x1) {
-          const float t0 = kop_add(float(b14[10*x0 + x1]), float(b15[x1]));
-          b16[10*x0 + x1] = t0;
+          const float t0 = kop_add(float(b15[10*x0 + x1]), float(b16[x1]));
+          b17[10*x0 + x1] = t0;
         }
       }
     }
@@ -591,40 +673,41 @@ extern "C" void kiln_output_sizes(const int64_t* sym, int64_t* sizes) {
 }
 extern "C" int64_t kiln_workspace_bytes(const int64_t* sym) {
   (void)sym;
-  return 22528;
+  return 26688;
 }
 
 extern "C" int32_t kiln_run(const KilnRunArgs* args) {
   const int64_t* sym = args->symbols;
   (void)sym;
-  void* bufs[17] = {};
+  void* bufs[18] = {};
   bufs[0] = args->inputs[0].data;
   bufs[2] = args->parameters[0];
   bufs[3] = args->parameters[1];
-  bufs[7] = args->parameters[2];
-  bufs[8] = args->parameters[3];
-  bufs[13] = args->parameters[4];
-  bufs[15] = args->parameters[5];
-  bufs[16] = args->outputs[0];
-  bufs[1] = (char*)args->workspace + (16384);  // batch_norm_convolution_input
+  bufs[8] = args->parameters[2];
+  bufs[9] = args->parameters[3];
+  bufs[14] = args->parameters[4];
+  bufs[16] = args->parameters[5];
+  bufs[17] = args->outputs[0];
+  bufs[1] = (char*)args->workspace + (18432);  // batch_norm_convolution_framed
   bufs[4] = (char*)args->workspace + (0);  // batch_norm_convolution
-  bufs[6] = (char*)args->workspace + (16384);  // relu_2
-  bufs[9] = (char*)args->workspace + (0);  // convolution_1
-  bufs[12] = (char*)args->workspace + (8192);  // adaptive_avg_pool
-  bufs[14] = (char*)args->workspace + (0);  // logits_matmul
+  bufs[5] = (char*)args->workspace + (18432);  // max_pool_1
+  bufs[7] = (char*)args->workspace + (8192);  // convolution_1_input
+  bufs[10] = (char*)args->workspace + (0);  // convolution_1
+  bufs[13] = (char*)args->workspace + (8192);  // adaptive_avg_pool
+  bufs[15] = (char*)args->workspace + (0);  // logits_matmul
   if (args->num_threads > 0) omp_set_num_threads(args->num_threads);
   __atomic_store_n(&kiln_fault_zero_division, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);
    {
-    const int32_t rc = kernel0_batch_norm_convolution_input(bufs, sym, args);
+    const int32_t rc = kernel0_batch_norm_convolution_framed(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel0_batch_norm_convolution_input (batch_norm_convolution)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel0_batch_norm_convolution_framed (batch_norm_convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel0_batch_norm_convolution_input (batch_norm_convolution)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel0_batch_norm_convolution_framed (batch_norm_convolution)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
@@ -647,54 +730,68 @@ extern "C" int32_t kiln_run(const KilnRunArgs* args) {
     const int32_t rc = kernel2_max_pool_1(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool_1 (max_pool_1, relu_2)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel2_max_pool_1 (max_pool_1)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool_1 (max_pool_1, relu_2)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel2_max_pool_1 (max_pool_1)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
   }
    {
-    const int32_t rc = kernel3_convolution_1(bufs, sym, args);
+    const int32_t rc = kernel3_convolution_1_input(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel3_convolution_1 (convolution_1)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel3_convolution_1_input (convolution_1, relu_2)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel3_convolution_1 (convolution_1)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel3_convolution_1_input (convolution_1, relu_2)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
   }
    {
-    const int32_t rc = kernel4_adaptive_avg_pool_sum(bufs, sym, args);
+    const int32_t rc = kernel4_convolution_1(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel4_adaptive_avg_pool_sum (adaptive_avg_pool, relu_1)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel4_convolution_1 (convolution_1)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel4_adaptive_avg_pool_sum (adaptive_avg_pool, relu_1)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel4_convolution_1 (convolution_1)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
   }
    {
-    const int32_t rc = kernel5_logits_matmul(bufs, sym, args);
+    const int32_t rc = kernel5_adaptive_avg_pool_sum(bufs, sym, args);
     if (rc != 0) return rc;
     if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel5_logits_matmul (flatten, logits_matmul, logits)"};
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel5_adaptive_avg_pool_sum (adaptive_avg_pool, relu_1)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
     if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
-      const char* parts[] = {"IndexError: an index is out of range in kernel5_logits_matmul (flatten, logits_matmul, logits)"};
+      const char* parts[] = {"IndexError: an index is out of range in kernel5_adaptive_avg_pool_sum (adaptive_avg_pool, relu_1)"};
+      kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
+      return 1;
+    }
+  }
+   {
+    const int32_t rc = kernel6_logits_matmul(bufs, sym, args);
+    if (rc != 0) return rc;
+    if (__atomic_load_n(&kiln_fault_zero_division, __ATOMIC_RELAXED)) {
+      const char* parts[] = {"ZeroDivisionError: integer division by zero in kernel6_logits_matmul (flatten, logits_matmul, logits)"};
+      kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
+      return 1;
+    }
+    if (__atomic_load_n(&kiln_fault_index, __ATOMIC_RELAXED)) {
+      const char* parts[] = {"IndexError: an index is out of range in kernel6_logits_matmul (flatten, logits_matmul, logits)"};
       kiln_message(args->error, args->error_capacity, parts, nullptr, 1);
       return 1;
     }
