@@ -80,6 +80,13 @@ std::vector<SymInt> broadcast_index(const SymShape& shape, const SymShape& out_s
 
 bool provably_le(const SymInt& a, const SymInt& b) { return max(a, b) == b; }
 
+Expr index_within(const SymInt& position, const SymInt& size) {
+  Expr below_end = binary(LoopOp::lt, index_value(position, DType::i64), index_value(size, DType::i64));
+  if (provably_le(SymInt(0), position)) return below_end;
+  return binary(LoopOp::logical_and, binary(LoopOp::ge, index_value(position, DType::i64), constant(0, DType::i64)),
+                below_end);
+}
+
 namespace {
 
 bool is_reserved_symbol(const std::string& name) {

@@ -68,6 +68,9 @@ std::vector<SymInt> vars_of(const SymShape& shape);
 std::vector<SymInt> broadcast_index(const SymShape& shape, const SymShape& out_shape);
 // Whether `a` <= `b` is provable from SymInt's canonical simplification.
 bool provably_le(const SymInt& a, const SymInt& b);
+// 0 <= position < size as a bool expression (the lower test left out where it is provable): the
+// mask of a read that padding may take outside its input.
+Expr index_within(const SymInt& position, const SymInt& size);
 
 // Makes the last two dims of `view` a BLAS-usable matrix layout: a unit stride in one dim and
 // a leading stride at least the other dim's size (an emitter clamps a zero leading stride of

@@ -114,10 +114,7 @@ void lower_im2col_convolution(Lowerer& lowerer, const ir::Node& node, const ir::
       SymInt position = loop_var(3 + spatial + s) * stride[s] - padding[s] + loop_var(3 + s) * dilation[s];
       index.push_back(position);
       if (padding[s] == 0) continue;
-      const SymInt& size = input.shape[2 + s];
-      Expr inside =
-          binary(LoopOp::logical_and, binary(LoopOp::ge, index_value(position, DType::i64), constant(0, DType::i64)),
-                 binary(LoopOp::lt, index_value(position, DType::i64), index_value(size, DType::i64)));
+      Expr inside = index_within(position, input.shape[2 + s]);
       mask = mask ? binary(LoopOp::logical_and, mask, inside) : inside;
     }
     Expr body = mask ? lowerer.load_masked(input, index, mask, 0) : lowerer.load(input, index);
@@ -198,10 +195,7 @@ bool lowered_as_direct(Lowerer& lowerer, const ir::Node& node, const ir::OpCall&
   for (size_t s = 0; s < 2; ++s) {
     SymInt position = loop_var(2 + s) - SymInt(g.padding[s]);
     index.push_back(position);
-    Expr inside = binary(LoopOp::lt, index_value(position, DType::i64), index_value(input.shape[2 + s], DType::i64));
-    if (g.padding[s] != 0)
-      inside = binary(LoopOp::logical_and, binary(LoopOp::ge, index_value(position, DType::i64), constant(0, DType::i64)),
-                      inside);
+    Expr inside = index_within(position, input.shape[2 + s]);
     mask = mask ? binary(LoopOp::logical_and, mask, inside) : inside;
   }
   int framed_buffer = lowerer.emit_pointwise(node.name() + "_framed", input.dtype, framed,

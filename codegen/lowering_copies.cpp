@@ -93,10 +93,7 @@ void lower_pad(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
     if (left == SymInt(0) && right == SymInt(0)) continue;
     SymInt position = loop_var(d) - left;
     if (mode == "constant") {
-      Expr inside = index_less(position, size);
-      if (!provably_le(SymInt(0), position))
-        inside = both(binary(LoopOp::ge, index_value(position, DType::i64), constant(0, DType::i64)), inside);
-      mask = both(mask, inside);
+      mask = both(mask, index_within(position, size));
       index[d] = position;
     } else if (mode == "reflect") {
       index[d] = size - 1 - absolute(size - 1 - absolute(position));
