@@ -25,15 +25,15 @@
 //
 // A direct convolution (f32 and f64; stride 1, at most kDirectMaxOutChannels output channels of
 // at most kDirectMaxTaps taps each, a kernel of 2x2 or more: LeNet's first layer, 1 -> 6 channels
-// 5x5): a library kernel
-// vectorizes over the output channels, and 6 of them leave 10 of 16 lanes empty (oneDNN ran
-// LeNet's at 16% of a core's peak). It is Kiln's own loop instead, vectorized along the image's
-// width: a Pointwise copy frames the input (its padding written out and one more row of zeros)
-// as [N, C, (H + 2p + 1) * (W + 2p)], and a Pointwise node computes every output channel over
-// [N, O, OH * (W + 2p)], each point the sum of its taps, loads at constant offsets from its
-// flat position: one contiguous loop per image and channel, the columns past OW (which wrap into
-// the next row) computed and never read. The node's value is that buffer read with rows of
-// W + 2p (NCHW), which the pools and pointwise nodes after it read in place.
+// 5x5): a library kernel vectorizes over the output channels, and 6 of them leave 10 of 16 lanes
+// empty (oneDNN ran LeNet's at 16% of a core's peak). It is Kiln's own loop instead, vectorized
+// along the image's width: a Pointwise copy frames the input (its padding written out and one
+// more row of zeros) as [N, C, (H + 2p + 1) * (W + 2p)], and a Pointwise node computes every
+// output channel over [N, O, OH * (W + 2p)], each point the sum of its taps, loads at constant
+// offsets from its flat position: one contiguous loop per image and channel, the columns past OW
+// (which wrap into the next row) computed and never read. The node's value is that buffer read
+// with rows of W + 2p (NCHW), which the pools and pointwise nodes after it read in place; the
+// scheduler keeps it stored (a stencil, codegen/schedule_inlining.cpp).
 //
 // Transposed convolutions and other dtypes go to the Fallback.
 #include <algorithm>
