@@ -357,9 +357,12 @@ Expr CppSourcePrinter::hoist_invariant_loads(const Expr& e, const SymInt& var, c
 // comparison and masked load at every element (DenseNet-121's batch norm and relu over the
 // concatenated features of a dense block: a chain of 7 wheres per element). The innermost loop
 // is split at those bounds instead, each piece's loop with the comparisons decided
-// (with_index_range): a plain copy of one input each.
+// (with_index_range): a plain copy of one input each. Each piece repeats the kernel's steps, so the
+// pieces are bounded, generously: a dense block concatenates one piece per layer (DenseNet-121's
+// third block 24 and one, DenseNet-201's 48 and one), and past 16 pieces its last layers' batch
+// norms ran scalar, 1.5 ns per element (0.3 ms a layer at 14 x 14 x 992).
 bool CppSourcePrinter::emit_piecewise_inner_loops(const Kernel& kernel, const SymInt& work) {
-  constexpr size_t kMaxPieces = 16;
+  constexpr size_t kMaxPieces = 256;
   const size_t rank = kernel.outer.size();
   const SymInt var = loop_var(rank - 1);
   std::optional<int64_t> extent = kernel.outer[rank - 1].maybe_constant();

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <regex>
 
 #include "compiler/compile_driver.h"
@@ -159,6 +160,35 @@ TEST(CpuLoopHints, ACatOrPadAlongTheInnermostDimIsOneLoopPerPiece) {
   expect_interpreters_numbers(graph, {{"a", random_tensor({6, 5}, DType::f32, 6)},
                                       {"b", random_tensor({6, 3}, DType::f32, 7)},
                                       {"c", random_tensor({6, 9}, DType::f32, 8)}});
+}
+
+// A dense block concatenates one piece per layer: DenseNet-121's third block 25 of them, DenseNet-201's
+// last 33, its third 49. Each piece is still its own plain loop.
+TEST(CpuLoopHints, ADenseBlocksManyPiecesAreOneLoopEach) {
+  constexpr int kPieces = 40;
+  std::string text = "graph():\n", names;
+  std::map<std::string, Tensor> inputs;
+  for (int i = 0; i < kPieces; ++i) {
+    const int width = i == 0 ? 16 : 4;
+    text += "    %p" + std::to_string(i) + " : f32[3, " + std::to_string(width) + "] = placeholder[target=p" +
+            std::to_string(i) + "]\n";
+    names += (i ? ", %p" : "%p") + std::to_string(i);
+    inputs["p" + std::to_string(i)] = random_tensor({3, width}, DType::f32, uint64_t(20 + i));
+  }
+  const int total = 16 + 4 * (kPieces - 1);
+  text += "    %cat : f32[3, " + std::to_string(total) + "] = call_function[target=cat](args = ([" + names +
+          "], 1), kwargs = {})\n";
+  text += "    %out : f32[3, " + std::to_string(total) + "] = call_function[target=relu](args = (%cat,), kwargs = {})\n";
+  text += "    return (out,)\n";
+  ir::Graph graph = ir::parse_graph(text, "dense_block.kiln");
+  std::string code = dump_codegen_stage(graph, "cpp");
+  EXPECT_NE(code.find("for (int64_t x1 = 0; x1 < 16;"), std::string::npos);
+  for (int i = 1; i < kPieces; ++i) {
+    const std::string loop = "x1 = " + std::to_string(16 + 4 * (i - 1)) + "; x1 < " + std::to_string(16 + 4 * i) + ";";
+    EXPECT_NE(code.find("for (int64_t " + loop), std::string::npos) << loop;
+  }
+  EXPECT_EQ(code.find("kop_lt(int64_t(int64_t(x1"), std::string::npos);
+  expect_interpreters_numbers(graph, inputs);
 }
 
 }  // namespace
