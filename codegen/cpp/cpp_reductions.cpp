@@ -395,18 +395,56 @@ void CppSourcePrinter::combine_reduction_lanes(const KernelStep& step, const Red
       break;
     }
     case ReductionKind::Welford: {
-      std::string rm = "rm" + r.n, rq = "rq" + r.n, rc = "rc" + r.n;
+      std::string rm = "rm" + r.n, rq = "rq" + r.n, rc = "rc" + r.n, wn = "wn" + r.n;
       w_.line(t + " " + rm + " = 0, " + rq + " = 0, " + rc + " = 0;");
-      w_.open("for (int l = 0; l <= " + L + "; ++l)");
-      w_.line("if (" + r.cnt + "[l] == 0) continue;");
-      // The first lane is taken as it is: folding it into the empty state would multiply an
-      // overflowed delta * delta by a zero count (NaN, where the statistics are inf).
-      w_.line("if (" + rc + " == 0) { " + rm + " = " + r.mean + "[l]; " + rq + " = " + r.m2 + "[l]; " + rc + " = " + r.cnt +
-              "[l]; continue; }");
-      w_.line("const " + t + " total = " + rc + " + " + r.cnt + "[l];");
-      w_.line("const " + t + " delta = " + r.mean + "[l] - " + rm + ";");
-      w_.line(rm + " += delta * " + r.cnt + "[l] / total;");
-      w_.line(rq + " += " + r.m2 + "[l] + delta * delta * " + rc + " * " + r.cnt + "[l] / total;");
+      // Lanes 0..L-1 hold wn values each (the main loop), so they combine without a division: their
+      // mean is the mean of theirs (each scaled first, so that no sum of huge means overflows), their
+      // M2 the lanes' own plus wn times the spread of their means about it. Lane by lane, Chan's
+      // update took a division and waited on the lane before: 16 in a row per row, most of a
+      // layer norm's time over rows of 96 to 768 (ConvNeXt's, a ViT's). PyTorch's Welford mean, as
+      // Chan's update lane by lane did, turns an infinite mean into NaN when any value (a lane)
+      // follows it: only the last lane's may stay infinite (`followed`).
+      w_.open("if (" + wn + " > 0)");
+      // (Each sum over the lanes as a tree of pairs, which the compilers unroll: a plain loop waited
+      // on each addition in turn. An `omp simd` reduction did the same, but under -fopenmp it made
+      // GCC misjudge the tail loop's trip count, -Waggressive-loop-optimizations, in a kernel header.)
+      auto tree_sum = [&](const std::string& lanes) {
+        w_.line("for (int w = " + L + " / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) " + lanes + "[l] += " + lanes +
+                "[l + w];");
+      };
+      w_.line(t + " means[" + L + "], spreads[" + L + "], withins[" + L + "];");
+      w_.line("int followed = 0;");
+      w_.open("for (int l = 0; l < " + L + "; ++l)");
+      w_.line("means[l] = " + r.mean + "[l] * (" + t + "(1) / " + t + "(" + L + "));");
+      w_.line("followed |= int(l + 1 < " + L + " && !(" + r.mean + "[l] - " + r.mean + "[l] == 0));");
+      w_.close();
+      tree_sum("means");
+      w_.line("const " + t + " lane_mean = means[0];");
+      w_.open("for (int l = 0; l < " + L + "; ++l)");
+      w_.line("const " + t + " away = " + r.mean + "[l] - lane_mean;");
+      w_.line("spreads[l] = away * away;");
+      w_.line("withins[l] = " + r.m2 + "[l];");
+      w_.close();
+      tree_sum("spreads");
+      tree_sum("withins");
+      w_.line(rm + " = followed ? " + t + "(__builtin_nan(\"\")) : lane_mean;");
+      w_.line(rq + " = withins[0] + " + wn + " * spreads[0];");
+      w_.line(rc + " = " + wn + " * " + t + "(" + L + ");");
+      w_.close();
+      // Then the tail's lane, by Chan's update. Alone, it is taken as it is: folding it into the
+      // empty state would multiply an overflowed delta * delta by a zero count (NaN, where the
+      // statistics are inf).
+      const std::string tm = r.mean + "[" + L + "]", tq = r.m2 + "[" + L + "]", tc = r.cnt + "[" + L + "]";
+      w_.open("if (" + tc + " != 0 && " + rc + " == 0)");
+      w_.line(rm + " = " + tm + ";");
+      w_.line(rq + " = " + tq + ";");
+      w_.line(rc + " = " + tc + ";");
+      w_.close();
+      w_.open("else if (" + tc + " != 0)");
+      w_.line("const " + t + " total = " + rc + " + " + tc + ";");
+      w_.line("const " + t + " delta = " + tm + " - " + rm + ";");
+      w_.line(rm + " += delta * " + tc + " / total;");
+      w_.line(rq + " += " + tq + " + delta * delta * " + rc + " * " + tc + " / total;");
       w_.line(rc + " = total;");
       w_.close();
       // The mean of no values is NaN, as PyTorch's (var then divides 0 by 0: NaN too).

@@ -191,5 +191,28 @@ TEST(CpuLoopHints, ADenseBlocksManyPiecesAreOneLoopEach) {
   expect_interpreters_numbers(graph, inputs);
 }
 
+// A layer norm's Welford lanes hold equal counts: they combine as sums over the lanes (trees of
+// pairs), with no division lane by lane; only the tail's lane takes Chan's update. Rows of 96
+// (no tail) and 200 (a tail of 8), values offset from 0 so that the lanes' means matter.
+TEST(CpuLoopHints, ALayerNormsLanesCombineWithoutADivisionEach) {
+  for (int row : {96, 200}) {
+    const std::string n = std::to_string(row);
+    ir::Graph graph = ir::parse_graph(
+        "graph():\n"
+        "    %x : f32[37, " + n + "] = placeholder[target=x]\n"
+        "    %w : f32[" + n + "] = placeholder[target=w]\n"
+        "    %b : f32[" + n + "] = placeholder[target=b]\n"
+        "    %ln = call_function[target=layer_norm](args = (%x, [" + n + "], %w, %b, 1e-05), kwargs = {})\n"
+        "    return (ln,)\n",
+        "layer_norm.kiln");
+    std::string code = dump_codegen_stage(graph, "cpp");
+    EXPECT_NE(code.find("means[l] += means[l + w];"), std::string::npos) << row;
+    EXPECT_EQ(code.find("if (cnt0[l] == 0) continue;"), std::string::npos) << row;  // Chan's update lane by lane
+    expect_interpreters_numbers(graph, {{"x", random_tensor({37, row}, DType::f32, 40, 1.0, 5.0)},
+                                        {"w", random_tensor({row}, DType::f32, 41)},
+                                        {"b", random_tensor({row}, DType::f32, 42)}});
+  }
+}
+
 }  // namespace
 }  // namespace kiln::compiler

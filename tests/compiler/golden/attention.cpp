@@ -358,13 +358,36 @@ KILN_KERNEL int32_t kernel0_layer_norm_var_mean(void* const* bufs, const int64_t
       }
     }
     float rm0 = 0, rq0 = 0, rc0 = 0;
-    for (int l = 0; l <= 16; ++l) {
-      if (cnt0[l] == 0) continue;
-      if (rc0 == 0) { rm0 = mean0[l]; rq0 = m20[l]; rc0 = cnt0[l]; continue; }
-      const float total = rc0 + cnt0[l];
-      const float delta = mean0[l] - rm0;
-      rm0 += delta * cnt0[l] / total;
-      rq0 += m20[l] + delta * delta * rc0 * cnt0[l] / total;
+    if (wn0 > 0) {
+      float means[16], spreads[16], withins[16];
+      int followed = 0;
+      for (int l = 0; l < 16; ++l) {
+        means[l] = mean0[l] * (float(1) / float(16));
+        followed |= int(l + 1 < 16 && !(mean0[l] - mean0[l] == 0));
+      }
+      for (int w = 16 / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) means[l] += means[l + w];
+      const float lane_mean = means[0];
+      for (int l = 0; l < 16; ++l) {
+        const float away = mean0[l] - lane_mean;
+        spreads[l] = away * away;
+        withins[l] = m20[l];
+      }
+      for (int w = 16 / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) spreads[l] += spreads[l + w];
+      for (int w = 16 / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) withins[l] += withins[l + w];
+      rm0 = followed ? float(__builtin_nan("")) : lane_mean;
+      rq0 = withins[0] + wn0 * spreads[0];
+      rc0 = wn0 * float(16);
+    }
+    if (cnt0[16] != 0 && rc0 == 0) {
+      rm0 = mean0[16];
+      rq0 = m20[16];
+      rc0 = cnt0[16];
+    }
+    else if (cnt0[16] != 0) {
+      const float total = rc0 + cnt0[16];
+      const float delta = mean0[16] - rm0;
+      rm0 += delta * cnt0[16] / total;
+      rq0 += m20[16] + delta * delta * rc0 * cnt0[16] / total;
       rc0 = total;
     }
     if (rc0 == 0) rm0 = __builtin_nan("");
@@ -716,13 +739,36 @@ KILN_KERNEL int32_t kernel7_layer_norm_1_var_mean(void* const* bufs, const int64
       }
     }
     float rm0 = 0, rq0 = 0, rc0 = 0;
-    for (int l = 0; l <= 16; ++l) {
-      if (cnt0[l] == 0) continue;
-      if (rc0 == 0) { rm0 = mean0[l]; rq0 = m20[l]; rc0 = cnt0[l]; continue; }
-      const float total = rc0 + cnt0[l];
-      const float delta = mean0[l] - rm0;
-      rm0 += delta * cnt0[l] / total;
-      rq0 += m20[l] + delta * delta * rc0 * cnt0[l] / total;
+    if (wn0 > 0) {
+      float means[16], spreads[16], withins[16];
+      int followed = 0;
+      for (int l = 0; l < 16; ++l) {
+        means[l] = mean0[l] * (float(1) / float(16));
+        followed |= int(l + 1 < 16 && !(mean0[l] - mean0[l] == 0));
+      }
+      for (int w = 16 / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) means[l] += means[l + w];
+      const float lane_mean = means[0];
+      for (int l = 0; l < 16; ++l) {
+        const float away = mean0[l] - lane_mean;
+        spreads[l] = away * away;
+        withins[l] = m20[l];
+      }
+      for (int w = 16 / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) spreads[l] += spreads[l + w];
+      for (int w = 16 / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) withins[l] += withins[l + w];
+      rm0 = followed ? float(__builtin_nan("")) : lane_mean;
+      rq0 = withins[0] + wn0 * spreads[0];
+      rc0 = wn0 * float(16);
+    }
+    if (cnt0[16] != 0 && rc0 == 0) {
+      rm0 = mean0[16];
+      rq0 = m20[16];
+      rc0 = cnt0[16];
+    }
+    else if (cnt0[16] != 0) {
+      const float total = rc0 + cnt0[16];
+      const float delta = mean0[16] - rm0;
+      rm0 += delta * cnt0[16] / total;
+      rq0 += m20[16] + delta * delta * rc0 * cnt0[16] / total;
       rc0 = total;
     }
     if (rc0 == 0) rm0 = __builtin_nan("");
