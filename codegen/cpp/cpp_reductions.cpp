@@ -190,9 +190,45 @@ void CppSourcePrinter::emit_reduction_row(const Kernel& kernel, const KernelStep
     emit_reduction_chunk(step, r, flat, rv);
     w_.close();
   }
+  emit_overlapped_tail_chunk(kernel, step, r, rv);
   w_.open("for (; " + rl + " < " + rn + "; ++" + rl + ")");
   w_.line("const int64_t " + rv + " = " + rl + ";");
   emit_reduction_combine(step, r, "0", flat);
+  w_.close();
+}
+
+// The rest of a row past its last whole chunk (ViT's softmax rows of 197: 5 elements) as one more
+// chunk, the row's last L elements, each lane taking only an element the chunks before did not:
+// element by element the rest cost a scalar exp each, a third of that softmax's time. Every element
+// the chunk reads is in the row; an element it takes again is computed and dropped (its lane keeps
+// its accumulator, a stash keeps its value). Sums, products, maxima and minima, whose lanes take
+// any elements; a row shorter than a chunk keeps the loop below.
+void CppSourcePrinter::emit_overlapped_tail_chunk(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                                                  const std::string& rv) {
+  if (r.lanes != kLanes || r.welford || r.arg) return;
+  // A row of a known length has a rest only when it is no multiple of the chunk.
+  if (std::optional<int64_t> length = kernel.inner.back().maybe_constant(); length && (*length % kLanes == 0 || *length < kLanes))
+    return;
+  const std::string& n = r.n;
+  const std::string rl = "rl" + n, rn = "rn" + n, fresh = "fresh" + n, v = "e" + n;
+  w_.open("if (" + rl + " < " + rn + " && " + rn + " >= " + r.L + ")");
+  w_.line("#pragma omp simd");
+  w_.open("for (int l = 0; l < " + r.L + "; ++l)");
+  w_.line("const int64_t " + rv + " = " + rn + " - " + r.L + " + l;");
+  w_.line("const bool " + fresh + " = " + rv + " >= " + rl + ";");
+  w_.line("const " + r.t + " " + v + " = " + expr(step.body) + ";");
+  const std::string a = r.acc + "[l]";
+  const char* op = r.kind == ReductionKind::Sum    ? "kop_add"
+                   : r.kind == ReductionKind::Prod ? "kop_mul"
+                   : r.kind == ReductionKind::Max  ? "kred_max"
+                                                   : "kred_min";
+  w_.line(a + " = " + fresh + " ? " + op + "(" + a + ", " + v + ") : " + a + ";");
+  if (step.stash_buffer >= 0) {
+    const std::string stash = buf(step.stash_buffer) + "[" + index_text(step.stash_index) + "]";
+    w_.line(stash + " = " + fresh + " ? " + v + " : " + stash + ";");
+  }
+  w_.close();
+  w_.line(rl + " = " + rn + ";");
   w_.close();
 }
 

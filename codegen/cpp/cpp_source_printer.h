@@ -139,6 +139,8 @@ class CppSourcePrinter : public CPrinter {
   void emit_next_row_prefetches(const Kernel& kernel, const std::string& chunk_start, int lanes);
   // Combines the lanes into the step's results and stores them.
   void combine_reduction_lanes(const KernelStep& step, const ReduceStepText& r);
+  void emit_overlapped_tail_chunk(const Kernel& kernel, const KernelStep& step, const ReduceStepText& r,
+                                  const std::string& rv);
   DType accumulation_dtype(const Kernel& kernel, const KernelStep& step);
   std::string split_reduction_operator(const Kernel& kernel, const KernelStep& step);
   // The value a reduction's lanes start from (its identity), as text.

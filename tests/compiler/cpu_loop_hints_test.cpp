@@ -214,5 +214,37 @@ TEST(CpuLoopHints, ALayerNormsLanesCombineWithoutADivisionEach) {
   }
 }
 
+// The rest of a row past its last whole chunk is one more chunk over the row's last 16 elements,
+// each lane taking only what the chunks before did not: a softmax over ViT's rows of 197 (its exp
+// stashed), a max, a sum of a row of 20 (rests of 5 and 4), and a row of symbolic length, short
+// (3, under a chunk) and long (35).
+TEST(CpuLoopHints, ARowsRestIsOneMoreChunkOverItsLastSixteen) {
+  ir::Graph softmax = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[12, 197] = placeholder[target=x]\n"
+      "    %out : f32[12, 197] = call_function[target=softmax](args = (%x, -1), kwargs = {})\n"
+      "    return (out,)\n",
+      "softmax197.kiln");
+  std::string code = dump_codegen_stage(softmax, "cpp");
+  EXPECT_NE(code.find("const bool fresh1 = r0 >= rl1;"), std::string::npos) << code;
+  expect_interpreters_numbers(softmax, {{"x", random_tensor({12, 197}, DType::f32, 50, -30, 30)}});
+  ir::Graph max_sum = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[7, 20] = placeholder[target=x]\n"
+      "    %m : f32[7] = call_function[target=amax](args = (%x, [1]), kwargs = {})\n"
+      "    %s : f32[7] = call_function[target=sum](args = (%x, [1]), kwargs = {})\n"
+      "    return (m, s)\n",
+      "max_sum20.kiln");
+  expect_interpreters_numbers(max_sum, {{"x", random_tensor({7, 20}, DType::f32, 51)}});
+  ir::Graph symbolic = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[5, s0] = placeholder[target=x]\n"
+      "    %s : f32[5] = call_function[target=sum](args = (%x, [1]), kwargs = {})\n"
+      "    return (s,)\n",
+      "sum_symbolic.kiln");
+  EXPECT_NE(dump_codegen_stage(symbolic, "cpp").find("fresh0"), std::string::npos);
+  for (int64_t length : {3, 35}) expect_interpreters_numbers(symbolic, {{"x", random_tensor({5, length}, DType::f32, 52)}});
+}
+
 }  // namespace
 }  // namespace kiln::compiler
