@@ -9,7 +9,8 @@ writes, per model:
   OUT/<model>/meta.json         the model's family, parameter count, export times, or why
                                 torch.export refused it
 
-The models: torchvision's classifiers (random weights from a fixed seed, eval mode, 224x224
+The models: torchvision's classifiers (random weights from a fixed seed, batch norms given the
+statistics of their own activations and zero weights drawn small (trained_like), eval mode, 224x224
 images; 299x299 for inception_v3), an nn.TransformerEncoder and a small causal GPT built from
 torch.nn (dynamic sequence length too). A model's folder is written to OUT/<model>.partial and
 renamed when complete, so an interrupted run resumes; models already present are skipped.
@@ -105,7 +106,30 @@ def build(name, torch):
     if name in ("googlenet", "inception_v3"):
         kwargs["aux_logits"] = False
         kwargs["init_weights"] = True
-    return torchvision.models.get_model(name, **kwargs), "classifier"
+    return trained_like(torchvision.models.get_model(name, **kwargs), name, torch), "classifier"
+
+
+def trained_like(model, name, torch):
+    """A fresh classifier made to compute something that depends on its input, as a trained one does:
+    weights it leaves at zero (ViT's head) drawn small, and its batch norms given the running
+    statistics of their own inputs over random images (a plain average: momentum None). Fresh,
+    GoogLeNet's activations faded through its layers to its classifier's bias and ViT's output was
+    zero whatever the image, so their tests compared nothing of the network."""
+    generator = torch.Generator().manual_seed(11)
+    size = 299 if name == "inception_v3" else 224
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() >= 2 and not parameter.any():
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.02)
+        norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        for norm in norms:
+            norm.reset_running_stats()
+            norm.momentum = None
+        if norms:
+            model.train()
+            for _ in range(2):
+                model(torch.randn((4, 3, size, size), generator=generator))
+    return model.eval()
 
 
 def example(name, family, batch, torch):
