@@ -80,7 +80,9 @@ import torch  # noqa: E402
 import torchvision  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
 import compare_torch  # noqa: E402
+import make_pt2_models  # noqa: E402
 from onnx_engines import export, ort_session  # noqa: E402
 from compare_torch import OtherLoad, summarize, wait_for_quiet  # noqa: E402
 
@@ -260,24 +262,9 @@ class Case:
 
 
 def trained_like(module):
-    """A fresh torchvision model made to compute something input-dependent, as a trained one does: weights a
-    fresh model leaves at zero (a classifier head) drawn small, and each batch norm's running statistics those
-    of its own input over random images (a plain average: momentum None), so that no activation fades away
-    through the layers (GoogLeNet's and MNASNet's do, with unit statistics)."""
-    generator = torch.Generator().manual_seed(11)
-    with torch.no_grad():
-        for parameter in module.parameters():
-            if parameter.dim() >= 2 and not parameter.any():
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.02)
-        norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-        for norm in norms:
-            norm.reset_running_stats()
-            norm.momentum = None
-        if norms:
-            module.train()
-            for _ in range(4):
-                module(torch.randn((8, 3, 224, 224), generator=generator))
-    return module.eval()
+    """The fresh model with batch-norm statistics of its own activations (4 batches of 8 random images) and
+    weights it leaves at zero drawn small, as the .pt2 test models are made (scripts/make_pt2_models.py)."""
+    return make_pt2_models.trained_like(module, "", torch, rounds=4, batch=8)
 
 
 def input_sensitivity(module, inputs):

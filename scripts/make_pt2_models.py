@@ -109,12 +109,13 @@ def build(name, torch):
     return trained_like(torchvision.models.get_model(name, **kwargs), name, torch), "classifier"
 
 
-def trained_like(model, name, torch):
+def trained_like(model, name, torch, rounds=2, batch=4):
     """A fresh classifier made to compute something that depends on its input, as a trained one does:
     weights it leaves at zero (ViT's head) drawn small, and its batch norms given the running
     statistics of their own inputs over random images (a plain average: momentum None). Fresh,
     GoogLeNet's activations faded through its layers to its classifier's bias and ViT's output was
-    zero whatever the image, so their tests compared nothing of the network."""
+    zero whatever the image, so their tests compared nothing of the network. The statistics are those of
+    `rounds` batches of `batch` images (bench/compare_suite.py takes more)."""
     generator = torch.Generator().manual_seed(11)
     size = 299 if name == "inception_v3" else 224
     with torch.no_grad():
@@ -127,8 +128,8 @@ def trained_like(model, name, torch):
             norm.momentum = None
         if norms:
             model.train()
-            for _ in range(2):
-                model(torch.randn((4, 3, size, size), generator=generator))
+            for _ in range(rounds):
+                model(torch.randn((batch, 3, size, size), generator=generator))
     return model.eval()
 
 
