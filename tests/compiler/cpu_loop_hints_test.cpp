@@ -214,6 +214,29 @@ TEST(CpuLoopHints, ALayerNormsLanesCombineWithoutADivisionEach) {
   }
 }
 
+// A row's sixteen lanes of a sum, product, max or min combine as a tree of pairs, not lane after
+// lane (fifteen steps in a row, each waiting on the one before: a third of a softmax over rows of
+// 128); a softmax's max and sum, a product and a min, against the interpreter.
+TEST(CpuLoopHints, ARowsLanesCombineAsATreeOfPairs) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[33, 128] = placeholder[target=x]\n"
+      "    %out : f32[33, 128] = call_function[target=softmax](args = (%x, -1), kwargs = {})\n"
+      "    %p : f32[33] = call_function[target=prod](args = (%x, 1), kwargs = {})\n"
+      "    %m : f32[33] = call_function[target=amin](args = (%x, [1]), kwargs = {})\n"
+      "    return (out, p, m)\n",
+      "lanes_tree.kiln");
+  std::string code = dump_codegen_stage(graph, "cpp");
+  for (const char* op : {"kred_max", "kop_add", "kop_mul", "kred_min"}) {
+    EXPECT_THAT(code, testing::ContainsRegex(std::string("for \\(int w = 16 / 2; w > 0; w /= 2\\) for \\(int l = 0; l < w; "
+                                                         "\\+\\+l\\) acc[0-9]+\\[l\\] = ") + op))
+        << op;
+  }
+  EXPECT_THAT(code, Not(HasSubstr("for (int l = 1; l < 16; ++l) res")));
+  // Values near 1, so that a product of 128 stays in range.
+  expect_interpreters_numbers(graph, {{"x", random_tensor({33, 128}, DType::f32, 60, 0.97, 1.03)}});
+}
+
 // The rest of a row past its last whole chunk is one more chunk over the row's last 16 elements,
 // each lane taking only what the chunks before did not: a softmax over ViT's rows of 197 (its exp
 // stashed), a max, a sum of a row of 20 (rests of 5 and 4), and a row of symbolic length, short

@@ -547,7 +547,6 @@ KILN_KERNEL int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, c
         }
       }
       float res0 = acc0[0];
-      for (int l = 1; l < 1; ++l) res0 = kred_max(res0, acc0[l]);
       const float v20 = res0;
       // reduce : softmax_sum
       float acc1[1];
@@ -566,7 +565,6 @@ KILN_KERNEL int32_t kernel3_softmax_max(void* const* bufs, const int64_t* sym, c
         }
       }
       float res1 = acc1[0];
-      for (int l = 1; l < 1; ++l) res1 = kop_add(res1, acc1[l]);
       const float v23 = res1;
       // row: softmax
       const float h1 = kop_reciprocal(v23);

@@ -535,8 +535,8 @@ KILN_KERNEL int32_t kernel5_adaptive_avg_pool_sum(void* const* bufs, const int64
           acc0[0] = kop_add(acc0[0], e0);
         }
       }
+      for (int w = 16 / 2; w > 0; w /= 2) for (int l = 0; l < w; ++l) acc0[l] = kop_add(acc0[l], acc0[l + w]);
       float res0 = acc0[0];
-      for (int l = 1; l < 16; ++l) res0 = kop_add(res0, acc0[l]);
       const float v23 = res0;
       const float t1 = kop_div(float(v23), float(float(64)));
       b24[16*x0 + x1] = t1;

@@ -648,7 +648,6 @@ KILN_KERNEL int32_t kernel10_sum_1(void* const* bufs, const int64_t* sym, const 
       }
     }
     float res0 = acc0[0];
-    for (int l = 1; l < 1; ++l) res0 = kop_add(res0, acc0[l]);
     b17[x0] = res0;
   }
   return 0;

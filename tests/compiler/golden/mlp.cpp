@@ -456,7 +456,6 @@ KILN_KERNEL int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, con
           }
         }
         float res0 = acc0[0];
-        for (int l = 1; l < 1; ++l) res0 = kred_max(res0, acc0[l]);
         const float v10 = res0;
         // reduce : probs_sum
         float acc1[1];
@@ -475,7 +474,6 @@ KILN_KERNEL int32_t kernel2_probs_max(void* const* bufs, const int64_t* sym, con
           }
         }
         float res1 = acc1[0];
-        for (int l = 1; l < 1; ++l) res1 = kop_add(res1, acc1[l]);
         const float v13 = res1;
         // row: probs
         const float h0 = kop_reciprocal(v13);
