@@ -15,6 +15,7 @@
 #include "passes/dead_code_elimination.h"
 #include "passes/decompose.h"
 #include "passes/functionalize.h"
+#include "passes/matmul_scale_motion.h"
 #include "kiln/error.h"
 #include "runtime/log.h"
 
@@ -30,6 +31,7 @@ bool simplify(ir::Graph& graph, const PassOptions& options) {
     changed |= fold_affine_into_convolutions(graph, options.freeze);
     changed |= simplify_algebra(graph);
     changed |= fold_channel_scales_into_convolutions(graph);
+    changed |= move_scales_to_matmul_products(graph);
     changed |= eliminate_common_subexpressions(graph);
     changed |= eliminate_dead_code(graph);
     changed_any |= changed;
@@ -51,11 +53,13 @@ const PassInfo kPasses[] = {
      [](ir::Graph& g, const PassOptions&) { return simplify_algebra(g); }},
     {"channel_scale", "fold a per-channel scale of one sample (squeeze-and-excitation) into the convolution reading it",
      [](ir::Graph& g, const PassOptions&) { return fold_channel_scales_into_convolutions(g); }},
+    {"matmul_scale", "move a number multiplying a matmul's operands (attention's q and k) to its product",
+     [](ir::Graph& g, const PassOptions&) { return move_scales_to_matmul_products(g); }},
     {"cse", "merge nodes that compute the same value from the same inputs",
      [](ir::Graph& g, const PassOptions&) { return eliminate_common_subexpressions(g); }},
     {"dce", "remove nodes whose values are never used",
      [](ir::Graph& g, const PassOptions&) { return eliminate_dead_code(g); }},
-    {"simplify", "constant_fold, conv_affine, algebraic, channel_scale, cse and dce repeated until nothing changes", simplify},
+    {"simplify", "constant_fold, conv_affine, algebraic, channel_scale, matmul_scale, cse and dce repeated until nothing changes", simplify},
 };
 
 const Stage kStages[] = {
