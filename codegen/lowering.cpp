@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "codegen/index_analysis.h"
 #include "codegen/lowering_context.h"
@@ -327,6 +328,16 @@ Expr Lowerer::load_indirect(const Accessor& value, std::vector<SymInt> index, si
 std::optional<StridedView> Lowerer::strided_view(const Accessor& value) {
   std::vector<SymInt> vars = vars_of(value.shape);
   std::optional<AffineIndex> form = affine_form(value.index, vars);
+  if (!form) {
+    // A view that splits a dim and merges it again reads through divisions its constant sizes
+    // decide: a head split of x[s, b, 3 * 256] viewed [b, h, s, 64] reads x at
+    // 768 b + (64 h + d) // 256 * 768 + (64 h + d) % 256, which is 768 b + 64 h + d for h < 4, d < 64
+    // (a GEMM then reads attention's q and k where they are, not a copy of each).
+    std::map<std::string, int64_t> bounds;
+    for (size_t d = 0; d < vars.size(); ++d)
+      if (std::optional<int64_t> size = value.shape[d].maybe_constant()) bounds[vars[d].to_string()] = *size;
+    if (!bounds.empty()) form = affine_form(value.index.fold_with_bounds(bounds), vars);
+  }
   if (!form) return std::nullopt;
   StridedView view;
   view.buffer = resolve(value);

@@ -418,11 +418,11 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     w_.close();
   }
   if (batch_rank > 0 && !rows_dim && !folds) {
-    if (std::optional<std::array<SymInt, 3>> strides = batched_runtime_matmul(node, a, b, c)) {
+    if (std::optional<BatchWalk> walk = batched_runtime_matmul(node, a, b, c)) {
       // oneDNN's matmul over the batch where it has kTeamMacs multiply-adds, else OpenBLAS below.
       w_.open("if (" + index_text(batch * c.shape[rank - 2]) + " * N * K >= " + std::to_string(kTeamMacs) +
               " && kiln_runtime_b_matmul_allowed())");
-      emit_batched_runtime_matmul(kernel, a, b, c, batch, *strides);
+      emit_batched_runtime_matmul(kernel, a, b, c, batch, *walk);
       w_.line("return 0;");
       w_.close();
     }
@@ -717,12 +717,12 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   on_team_.clear();
 }
 
-// The stride of `view` over its first `batch_rank` dims when they walk memory as one dim (each
+// The stride of `view` over its batch dims [begin, end) when they walk memory as one dim (each
 // dim's stride the next one's times its size; dims of size 1 skipped); nothing otherwise.
-static std::optional<SymInt> collapsed_batch_stride(const StridedView& view, size_t batch_rank) {
+static std::optional<SymInt> collapsed_batch_stride(const StridedView& view, size_t begin, size_t end) {
   std::optional<SymInt> inner;  // the stride of the innermost batch dim of more than one element
   SymInt expected;              // the stride the next dim out must have
-  for (size_t i = batch_rank; i-- > 0;) {
+  for (size_t i = end; i-- > begin;) {
     if (view.shape[i] == SymInt(1)) continue;
     if (!inner) {
       inner = view.strides[i];
@@ -734,17 +734,32 @@ static std::optional<SymInt> collapsed_batch_stride(const StridedView& view, siz
   return inner ? inner : std::optional<SymInt>(SymInt(0));
 }
 
-std::optional<std::array<SymInt, 3>> CppSourcePrinter::batched_runtime_matmul(const LoopNode& node, const StridedView& a,
-                                                                              const StridedView& b, const StridedView& c) {
+std::optional<CppSourcePrinter::BatchWalk> CppSourcePrinter::batched_runtime_matmul(const LoopNode& node,
+                                                                                   const StridedView& a,
+                                                                                   const StridedView& b,
+                                                                                   const StridedView& c) {
   if (!options_.library_matmul || p_.buffer(c.buffer).dtype != DType::f32) return std::nullopt;
   const size_t batch_rank = c.shape.size() - 2;
-  if (batch_rank == 0 || node.extern_call.kind != ExternKind::Gemm) return std::nullopt;
-  std::optional<SymInt> sa = collapsed_batch_stride(a, batch_rank), sb = collapsed_batch_stride(b, batch_rank),
-                        sc = collapsed_batch_stride(c, batch_rank);
-  // An operand shared by the batch (stride 0) is the other paths' (folded, or one GEMM each).
-  if (!sa || !sb || !sc || *sa == SymInt(0) || *sb == SymInt(0) || !(c.strides[batch_rank + 1] == SymInt(1)))
+  if (batch_rank == 0 || node.extern_call.kind != ExternKind::Gemm || !(c.strides[batch_rank + 1] == SymInt(1)))
     return std::nullopt;
-  return std::array<SymInt, 3>{*sa, *sb, *sc};
+  // The batch dims split where each operand walks the dims after the split at one stride and the
+  // dims before it at another: at 0 (one stride, the whole batch), else as far out as that holds
+  // (a head split of a sequence-first projection, q viewed [b, h, s, d] with b's stride 3 * h * d
+  // and h's d: runs of h GEMMs, b of them).
+  for (size_t split = 0; split < batch_rank; ++split) {
+    std::optional<SymInt> ia = collapsed_batch_stride(a, split, batch_rank),
+                          ib = collapsed_batch_stride(b, split, batch_rank),
+                          ic = collapsed_batch_stride(c, split, batch_rank);
+    std::optional<SymInt> oa = collapsed_batch_stride(a, 0, split), ob = collapsed_batch_stride(b, 0, split),
+                          oc = collapsed_batch_stride(c, 0, split);
+    if (!ia || !ib || !ic || !oa || !ob || !oc) continue;
+    // An operand shared by the batch (stride 0) is the other paths' (folded, or one GEMM each).
+    if (*ia == SymInt(0) || *ib == SymInt(0)) return std::nullopt;
+    SymInt run(1);
+    for (size_t i = split; i < batch_rank; ++i) run = run * c.shape[i];
+    return BatchWalk{run, {*ia, *ib, *ic}, {*oa, *ob, *oc}, split > 0};
+  }
+  return std::nullopt;
 }
 
 // oneDNN's matmul over a batch of GEMMs with their own operands, [batch, M, K] @ [batch, K, N]
@@ -754,8 +769,7 @@ std::optional<std::array<SymInt, 3>> CppSourcePrinter::batched_runtime_matmul(co
 // layer made a batch-1 encoder layer 20% slower: bench/README.md); in a module whose loops run on
 // OpenMP's team, on that team. Then the epilogue.
 void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const StridedView& a, const StridedView& b,
-                                                   const StridedView& c, const SymInt& batch,
-                                                   const std::array<SymInt, 3>& strides) {
+                                                   const StridedView& c, const SymInt& batch, const BatchWalk& walk) {
   const size_t rank = c.shape.size();
   module_.uses_dnnl = true;
   w_.line("// a batch of GEMMs with their own right operands: oneDNN's matmul over the batch, reading them in place");
@@ -763,7 +777,17 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
   w_.line("const int64_t batch = " + index_text(batch) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
   w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, " + index_text(c.strides[rank - 2]) +
-          ", 0, 1, batch, " + index_text(strides[0]) + ", " + index_text(strides[1]) + ", " + index_text(strides[2]) + "};");
+          ", 0, 1, batch, " + index_text(walk.strides[0]) + ", " + index_text(walk.strides[1]) + ", " +
+          index_text(walk.strides[2]) + ", 0, 0};");
+  // GEMM bi of the batch is entry bi % run of run bi / run; each run is one oneDNN matmul over its
+  // entries (the whole batch is one run unless its dims walk memory at two strides).
+  if (walk.two_level) {
+    w_.line("const int64_t run = " + index_text(walk.run) + ";  // GEMMs one stride apart; runs lie at the outer strides");
+    w_.line("const int64_t outer_a = " + index_text(walk.outer[0]) + ", outer_b = " + index_text(walk.outer[1]) +
+            ", outer_c = " + index_text(walk.outer[2]) + ";");
+  } else {
+    w_.line("const int64_t run = batch, outer_a = 0, outer_b = 0, outer_c = 0;");
+  }
   w_.line("const float* pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
   w_.line("const float* pb = " + buf(b.buffer) + " + (" + index_text(b.offset) + ");");
   w_.line("float* pc = " + buf(c.buffer) + " + (" + index_text(c.offset) + ");");
@@ -771,10 +795,13 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
   w_.line("bool on_team = false;  // the matmul ran on OpenMP's team: so does its epilogue");
   w_.line("(void)on_team;");
   w_.open("if (K == 0)");
-  w_.line("for (int64_t bi = 0; bi < batch; ++bi) for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) pc[bi * (" +
-          index_text(strides[2]) + ") + m * shape.ldc + n] = 0;");
+  w_.line("for (int64_t bi = 0; bi < batch; ++bi) for (int64_t m = 0; m < M; ++m) for (int64_t n = 0; n < N; ++n) "
+          "pc[(bi / run) * outer_c + (bi % run) * shape.batch_stride_c + m * shape.ldc + n] = 0;");
   w_.close();
+  const std::string call = "kiln_matmul(&cache, part, pa + o * outer_a + i * shape.batch_stride_a, pb + o * outer_b + i * "
+                           "shape.batch_stride_b, nullptr, pc + o * outer_c + i * shape.batch_stride_c, \"" + kernel.name + "\", ";
   if (uses_pool()) {
+    // Each thread's share of the batch, cut where runs end.
     w_.open("else");
     w_.line("const int64_t parts = kiln_pool_threads() < batch ? kiln_pool_threads() : batch;");
     w_.line("const int64_t per_part = (batch + parts - 1) / parts;");
@@ -782,18 +809,22 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
     w_.line("omp_set_num_threads(1);");
     w_.open("auto slices = [&](int64_t s0, int64_t s1)");
     w_.open("for (int64_t s = s0; s < s1; ++s)");
-    w_.line("const int64_t b0 = s * per_part, count = batch - b0 < per_part ? batch - b0 : per_part;");
-    w_.line("if (count <= 0) continue;");
-    w_.line("KilnMatmulShape part = shape;");
-    w_.line("part.batch = count;");
+    w_.line("int64_t b0 = s * per_part, count = batch - b0 < per_part ? batch - b0 : per_part;");
     w_.line("char error[512];");
-    w_.open("if (kiln_matmul(&cache, part, pa + b0 * shape.batch_stride_a, pb + b0 * shape.batch_stride_b, nullptr, pc + b0 * "
-            "shape.batch_stride_c, \"" + kernel.name + "\", error, sizeof error) != 0)");
+    w_.open("while (count > 0)");
+    w_.line("const int64_t o = b0 / run, i = b0 % run, taken = count < run - i ? count : run - i;");
+    w_.line("KilnMatmulShape part = shape;");
+    w_.line("part.batch = taken;");
+    w_.open("if (" + call + "error, sizeof error) != 0)");
     // The first slice that fails tells why (the others' messages would race for args->error).
     w_.line("int none = 0;");
     w_.open("if (__atomic_compare_exchange_n(&multiplied, &none, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))");
-    w_.line("for (int64_t i = 0; i + 1 < args->error_capacity && (args->error[i] = error[i]) != 0; ++i) {}");
+    w_.line("for (int64_t e = 0; e + 1 < args->error_capacity && (args->error[e] = error[e]) != 0; ++e) {}");
     w_.close();
+    w_.line("break;");
+    w_.close();
+    w_.line("b0 += taken;");
+    w_.line("count -= taken;");
     w_.close();
     w_.close();
     w_.close(";");
@@ -803,7 +834,12 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
   } else {
     w_.open("else");
     emit_onednn_team("batch * M * N * K");
-    w_.line("multiplied = kiln_matmul(&cache, shape, pa, pb, nullptr, pc, \"" + kernel.name + "\", args->error, args->error_capacity);");
+    w_.open("for (int64_t o = 0; o < batch / run && multiplied == 0; ++o)");
+    w_.line("const int64_t i = 0;");
+    w_.line("KilnMatmulShape part = shape;");
+    w_.line("part.batch = run;");
+    w_.line("multiplied = " + call + "args->error, args->error_capacity);");
+    w_.close();
     w_.line("omp_set_num_threads(omp_threads);");
     w_.close();
   }

@@ -174,13 +174,20 @@ class CppSourcePrinter : public CPrinter {
                            const SymInt& row_stride);
   void emit_batched_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& batch,
                                    const std::vector<std::string>& vars);
+  // How a batch of GEMMs walks A, B and C: runs of `run` GEMMs, `strides` apart within a run (A's,
+  // B's, C's) and `outer` apart from run to run; one run, the whole batch, unless `two_level`.
+  struct BatchWalk {
+    SymInt run;
+    std::array<SymInt, 3> strides, outer;
+    bool two_level = false;
+  };
   // A batch of GEMMs, each with its own right operand (attention's Q K^T and P V), whose batch
-  // dims walk A, B and C at one stride each: one oneDNN matmul over the batch; the strides, or
-  // nothing where it stays on BLAS.
-  std::optional<std::array<SymInt, 3>> batched_runtime_matmul(const LoopNode& node, const StridedView& a,
-                                                              const StridedView& b, const StridedView& c);
+  // dims walk A, B and C at one stride each, or in runs at two (BatchWalk): one oneDNN matmul
+  // over the batch, or over each run; nothing where it stays on BLAS.
+  std::optional<BatchWalk> batched_runtime_matmul(const LoopNode& node, const StridedView& a, const StridedView& b,
+                                                  const StridedView& c);
   void emit_batched_runtime_matmul(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
-                                   const SymInt& batch, const std::array<SymInt, 3>& strides);
+                                   const SymInt& batch, const BatchWalk& walk);
   void emit_matmul_epilogue(const std::vector<KernelStep>& steps, const StridedView& c);
   void emit_output_epilogue(const std::vector<KernelStep>& steps, const SymShape& shape);
   void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);

@@ -7,8 +7,10 @@
 // repeated calls (the packed weights reused), against the interpreter; without frozen
 // parameters, OpenBLAS for these small GEMMs, and for larger ones oneDNN reading the right
 // operand on every call, which may change between calls; attention's batches of GEMMs with their
-// own right operands (Q K^T with K read transposed, P V) as one oneDNN matmul over the batch, and
-// batches whose dims do not walk memory at one stride (permuted, broadcast) on OpenBLAS.
+// own right operands (Q K^T with K read transposed, P V) as one oneDNN matmul over the batch, or
+// over each run of it where its dims walk memory at two strides (permuted; q and k split into
+// heads out of a sequence-first projection, read where they are, on the pool and on OpenMP's
+// team), and batches that share an operand (broadcast) on OpenBLAS.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -390,9 +392,12 @@ TEST(CpuLibraryMatmul, AttentionsBatchedProductsRunAsOneOneDnnMatmulOverTheBatch
       "    return (o, mixed, broadcast, left_shared)\n",
       "attention.kiln");
   const std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
-  // Q K^T and P V; the permuted left operand's batch, the broadcast right operand and a left
-  // operand shared by the batch stay on BLAS.
-  EXPECT_EQ(occurrences(source, "oneDNN's matmul over the batch"), built_with_onednn() ? 2u : 0u);
+  // Q K^T and P V; the permuted left operand's batch (heads one stride apart, batch entries
+  // another) and the right operand broadcast over the first batch dim (each run of 4 reads the
+  // same 4 matrices) in runs of 4, one matmul each; a left operand shared by the whole batch
+  // stays on BLAS.
+  EXPECT_EQ(occurrences(source, "oneDNN's matmul over the batch"), built_with_onednn() ? 4u : 0u);
+  EXPECT_EQ(occurrences(source, "const int64_t run = 4;"), built_with_onednn() ? 2u : 0u);
   std::map<std::string, Tensor> inputs = {{"q", random_tensor({2, 4, 64, 32}, DType::f32, 31)},
                                           {"k", random_tensor({2, 4, 64, 32}, DType::f32, 32)},
                                           {"v", random_tensor({2, 4, 64, 32}, DType::f32, 33)},
@@ -408,6 +413,76 @@ TEST(CpuLibraryMatmul, AttentionsBatchedProductsRunAsOneOneDnnMatmulOverTheBatch
       ASSERT_EQ(actual.size(), expected.size());
       for (size_t i = 0; i < expected.size(); ++i)
         EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "") << names[i] << ", " << threads << " threads";
+    }
+  }
+}
+
+// nn.MultiheadAttention as torch.onnx exports it: q, k, v are views of a sequence-first in-projection
+// [s, b, 3 * h * d] split into heads ([b, h, s, d]: b's stride 3 h d, h's d), q and k each scaled
+// by a number. The GEMMs read q, k and v where they are (the views' divisions decided by their
+// sizes, the factors moved to the scores) in runs of h GEMMs, b of them (1.2M multiply-adds a
+// product, past the size where oneDNN takes them); in a module whose loops run on the pool and in
+// one led by convolutions (its loops on OpenMP's team).
+TEST(CpuLibraryMatmul, HeadsSplitOutOfASequenceFirstProjectionAreReadWhereTheyAre) {
+  auto text = [](bool with_convolutions) {
+    std::string heads;
+    for (int part = 0; part < 3; ++part) {
+      const std::string n = std::to_string(part);
+      heads += "    %s" + n + " = call_function[target=select](args = (%r, 2, " + n + "), kwargs = {})\n"
+               "    %m" + n + " = call_function[target=reshape](args = (%s" + n + ", [64, 9, 32]), kwargs = {})\n"
+               "    %t" + n + " = call_function[target=permute](args = (%m" + n + ", [1, 0, 2]), kwargs = {})\n"
+               "    %h" + n + " = call_function[target=reshape](args = (%t" + n + ", [3, 3, 64, 32]), kwargs = {})\n";
+    }
+    std::string convolutions, outputs = "o";
+    if (with_convolutions) {
+      convolutions = "    %image : f32[1, 2, 6, 6] = placeholder[target=image]\n"
+                     "    %w : f32[2, 2, 3, 3] = placeholder[target=w]\n";
+      std::string in = "image";
+      for (int c = 0; c < 3; ++c) {
+        const std::string n = "c" + std::to_string(c);
+        convolutions += "    %" + n + " = call_function[target=convolution](args = (%" + in +
+                        ", %w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n";
+        in = n;
+      }
+      outputs += ", c2";
+    }
+    return "graph():\n"
+           "    %x : f32[64, 3, 288] = placeholder[target=x]\n"
+           "    %r = call_function[target=reshape](args = (%x, [64, 3, 3, 96]), kwargs = {})\n" +
+           heads +
+           "    %kt = call_function[target=permute](args = (%h1, [0, 1, 3, 2]), kwargs = {})\n"
+           "    %qs = call_function[target=mul](args = (%h0, 0.42044820762685725), kwargs = {})\n"
+           "    %ks = call_function[target=mul](args = (%kt, 0.42044820762685725), kwargs = {})\n"
+           "    %scores = call_function[target=matmul](args = (%qs, %ks), kwargs = {})\n"
+           "    %p = call_function[target=softmax](args = (%scores, -1), kwargs = {})\n"
+           "    %o = call_function[target=matmul](args = (%p, %h2), kwargs = {})\n" +
+           convolutions + "    return (" + outputs + ")\n";
+  };
+  for (bool with_convolutions : {false, true}) {
+    ir::Graph graph = ir::parse_graph(text(with_convolutions), "heads.kiln");
+    const std::string loops = dump_codegen_stage(graph, "loops", CodegenStageOptions{});
+    // No copy of an operand (a buffer NAME_a or NAME_b): each GEMM reads x, or the softmax and x.
+    EXPECT_EQ(occurrences(loops, "_a: Intermediate") + occurrences(loops, "_b: Intermediate"), 0u) << loops;
+    EXPECT_EQ(occurrences(loops, "= gemm(x{"), 1u) << loops;
+    EXPECT_EQ(occurrences(loops, "= gemm(p{offset=0, shape=[3, 3, 64, 64], strides=[12288, 4096, 64, 1]}, x{"), 1u) << loops;
+    const std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
+    EXPECT_EQ(occurrences(source, "const int64_t run = 3;"), built_with_onednn() ? 2u : 0u) << with_convolutions;
+    // Runs as each thread's share on the pool, or one after another on OpenMP's team.
+    const char* runs = with_convolutions ? "for (int64_t o = 0; o < batch / run && multiplied == 0; ++o)" : "while (count > 0)";
+    EXPECT_EQ(occurrences(source, runs), built_with_onednn() ? 2u : 0u) << with_convolutions;
+    std::map<std::string, Tensor> inputs = {{"x", random_tensor({64, 3, 288}, DType::f32, 41)}};
+    if (with_convolutions) {
+      inputs["image"] = random_tensor({1, 2, 6, 6}, DType::f32, 42);
+      inputs["w"] = random_tensor({2, 2, 3, 3}, DType::f32, 43);
+    }
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    CompiledModel model = compile(graph, options(false));
+    for (int threads : {1, 2, 3}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "")
+            << "output " << i << ", " << threads << " threads, convolutions " << with_convolutions;
     }
   }
 }
