@@ -19,6 +19,11 @@ namespace kiln::codegen {
 // The multiply-adds from which a GEMM or convolution is worth a parallel team (OpenBLAS's own
 // threshold for threading a GEMM).
 constexpr int64_t kTeamMacs = 262144;
+// The multiply-adds from which a run of GEMMs (a batch walked at two strides, BatchWalk) is worth
+// one oneDNN matmul call rather than one-thread BLAS calls side by side: Swin-T's window attention
+// (runs of 3 to 12 heads, 49 x 32 x 49 each: 0.23M to 0.92M) took 7% longer as oneDNN runs, a
+// sequence-first encoder's at batch 8 (runs of 4 heads, 128 x 64 x 128: 4.2M) gained.
+constexpr int64_t kRunMacs = 1 << 20;
 
 // Whether `e` loads `buffer` plainly (no mask, no indirection) at `index`.
 static bool plain_load_at(const Expr& e, int buffer, const SymInt& index) {
@@ -419,9 +424,11 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   }
   if (batch_rank > 0 && !rows_dim && !folds) {
     if (std::optional<BatchWalk> walk = batched_runtime_matmul(node, a, b, c)) {
-      // oneDNN's matmul over the batch where it has kTeamMacs multiply-adds, else OpenBLAS below.
-      w_.open("if (" + index_text(batch * c.shape[rank - 2]) + " * N * K >= " + std::to_string(kTeamMacs) +
-              " && kiln_runtime_b_matmul_allowed())");
+      // oneDNN's matmul over the batch where it has kTeamMacs multiply-adds (each run kRunMacs),
+      // else OpenBLAS below.
+      const SymInt gemms = walk->two_level ? walk->run : batch;
+      w_.open("if (" + index_text(gemms * c.shape[rank - 2]) + " * N * K >= " +
+              std::to_string(walk->two_level ? kRunMacs : kTeamMacs) + " && kiln_runtime_b_matmul_allowed())");
       emit_batched_runtime_matmul(kernel, a, b, c, batch, *walk);
       w_.line("return 0;");
       w_.close();

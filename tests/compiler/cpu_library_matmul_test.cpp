@@ -420,8 +420,8 @@ TEST(CpuLibraryMatmul, AttentionsBatchedProductsRunAsOneOneDnnMatmulOverTheBatch
 // nn.MultiheadAttention as torch.onnx exports it: q, k, v are views of a sequence-first in-projection
 // [s, b, 3 * h * d] split into heads ([b, h, s, d]: b's stride 3 h d, h's d), q and k each scaled
 // by a number. The GEMMs read q, k and v where they are (the views' divisions decided by their
-// sizes, the factors moved to the scores) in runs of h GEMMs, b of them (1.2M multiply-adds a
-// product, past the size where oneDNN takes them); in a module whose loops run on the pool and in
+// sizes, the factors moved to the scores) in runs of h GEMMs, b of them (1.6M multiply-adds a
+// run, past the size where oneDNN takes a run); in a module whose loops run on the pool and in
 // one led by convolutions (its loops on OpenMP's team).
 TEST(CpuLibraryMatmul, HeadsSplitOutOfASequenceFirstProjectionAreReadWhereTheyAre) {
   auto text = [](bool with_convolutions) {
@@ -429,9 +429,9 @@ TEST(CpuLibraryMatmul, HeadsSplitOutOfASequenceFirstProjectionAreReadWhereTheyAr
     for (int part = 0; part < 3; ++part) {
       const std::string n = std::to_string(part);
       heads += "    %s" + n + " = call_function[target=select](args = (%r, 2, " + n + "), kwargs = {})\n"
-               "    %m" + n + " = call_function[target=reshape](args = (%s" + n + ", [64, 9, 32]), kwargs = {})\n"
+               "    %m" + n + " = call_function[target=reshape](args = (%s" + n + ", [128, 9, 32]), kwargs = {})\n"
                "    %t" + n + " = call_function[target=permute](args = (%m" + n + ", [1, 0, 2]), kwargs = {})\n"
-               "    %h" + n + " = call_function[target=reshape](args = (%t" + n + ", [3, 3, 64, 32]), kwargs = {})\n";
+               "    %h" + n + " = call_function[target=reshape](args = (%t" + n + ", [3, 3, 128, 32]), kwargs = {})\n";
     }
     std::string convolutions, outputs = "o";
     if (with_convolutions) {
@@ -447,8 +447,8 @@ TEST(CpuLibraryMatmul, HeadsSplitOutOfASequenceFirstProjectionAreReadWhereTheyAr
       outputs += ", c2";
     }
     return "graph():\n"
-           "    %x : f32[64, 3, 288] = placeholder[target=x]\n"
-           "    %r = call_function[target=reshape](args = (%x, [64, 3, 3, 96]), kwargs = {})\n" +
+           "    %x : f32[128, 3, 288] = placeholder[target=x]\n"
+           "    %r = call_function[target=reshape](args = (%x, [128, 3, 3, 96]), kwargs = {})\n" +
            heads +
            "    %kt = call_function[target=permute](args = (%h1, [0, 1, 3, 2]), kwargs = {})\n"
            "    %qs = call_function[target=mul](args = (%h0, 0.42044820762685725), kwargs = {})\n"
@@ -464,13 +464,13 @@ TEST(CpuLibraryMatmul, HeadsSplitOutOfASequenceFirstProjectionAreReadWhereTheyAr
     // No copy of an operand (a buffer NAME_a or NAME_b): each GEMM reads x, or the softmax and x.
     EXPECT_EQ(occurrences(loops, "_a: Intermediate") + occurrences(loops, "_b: Intermediate"), 0u) << loops;
     EXPECT_EQ(occurrences(loops, "= gemm(x{"), 1u) << loops;
-    EXPECT_EQ(occurrences(loops, "= gemm(p{offset=0, shape=[3, 3, 64, 64], strides=[12288, 4096, 64, 1]}, x{"), 1u) << loops;
+    EXPECT_EQ(occurrences(loops, "= gemm(p{offset=0, shape=[3, 3, 128, 128], strides=[49152, 16384, 128, 1]}, x{"), 1u) << loops;
     const std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
     EXPECT_EQ(occurrences(source, "const int64_t run = 3;"), built_with_onednn() ? 2u : 0u) << with_convolutions;
     // Runs as each thread's share on the pool, or one after another on OpenMP's team.
     const char* runs = with_convolutions ? "for (int64_t o = 0; o < batch / run && multiplied == 0; ++o)" : "while (count > 0)";
     EXPECT_EQ(occurrences(source, runs), built_with_onednn() ? 2u : 0u) << with_convolutions;
-    std::map<std::string, Tensor> inputs = {{"x", random_tensor({64, 3, 288}, DType::f32, 41)}};
+    std::map<std::string, Tensor> inputs = {{"x", random_tensor({128, 3, 288}, DType::f32, 41)}};
     if (with_convolutions) {
       inputs["image"] = random_tensor({1, 2, 6, 6}, DType::f32, 42);
       inputs["w"] = random_tensor({2, 2, 3, 3}, DType::f32, 43);
