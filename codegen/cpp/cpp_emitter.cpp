@@ -484,7 +484,7 @@ namespace {
 // (a relu6, a residual add) waited for a futex wake-up of the pool while the team spun idle
 // beside it. Such a module runs its loops as OpenMP regions on that same, still spinning team
 // (Threading::Team; MobileNet-v2, 2 threads: 4.4 -> 3.2 ms). A module with more GEMMs than convolutions (a
-// ViT's patch embedding) keeps the pool, on which frozen GEMMs call oneDNN's prepacked matmul.
+// ViT's patch embedding) is gemm_team_led's to decide.
 bool convolution_led(const ScheduledProgram& scheduled) {
   int convolutions = 0, gemms = 0;
   for (const LoopNode& node : scheduled.program.nodes) {
@@ -495,13 +495,39 @@ bool convolution_led(const ScheduledProgram& scheduled) {
   return convolutions > 0 && convolutions >= gemms;
 }
 
+// Whether most of the module's GEMM work is frozen GEMMs that oneDNN's team runs whole rather
+// than the pool in blocks of rows (kiln_matmul_split_rows, codegen/cpp/kiln_dnnl.h, at 2 threads:
+// blocks of at least 64 rows, and B within 1 MB or no wider than the GEMM is tall): a ViT-B's
+// 197-row layers, each on the team, then woke the pool's sleeping workers for the loops between
+// them, with the team's threads still spinning beside them (ViT-B/16 b1, 2 threads: 120-131 ms on
+// the pool, 118-122 ms on the team). Such a module runs its loops on the team too; one whose GEMMs
+// split (an encoder at batch 8, 1024 rows) keeps the pool.
+bool gemm_team_led(const ScheduledProgram& scheduled) {
+  int64_t whole = 0, total = 0;
+  for (const LoopNode& node : scheduled.program.nodes) {
+    if (node.kind != NodeKind::Extern || node.extern_call.kind != ExternKind::Gemm) continue;
+    const StridedView& b = node.extern_call.inputs.at(1);
+    const StridedView& c = node.extern_call.outputs.at(0);
+    if (scheduled.program.buffer(b.buffer).kind != BufferKind::Parameter) continue;
+    std::optional<int64_t> elements = numel(c.shape).maybe_constant();
+    std::optional<int64_t> n = c.shape.back().maybe_constant(), k = b.shape[b.shape.size() - 2].maybe_constant();
+    if (!elements || !n || !k || *n == 0) return false;
+    const int64_t rows = *elements / *n, macs = *elements * *k;
+    const bool splits = rows >= 128 && (*k * *n <= 262144 || rows >= *n);
+    total += macs;
+    if (!splits) whole += macs;
+  }
+  return total > 0 && whole * 2 > total;
+}
+
 }  // namespace
 
 CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& options) {
   CppEmitOptions chosen = options;
   // (A chunked program keeps the pool: its chunks are the pool's job, and everything inside a
   // chunk runs on one thread, so there is no team to share.)
-  if (chosen.threading == CppEmitOptions::Threading::Pool && convolution_led(scheduled) &&
+  if (chosen.threading == CppEmitOptions::Threading::Pool &&
+      (convolution_led(scheduled) || (chosen.library_matmul && gemm_team_led(scheduled))) &&
       scheduled.program.batch_chunks.chunks <= 1)
     chosen.threading = CppEmitOptions::Threading::Team;
   return CppSourcePrinter(scheduled, chosen).run();

@@ -37,7 +37,8 @@ struct CppEmitOptions {
   // runner (codegen/cpp/kiln_openmp_team.h: libgomp's ABI, no OpenMP lowering asked of the
   // compiler); or as `#pragma omp parallel` regions (one per loop; standalone kernel headers,
   // which must build without either runner, with or without -fopenmp). emit_cpp turns Pool into
-  // Team for a module whose library calls are mostly oneDNN convolutions (cpp_emitter.cpp).
+  // Team for a module whose library calls are mostly oneDNN convolutions, or mostly frozen GEMMs
+  // that oneDNN's team runs whole (cpp_emitter.cpp).
   // Modules (Pool, Team) ask only `omp simd` of the compiler (-fopenmp-simd).
   enum class Threading { Pool, Team, OpenMP };
   Threading threading = Threading::Pool;

@@ -554,7 +554,7 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
 }
 
 bool CppSourcePrinter::library_matmul(const LoopNode& node) {
-  if (node.extern_call.kind != ExternKind::Gemm || !options_.library_matmul || !uses_pool()) return false;
+  if (node.extern_call.kind != ExternKind::Gemm || !options_.library_matmul) return false;
   const ExternCall& call = node.extern_call;
   const StridedView& a = call.inputs.at(0);
   const StridedView& b = call.inputs.at(1);
@@ -612,6 +612,7 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   emit_matmul_epilogue_comment(kernel, epilogue);
   StridedView out = c;
   out.buffer = epilogue.destination;
+  if (out.buffer != c.buffer) w_.line("(void)" + buf(c.buffer) + ";  // the product goes to the epilogue's destination");
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t rows = " + index_text(rows) + ";");
   w_.line("if (!kiln_blas_layout(" + index_text(row_stride) + ", " + index_text(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
@@ -640,11 +641,11 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
           ", 1, 0, 0, 0, " + bias_flag + ", " + (epilogue.accumulate ? "1" : "0") + "};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   w_.line("int multiplied;");
-  emit_matmul_blocks(kernel, "rows", "1", b_pointer, epilogue.bias, [&] {
+  const bool blocks = emit_matmul_blocks(kernel, "rows", "1", b_pointer, epilogue.bias, [&] {
     w_.line("*pa = " + buf(a.buffer) + " + (" + index_text(a.offset) + ");");
     w_.line("*pc = " + buf(out.buffer) + " + (" + index_text(out.offset) + ");");
   });
-  w_.open("else");
+  w_.open(blocks ? "else" : "");
   emit_onednn_team("rows * N * K");
   w_.line("multiplied = kiln_matmul(&cache, shape, " + buf(a.buffer) + " + (" + index_text(a.offset) + "), " + b_pointer +
           ", " + epilogue.bias + ", " + buf(out.buffer) + " + (" + index_text(out.offset) + "), \"" + kernel.name +
@@ -681,6 +682,7 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   emit_matmul_epilogue_comment(kernel, epilogue);
   StridedView out = c;
   out.buffer = epilogue.destination;
+  if (out.buffer != c.buffer) w_.line("(void)" + buf(c.buffer) + ";  // the product goes to the epilogue's destination");
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
@@ -692,12 +694,12 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.line("int multiplied = 0;");
   w_.line("bool on_team = false;  // the matmuls ran on OpenMP's team: so does their epilogue");
   w_.line("(void)on_team;");
-  emit_matmul_blocks(kernel, "M", "batch", b_pointer, epilogue.bias, [&] {
+  const bool blocks = emit_matmul_blocks(kernel, "M", "batch", b_pointer, epilogue.bias, [&] {
     emit_batch_entry_vars(c, vars, rank - 2);
     w_.line("*pa = " + view_pointer(a, batch_vars) + ";");
     w_.line("*pc = " + view_pointer(out, batch_vars) + ";");
   });
-  w_.open("else");
+  w_.open(blocks ? "else" : "");
   emit_onednn_team("M * N * K");
   w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
   emit_batch_entry_vars(c, vars, rank - 2);
@@ -857,14 +859,16 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
   on_team_.clear();
 }
 
-// Opens `if (block > 0) { ... }` (the caller continues with its `else`): a batch of `batch` GEMMs
+// In a module on the pool, opens `if (block > 0) { ... }` and returns true (the caller continues
+// with its `else`; in a module on OpenMP's team it writes nothing and returns false): a batch of `batch` GEMMs
 // of `rows` rows each (`shape`, `cache` and `multiplied` declared), at least kTeamMacs
 // multiply-adds each, as blocks of rows on the pool's threads (kiln_matmul_rows in kiln_dnnl.h),
 // so that no OpenMP team starts beside the pool; `locate` writes the body that sets GEMM bi's
 // `*pa` and `*pc`; `bias` is the pointer of the vector oneDNN adds to every row, or nullptr.
-void CppSourcePrinter::emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
+bool CppSourcePrinter::emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
                                           const std::string& b_pointer, const std::string& bias,
                                           const std::function<void()>& locate) {
+  if (!uses_pool()) return false;  // a module on OpenMP's team runs its GEMMs there whole
   w_.line("const int64_t block = K > 0 && " + rows + " * N * K >= " + std::to_string(kTeamMacs) +
           " ? kiln_matmul_split_rows(" + rows + ", " + batch + ", kiln_pool_threads(), K, N) : 0;");
   w_.open("if (block > 0)");
@@ -878,6 +882,7 @@ void CppSourcePrinter::emit_matmul_blocks(const Kernel& kernel, const std::strin
           "\", args->error, args->error_capacity, [](int64_t n, const auto& body) { kiln_parallel_for(n, body); });");
   w_.line("omp_set_num_threads(omp_threads);");
   w_.close();
+  return true;
 }
 
 // The batch coordinates of GEMM `bi` of a batch over C's first `batch_rank` dims, as `vars`

@@ -192,7 +192,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_output_epilogue(const std::vector<KernelStep>& steps, const SymShape& shape);
   void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);
   void emit_onednn_team(const std::string& macs);
-  void emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
+  bool emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
                           const std::string& b_pointer, const std::string& bias, const std::function<void()>& locate);
   void emit_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);

@@ -72,6 +72,12 @@ ir::Graph linear_layers() {
       "linear.kiln", parameters);
 }
 
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
 CompileOptions options(bool freeze) {
   CompileOptions o;
   o.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
@@ -131,15 +137,19 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
 TEST(CpuLibraryMatmul, TheEpilogueOfAGemmOnOpenMPsTeamRunsOnThatTeam) {
   std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({128, 512}, DType::f32, 31)},
                                                            {"bias", random_tensor({512}, DType::f32, 32)}};
+  // (The 512-row GEMM, which splits into blocks of rows on the pool, keeps the module on the pool:
+  // gemm_team_led.)
   ir::Graph graph = ir::parse_graph(
       "graph():\n"
       "    %x : f32[64, 128] = placeholder[target=x]\n"
+      "    %tall : f32[512, 128] = placeholder[target=tall]\n"
       "    %w : f32[128, 512] = get_attr[target=w]\n"
       "    %bias : f32[512] = get_attr[target=bias]\n"
       "    %mm : f32[64, 512] = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
       "    %biased : f32[64, 512] = call_function[target=add](args = (%mm, %bias), kwargs = {})\n"
       "    %act : f32[64, 512] = call_function[target=relu](args = (%biased,), kwargs = {})\n"
-      "    return (act,)\n",
+      "    %split : f32[512, 512] = call_function[target=matmul](args = (%tall, %w), kwargs = {})\n"
+      "    return (act, split)\n",
       "team_epilogue.kiln", parameters);
   if (built_with_onednn()) {
     CodegenStageOptions stage;
@@ -148,7 +158,49 @@ TEST(CpuLibraryMatmul, TheEpilogueOfAGemmOnOpenMPsTeamRunsOnThatTeam) {
     EXPECT_NE(frozen.find("if (on_team) kiln_team_for(kiln_n, kiln_chunk);"), std::string::npos) << frozen;
     EXPECT_NE(frozen.find("on_team = macs >= 262144 && kiln_pool_threads() > 1;"), std::string::npos) << frozen;
   }
-  std::map<std::string, Tensor> inputs = {{"x", random_tensor({64, 128}, DType::f32, 33)}};
+  std::map<std::string, Tensor> inputs = {{"x", random_tensor({64, 128}, DType::f32, 33)},
+                                          {"tall", random_tensor({512, 128}, DType::f32, 34)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  CompiledModel model = compile(graph, options(true));
+  for (int threads : {2, 1, 4, 2}) {
+    std::vector<Tensor> actual = model.run(inputs, threads);
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "") << i << ", " << threads << " threads";
+  }
+}
+
+// A module whose GEMMs are mostly frozen ones of few rows and wide weights (a ViT-B's 197 rows,
+// which oneDNN's team runs whole: no blocks of rows on the pool) runs its loops on OpenMP's team too
+// (gemm_team_led), its GEMMs still oneDNN's matmul with the weights prepacked, and a batch of GEMMs
+// with their own operands (attention's) on that team: the interpreter's values on 1, 2 and 4
+// threads, over repeated calls.
+TEST(CpuLibraryMatmul, AModuleOfWholeGemmsRunsOnOpenMPsTeam) {
+  std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({128, 1024}, DType::f32, 51)},
+                                                           {"bias", random_tensor({1024}, DType::f32, 52)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[64, 128] = placeholder[target=x]\n"
+      "    %w : f32[128, 1024] = get_attr[target=w]\n"
+      "    %bias : f32[1024] = get_attr[target=bias]\n"
+      "    %mm : f32[64, 1024] = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
+      "    %biased : f32[64, 1024] = call_function[target=add](args = (%mm, %bias), kwargs = {})\n"
+      "    %act : f32[64, 1024] = call_function[target=gelu](args = (%biased,), kwargs = {})\n"
+      "    %heads : f32[8, 64, 128] = call_function[target=reshape](args = (%act, [8, 64, 128]), kwargs = {})\n"
+      "    %t : f32[8, 128, 64] = call_function[target=transpose](args = (%heads, 1, 2), kwargs = {})\n"
+      "    %scores : f32[8, 64, 64] = call_function[target=matmul](args = (%heads, %t), kwargs = {})\n"
+      "    %p : f32[8, 64, 64] = call_function[target=softmax](args = (%scores, -1), kwargs = {})\n"
+      "    return (p,)\n",
+      "whole_gemms.kiln", parameters);
+  if (built_with_onednn()) {
+    CodegenStageOptions stage;
+    stage.freeze = true;
+    std::string frozen = dump_codegen_stage(graph, "cpp", stage);
+    EXPECT_EQ(occurrences(frozen, "kiln_parallel_for("), 0u) << frozen;
+    EXPECT_NE(occurrences(frozen, "kiln_team_for("), 0u) << frozen;
+    EXPECT_EQ(occurrences(frozen, "the right operand is a frozen parameter: oneDNN's matmul"), 1u) << frozen;
+    EXPECT_EQ(occurrences(frozen, "oneDNN's matmul over the batch"), 1u) << frozen;
+  }
+  std::map<std::string, Tensor> inputs = {{"x", random_tensor({64, 128}, DType::f32, 53)}};
   std::vector<Tensor> expected = ir::interpret(graph, inputs);
   CompiledModel model = compile(graph, options(true));
   for (int threads : {2, 1, 4, 2}) {
@@ -211,12 +263,6 @@ TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
       }
     }
   }
-}
-
-size_t occurrences(const std::string& text, const std::string& what) {
-  size_t count = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
-  return count;
 }
 
 // A residual stream (x + linear(h), x read by nothing after: as a transformer's, whose layer norm
