@@ -495,13 +495,16 @@ bool convolution_led(const ScheduledProgram& scheduled) {
   return convolutions > 0 && convolutions >= gemms;
 }
 
-// Whether most of the module's GEMM work is frozen GEMMs that oneDNN's team runs whole rather
-// than the pool in blocks of rows (kiln_matmul_split_rows, codegen/cpp/kiln_dnnl.h, at 2 threads:
-// blocks of at least 64 rows, and B within 1 MB or no wider than the GEMM is tall): a ViT-B's
-// 197-row layers, each on the team, then woke the pool's sleeping workers for the loops between
-// them, with the team's threads still spinning beside them (ViT-B/16 b1, 2 threads: 120-131 ms on
-// the pool, 118-122 ms on the team). Such a module runs its loops on the team too; one whose GEMMs
-// split (an encoder at batch 8, 1024 rows) keeps the pool.
+// Whether every frozen GEMM of the module runs whole on oneDNN's team rather than on the pool in
+// blocks of rows (kiln_matmul_split_rows, codegen/cpp/kiln_dnnl.h, at 2 threads: blocks of at
+// least 64 rows, and B within 1 MB or no wider than the GEMM is tall): a ViT-B's 197-row layers,
+// each on the team, then woke the pool's sleeping workers for the loops between them, with the
+// team's threads still spinning beside them (ViT-B/16 b1, 2 threads: 120-131 ms on the pool,
+// 118-122 ms on the team). Such a module runs its loops on the team too. One with a GEMM that
+// splits keeps the pool: an encoder at batch 8 (1024 rows), and Swin-T, whose later stages' GEMMs
+// run whole but whose first stages' (3136 and 784 rows) split, and whose many copies and layer
+// norms ran 5% slower on the team (56.5-58.3 against 59.3-61.5 ms) though most of its GEMM work
+// was whole.
 bool gemm_team_led(const ScheduledProgram& scheduled) {
   int64_t whole = 0, total = 0;
   for (const LoopNode& node : scheduled.program.nodes) {
@@ -517,7 +520,7 @@ bool gemm_team_led(const ScheduledProgram& scheduled) {
     total += macs;
     if (!splits) whole += macs;
   }
-  return total > 0 && whole * 2 > total;
+  return total > 0 && whole == total;
 }
 
 }  // namespace
