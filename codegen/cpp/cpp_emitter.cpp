@@ -529,10 +529,14 @@ CppModule emit_cpp(const ScheduledProgram& scheduled, const CppEmitOptions& opti
   CppEmitOptions chosen = options;
   // (A chunked program keeps the pool: its chunks are the pool's job, and everything inside a
   // chunk runs on one thread, so there is no team to share.)
-  if (chosen.threading == CppEmitOptions::Threading::Pool &&
-      (convolution_led(scheduled) || (chosen.library_matmul && gemm_team_led(scheduled))) &&
-      scheduled.program.batch_chunks.chunks <= 1)
-    chosen.threading = CppEmitOptions::Threading::Team;
+  if (chosen.threading == CppEmitOptions::Threading::Pool && scheduled.program.batch_chunks.chunks <= 1) {
+    if (convolution_led(scheduled)) {
+      chosen.threading = CppEmitOptions::Threading::Team;
+    } else if (chosen.library_matmul && gemm_team_led(scheduled)) {
+      chosen.threading = CppEmitOptions::Threading::Team;
+      chosen.team_library_matmul = true;
+    }
+  }
   return CppSourcePrinter(scheduled, chosen).run();
 }
 

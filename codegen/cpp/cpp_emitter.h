@@ -42,6 +42,11 @@ struct CppEmitOptions {
   // Modules (Pool, Team) ask only `omp simd` of the compiler (-fopenmp-simd).
   enum class Threading { Pool, Team, OpenMP };
   Threading threading = Threading::Pool;
+  // Team because the module's frozen GEMMs all run whole on the team (emit_cpp): they run as
+  // oneDNN's matmul there. A convolution network's team keeps its few GEMMs (squeeze-and-excitation
+  // layers of one row, a classifier) on BLAS: as oneDNN's matmul MobileNet-v3 small b1 took
+  // 1.05-1.14 against 1.02-1.04 ms.
+  bool team_library_matmul = false;
 };
 
 struct CppModule {

@@ -555,6 +555,7 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
 
 bool CppSourcePrinter::library_matmul(const LoopNode& node) {
   if (node.extern_call.kind != ExternKind::Gemm || !options_.library_matmul) return false;
+  if (!uses_pool() && !options_.team_library_matmul) return false;
   const ExternCall& call = node.extern_call;
   const StridedView& a = call.inputs.at(0);
   const StridedView& b = call.inputs.at(1);
