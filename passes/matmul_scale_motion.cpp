@@ -30,7 +30,7 @@ bool takes_factor_apart(const Node& user) {
 struct ScaledOperand {
   Node* x = nullptr;
   double factor = 1.0;
-  Node* product = nullptr;  // the mul
+  Node* mul = nullptr;
 };
 
 std::optional<ScaledOperand> scaled_operand(const Argument& operand, DType dtype) {
@@ -62,7 +62,7 @@ Node* move_scales(ir::Graph& graph, Node& product) {
   std::optional<ScaledOperand> left = scaled_operand(product.args()[0], dtype);
   std::optional<ScaledOperand> right = scaled_operand(product.args()[1], dtype);
   if (!left && !right) return nullptr;
-  if (left && right && left->product == right->product) return nullptr;  // x * a squared: one mul, two uses
+  if (left && right && left->mul == right->mul) return nullptr;  // x * a squared: one mul, two uses
   bool fusable_users = true;
   for (const Node* user : product.users()) fusable_users &= !takes_factor_apart(*user);
   if (!fusable_users) {
@@ -70,7 +70,7 @@ Node* move_scales(ir::Graph& graph, Node& product) {
     int64_t scaled = 0;
     for (const std::optional<ScaledOperand>& side : {left, right}) {
       if (!side) continue;
-      std::optional<int64_t> n = side->product->value().numel().maybe_constant();
+      std::optional<int64_t> n = side->mul->value().numel().maybe_constant();
       if (!n) return nullptr;
       scaled += *n;
     }
@@ -84,7 +84,7 @@ Node* move_scales(ir::Graph& graph, Node& product) {
   plain->source = product.source;
   const double factor = (left ? left->factor : 1.0) * (right ? right->factor : 1.0);
   Node* scaled = graph.create_call("mul", {plain, Argument(factor)});
-  scaled->source = (left ? left->product : right->product)->source;
+  scaled->source = (left ? left->mul : right->mul)->source;
   return scaled;
 }
 
