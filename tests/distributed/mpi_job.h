@@ -6,15 +6,25 @@
 // sanitizer builds, with LeakSanitizer off in the ranks: Open MPI's libraries and the components
 // they dlopen leave allocations behind at exit that LeakSanitizer reports (seen with a bare
 // MPI_Init/MPI_Finalize program); AddressSanitizer's other checks stay on.
+//
+// Each test process gives its jobs a session directory base of its own (orte_tmpdir_base, made
+// with mkdtemp, removed at exit): Open MPI 4's mpirun creates /tmp/ompi.HOST.UID when it starts,
+// and two started at once by ctest -j race for it, the loser failing with "A call to mkdir was
+// unable to create the desired directory ... File exists" (open-mpi/ompi#8510; seen in CI).
+// A test process runs its jobs one after another, so one base per process is enough.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 namespace kiln::distributed_test {
 
@@ -40,11 +50,35 @@ inline JobResult run_command(const std::string& command) {
 
 inline bool mpi_available() { return std::string(KILN_MPIEXEC).size() > 0; }
 
+// This test process's session directory base for its jobs (see above).
+class SessionDirectoryBase {
+ public:
+  SessionDirectoryBase() {
+    std::error_code error;
+    std::string pattern = (std::filesystem::temp_directory_path(error) / "kiln-mpi-test-XXXXXX").string();
+    if (error) pattern = "/tmp/kiln-mpi-test-XXXXXX";
+    if (mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~SessionDirectoryBase() {
+    std::error_code error;
+    if (!path_.empty()) std::filesystem::remove_all(path_, error);
+  }
+  SessionDirectoryBase(const SessionDirectoryBase&) = delete;
+  SessionDirectoryBase& operator=(const SessionDirectoryBase&) = delete;
+  const std::string& path() const { return path_; }  // empty when mkdtemp failed
+
+ private:
+  std::string path_;
+};
+
 // The environment every job runs in (see above), as a shell prefix.
 inline std::string job_environment() {
+  static const SessionDirectoryBase session_base;
   const char* asan = std::getenv("ASAN_OPTIONS");
-  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS='" + std::string(asan ? asan : "") +
-         ":detect_leaks=0' ";
+  std::string environment = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS='" +
+                            std::string(asan ? asan : "") + ":detect_leaks=0' ";
+  if (!session_base.path().empty()) environment += "OMPI_MCA_orte_tmpdir_base='" + session_base.path() + "' ";
+  return environment;
 }
 
 // `ranks` processes of `program arguments` under mpirun.
