@@ -1,5 +1,6 @@
 // The cpu target's loader: a module.so run through the C ABI of runtime/compiled_abi.h.
 #include "runtime/cpu/cpu_artifact.h"
+#include "runtime/cpu/openblas_core_type.h"
 #include "runtime/cpu/openmp_wait_policy.h"
 
 #include <algorithm>
@@ -221,6 +222,7 @@ CpuArtifact CpuArtifact::load(const fs::path& directory) {
     fail("compiled artifact ", where, " was built for ", isa_name(manifest.isa), ", which this CPU cannot run (it supports ",
          isa_name(host_isa()), "); recompile the model on this machine");
   prefer_short_openmp_spins();  // before the module loads libgomp
+  choose_openblas_core_type();  // and OpenBLAS
   loaded->library = SharedLibrary::open(loaded->directory / manifest.library);
   const SharedLibrary& library = loaded->library;
   int32_t module_abi = library.function<AbiVersionFn>("kiln_abi_version")();
