@@ -8,30 +8,18 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <strings.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <functional>
+
+#include "tests/support/process_settings.h"
 
 namespace kiln {
 namespace {
 
-// Runs `check` in a child process; true when it returned true.
-bool in_child(const std::function<bool()>& check) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(check() ? 0 : 1);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
+using test_support::in_child;
 
-bool openblas_loaded() {
-  void* library = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
-  if (library) dlclose(library);
-  return library != nullptr;
-}
+bool openblas_loaded() { return test_support::library_loaded("libopenblas.so.0"); }
 
 TEST(OpenBlasCoreType, TheKernelsOpenBlasPicksOnTheCpusItKnowsWithThatInstructionSet) {
   EXPECT_EQ(openblas_core_type_for(Isa::avx512, CpuVendor::intel), "SkylakeX");

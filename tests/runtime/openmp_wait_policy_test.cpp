@@ -5,30 +5,18 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <functional>
+
+#include "tests/support/process_settings.h"
 
 namespace kiln {
 namespace {
 
-// Runs `check` in a child process; true when it returned true.
-bool in_child(const std::function<bool()>& check) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(check() ? 0 : 1);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
+using test_support::in_child;
 
-bool gomp_loaded() {
-  void* gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (gomp) dlclose(gomp);
-  return gomp != nullptr;
-}
+bool gomp_loaded() { return test_support::library_loaded("libgomp.so.1"); }
 
 TEST(OpenMPWaitPolicy, AShortSpinWhenNothingIsSetAndOpenMPIsNotLoadedYet) {
   if (gomp_loaded()) GTEST_SKIP() << "this test binary has libgomp loaded already";
