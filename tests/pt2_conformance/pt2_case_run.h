@@ -3,14 +3,14 @@
 // sample inputs by the reference interpreter and by the CPU backend, and each output compared
 // with eager PyTorch's (expected_<i>.npy) at the case's tolerances (OpInfo's), or, for ops whose
 // results are random or uninitialized, checked for a property (random_output_checks.h). Where
-// the op's float64 result is known (exact_<i>.npy), an output that misses eager's passes when it
-// is as close to the float64 result as eager is: within the tolerances widened by eager's own
-// largest distance from it. Eager is one float32 evaluation and Kiln's another, rounding in
-// another order; on an ill-conditioned sample (attention's logits near 70, where one ulp of a
-// logit moves an output by 1e-5) each lands about as far from float64 as the tolerance, on
-// different sides. Where eager misses the float64 result outright, it is the inaccurate side
-// (PyTorch's own reference tests judge precision against float64 the same way). A case passes
-// when both match. The cases of one OpInfo entry are compiled together as one merged graph
+// the op's float64 result is known (exact_<i>.npy), an output that misses eager's passes too when
+// it meets the float64 result: where eager meets it at the tolerances, within the tolerances
+// widened by eager's own largest distance from it (eager is one float32 evaluation and Kiln's
+// another, rounding in another order; on an ill-conditioned sample, attention's logits near 70
+// where one ulp of a logit moves an output by 1e-5, each lands about as far from float64 as the
+// tolerance, on different sides); where eager misses it, at the tolerances themselves (eager is
+// then the inaccurate side; PyTorch's own reference tests judge precision against float64 the same
+// way). A case passes when both match. The cases of one OpInfo entry are compiled together as one merged graph
 // (graph_merge.h); a case whose merged result fails is compiled and run again alone, and that
 // result is the one reported.
 #pragma once
