@@ -21,7 +21,8 @@ void add_launch_command(CLI::App& app) {
                    "Let mpirun run as root (it refuses otherwise; or set OMPI_ALLOW_RUN_AS_ROOT=1 and "
                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)");
   launch->footer(
-      "It runs: mpirun -np N --oversubscribe PROGRAM ARGS... (Open MPI, Debian's openmpi-bin).\n"
+      "It runs: mpirun -np N --oversubscribe PROGRAM ARGS... (Open MPI, Debian's openmpi-bin), with\n"
+      "OMPI_MCA_orte_tmpdir_base set to a folder of its own unless it is set already.\n"
       "Examples:\n"
       "  kiln launch -n 2 build/samples/train_ddp/train_ddp --epochs 20");
   register_action(launch, [options, launch] {

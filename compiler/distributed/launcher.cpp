@@ -1,6 +1,8 @@
 // `kiln launch` through mpirun. See compiler/distributed/launcher.h.
 #include "compiler/distributed/launcher.h"
 
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,7 +54,32 @@ std::vector<std::string> launch_command_line(const LaunchOptions& options) {
   return line;
 }
 
+std::filesystem::path make_session_directory_base(const std::filesystem::path& parent, int pid) {
+  std::error_code error;
+  std::filesystem::create_directories(parent, error);
+  if (error) return {};
+  chmod(parent.c_str(), 0700);
+  for (const std::filesystem::directory_entry& entry : std::filesystem::directory_iterator(parent, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9) continue;
+    const int other = std::stoi(name);
+    if (other != pid && kill(other, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), error);
+  }
+  const std::filesystem::path base = parent / std::to_string(pid);
+  std::filesystem::create_directory(base, error);
+  if (error || !std::filesystem::is_directory(base, error)) return {};
+  return base;
+}
+
 void exec_launch(const std::vector<std::string>& command_line) {
+  if (std::getenv("OMPI_MCA_orte_tmpdir_base") == nullptr) {
+    std::error_code error;
+    const std::filesystem::path temp = std::filesystem::temp_directory_path(error);
+    const std::filesystem::path base =
+        error ? std::filesystem::path()
+              : make_session_directory_base(temp / ("kiln-launch-" + std::to_string(getuid())), int(getpid()));
+    if (!base.empty()) setenv("OMPI_MCA_orte_tmpdir_base", base.c_str(), /*overwrite=*/1);
+  }
   std::vector<char*> argv;
   for (const std::string& argument : command_line) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
