@@ -694,8 +694,14 @@ def main():
                                "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)")},
                "references": [], "models": [], "workloads": []}
     with open("/proc/cpuinfo") as f:
-        found = re.search(r"model name\s*:\s*(.*)", f.read())
+        cpuinfo = f.read()
+        found = re.search(r"model name\s*:\s*(.*)", cpuinfo)
         results["environment"]["cpu"] = found.group(1) if found else results["environment"]["cpu"]
+        # A virtual machine's model name may be generic ("Intel(R) Xeon(R) Processor"): the family and
+        # model tell the hosts apart (6/207: Emerald Rapids, which Debian 12's OpenBLAS does not know).
+        family, model = re.search(r"cpu family\s*:\s*(\d+)", cpuinfo), re.search(r"\nmodel\s*:\s*(\d+)", cpuinfo)
+        if family and model:
+            results["environment"]["cpu_family_model"] = family.group(1) + "/" + model.group(1)
     batches = {int(b) for b in args.batches.split(",") if b}
     # --load: busy processes on the measured CPUs (each a shell loop that never sleeps).
     load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(args.load)]
