@@ -317,8 +317,8 @@ def kiln_bench(args, model_path, input_flags, cache_dir, iters, extra=(), binary
     out = kiln([binary or args.kiln, "bench", model_path, target_flag, "cpu", "--json", "--iters", str(iters), "--warmup",
                 str(args.warmup), "--threads", str(args.threads), *extra] + input_flags, cache_dir, args.threads)
     data = json.loads(out.strip().splitlines()[-1])
-    return {k: data[k] for k in ("iters", "median_ms", "min_ms", "p10_ms", "p90_ms", "max_ms", "compile_ms",
-                                 "cache_hit")}
+    keys = ("iters", "median_ms", "min_ms", "p10_ms", "p90_ms", "max_ms", "compile_ms", "cache_hit", "openblas_core")
+    return {k: data[k] for k in keys if k in data}  # openblas_core: where the compiled module links OpenBLAS
 
 
 def compare_outputs(got_by_name, want_by_name):

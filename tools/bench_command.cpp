@@ -20,6 +20,7 @@
 #include "compiler/model_files.h"
 #include "compiler/package_runner.h"
 #include "compiler/target_registry.h"
+#include "runtime/cpu/openblas_core_type.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
 
@@ -106,6 +107,7 @@ int run_bench(const BenchOptions& options) {
                           {"p90_ms", percentile(times, 0.9)}, {"max_ms", times.back()},
                           {"compile_ms", compile_ms},     {"cache_hit", compiled != nullptr && compiled->cache_hit}};
     if (!device_times.empty()) out["device_median_ms"] = percentile(device_times, 0.5);
+    if (const std::string core = loaded_openblas_core(); !core.empty()) out["openblas_core"] = core;
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -122,6 +124,8 @@ int run_bench(const BenchOptions& options) {
     std::snprintf(line, sizeof line, "compile: %.1f ms (%s)", compile_ms, compiled->cache_hit ? "cache hit" : "compiled");
     std::cout << line << "\n";
   }
+  // Which kernels the model's BLAS calls ran (runtime/cpu/openblas_core_type.h).
+  if (const std::string core = loaded_openblas_core(); !core.empty()) std::cout << "OpenBLAS kernels: " << core << "\n";
   return 0;
 }
 }  // namespace

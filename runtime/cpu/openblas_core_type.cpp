@@ -66,4 +66,14 @@ OpenBlasCoreTypeChoice choose_openblas_core_type() {
   return result;
 }
 
+std::string loaded_openblas_core() {
+  void* library = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  if (library == nullptr) return "";
+  std::string core;
+  if (auto corename = reinterpret_cast<const char* (*)()>(dlsym(library, "openblas_get_corename")))
+    if (const char* name = corename()) core = name;
+  dlclose(library);
+  return core;
+}
+
 }  // namespace kiln

@@ -39,4 +39,9 @@ enum class OpenBlasCoreTypeChoice {
 // call's result).
 OpenBlasCoreTypeChoice choose_openblas_core_type();
 
+// The kernels of the OpenBLAS loaded in this process, as OpenBLAS names them
+// (openblas_get_corename: "SkylakeX", "Haswell", "Prescott", ...); empty when none is loaded
+// (no compiled module with matrix products loaded yet). `kiln bench` reports it.
+std::string loaded_openblas_core();
+
 }  // namespace kiln

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_runner.h"
+#include "runtime/cpu_features.h"
 #include "sample_models.h"
 
 namespace kiln {
@@ -130,6 +134,27 @@ TEST_F(CompileCli, BenchPrintsMedianAndSpread) {
   CliResult json = kiln("bench " + mlp() + " --iters 3 --warmup 0 --dim s0=8 --json --backend interp");
   ASSERT_EQ(json.status, 0) << json.err;
   EXPECT_THAT(json.out, HasSubstr("\"median_ms\""));
+}
+
+// `kiln bench` says which OpenBLAS kernels the model's BLAS calls ran: the user's OPENBLAS_CORETYPE,
+// or, unset, the kernels the loader chose for this CPU's instruction set, never OpenBLAS's SSE3
+// fallback on a CPU with AVX2 or AVX-512 (runtime/cpu/openblas_core_type.h).
+TEST_F(CompileCli, BenchSaysWhichOpenBlasKernelsRan) {
+  CliResult chosen = kiln("bench " + mlp() + " --iters 2 --warmup 0 --dim s0=8 --json", "OPENBLAS_CORETYPE=Haswell");
+  ASSERT_EQ(chosen.status, 0) << chosen.err;
+  nlohmann::json out = nlohmann::json::parse(chosen.out);
+  if (!out.contains("openblas_core")) GTEST_SKIP() << "the compiled MLP loads no OpenBLAS in this build: " << chosen.out;
+  EXPECT_EQ(out["openblas_core"], "Haswell") << chosen.out;
+  EXPECT_THAT(kiln("bench " + mlp() + " --iters 2 --warmup 0 --dim s0=8", "OPENBLAS_CORETYPE=Haswell").out,
+              HasSubstr("OpenBLAS kernels: Haswell"));
+  unsetenv("OPENBLAS_CORETYPE");  // for the kiln process below (ctest runs each test in a process of its own)
+  CliResult own = kiln("bench " + mlp() + " --iters 2 --warmup 0 --dim s0=8 --json");
+  ASSERT_EQ(own.status, 0) << own.err;
+  const std::string core = nlohmann::json::parse(own.out).value("openblas_core", "");
+  EXPECT_FALSE(core.empty()) << own.out;
+  if (host_isa() != Isa::scalar) {
+    EXPECT_NE(core, "Prescott") << own.out;
+  }
 }
 
 TEST_F(CompileCli, DumpCodegenStages) {
