@@ -29,14 +29,18 @@ CpuVendor host_vendor() {
   return CpuVendor::other;
 }
 
+// A handle on the BLAS library already loaded in this process (OpenBLAS under either of Debian's
+// names), for the caller to dlclose; null when none is.
+void* loaded_blas() {
+  for (const char* name : {"libopenblas.so.0", "libblas.so.3"})
+    if (void* library = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)) return library;
+  return nullptr;
+}
+
 bool openblas_loaded() {
-  for (const char* name : {"libopenblas.so.0", "libblas.so.3"}) {
-    if (void* library = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)) {
-      dlclose(library);
-      return true;
-    }
-  }
-  return false;
+  void* library = loaded_blas();
+  if (library) dlclose(library);
+  return library != nullptr;
 }
 
 }  // namespace
@@ -67,7 +71,7 @@ OpenBlasCoreTypeChoice choose_openblas_core_type() {
 }
 
 std::string loaded_openblas_core() {
-  void* library = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  void* library = loaded_blas();
   if (library == nullptr) return "";
   std::string core;
   if (auto corename = reinterpret_cast<const char* (*)()>(dlsym(library, "openblas_get_corename")))
