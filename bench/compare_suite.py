@@ -23,7 +23,10 @@ measures, with the same thread count for every engine (all pinned to the first -
 and checks every Kiln result in the same run (against ONNX Runtime's outputs, or PyTorch eager's for the
 workloads), and torch.compile's against eager. Engines run in interleaved rounds (each keeps its round
 with the lowest median). It prints a table with the geometric means of Kiln's ratios and the issue-19
-goals met or not, and writes everything as JSON (bench/results/compare_suite-DATE.json).
+goals met or not, and writes everything as JSON (bench/results/compare_suite-DATE.json). Each model's
+FLOPs (PyTorch's FlopCounterMode: its convolutions, matrix products and attention) give Kiln's rate as a
+fraction of the FMA peak, and each ratio goal not met says at what fraction of that peak the model would
+have to run to meet it.
 
 With --baseline-kiln OTHER/tools/kiln (another build of Kiln, e.g. main's), that build runs as one more
 engine ("base") in the same interleaved rounds, with its own compile cache, and the table adds the ratio
