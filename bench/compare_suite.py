@@ -641,7 +641,8 @@ def print_report(results):
           f"{fmt(summary['geomean_kiln_over_compile'], '.2f'):>10}{fmt(summary['geomean_kiln_over_eager'], '.2f'):>8}"
           "   (compile/eager means include the workloads)")
     print("\nratios below 1: Kiln is faster. k FMA: Kiln's FLOPs per second (PyTorch's FlopCounterMode count: "
-          "convolutions, matrix products, attention) as a fraction of the FMA peak. others: cores the machine's other "
+          "convolutions, matrix products, attention) as a fraction of the FMA peak (above 100%: fewer multiplies than "
+          "counted, as Winograd's convolutions do). others: cores the machine's other "
           "processes used (busiest round).")
     print("\ngoals (issue 19):")
     for goal in summary["goals"]:
