@@ -3,7 +3,9 @@
 // runs on a target of the registry (compiler/target_registry.h) after warm-up runs and prints
 // the median latency with its spread (min, p10, p90, max), and for the compiling targets the
 // compile (or cache load) time; where the target measures it (cuda), also the median device
-// time of the steps alone (without the host-device copies). --json prints one JSON object.
+// time of the steps alone (without the host-device copies), and the FLOPs of the model's
+// convolutions and matrix products per run with their rate at the median (passes/flop_count.h; not
+// for a package, which has no graph to count). --json prints one JSON object.
 // --backend is the deprecated old name of --target. MODEL may be a package folder (`kiln compile
 // -o DIR`): its own library runs it (compiler/package_runner.h), as an app would.
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,8 @@
 #include "compiler/model_files.h"
 #include "compiler/package_runner.h"
 #include "compiler/target_registry.h"
+#include "ir/interpreter.h"
+#include "passes/flop_count.h"
 #include "runtime/cpu/openblas_core_type.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -60,6 +65,7 @@ int run_bench(const BenchOptions& options) {
   std::map<std::string, int64_t> dims = parse_dim_flags(options.dims);
   std::map<std::string, Tensor> inputs;
   std::unique_ptr<compiler::Executable> model;
+  std::optional<passes::FlopCount> flops;  // of the model's products (a package has no graph to count)
   std::string target = options.target;
   auto compile_start = Clock::now();
   if (compiler::is_package(options.model)) {
@@ -74,6 +80,7 @@ int run_bench(const BenchOptions& options) {
   } else {
     ir::Graph graph = compiler::load_model(options.model);
     inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
+    flops = passes::count_model_flops(graph, ir::bind_symbols(graph, inputs));
     CompileOptions compile_options;
     compile_options.target = options.target;
     compile_options.freeze = options.freeze;
@@ -108,6 +115,10 @@ int run_bench(const BenchOptions& options) {
                           {"compile_ms", compile_ms},     {"cache_hit", compiled != nullptr && compiled->cache_hit}};
     if (!device_times.empty()) out["device_median_ms"] = percentile(device_times, 0.5);
     if (const std::string core = loaded_openblas_core(); !core.empty()) out["openblas_core"] = core;
+    if (flops) {
+      out["gflop"] = flops->total / 1e9;
+      if (median > 0) out["gflops"] = flops->total / median / 1e6;
+    }
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -122,6 +133,12 @@ int run_bench(const BenchOptions& options) {
   }
   if (compiled != nullptr) {
     std::snprintf(line, sizeof line, "compile: %.1f ms (%s)", compile_ms, compiled->cache_hit ? "cache hit" : "compiled");
+    std::cout << line << "\n";
+  }
+  // How fast the products ran: compare with the machine's FMA peak (passes/flop_count.h).
+  if (flops && flops->total > 0 && median > 0) {
+    std::snprintf(line, sizeof line, "products: %.4g GFLOP per run (convolutions and matrix products, 2 per multiply-add), %.1f GFLOP/s at the median",
+                  flops->total / 1e9, flops->total / median / 1e6);
     std::cout << line << "\n";
   }
   // Which kernels the model's BLAS calls ran (runtime/cpu/openblas_core_type.h).

@@ -1,7 +1,7 @@
 // The CPU backend from the command line: `kiln compile` (stages and times, the cache hit on a
 // second compile, -o writing the source, --isa), `kiln run --backend cpu --check` (errors
-// printed, exit 1 past the tolerance), `kiln bench` (median and spread, --json), `kiln dump
-// --stage loops|scheduled|cpp`, KILN_LOG=fusion, and bad flags.
+// printed, exit 1 past the tolerance), `kiln bench` (median and spread, --json, the products'
+// FLOPs), `kiln dump --stage loops|scheduled|cpp`, KILN_LOG=fusion, and bad flags.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -154,6 +154,22 @@ TEST_F(CompileCli, BenchSaysWhichOpenBlasKernelsRan) {
   const std::string core = nlohmann::json::parse(own.out).value("openblas_core", "");
   EXPECT_FALSE(core.empty()) << own.out;
   EXPECT_NE(core, "Prescott") << own.out;
+}
+
+// `kiln bench` counts the model's products (passes/flop_count.h) at the bound sizes: the MLP at
+// batch 8 is 8 x 784 x 128 and 8 x 128 x 10 multiply-adds, 2 FLOPs each, and gives their rate at
+// the median.
+TEST_F(CompileCli, BenchCountsTheModelsProductsAndTheirRate) {
+  const double flops = 2.0 * 8 * (784 * 128 + 128 * 10);
+  CliResult json = kiln("bench " + mlp() + " --iters 3 --warmup 0 --dim s0=8 --json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  nlohmann::json out = nlohmann::json::parse(json.out);
+  EXPECT_DOUBLE_EQ(out.at("gflop").get<double>(), flops / 1e9) << json.out;
+  const double rate = flops / (out.at("median_ms").get<double>() * 1e-3) / 1e9;
+  EXPECT_NEAR(out.at("gflops").get<double>(), rate, rate * 1e-12) << json.out;
+  CliResult text = kiln("bench " + mlp() + " --iters 3 --warmup 0 --dim s0=8");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("products: 0.001626 GFLOP per run (convolutions and matrix products, 2 per multiply-add)"));
 }
 
 TEST_F(CompileCli, DumpCodegenStages) {
