@@ -328,7 +328,8 @@ def kiln_bench(args, model_path, input_flags, cache_dir, iters, extra=(), binary
     out = kiln([binary or args.kiln, "bench", model_path, target_flag, "cpu", "--json", "--iters", str(iters), "--warmup",
                 str(args.warmup), "--threads", str(args.threads), *extra] + input_flags, cache_dir, args.threads)
     data = json.loads(out.strip().splitlines()[-1])
-    keys = ("iters", "median_ms", "min_ms", "p10_ms", "p90_ms", "max_ms", "compile_ms", "cache_hit", "openblas_core")
+    keys = ("iters", "median_ms", "min_ms", "p10_ms", "p90_ms", "max_ms", "compile_ms", "cache_hit", "openblas_core",
+            "gflop")
     return {k: data[k] for k in keys if k in data}  # openblas_core: where the compiled module links OpenBLAS
 
 
@@ -459,6 +460,9 @@ def measure_case(args, case, work_dir, cache_dir):
         for engine in ("kiln", "ort", "eager", "compile"):
             if "median_ms" in row.get(engine, {}):
                 row[engine]["gflops"] = case.flops / (row[engine]["median_ms"] * 1e-3) / 1e9
+        # Kiln's own count of the ONNX model's products (`kiln bench`, passes/flop_count.h) against PyTorch's.
+        if "gflop" in row.get("kiln", {}):
+            row["kiln_flops_over_torch"] = row["kiln"]["gflop"] * 1e9 / case.flops
     return row
 
 
@@ -649,6 +653,10 @@ def print_report(results):
         needs = goal.get("needs_fma_fraction")
         print(f"  {'met    ' if goal['met'] else 'NOT MET'}  {goal['goal']}: {goal['value']:.3g}"
               + (f" (needs {needs:.0%} of the FMA peak)" if needs and not goal["met"] else ""))
+    for row in results["models"]:
+        ratio = row.get("kiln_flops_over_torch")
+        if ratio is not None and abs(ratio - 1) > 0.01:
+            print(f"\n{row['title']}: kiln bench counted {ratio:.3f}x the FLOPs PyTorch's FlopCounterMode counts")
     for row in results["models"] + results["workloads"]:
         for key in ("kiln_error", "compile_error"):
             if key in row:
