@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/op_registry.h"
+#include "passes/flop_count.h"
 
 namespace kiln::passes {
 
@@ -324,18 +325,8 @@ void rewrite_size_argument(Node& node, const SymShape& output_shape, const std::
   node.set_kwargs(std::move(kwargs));
 }
 
-// Multiply-adds of a matrix product or convolution node (0 for other nodes).
-int64_t multiply_adds(const Node& node) {
-  if (node.target() != "matmul" && node.target() != "bmm" && node.target() != "convolution") return 0;
-  const OpCall call = OpCall::of(node);
-  int64_t outputs = 1;
-  for (const ir::SymInt& d : node.value().shape) outputs *= d.constant();
-  const ir::TensorMeta& b = call.tensor(1);
-  if (node.target() != "convolution") return outputs * size_of(call.tensor(0), call.tensor(0).rank() - 1);
-  int64_t per_output = 1;  // weight [O, C/groups, k...]: C/groups times the window
-  for (int64_t d = 1; d < b.rank(); ++d) per_output *= size_of(b, d);
-  return outputs * per_output;
-}
+// Multiply-adds of a matrix product or convolution node (0 for other nodes; the graph is static).
+int64_t multiply_adds(const Node& node) { return int64_t(product_flops(node, {}).value_or(0) / 2); }
 
 // The number of chunks (BatchChunking); below 2 with the reason in `why` where none suits.
 int64_t chunk_count(const ir::Graph& graph, const Analysis& analysis, int64_t batch, const BatchChunking& chunking,
@@ -351,7 +342,7 @@ int64_t chunk_count(const ir::Graph& graph, const Analysis& analysis, int64_t ba
     }
     return chunking.chunks;
   }
-  int64_t total = 0;
+  int64_t total = 0, work = 0;
   double weight_bytes = 0, sample_bytes = 0;
   for (const Node* node : graph.nodes()) {
     if (node->op() == OpKind::get_attr) {
@@ -364,11 +355,24 @@ int64_t chunk_count(const ir::Graph& graph, const Analysis& analysis, int64_t ba
     if (node->op() != OpKind::call_function) continue;
     const int64_t macs = multiply_adds(*node);
     total += macs;
+    for (const ir::TensorMeta& value : node->meta.values) {
+      int64_t elements = 1;
+      for (const ir::SymInt& d : value.shape) elements *= d.constant();
+      work += std::max(macs, elements);
+    }
     if (macs > 0 && analysis.at(*node).at(0)) {
       int64_t elements = 1;
       for (const ir::SymInt& d : node->value().shape) elements *= d.constant();
       sample_bytes += double(elements) * double(dtype_size(node->value().dtype)) / double(batch);
     }
+  }
+  // A call too small to share: every call of a chunked model wakes the other threads for its
+  // chunks, which costs more than the whole call on one thread (a relu of 16 floats as 16 chunks:
+  // 3.4-4.6 us a call against 0.9 us whole; bench/README.md).
+  if (work < BatchChunking::kMinWork) {
+    *why = "a call's work (" + std::to_string(work) + " multiply-adds and output elements) is less than " +
+           std::to_string(BatchChunking::kMinWork) + ", too little to share";
+    return 1;
   }
   // The fewest samples a chunk may hold: as many bytes of GEMM and convolution outputs as the
   // model has weights, which every chunk reads again (ResNet-50 at batch 8: 102 MB of weights,

@@ -51,7 +51,8 @@ struct BatchSplit {
 };
 
 // How many chunks: `chunks` exactly (where it divides the batch), or with `chunks` 0 the
-// smallest chunks that keep every GEMM that matters efficient, where they keep `cpus` CPUs busy.
+// smallest chunks that keep every GEMM that matters efficient, where they keep `cpus` CPUs busy
+// and the call has work enough to share (kMinWork).
 //
 // Why small chunks: a chunk's activations are reused from the caches, layer after layer, while
 // they fit; MobileNet-v2 at batch 8 on 2 threads ran 24 ms as 8 chunks of one image, 31 ms as 2
@@ -66,6 +67,10 @@ struct BatchChunking {
   int64_t cpus = 1;    // (when chosen) the chunks must be at least this many, or one sample each
   int64_t max_chunks = 64;
   static constexpr int64_t kMinGemmRows = 16;
+  // (When chosen) a call with less work than this (its nodes' multiply-adds, or output elements
+  // where they have none) runs whole: one parallel loop's worth, as the C++ emitter's
+  // CppEmitOptions::parallel_threshold, under which waking another thread costs more than it saves.
+  static constexpr int64_t kMinWork = 32768;
 };
 
 // The chunk graph of `graph`, or std::nullopt with the reason in `why_not` (when given) where

@@ -24,8 +24,9 @@ double product(const std::vector<double>& dims, size_t begin = 0) {
   return result;
 }
 
-// The FLOPs of one product node: 0 for any other op; nothing when a shape is unbound.
-std::optional<double> flops_of(const ir::Node& node, const std::map<std::string, int64_t>& symbols) {
+}  // namespace
+
+std::optional<double> product_flops(const ir::Node& node, const std::map<std::string, int64_t>& symbols) {
   const std::string& op = node.target();
   const bool matmul = op == "matmul" || op == "bmm";
   const bool convolution = op == "convolution" || op == "deform_conv2d";
@@ -48,12 +49,10 @@ std::optional<double> flops_of(const ir::Node& node, const std::map<std::string,
   return 2 * (transposed ? product(*first) : product(*out)) * per_element;
 }
 
-}  // namespace
-
 std::optional<FlopCount> count_flops(const ir::Graph& decomposed, const std::map<std::string, int64_t>& symbols) {
   FlopCount count;
   for (const ir::Node* node : decomposed.nodes()) {
-    std::optional<double> flops = flops_of(*node, symbols);
+    std::optional<double> flops = product_flops(*node, symbols);
     if (!flops) return std::nullopt;
     if (*flops == 0) continue;
     count.total += *flops;

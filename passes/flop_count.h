@@ -29,6 +29,10 @@ struct FlopCount {
   std::map<std::string, double> by_op;  // "matmul", "convolution", ... (ops with none are absent)
 };
 
+// The FLOPs of one node of a decomposed graph: 0 for any op but the products above; nothing when
+// its shapes have a symbol `symbols` does not bind.
+std::optional<double> product_flops(const ir::Node& node, const std::map<std::string, int64_t>& symbols);
+
 // The count for one call of `decomposed` with its symbols bound to `symbols` (ir::bind_symbols);
 // nothing when a product's shape has a symbol `symbols` does not bind.
 std::optional<FlopCount> count_flops(const ir::Graph& decomposed, const std::map<std::string, int64_t>& symbols);

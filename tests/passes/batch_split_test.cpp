@@ -258,5 +258,35 @@ TEST(BatchSplit, ChosenChunksWeighTheWeightsEveryChunkReadsAgainstTheSamples) {
   EXPECT_NE(why.find("fewer than the 4 CPUs"), std::string::npos) << why;
 }
 
+// A call with less work than one parallel loop's runs whole when the chunks are chosen (waking a
+// thread for it costs more than the call), and in the chunks asked for when they are asked for.
+TEST(BatchSplit, ACallTooSmallToShareIsNotSplitUnlessAskedTo) {
+  ir::Graph tiny = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[16, 4] = placeholder[target=x]\n"
+      "    %y = call_function[target=relu](args = (%x,), kwargs = {})\n"
+      "    return (y,)\n",
+      "tiny.kiln");
+  BatchChunking chosen;
+  chosen.cpus = 2;
+  std::string why;
+  EXPECT_FALSE(split_batch(tiny, chosen, &why));
+  EXPECT_NE(why.find("a call's work (64 multiply-adds and output elements) is less than 32768"), std::string::npos)
+      << why;
+  std::optional<BatchSplit> asked = split_batch(tiny, exactly(2), &why);
+  ASSERT_TRUE(asked) << why;
+  EXPECT_EQ(asked->chunks, 2);
+  // 16 x 2048 output elements are work enough.
+  ir::Graph wide = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[16, 2048] = placeholder[target=x]\n"
+      "    %y = call_function[target=relu](args = (%x,), kwargs = {})\n"
+      "    return (y,)\n",
+      "wide.kiln");
+  std::optional<BatchSplit> chunked = split_batch(wide, chosen, &why);
+  ASSERT_TRUE(chunked) << why;
+  EXPECT_EQ(chunked->chunks, 16);
+}
+
 }  // namespace
 }  // namespace kiln::passes
