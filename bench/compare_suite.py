@@ -323,10 +323,10 @@ def kiln(argv, cache_dir, threads):
     return result.stdout
 
 
-def kiln_bench(args, model_path, input_flags, cache_dir, iters, extra=(), binary=None):
+def kiln_bench(args, model_path, input_flags, cache_dir, iters, warmup, extra=(), binary=None):
     target_flag = "--backend" if binary and args.baseline_uses_backend else "--target"
     out = kiln([binary or args.kiln, "bench", model_path, target_flag, "cpu", "--json", "--iters", str(iters), "--warmup",
-                str(args.warmup), "--threads", str(args.threads), *extra] + input_flags, cache_dir, args.threads)
+                str(warmup), "--threads", str(args.threads), *extra] + input_flags, cache_dir, args.threads)
     data = json.loads(out.strip().splitlines()[-1])
     keys = ("iters", "median_ms", "min_ms", "p10_ms", "p90_ms", "max_ms", "compile_ms", "cache_hit", "openblas_core",
             "gflop")
@@ -406,13 +406,21 @@ def run_rounds(measure, rounds, quiet_wait):
     return {engine: best_round(summaries) for engine, summaries in results.items()}
 
 
+# A round of a case lasts at least this long, for the engine the calls are counted on: 30 calls of a 20 us
+# model (the MLP at batch 1) were 0.6 ms, and one interruption moved a round's median from 18 to 58 us.
+MIN_ROUND_S = 0.2
+
+
 def iterations_for(call, args):
-    """Calls per round so that one engine spends about --budget seconds on a case, all rounds together."""
+    """Calls per round and warm-up calls before them: --iters, or more where those would take under MIN_ROUND_S,
+    but no more than one engine can make in --budget seconds on a case, all rounds together; warm-up calls
+    --warmup, or a tenth of the calls (at most 100) where that is more."""
     call()
     start = time.perf_counter()
     call()
-    one = time.perf_counter() - start
-    return max(5, min(args.iters, int(args.budget / args.rounds / max(one, 1e-6))))
+    one = max(time.perf_counter() - start, 1e-6)
+    iters = max(5, min(max(args.iters, int(MIN_ROUND_S / one)), int(args.budget / args.rounds / one)))
+    return iters, max(args.warmup, min(iters // 10, 100))
 
 
 def measure_case(args, case, work_dir, cache_dir):
@@ -441,18 +449,19 @@ def measure_case(args, case, work_dir, cache_dir):
         pass  # torch.compile is neither compiled nor timed (--engines)
     except Exception as error:
         row["compile_error"] = str(error)[-2000:]
-    iters = iterations_for(eager, args)
-    row["iters"], row["rounds"] = iters, args.rounds
-    measure = {"ort": lambda: time_calls(lambda: session.run(None, feed), iters, args.warmup),
-               "eager": lambda: time_calls(eager, iters, args.warmup)}
+    iters, warmup = iterations_for(eager, args)
+    row["iters"], row["warmup"], row["rounds"] = iters, warmup, args.rounds
+    measure = {"ort": lambda: time_calls(lambda: session.run(None, feed), iters, warmup),
+               "eager": lambda: time_calls(eager, iters, warmup)}
     if compiled_module is not None:
         compiled = torch_call(compiled_module, case.inputs)
-        measure["compile"] = lambda: time_calls(compiled, iters, args.warmup)
+        measure["compile"] = lambda: time_calls(compiled, iters, warmup)
     if "kiln_error" not in row:
-        measure["kiln"] = lambda: kiln_bench(args, case.onnx_path, case.input_flags, cache_dir, iters, ("--freeze",))
+        measure["kiln"] = lambda: kiln_bench(args, case.onnx_path, case.input_flags, cache_dir, iters, warmup,
+                                             ("--freeze",))
     if args.baseline_kiln:
         measure["base"] = lambda: kiln_bench(args, case.onnx_path, case.input_flags, cache_dir + "_base", iters,
-                                             args.baseline_flags, args.baseline_kiln)
+                                             warmup, args.baseline_flags, args.baseline_kiln)
     measure = {e: m for e, m in measure.items() if e in args.engines or e == "base"}
     row.update(run_rounds(measure, args.rounds, args.quiet_wait))
     ratios(row)
@@ -488,17 +497,17 @@ def measure_workload(args, name, work_dir, cache_dir):
         pass  # torch.compile is neither compiled nor timed (--engines)
     except Exception as error:
         row["compile_error"] = str(error)[-2000:]
-    iters = iterations_for(eager, args)
-    row["iters"], row["rounds"] = iters, args.rounds
-    measure = {"eager": lambda: time_calls(eager, iters, args.warmup)}
+    iters, warmup = iterations_for(eager, args)
+    row["iters"], row["warmup"], row["rounds"] = iters, warmup, args.rounds
+    measure = {"eager": lambda: time_calls(eager, iters, warmup)}
     if compiled_module is not None:
         compiled = torch_call(compiled_module, {k: v.numpy() for k, v in workload.inputs.items()})
-        measure["compile"] = lambda: time_calls(compiled, iters, args.warmup)
+        measure["compile"] = lambda: time_calls(compiled, iters, warmup)
     if "kiln_error" not in row:
-        measure["kiln"] = lambda: kiln_bench(args, workload.model_path, input_flags, cache_dir, iters)
+        measure["kiln"] = lambda: kiln_bench(args, workload.model_path, input_flags, cache_dir, iters, warmup)
     if args.baseline_kiln:
         measure["base"] = lambda: kiln_bench(args, workload.model_path, input_flags, cache_dir + "_base", iters,
-                                             (), args.baseline_kiln)
+                                             warmup, (), args.baseline_kiln)
     measure = {e: m for e, m in measure.items() if e in args.engines or e == "base"}
     row.update(run_rounds(measure, args.rounds, args.quiet_wait))
     ratios(row)
@@ -670,7 +679,8 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kiln", default=os.path.join(REPO, "build", "tools", "kiln"))
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=30, help="timed calls per engine and round (at most)")
+    parser.add_argument("--iters", type=int, default=30, help="timed calls per engine and round (more where a round would "
+                        "last under 0.2 s, fewer where --budget runs out)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget", type=float, default=6.0, help="seconds one engine may spend on one case")
