@@ -68,6 +68,7 @@ int run_bench(const BenchOptions& options) {
   std::optional<passes::FlopCount> flops;  // of the model's products (a package has no graph to count)
   std::string target = options.target;
   auto compile_start = Clock::now();
+  double compile_ms = 0;
   if (compiler::is_package(options.model)) {
     if (options.target != "cpu" || options.backend->count() > 0 || options.freeze)
       fail("a package runs as it was compiled: --target and --freeze do not apply");
@@ -77,18 +78,20 @@ int run_bench(const BenchOptions& options) {
     inputs = prepare_inputs(placeholders, parse_input_flags(options.inputs), dims, options.random_seed);
     model = std::move(package.executable);
     target = "package (" + package.isa + ")";
+    compile_ms = milliseconds(Clock::now() - compile_start);
   } else {
     ir::Graph graph = compiler::load_model(options.model);
     inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
-    flops = passes::count_model_flops(graph, ir::bind_symbols(graph, inputs));
     CompileOptions compile_options;
     compile_options.target = options.target;
     compile_options.freeze = options.freeze;
-  compile_options.batch_chunks = options.batch_chunks;
+    compile_options.batch_chunks = options.batch_chunks;
     compile_start = Clock::now();
     model = compiler::prepare(graph, compile_options);
+    compile_ms = milliseconds(Clock::now() - compile_start);
+    // Counted once the model compiled (the compile says what is wrong with a model it refuses).
+    flops = passes::count_model_flops(graph, ir::bind_symbols(graph, inputs));
   }
-  double compile_ms = milliseconds(Clock::now() - compile_start);
   const CompileResult* compiled = model->compile_result();
   std::vector<double> device_times;
   // One run, timed; then the device's own time of it, where the target measures one.
