@@ -354,17 +354,12 @@ int64_t chunk_count(const ir::Graph& graph, const Analysis& analysis, int64_t ba
     }
     if (node->op() != OpKind::call_function) continue;
     const int64_t macs = multiply_adds(*node);
+    int64_t elements = 0;  // of every value the node makes
+    for (const ir::TensorMeta& value : node->meta.values) elements += value.numel().constant();
     total += macs;
-    for (const ir::TensorMeta& value : node->meta.values) {
-      int64_t elements = 1;
-      for (const ir::SymInt& d : value.shape) elements *= d.constant();
-      work += std::max(macs, elements);
-    }
-    if (macs > 0 && analysis.at(*node).at(0)) {
-      int64_t elements = 1;
-      for (const ir::SymInt& d : node->value().shape) elements *= d.constant();
+    work += std::max(macs, elements);
+    if (macs > 0 && analysis.at(*node).at(0))  // a product: one value
       sample_bytes += double(elements) * double(dtype_size(node->value().dtype)) / double(batch);
-    }
   }
   // A call too small to share: every call of a chunked model wakes the other threads for its
   // chunks, which costs more than the whole call on one thread (a relu of 16 floats as 16 chunks:
