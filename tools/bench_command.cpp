@@ -107,6 +107,9 @@ int run_bench(const BenchOptions& options) {
   for (int i = 0; i < options.iters; ++i) times.push_back(run_once());
   std::sort(times.begin(), times.end());
   double median = percentile(times, 0.5);
+  // The products' rate at the median, where they were counted (GFLOP/s).
+  const std::optional<double> rate =
+      flops && median > 0 ? std::optional<double>(flops->total / median / 1e6) : std::nullopt;
   // The device times of the timed runs only (the warm-up ones come first).
   device_times.erase(device_times.begin(), device_times.end() - std::min<ptrdiff_t>(ptrdiff_t(device_times.size()), options.iters));
   std::sort(device_times.begin(), device_times.end());
@@ -118,10 +121,8 @@ int run_bench(const BenchOptions& options) {
                           {"compile_ms", compile_ms},     {"cache_hit", compiled != nullptr && compiled->cache_hit}};
     if (!device_times.empty()) out["device_median_ms"] = percentile(device_times, 0.5);
     if (const std::string core = loaded_openblas_core(); !core.empty()) out["openblas_core"] = core;
-    if (flops) {
-      out["gflop"] = flops->total / 1e9;
-      if (median > 0) out["gflops"] = flops->total / median / 1e6;
-    }
+    if (flops) out["gflop"] = flops->total / 1e9;
+    if (rate) out["gflops"] = *rate;
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -139,9 +140,9 @@ int run_bench(const BenchOptions& options) {
     std::cout << line << "\n";
   }
   // How fast the products ran: compare with the machine's FMA peak (passes/flop_count.h).
-  if (flops && flops->total > 0 && median > 0) {
+  if (rate && flops->total > 0) {
     std::snprintf(line, sizeof line, "products: %.4g GFLOP per run (convolutions and matrix products, 2 per multiply-add), %.1f GFLOP/s at the median",
-                  flops->total / 1e9, flops->total / median / 1e6);
+                  flops->total / 1e9, *rate);
     std::cout << line << "\n";
   }
   // Which kernels the model's BLAS calls ran (runtime/cpu/openblas_core_type.h).
