@@ -42,6 +42,9 @@ inline const std::vector<UnaryFunction>& unary_functions() {
       {"cos", [](float x) { return kiln_cos(x); }, [](double x) { return std::cos(x); }, 1, -1e4, 1e4, INFINITY},
       {"erfinv", [](float x) { return kiln_erfinv(x); }, [](double x) { return kiln::ir::kernels::erfinv(x); }, 1, -1,
        1, INFINITY},
+      // e^x for x <= 0 (softmax's exp of a value minus its row's max, sigmoid's): swept as e^-|x|.
+      {"exp_nonpositive", [](float x) { return kiln_exp_nonpositive(-std::fabs(x)); },
+       [](double x) { return std::exp(-std::fabs(x)); }, 1, -104, 104, INFINITY},
   };
   return functions;
 }
