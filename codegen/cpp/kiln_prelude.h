@@ -21,7 +21,7 @@
 //   kiln_expm1    2      1.01   2^-27 <= |x| <= 104
 //   kiln_log      1      0.89   every positive float, subnormals included
 //   kiln_log1p    1      0.89   -1 < x <= -2^-27, x >= 2^-27
-//   kiln_sigmoid  3      2.83   2^-27 <= |x| <= 104
+//   kiln_sigmoid  2.5    2.40   2^-27 <= |x| <= 104
 //   kiln_tanh     2      1.51   every float of |x| <= 20 (+-1 beyond 10)
 //   kiln_erf      2      1.38   |x| < 4.5 (+-1 beyond), subnormals included
 //   kiln_one_plus_erf  1.5  1.46   every float of |x| < 6 (2 and 0 beyond 3.92); ulps of 1, not of the
@@ -320,8 +320,8 @@ KILN_INLINE float kiln_exp_nonpositive_in_range(float x) {
 #if defined(__FMA__)
   // With fused multiply-adds, r = x - k ln2 in two (Cody and Waite's split of ln2 into float(ln2)
   // and the rest) and e^r = 1 + (r + tail(r)): three instructions fewer than the exact 9-bit split
-  // below, 0.98 ulp against 0.86 over every float of [-104, 0] (sigmoid: 2.83 against 2.82); the
-  // erf-GELU chain and SiLU 7-9% faster (bench/README.md).
+  // below, 0.98 ulp against 0.86 over every float of [-104, 0]; the erf-GELU chain's loop, whose
+  // sigmoid takes this exp, 7-9% faster (bench/README.md).
   float r = __builtin_fmaf(kf, -0x1.62e43p-1f, x);
   r = __builtin_fmaf(kf, 0x1.05c61p-29f, r);
   float p64 = 0x1p64f + 0x1p64f * (r + kiln_exp_tail(r));
@@ -420,12 +420,12 @@ KILN_INLINE double kiln_log1p(double x) { return __builtin_log1p(x); }
 // ---------------------------------------------------------------- sigmoid, tanh, erf
 KILN_INLINE float kiln_sigmoid(float x) {
   // With e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0 (no overflow,
-  // subnormal results kept). All in float: one reciprocal and a product, 8 or 16 lanes per
-  // instruction (2.82 ulp; a double quotient measured 1.48 ulp at twice the cost).
+  // subnormal results kept). All in float, 8 or 16 lanes per instruction: one quotient, of the
+  // numerator selected (2.40 ulp; a reciprocal times e took an instruction more, 2.83 ulp; a
+  // double quotient measured 1.48 ulp at twice the cost).
   float minus_a = -__builtin_fabsf(x);
   float e = kiln_exp_nonpositive(minus_a);
-  float r = 1.0f / (1.0f + e);
-  return kiln_select(x < 0.0f, e * r, r);
+  return kiln_select(x < 0.0f, e, 1.0f) / (1.0f + e);
 }
 KILN_INLINE double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
 

@@ -31,7 +31,7 @@ inline const std::vector<UnaryFunction>& unary_functions() {
       {"expm1", [](float x) { return kiln_expm1(x); }, [](double x) { return std::expm1(x); }, 2, -18, 89, INFINITY},
       {"log", [](float x) { return kiln_log(x); }, [](double x) { return std::log(x); }, 1, 0, 16, INFINITY},
       {"log1p", [](float x) { return kiln_log1p(x); }, [](double x) { return std::log1p(x); }, 1, -1, 16, INFINITY},
-      {"sigmoid", [](float x) { return kiln_sigmoid(x); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 3,
+      {"sigmoid", [](float x) { return kiln_sigmoid(x); }, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 2.5,
        -104, 20, INFINITY},
       {"tanh", [](float x) { return kiln_tanh(x); }, [](double x) { return std::tanh(x); }, 2, -10, 10, INFINITY},
       {"erf", [](float x) { return kiln_erf(x); }, [](double x) { return std::erf(x); }, 2, -4, 4, INFINITY},
