@@ -44,6 +44,8 @@ bool same_expr(const Expr& a, const Expr& b);
 void mark_shifted_exps(Kernel& kernel);
 // Spells 1 + erf(a) as one_plus_erf(a) and 1 - erf(a) as one_plus_erf(-a).
 void spell_erf_complements(Kernel& kernel);
+// Spells 1 + tanh(a) as 2 sigmoid(2a) and 1 - tanh(a) as 2 sigmoid(-2a).
+void spell_tanh_complements(Kernel& kernel);
 // 3. Lets a row step read back the values an earlier reduction of `kernel` computed.
 void stash_reduced_values(const LoopProgram& program, Kernel& kernel);
 // 4. Drops size-1 dims and merges dims every access walks contiguously.

@@ -35,6 +35,7 @@ ScheduledProgram schedule(LoopProgram program, const ScheduleOptions& options) {
   scheduling::find_register_buffers(state);
   for (Kernel& kernel : state.result.kernels) scheduling::mark_shifted_exps(kernel);
   for (Kernel& kernel : state.result.kernels) scheduling::spell_erf_complements(kernel);
+  for (Kernel& kernel : state.result.kernels) scheduling::spell_tanh_complements(kernel);
   for (Kernel& kernel : state.result.kernels) scheduling::stash_reduced_values(state.program(), kernel);
   for (Kernel& kernel : state.result.kernels) scheduling::simplify_ranges(kernel);
   scheduling::plan_memory(state);

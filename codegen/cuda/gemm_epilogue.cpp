@@ -85,8 +85,9 @@ class LinearMatcher {
   std::optional<StridedView> bias_;
 };
 
-// 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), as the decomposition writes it, with v
-// matched by `linear` (products and sums in either order).
+// 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), as the decomposition writes it and the scheduler
+// spells it (1 + tanh(a) as 2 sigmoid(2a): codegen/schedule_tanh_complements.cpp), with v matched by
+// `linear` (products and sums in either order).
 bool is_gelu_tanh(const Expr& e, LinearMatcher& linear) {
   auto v = [&](const Expr& x) { return linear(x); };
   auto constant = [](double value) { return [value](const Expr& x) { return is_constant(x, value); }; };
@@ -95,8 +96,9 @@ bool is_gelu_tanh(const Expr& e, LinearMatcher& linear) {
   auto cubic_term = [&](const Expr& x) { return commutative(x, LoopOp::mul, cube, constant(kGeluTanhCoefficient)); };
   auto polynomial = [&](const Expr& x) { return commutative(x, LoopOp::add, v, cubic_term); };
   auto scaled = [&](const Expr& x) { return commutative(x, LoopOp::mul, polynomial, constant(kSqrtTwoOverPi)); };
-  auto tanh_of = [&](const Expr& x) { return is_op(x, ExprKind::Unary, LoopOp::tanh, 1) && scaled(x->args[0]); };
-  auto one_plus = [&](const Expr& x) { return commutative(x, LoopOp::add, tanh_of, constant(1.0)); };
+  auto doubled = [&](const Expr& x) { return commutative(x, LoopOp::mul, scaled, constant(2.0)); };
+  auto sigmoid_of = [&](const Expr& x) { return is_op(x, ExprKind::Unary, LoopOp::sigmoid, 1) && doubled(x->args[0]); };
+  auto one_plus = [&](const Expr& x) { return commutative(x, LoopOp::mul, constant(2.0), sigmoid_of); };
   auto half_v = [&](const Expr& x) { return commutative(x, LoopOp::mul, v, constant(0.5)); };
   return commutative(e, LoopOp::mul, half_v, one_plus);
 }

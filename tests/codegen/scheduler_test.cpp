@@ -469,6 +469,52 @@ TEST(Scheduler, OnePlusOrOneMinusErfIsSpelledOnePlusErf) {
   EXPECT_EQ(count_op(half, LoopOp::erf), 1u) << print_schedule(half);
 }
 
+// GELU's 1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)) and 1 - tanh(x) are spelled 2 sigmoid(2a) and
+// 2 sigmoid(-2a) (one exp, no polynomial branch); a tanh added to another constant, or rounded to
+// f16 before the add, stays a tanh.
+TEST(Scheduler, OnePlusOrOneMinusTanhIsSpelledTwiceASigmoid) {
+  auto spelled = [](const std::string& lines) {
+    return schedule_graph(ir::parse_graph("graph():\n" + lines + "    return (out,)\n"));
+  };
+  auto scale_of_sigmoid = [](const ScheduledProgram& s) {
+    std::optional<double> scale;
+    for (const Kernel& kernel : s.kernels)
+      for (const KernelStep& step : kernel.steps)
+        visit(step.body, [&](const ExprNode& node) {
+          if (node.kind != ExprKind::Unary || node.op != LoopOp::sigmoid) return;
+          const Expr& product = node.args[0];
+          if (product->kind == ExprKind::Binary && product->op == LoopOp::mul &&
+              product->args[1]->kind == ExprKind::Constant)
+            scale = product->args[1]->float_value;
+        });
+    return scale;
+  };
+  ScheduledProgram gelu = spelled(R"(    %x : f32[64, 100] [num_users=1] = placeholder[target=x]
+    %out : f32[64, 100] [num_users=1] = call_function[target=gelu](args = (%x,), kwargs = {approximate: "tanh"})
+)");
+  EXPECT_EQ(count_op(gelu, LoopOp::sigmoid), 1u) << print_schedule(gelu);
+  EXPECT_EQ(count_op(gelu, LoopOp::tanh), 0u) << print_schedule(gelu);
+  EXPECT_EQ(scale_of_sigmoid(gelu), 2.0) << print_schedule(gelu);
+  ScheduledProgram minus = spelled(R"(    %x : f32[64, 100] [num_users=1] = placeholder[target=x]
+    %t : f32[64, 100] [num_users=1] = call_function[target=tanh](args = (%x,), kwargs = {})
+    %out : f32[64, 100] [num_users=1] = call_function[target=sub](args = (1.0, %t), kwargs = {})
+)");
+  EXPECT_EQ(count_op(minus, LoopOp::sigmoid), 1u) << print_schedule(minus);
+  EXPECT_EQ(scale_of_sigmoid(minus), -2.0) << print_schedule(minus);
+  ScheduledProgram two = spelled(R"(    %x : f32[64, 100] [num_users=1] = placeholder[target=x]
+    %t : f32[64, 100] [num_users=1] = call_function[target=tanh](args = (%x,), kwargs = {})
+    %out : f32[64, 100] [num_users=1] = call_function[target=add](args = (%t, 2.0), kwargs = {})
+)");
+  EXPECT_EQ(count_op(two, LoopOp::sigmoid), 0u) << print_schedule(two);
+  EXPECT_EQ(count_op(two, LoopOp::tanh), 1u) << print_schedule(two);
+  ScheduledProgram half = spelled(R"(    %x : f16[64, 100] [num_users=1] = placeholder[target=x]
+    %t : f16[64, 100] [num_users=1] = call_function[target=tanh](args = (%x,), kwargs = {})
+    %out : f16[64, 100] [num_users=1] = call_function[target=add](args = (%t, 1.0), kwargs = {})
+)");
+  EXPECT_EQ(count_op(half, LoopOp::sigmoid), 0u) << print_schedule(half);
+  EXPECT_EQ(count_op(half, LoopOp::tanh), 1u) << print_schedule(half);
+}
+
 TEST(Scheduler, WithoutFusionEveryNodeIsAKernel) {
   Graph graph;
   Node* x = input(graph, "x", {64, 100});
