@@ -17,8 +17,9 @@
 //      cost class, codegen/loop_ops.h), the reduction stores it in the row step's output and the
 //      row step reads it back (softmax computes each exp once, as ATen's kernel does); before
 //      that, an exp of a value minus its max reduced in the same kernel becomes exp_nonpositive
-//      (its argument is <= 0 or NaN: no overflow select), and 1 + erf(a) one_plus_erf(a) (GELU's,
-//      one exp where erf takes two branches);
+//      (its argument is <= 0 or NaN: no overflow select), 1 + erf(a) one_plus_erf(a) (GELU's,
+//      one exp where erf takes two branches), and 1 + tanh(a) 2 sigmoid(2a) (GELU's tanh form,
+//      one exp where tanh takes two branches);
 //   4. coalesces dims that every access walks contiguously, drops size-1 dims, and splits a
 //      pointwise kernel's dim where its indices divide it (a copy out of a permuted view);
 //   5. plans memory: every intermediate buffer that still exists gets an offset in one workspace

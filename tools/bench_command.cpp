@@ -108,8 +108,8 @@ int run_bench(const BenchOptions& options) {
   std::sort(times.begin(), times.end());
   double median = percentile(times, 0.5);
   // The products' rate at the median, where they were counted (GFLOP/s).
-  const std::optional<double> rate =
-      flops && median > 0 ? std::optional<double>(flops->total / median / 1e6) : std::nullopt;
+  const bool rated = flops && median > 0;
+  const double rate = rated ? flops->total / median / 1e6 : 0.0;
   // The device times of the timed runs only (the warm-up ones come first).
   device_times.erase(device_times.begin(), device_times.end() - std::min<ptrdiff_t>(ptrdiff_t(device_times.size()), options.iters));
   std::sort(device_times.begin(), device_times.end());
@@ -122,7 +122,7 @@ int run_bench(const BenchOptions& options) {
     if (!device_times.empty()) out["device_median_ms"] = percentile(device_times, 0.5);
     if (const std::string core = loaded_openblas_core(); !core.empty()) out["openblas_core"] = core;
     if (flops) out["gflop"] = flops->total / 1e9;
-    if (rate) out["gflops"] = *rate;
+    if (rated) out["gflops"] = rate;
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -140,9 +140,9 @@ int run_bench(const BenchOptions& options) {
     std::cout << line << "\n";
   }
   // How fast the products ran: compare with the machine's FMA peak (passes/flop_count.h).
-  if (rate && flops->total > 0) {
+  if (rated && flops->total > 0) {
     std::snprintf(line, sizeof line, "products: %.4g GFLOP per run (convolutions and matrix products, 2 per multiply-add), %.1f GFLOP/s at the median",
-                  flops->total / 1e9, *rate);
+                  flops->total / 1e9, rate);
     std::cout << line << "\n";
   }
   // Which kernels the model's BLAS calls ran (runtime/cpu/openblas_core_type.h).

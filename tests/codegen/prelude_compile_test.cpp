@@ -184,8 +184,8 @@ void check(size_t index, Approx approx) {
 }
 int main() {
 )";
-  const char* names[] = {"exp",          "expm1", "log", "log1p",  "sigmoid",        "tanh",
-                         "erf",          "one_plus_erf", "sin", "cos", "erfinv", "exp_nonpositive"};
+  const char* names[] = {"exp", "expm1", "log", "log1p", "sigmoid", "tanh",
+                         "erf", "one_plus_erf", "sin", "cos", "erfinv", "exp_nonpositive"};
   for (size_t i = 0; i < std::size(names); ++i) {
     // exp_nonpositive's domain is x <= 0: swept as e^-|x|, as prelude_functions.h's entry is.
     std::string argument = std::string(names[i]) == "exp_nonpositive" ? "-__builtin_fabsf(x)" : "x";
