@@ -13,10 +13,6 @@ namespace kiln::codegen::scheduling {
 
 namespace {
 
-bool is_float_one(const Expr& expr) {
-  return expr->kind == ExprKind::Constant && is_floating(expr->dtype) && expr->float_value == 1.0;
-}
-
 bool is_erf(const Expr& expr) { return expr->kind == ExprKind::Unary && expr->op == LoopOp::erf; }
 
 Expr spell(const Expr& expr) {

@@ -1,8 +1,10 @@
 // The scheduler's stages and the state they share, for the files that implement them (each
 // stage's guarantee is stated in codegen/schedule.h): inlining (schedule_inlining.cpp), kernel
 // formation (schedule_fusion.cpp), register buffers (schedule_registers.cpp), exps of values
-// minus their max (schedule_shifted_exps.cpp), stashes (schedule_stashes.cpp), range
-// simplification (schedule_ranges.cpp) and the memory plan (memory_plan.cpp).
+// minus their max (schedule_shifted_exps.cpp), the complements of erf and tanh
+// (schedule_erf_complements.cpp, schedule_tanh_complements.cpp), stashes
+// (schedule_stashes.cpp), range simplification (schedule_ranges.cpp) and the memory plan
+// (memory_plan.cpp).
 // codegen/scheduler.cpp runs them in order. Internal to codegen/.
 #pragma once
 
@@ -42,6 +44,10 @@ bool same_expr(const Expr& a, const Expr& b);
 
 // Spells exp(v - max(v)), where the max is a reduction of the same kernel, as exp_nonpositive.
 void mark_shifted_exps(Kernel& kernel);
+// Whether `expr` is the floating constant 1 (the complements below are of 1 + f(a) and 1 - f(a)).
+inline bool is_float_one(const Expr& expr) {
+  return expr->kind == ExprKind::Constant && is_floating(expr->dtype) && expr->float_value == 1.0;
+}
 // Spells 1 + erf(a) as one_plus_erf(a) and 1 - erf(a) as one_plus_erf(-a).
 void spell_erf_complements(Kernel& kernel);
 // Spells 1 + tanh(a) as 2 sigmoid(2a) and 1 - tanh(a) as 2 sigmoid(-2a).

@@ -14,10 +14,6 @@ namespace kiln::codegen::scheduling {
 
 namespace {
 
-bool is_float_one(const Expr& expr) {
-  return expr->kind == ExprKind::Constant && is_floating(expr->dtype) && expr->float_value == 1.0;
-}
-
 bool is_tanh(const Expr& expr) { return expr->kind == ExprKind::Unary && expr->op == LoopOp::tanh; }
 
 // 2 sigmoid(factor a), in a's dtype.
