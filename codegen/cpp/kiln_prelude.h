@@ -281,6 +281,25 @@ KILN_INLINE float kiln_exp_tail(float r) {
   return (r * r) * p;
 }
 
+// e^(x - k ln2) - 1 for k = kf = rint(x / ln2), |x - k ln2| <= ln2/2 (+ a little). With fused
+// multiply-adds, r = x - k ln2 in two (Cody and Waite's split of ln2 into float(ln2) and the rest)
+// and r + tail(r): three instructions fewer than the exact 9-bit split below, 0.98 ulp against
+// 0.86-0.88 in kiln_exp and kiln_exp_nonpositive over every float of their ranges; the erf-GELU
+// chain's loop, whose sigmoid takes this, 7-9% faster (bench/README.md). Without them,
+// r_high + (r_low + tail): the last addition rounds at the result's scale, and r_low (~2^-5 of r)
+// joins r_high only there (summing 1 + r_high with its exact rounding error as well gave 0.78 ulp
+// against 0.88, at 11% of the softmax kernel's time).
+KILN_INLINE float kiln_exp_reduced_minus_one(float x, float kf) {
+#if defined(__FMA__)
+  float r = __builtin_fmaf(kf, -0x1.62e43p-1f, x);
+  r = __builtin_fmaf(kf, 0x1.05c61p-29f, r);
+  return r + kiln_exp_tail(r);
+#else
+  float r_high = x - kf * 0.693359375f, r_low = kf * 2.12194440e-4f;
+  return r_high + (r_low + kiln_exp_tail(r_high + r_low));
+#endif
+}
+
 // e^x for -104 <= x <= 89 (and NaN, which gives NaN); kiln_exp selects the ends. k = rint(x / ln2)
 // comes from the shifter sum without a clamp: out of range, k is garbage but finite and the
 // callers select the result.
@@ -289,19 +308,7 @@ KILN_INLINE float kiln_exp_in_range(float x) {
   float shifted = x * 0x1.715476p0f + shifter;
   float kf = shifted - shifter;
   int32_t k = int32_t(kiln_f32_bits(shifted) - kiln_f32_bits(shifter));
-#if defined(__FMA__)
-  // As kiln_exp_nonpositive_in_range reduces x where the target has fused multiply-adds: two
-  // instructions fewer, 0.98 ulp over every float of [-104, 88.72] (0.88 below).
-  float r = __builtin_fmaf(kf, -0x1.62e43p-1f, x);
-  r = __builtin_fmaf(kf, 0x1.05c61p-29f, r);
-  float p = 1.0f + (r + kiln_exp_tail(r));
-#else
-  float r_high = x - kf * 0.693359375f, r_low = kf * 2.12194440e-4f;
-  // e^r = 1 + (r_high + (r_low + tail)): the last addition rounds at the result's scale, and
-  // r_low (~2^-5 of r) joins r_high only there. Summing 1 + r_high with its exact rounding error
-  // as well gave 0.78 ulp against 0.88, at 11% of the softmax kernel's time (bench/README.md).
-  float p = 1.0f + (r_high + (r_low + kiln_exp_tail(r_high + r_low)));
-#endif
+  float p = 1.0f + kiln_exp_reduced_minus_one(x, kf);
   // 2^k in two factors, so that results in the subnormal range are rounded once. Both factors
   // are normal for every k in [-151, 129] whichever way the halving rounds, so an arithmetic
   // shift (GCC's and Clang's >> of a negative int) does: one instruction where k / 2 took five.
@@ -325,18 +332,7 @@ KILN_INLINE float kiln_exp_nonpositive_in_range(float x) {
   const float shifter = 0x1.8p23f;
   float shifted = x * 0x1.715476p0f + shifter;
   float kf = shifted - shifter;
-#if defined(__FMA__)
-  // With fused multiply-adds, r = x - k ln2 in two (Cody and Waite's split of ln2 into float(ln2)
-  // and the rest) and e^r = 1 + (r + tail(r)): three instructions fewer than the exact 9-bit split
-  // below, 0.98 ulp against 0.86 over every float of [-104, 0]; the erf-GELU chain's loop, whose
-  // sigmoid takes this exp, 7-9% faster (bench/README.md).
-  float r = __builtin_fmaf(kf, -0x1.62e43p-1f, x);
-  r = __builtin_fmaf(kf, 0x1.05c61p-29f, r);
-  float p64 = 0x1p64f + 0x1p64f * (r + kiln_exp_tail(r));
-#else
-  float r_high = x - kf * 0.693359375f, r_low = kf * 2.12194440e-4f;
-  float p64 = 0x1p64f + 0x1p64f * (r_high + (r_low + kiln_exp_tail(r_high + r_low)));
-#endif
+  float p64 = 0x1p64f + 0x1p64f * kiln_exp_reduced_minus_one(x, kf);
   // The bits of `shifted` are the shifter's plus k, and the shifter's shifted by 23 are 0 mod 2^32.
   // A NaN's payload would shift into the exponent: the factor 2^-64 + x 0 carries the NaN instead
   // (x 0 is +-0 for finite x; -inf gives NaN here, which kiln_exp_nonpositive selects away).
