@@ -68,6 +68,8 @@ struct Buffer {
   // inputs are within passes::kBoundedInput (passes/value_bounds.h); +infinity when unknown. Set
   // where lowering computed the graph's bounds (frozen convolutions through the library).
   double bound = std::numeric_limits<double>::infinity();
+  // The same for calls whose inputs are within passes::kSmallInput (at most `bound`).
+  double small_input_bound = std::numeric_limits<double>::infinity();
 };
 
 // ---------------------------------------------------------------- expressions
@@ -205,7 +207,9 @@ struct ExternCall {
   // floating-point inputs are within +-passes::kBoundedInput (passes/value_bounds.h, from frozen
   // weights); +infinity where none is known.
   double output_bound = std::numeric_limits<double>::infinity();
-  // Convolution with frozen parameters and no bound: why (passes::ValueBounds::unknown_reason).
+  // The same for calls whose inputs are within +-passes::kSmallInput (at most output_bound).
+  double small_input_output_bound = std::numeric_limits<double>::infinity();
+  // Convolution with frozen parameters and no bound for either: why (passes::ValueBounds::unknown_reason).
   std::string output_bound_note;
 };
 

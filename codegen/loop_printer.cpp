@@ -164,10 +164,12 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
       out << "    " << joined(outputs) << " = " << callee << "(" << joined(inputs) << ")";
       if (call.kind == ExternKind::Convolution) out << "  " << geometry_text(call.convolution);
       // A finite bound (passes/value_bounds.h): the output has no NaN in calls whose inputs are in range.
-      if (call.kind == ExternKind::Convolution && std::isfinite(call.output_bound)) {
+      if (call.kind == ExternKind::Convolution && std::isfinite(call.small_input_output_bound)) {
+        const bool wide = std::isfinite(call.output_bound);
         char bound[32];
-        std::snprintf(bound, sizeof bound, "%.3g", call.output_bound);
-        out << "  |out| <= " << bound << " for inputs within " << passes::kBoundedInputText;
+        std::snprintf(bound, sizeof bound, "%.3g", wide ? call.output_bound : call.small_input_output_bound);
+        out << "  |out| <= " << bound << " for inputs within "
+            << (wide ? passes::kBoundedInputText : passes::kSmallInputText);
       }
       out << "\n";
       break;

@@ -135,12 +135,23 @@ Lowerer::Lowerer(const ir::Graph& graph, const LoweringOptions& options) : graph
 }
 
 const passes::ValueBounds& Lowerer::value_bounds() {
-  if (!value_bounds_) value_bounds_.emplace(graph_, options_.frozen_parameters);
+  if (!value_bounds_) {
+    value_bounds_.emplace(graph_, options_.frozen_parameters);
+    small_input_bounds_.emplace(value_bounds_->for_inputs_within(passes::kSmallInput));
+  }
   return *value_bounds_;
 }
 
+const passes::ValueBounds& Lowerer::small_input_bounds() {
+  value_bounds();
+  return *small_input_bounds_;
+}
+
 void Lowerer::note_bound(int buffer, const ir::Node& node) {
-  if (value_bounds_) program_.buffers[size_t(buffer)].bound = value_bounds_->of(node);
+  if (!value_bounds_) return;
+  Buffer& b = program_.buffers[size_t(buffer)];
+  b.bound = value_bounds_->of(node);
+  b.small_input_bound = small_input_bounds_->of(node);
 }
 
 LoopProgram Lowerer::run() {

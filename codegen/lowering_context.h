@@ -91,10 +91,13 @@ class Lowerer {
   const ir::Graph& graph() const { return graph_; }
   LoopProgram& program() { return program_; }
   const LoweringOptions& options() const { return options_; }
-  // The graph's value bounds (passes/value_bounds.h), computed on first use.
+  // The graph's value bounds (passes/value_bounds.h), computed on first use: for calls whose inputs
+  // are within +-passes::kBoundedInput, and (small_input_bounds) within +-passes::kSmallInput.
   const passes::ValueBounds& value_bounds();
+  const passes::ValueBounds& small_input_bounds();
   // Where the graph's value bounds were computed, `buffer`, which holds `node`'s value whole,
-  // carries its bound (Buffer::bound); elsewhere it stays unknown (no graph walk for it alone).
+  // carries its bounds (Buffer::bound, Buffer::small_input_bound); elsewhere they stay unknown (no
+  // graph walk for it alone).
   void note_bound(int buffer, const ir::Node& node);
 
   // ---- values
@@ -176,7 +179,7 @@ class Lowerer {
 
   const ir::Graph& graph_;
   const LoweringOptions& options_;
-  std::optional<passes::ValueBounds> value_bounds_;
+  std::optional<passes::ValueBounds> value_bounds_, small_input_bounds_;
   LoweringTable rules_;
   LoopProgram program_;
   std::map<const ir::Node*, std::vector<Accessor>> values_;

@@ -256,7 +256,8 @@ void lower_library_convolution(Lowerer& lowerer, const ir::Node& node, const ir:
   extern_call.convolution = ConvolutionGeometry{g.stride, g.padding, g.dilation, g.groups};
   if (lowerer.options().frozen_parameters) {
     extern_call.output_bound = lowerer.value_bounds().of(node);
-    extern_call.output_bound_note = lowerer.value_bounds().unknown_reason(node);
+    extern_call.small_input_output_bound = lowerer.small_input_bounds().of(node);
+    extern_call.output_bound_note = lowerer.small_input_bounds().unknown_reason(node);
   }
   SymShape source_shape = Lowerer::channels_last_shape(input.shape);
   extern_call.inputs.push_back(StridedView{source, SymInt(0), source_shape, contiguous_strides(source_shape)});

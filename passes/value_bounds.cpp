@@ -95,8 +95,35 @@ double clamped(double v, double low, double high) { return std::min(std::max(v, 
 
 }  // namespace
 
-ValueBounds::ValueBounds(const ir::Graph& graph, bool frozen) : graph_(graph), frozen_(frozen) {
-  for (const Node* node : graph.nodes()) {
+ValueBounds::ValueBounds(const ir::Graph& graph, bool frozen, double input_bound)
+    : graph_(graph),
+      frozen_(frozen),
+      input_bound_(input_bound),
+      scans_(std::make_shared<std::map<std::pair<const Tensor*, int>, double>>()) {
+  compute();
+}
+
+ValueBounds ValueBounds::for_inputs_within(double input_bound) const {
+  ValueBounds other(*this, input_bound);
+  return other;
+}
+
+ValueBounds::ValueBounds(const ValueBounds& scans_of, double input_bound)
+    : graph_(scans_of.graph_), frozen_(scans_of.frozen_), input_bound_(input_bound), scans_(scans_of.scans_) {
+  compute();
+}
+
+double ValueBounds::scanned(const Tensor& value, int kind) const {
+  const auto key = std::make_pair(&value, kind);
+  auto found = scans_->find(key);
+  if (found != scans_->end()) return found->second;
+  const double result = kind == 0 ? largest_abs(value) : largest_abs_sum(value, /*by_columns=*/kind == 2);
+  scans_->emplace(key, result);
+  return result;
+}
+
+void ValueBounds::compute() {
+  for (const Node* node : graph_.nodes()) {
     if (node->op() == ir::OpKind::output) continue;
     std::vector<double> bounds = rule(*node);
     for (size_t i = 0; i < bounds.size() && i < node->meta.values.size(); ++i) {
@@ -117,7 +144,7 @@ double ValueBounds::of(const Node& node, size_t index) const {
   if (bound == kNotYetRead) {
     // A frozen parameter, read now (mutable cache: only the parameters some rule reads are scanned).
     const Tensor* value = frozen_value(&node);
-    bound = value ? largest_abs(*value) : kUnknown;
+    bound = value ? scanned(*value, 0) : kUnknown;
     if (!(bound <= kLargestBound)) bound = kUnknown;
     const_cast<std::vector<double>&>(found->second)[index] = bound;
   }
@@ -179,7 +206,7 @@ std::vector<double> ValueBounds::rule(const Node& node) const {
   const std::vector<double> unknown(values, kUnknown);
   if (node.op() == ir::OpKind::placeholder) {
     const DType dtype = node.value().dtype;
-    return {bounded_float(dtype) ? kBoundedInput : dtype_bound(dtype)};
+    return {bounded_float(dtype) ? input_bound_ : dtype_bound(dtype)};
   }
   if (node.op() == ir::OpKind::get_attr) return {frozen_value(&node) ? kNotYetRead : kUnknown};
   if (node.op() != ir::OpKind::call_function) return unknown;
@@ -253,14 +280,14 @@ std::vector<double> ValueBounds::rule(const Node& node) const {
     std::optional<int64_t> k = a.shape.empty() ? std::nullopt : a.shape.back().maybe_constant();
     if (!k) return unknown;
     const Tensor* w = call.arg(1).is_node() ? frozen_value(call.arg(1).node()) : nullptr;
-    if (w && w->dim() == 2) return {self * largest_abs_sum(*w, /*by_columns=*/true)};
+    if (w && w->dim() == 2) return {self * scanned(*w, 2)};
     return {double(*k) * self * b(1)};
   }
   if (op == "convolution") {
     const double bias = b(2);
     const Tensor* w = call.arg(1).is_node() ? frozen_value(call.arg(1).node()) : nullptr;
     // Each output is its channel's weights times input elements (or padding's zeros), summed.
-    if (w && !call.bool_arg(6)) return {self * largest_abs_sum(*w, /*by_columns=*/false) + bias};
+    if (w && !call.bool_arg(6)) return {self * scanned(*w, 1) + bias};
     // Otherwise: at most (input channels per group) x (kernel volume) terms per output; a
     // transposed convolution's weight is [in, out / groups, kernel...], and at most all of its
     // input channels times the kernel volume reach one output.

@@ -20,8 +20,11 @@
 // other than f32, f64, the integers and bool give an unknown bound (+infinity).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -33,14 +36,26 @@ namespace kiln::passes {
 // clamp) stay far from overflow.
 inline constexpr double kBoundedInput = 0x1p50;
 inline constexpr const char* kBoundedInputText = "+-2^50";  // as messages and dumps say it
+// A second, tighter bound the inputs are checked against: 2^8, which normalized images, features
+// and audio and raw 8-bit pixel values are within. A deep network's bounds grow with every layer
+// (a frozen MNASNet's 52 convolutions multiply them by up to 1e52 together), so that from 2^50
+// they pass kLargestBound after a dozen or two layers; from 2^8, 42 bits later (GoogLeNet: 8 of
+// its 55 convolutions' clamps without a bound instead of 32; bench/README.md).
+inline constexpr double kSmallInput = 0x1p8;
+inline constexpr const char* kSmallInputText = "+-2^8";
 // Bounds past this are unknown (see the file's comment).
 inline constexpr double kLargestBound = 1e30;
 
 class ValueBounds {
  public:
   // With `frozen`, parameters are constants (CompileOptions::freeze) and their values count;
-  // without, only constant tensors' do.
-  ValueBounds(const ir::Graph& graph, bool frozen);
+  // without, only constant tensors' do. The bounds hold in calls whose floating-point inputs are
+  // within +-input_bound.
+  ValueBounds(const ir::Graph& graph, bool frozen, double input_bound = kBoundedInput);
+
+  // The same graph's bounds for calls whose inputs are within +-input_bound, reusing what this
+  // analysis read of the parameters (their sums of |w|: a pass over every weight).
+  ValueBounds for_inputs_within(double input_bound) const;
 
   // The bound of value `index` of `node` (a tuple-valued node's element): every element x has
   // |x| <= bound (up to rounding) and none is NaN or infinite; +infinity when unknown.
@@ -56,8 +71,16 @@ class ValueBounds {
   double argument(const ir::Argument& argument) const;
   const Tensor* frozen_value(const ir::Node* node) const;
 
+  ValueBounds(const ValueBounds& scans_of, double input_bound);  // for_inputs_within's
+  void compute();
+  // A parameter's largest |x| (kind 0) or largest sum of |x| along its rows (1) or columns (2),
+  // computed once and shared by the analyses of for_inputs_within.
+  double scanned(const Tensor& value, int kind) const;
+
   const ir::Graph& graph_;
   bool frozen_;
+  double input_bound_;
+  std::shared_ptr<std::map<std::pair<const Tensor*, int>, double>> scans_;
   std::unordered_map<const ir::Node*, std::vector<double>> bounds_;
 };
 

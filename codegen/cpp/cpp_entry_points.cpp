@@ -352,39 +352,51 @@ void CppSourcePrinter::emit_run() {
   if (chunked()) emit_chunked_run();
 }
 
-// Sets kiln_inputs_bounded (codegen/cpp/kiln_dnnl.h) for this call, or this chunk, where a
-// convolution's clamp is oneDNN's post-op in bounded calls: whether every element of every f32
-// and f64 input is within +-passes::kBoundedInput, the bound the value bounds assume.
+// Sets kiln_inputs_bounded, and kiln_inputs_small where some clamp's bound assumes it
+// (codegen/cpp/kiln_dnnl.h), for this call, or this chunk, where a convolution's clamp is oneDNN's
+// post-op in bounded calls: whether every element of every f32 and f64 input is within
+// +-passes::kBoundedInput (+-passes::kSmallInput), the bound the value bounds assume. One pass
+// over each input finds its largest magnitude.
 void CppSourcePrinter::emit_inputs_bounded() {
-  if (!checks_bounded_inputs_) return;
-  char bound[32];
+  if (!checks_bounded_inputs_ && !checks_small_inputs_) return;
+  char bound[32], small[32];
   std::snprintf(bound, sizeof bound, "%a", passes::kBoundedInput);
+  std::snprintf(small, sizeof small, "%a", passes::kSmallInput);
   w_.line("// Whether this call's floating-point inputs are within +-" + std::string(bound) +
-          " (NaN is not): the value bounds that let a");
+          (checks_small_inputs_ ? " (and +-" + std::string(small) + ")" : std::string()) + " (NaN is not): the value bounds that let a");
   w_.line("// convolution's clamp be oneDNN's post-op hold then (passes/value_bounds.h).");
   w_.line("int inputs_bounded = 1;");
+  if (checks_small_inputs_) w_.line("int inputs_small = 1;");
+  auto decide = [&](const std::string& largest, bool shared) {
+    const std::string store_bounded = shared ? "__atomic_store_n(&inputs_bounded, 0, __ATOMIC_RELAXED);" : "inputs_bounded = 0;";
+    const std::string store_small = shared ? "__atomic_store_n(&inputs_small, 0, __ATOMIC_RELAXED);" : "inputs_small = 0;";
+    w_.line("if (!(" + largest + " <= " + bound + ")) " + store_bounded);
+    if (checks_small_inputs_) w_.line("if (!(" + largest + " <= " + small + ")) " + store_small);
+  };
   for (int id : p_.inputs) {
     const Buffer& input = p_.buffer(id);
     if (input.dtype != DType::f32 && input.dtype != DType::f64) continue;
     const std::string type = input.dtype == DType::f32 ? "float" : "double";
     const std::string count = index_text(numel(input.shape));
-    const std::string limit = std::string(bound) + (input.dtype == DType::f32 ? "f" : "");
+    w_.open("if (inputs_bounded)");
+    w_.line("const " + type + "* in = (const " + type + "*)bufs[" + std::to_string(id) + "];");
     if (!uses_runner()) {
-      w_.line("inputs_bounded = inputs_bounded && kiln_all_within((const " + type + "*)bufs[" + std::to_string(id) + "], " +
-              count + ", " + limit + ");");
+      w_.line("const double largest = kiln_largest_magnitude(in, " + count + ");");
+      decide("largest", false);
+      w_.close();
       continue;
     }
     // Shared among the module's threads where the input is large (an image: 150528 floats took
     // 25 us on one thread, MobileNet-v2's whole call 2.9 ms).
-    w_.open("if (inputs_bounded)");
-    w_.line("const " + type + "* in = (const " + type + "*)bufs[" + std::to_string(id) + "];");
     w_.open("auto kiln_within = [&](int64_t begin, int64_t end)");
-    w_.line("if (!kiln_all_within(in + begin, end - begin, " + limit + ")) __atomic_store_n(&inputs_bounded, 0, __ATOMIC_RELAXED);");
+    w_.line("const double largest = kiln_largest_magnitude(in + begin, end - begin);");
+    decide("largest", true);
     w_.close(";");
     w_.line(runner() + "(" + count + ", kiln_within, (" + count + ") >= " + std::to_string(options_.parallel_threshold) + ");");
     w_.close();
   }
   w_.line("kiln_inputs_bounded = inputs_bounded;");
+  if (checks_small_inputs_) w_.line("kiln_inputs_small = inputs_small;");
 }
 
 // kiln_run of a chunked program: chunk i reads its slice of each chunked input and writes its

@@ -249,12 +249,17 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   // A residual added into the memory that holds it (the result in place of the operand): the
   // convolution accumulates there, and its clamp, if any, follows as the post-op or as the loop.
   const std::optional<ResidualEpilogue> residual = residual_epilogue(kernel, out);
-  double clip_input_bound = call.output_bound;
+  // What the clamp reads is within clip_input_bound in calls whose inputs are within
+  // +-kBoundedInput; failing that, within clip_small_input_bound where they are within +-kSmallInput.
+  double clip_input_bound = call.output_bound, clip_small_input_bound = call.small_input_output_bound;
   if (residual) {
     clip = residual->clamp;
     clip_input_bound = call.output_bound + p_.buffer(residual->operand).bound;
+    clip_small_input_bound = call.small_input_output_bound + p_.buffer(residual->operand).small_input_bound;
   }
-  const std::string bounded_calls = std::string("calls whose inputs are within ") + passes::kBoundedInputText;
+  const bool wide = clip_input_bound <= passes::kLargestBound;
+  const std::string bounded_calls = std::string("calls whose inputs are within ") +
+                                    (wide ? passes::kBoundedInputText : passes::kSmallInputText);
   bool relu = false;
   std::string clip_text;
   if (clip) {
@@ -263,24 +268,25 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     clip_text = relu ? "relu" : "clamp to [" + bound_text(low) + ", " + bound_text(high) + "]";
     std::string why_not;
     if (!options_.constant_parameters) why_not = "its weights may change between calls (no --freeze)";
-    else if (!(call.output_bound <= passes::kLargestBound))
+    else if (!(call.small_input_output_bound <= passes::kLargestBound))
       why_not = "its output has no bound: " + (call.output_bound_note.empty() ? std::string("unknown") : call.output_bound_note);
-    else if (!(clip_input_bound <= passes::kLargestBound))
+    else if (!(clip_small_input_bound <= passes::kLargestBound))
       why_not = "the residual " + p_.buffer(residual->operand).name + " has no bound";
     kiln::log("post_ops", kernel.name + ": its " + clip_text +
                               (why_not.empty() ? " is oneDNN's post-op in " + bounded_calls + " (|in| <= " +
-                                                     bound_text(clip_input_bound) + ")"
+                                                     bound_text(wide ? clip_input_bound : clip_small_input_bound) + ")"
                                                : " stays Kiln's loop: " + why_not));
     if (!why_not.empty()) clip.reset();
   }
   // has_bias, threads, winograd and constant_weights: kiln_convolution sets them
   if (clip) {
-    checks_bounded_inputs_ = true;
+    const std::string flag = wide ? "kiln_inputs_bounded" : "kiln_inputs_small";
+    (wide ? checks_bounded_inputs_ : checks_small_inputs_) = true;
     w_.line("// the epilogue (a " + clip_text + ") as oneDNN's " + (relu ? "relu" : "clip") + " post-op in " + bounded_calls);
-    w_.line("// (kiln_inputs_bounded): what it clamps is then within +-" + bound_text(clip_input_bound) +
-            " (passes/value_bounds.h), so it has");
+    w_.line("// (" + flag + "): what it clamps is then within +-" +
+            bound_text(wide ? clip_input_bound : clip_small_input_bound) + " (passes/value_bounds.h), so it has");
     w_.line("// no NaN the post-op would turn into 0; in other calls, Kiln's loop after it");
-    w_.line("const int clipped = kiln_inputs_bounded;");
+    w_.line("const int clipped = " + flag + ";");
     shape += ", 0, 0, clipped ? 3 : 0, 0, 0, " + float_literal(clip->first) + ", " + float_literal(clip->second);
   } else {
     shape += ", 0, 0, " + std::to_string(activation) + ", 0, 0, 0.0f, 0.0f";

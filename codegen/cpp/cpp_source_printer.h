@@ -284,9 +284,10 @@ class CppSourcePrinter : public CPrinter {
   // convolution).
   const std::vector<int>& readers_of(int buffer);
   std::optional<std::vector<std::vector<int>>> readers_;
-  // Some convolution's clamp is oneDNN's post-op in calls whose inputs are bounded: kiln_run
-  // checks them (emit_inputs_bounded).
+  // Some convolution's clamp is oneDNN's post-op in calls whose inputs are bounded (within
+  // +-passes::kBoundedInput; within +-passes::kSmallInput): kiln_run checks them (emit_inputs_bounded).
   bool checks_bounded_inputs_ = false;
+  bool checks_small_inputs_ = false;
   // A library call's epilogue on the pool: the generated flag that says the call ran on OpenMP's
   // team, the pool's workers parked (emit_onednn_team), so the epilogue runs on that team, still
   // spinning, rather than wake them; empty elsewhere.

@@ -92,19 +92,28 @@ enum KilnConvolutionActivation {
 // 1 while this thread runs a call (or a chunk of one) whose floating-point inputs are all within
 // the bound the compiler's value bounds assume (a NaN is not): set by kiln_run before the kernels.
 KILN_MODULE_STATE thread_local int32_t kiln_inputs_bounded = 0;
+// The same for the tighter bound passes::kSmallInput (2^8), which deeper layers' bounds assume.
+KILN_MODULE_STATE thread_local int32_t kiln_inputs_small = 0;
 
-// Whether every one of the `count` values at `x` is within [-bound, bound] (NaN is not).
-static inline int kiln_all_within(const float* x, int64_t count, float bound) {
-  int inside = 1;
-#pragma omp simd reduction(& : inside)
-  for (int64_t i = 0; i < count; ++i) inside &= (x[i] >= -bound) & (x[i] <= bound);
-  return inside;
+// The largest |x| of the `count` values at `x`; +infinity where one is NaN or infinite. One pass
+// decides both flags above.
+static inline float kiln_largest_magnitude(const float* x, int64_t count) {
+  float largest = 0.0f;
+#pragma omp simd reduction(max : largest)
+  for (int64_t i = 0; i < count; ++i) {
+    const float a = x[i] == x[i] ? __builtin_fabsf(x[i]) : __builtin_inff();
+    largest = a > largest ? a : largest;
+  }
+  return largest;
 }
-static inline int kiln_all_within(const double* x, int64_t count, double bound) {
-  int inside = 1;
-#pragma omp simd reduction(& : inside)
-  for (int64_t i = 0; i < count; ++i) inside &= (x[i] >= -bound) & (x[i] <= bound);
-  return inside;
+static inline double kiln_largest_magnitude(const double* x, int64_t count) {
+  double largest = 0.0;
+#pragma omp simd reduction(max : largest)
+  for (int64_t i = 0; i < count; ++i) {
+    const double a = x[i] == x[i] ? __builtin_fabs(x[i]) : __builtin_inf();
+    largest = a > largest ? a : largest;
+  }
+  return largest;
 }
 
 typedef struct KilnConvolutionEntry {

@@ -651,6 +651,63 @@ TEST(CpuConvolution, LargeInputsAreCheckedForTheirBoundsInParts) {
   }
 }
 
+// Four 1x1 convolutions, each followed by a relu, whose weights (uniform in [-100, 2500] over 8
+// input channels) sum to ~1e4 per output channel, then a fifth: from inputs within +-2^50 the first three
+// outputs stay under 1e30 and the fourth's bound passes it, from inputs within +-2^8 all stay under.
+// So three relus are oneDNN's post-ops in calls whose inputs are within +-2^50, the fourth in calls
+// whose inputs are within +-2^8, and Kiln's loop otherwise; against the interpreter each way.
+TEST(CpuConvolution, DeepClampsAreOneDnnPostOpsInCallsWhoseInputsAreSmall) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  std::map<std::string, Tensor, std::less<>> parameters;
+  std::string text = "graph():\n    %x : f32[1, 8, 6, 6] = placeholder[target=x]\n";
+  std::string value = "x";
+  for (int layer = 1; layer <= 4; ++layer) {
+    const std::string w = "w" + std::to_string(layer), c = "c" + std::to_string(layer), r = "r" + std::to_string(layer);
+    parameters[w] = test_support::random_tensor({8, 8, 1, 1}, DType::f32, 200 + layer, -100.0, 2500.0);
+    text += "    %" + w + " : f32[8, 8, 1, 1] = get_attr[target=" + w + "]\n";
+    text += "    %" + c + " = call_function[target=convolution](args = (%" + value + ", %" + w +
+            ", None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n";
+    text += "    %" + r + " = call_function[target=relu](args = (%" + c + ",), kwargs = {})\n";
+    value = r;
+  }
+  // A last convolution reads the fourth relu, so that it is an epilogue and not the output.
+  parameters["w5"] = test_support::random_tensor({8, 8, 1, 1}, DType::f32, 205, -0.5, 0.5);
+  text += "    %w5 : f32[8, 8, 1, 1] = get_attr[target=w5]\n";
+  text += "    %y = call_function[target=convolution](args = (%r4, %w5, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs = {})\n";
+  text += "    return (y,)\n";
+  ir::Graph graph = ir::parse_graph(text, "deep_relus.kiln", parameters);
+  CodegenStageOptions frozen;
+  frozen.freeze = true;
+  const std::string source = dump_codegen_stage(graph, "cpp", frozen);
+  EXPECT_EQ(count_of(source, "relu post-op in calls whose inputs are within +-2^50"), 3u) << source;
+  EXPECT_EQ(count_of(source, "relu post-op in calls whose inputs are within +-2^8"), 1u) << source;
+  EXPECT_EQ(count_of(source, "const int clipped = kiln_inputs_small;"), 1u) << source;
+  EXPECT_EQ(count_of(source, "kiln_inputs_small = inputs_small;"), 1u) << source;
+  const std::string loops = dump_codegen_stage(graph, "loops", frozen);
+  EXPECT_EQ(count_of(loops, "for inputs within +-2^50"), 3u) << loops;
+  EXPECT_EQ(count_of(loops, "for inputs within +-2^8"), 2u) << loops << "the fourth and the fifth";
+  // Inputs and weights mostly positive: no sums that cancel to a few ulps of their terms.
+  Tensor x = test_support::random_tensor({1, 8, 6, 6}, DType::f32, 210, 0.0, 1.0);
+  Tensor wide = x.clone(), huge = x.clone(), with_nan = x.clone();
+  wide.data<float>()[100] = 1000.0f;  // within 2^50, past 2^8
+  huge.data<float>()[200] = 1e20f;    // past both
+  with_nan.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  CompiledModel model = compile(graph, options(true));
+  struct Case {
+    const char* name;
+    Tensor x;
+    size_t post_ops;
+  };
+  for (const Case& c : {Case{"small inputs", x, 4}, Case{"an input of 1000", wide, 3}, Case{"an input of 1e20", huge, 0},
+                        Case{"a NaN", with_nan, 0}}) {
+    for (int threads : {1, 2}) {
+      const std::string onednn = run_against_the_interpreter(model, graph, c.x, threads, c.name);
+      if (onednn.empty()) continue;
+      EXPECT_EQ(count_of(onednn, "post-ops:eltwise_relu"), c.post_ops) << c.name << ", " << threads << " threads: " << onednn;
+    }
+  }
+}
+
 // Convolutions of one 64-channel value: 3x3 64 -> 64 at stride 1, the shape Winograd wins on;
 // 3x3 64 -> 48 at stride 1 with a SiLU (Kiln's loop after it), read by a 1x1 convolution;
 // 3x3 64 -> 16 (too few channels) and 3x3 64 -> 64 at stride 2 (no Winograd form). `side` sets

@@ -137,6 +137,29 @@ TEST(ValueBounds, BoundsPastTheLargestAreUnknown) {
   EXPECT_EQ(bound(bounds, graph, "relu6"), kInf);
 }
 
+// The same graph for calls whose inputs are within +-kSmallInput: every bound that the inputs
+// reach is the one worked out above with 2^8 for 2^50; the clamp's and the parameters' are the
+// same. Where 2^50 took a convolution past kLargestBound (weights of 1e14), 2^8 does not.
+TEST(ValueBounds, BoundsForSmallInputsFollowFromTheirOwnInputBound) {
+  ir::Graph graph = block();
+  ValueBounds wide(graph, /*frozen=*/true);
+  ValueBounds small = wide.for_inputs_within(kSmallInput);
+  EXPECT_EQ(kSmallInput, 256.0);
+  EXPECT_EQ(bound(small, graph, "x"), 256);
+  EXPECT_EQ(bound(small, graph, "conv"), 18 * 256 + 2);
+  EXPECT_EQ(bound(small, graph, "relu6"), 6);
+  EXPECT_EQ(bound(small, graph, "sum"), 6 * 2.25 + 2 * 256);
+  EXPECT_EQ(bound(small, graph, "halved"), (6 * 2.25 + 2 * 256) / 2.0);
+  EXPECT_EQ(bound(small, graph, "dw"), 0.25);
+  EXPECT_EQ(bound(wide, graph, "conv"), 18 * kBoundedInput + 2) << "the first analysis is unchanged";
+  ir::Graph heavy = block(filled({2, 4, 3, 3}, 1e14));
+  ValueBounds heavy_small = ValueBounds(heavy, /*frozen=*/true).for_inputs_within(kSmallInput);
+  EXPECT_EQ(bound(heavy_small, heavy, "conv"), 36.0 * double(1e14f) * 256 + 2);
+  EXPECT_EQ(heavy_small.unknown_reason(*heavy.find("relu")), "");
+  ValueBounds direct(heavy, /*frozen=*/true, kSmallInput);
+  EXPECT_EQ(bound(direct, heavy, "relu"), bound(heavy_small, heavy, "relu"));
+}
+
 TEST(ValueBounds, OpsWithoutARuleAndHalfFloatsAreUnknownIntegersBoundedByTheirType) {
   ir::Graph graph = ir::parse_graph(
       "graph():\n"
