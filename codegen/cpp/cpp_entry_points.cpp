@@ -6,6 +6,7 @@
 // kiln_workspace_bytes and kiln_run (buffers placed, kernels called in order, faults reported).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "codegen/cpp/cpp_source_printer.h"
@@ -367,30 +368,47 @@ void CppSourcePrinter::emit_inputs_bounded() {
   w_.line("// convolution's clamp be oneDNN's post-op hold then (passes/value_bounds.h).");
   w_.line("int inputs_bounded = 1;");
   if (checks_small_inputs_) w_.line("int inputs_small = 1;");
-  auto decide = [&](const std::string& largest, bool shared) {
+  // The bits of a bound's magnitude in the input's dtype, as an unsigned literal.
+  auto bits_of = [](double value, DType dtype) {
+    char text[32];
+    if (dtype == DType::f32) {
+      const float f = float(value);
+      uint32_t b = 0;
+      std::memcpy(&b, &f, sizeof b);
+      std::snprintf(text, sizeof text, "0x%08xu", unsigned(b));
+    } else {
+      uint64_t b = 0;
+      std::memcpy(&b, &value, sizeof b);
+      std::snprintf(text, sizeof text, "0x%016llxull", static_cast<unsigned long long>(b));
+    }
+    return std::string(text);
+  };
+  auto decide = [&](DType dtype, bool shared) {
     const std::string store_bounded = shared ? "__atomic_store_n(&inputs_bounded, 0, __ATOMIC_RELAXED);" : "inputs_bounded = 0;";
     const std::string store_small = shared ? "__atomic_store_n(&inputs_small, 0, __ATOMIC_RELAXED);" : "inputs_small = 0;";
-    w_.line("if (!(" + largest + " <= " + bound + ")) " + store_bounded);
-    if (checks_small_inputs_) w_.line("if (!(" + largest + " <= " + small + ")) " + store_small);
+    w_.line("if (largest > " + bits_of(passes::kBoundedInput, dtype) + ") " + store_bounded + "  // past " + bound);
+    if (checks_small_inputs_)
+      w_.line("if (largest > " + bits_of(passes::kSmallInput, dtype) + ") " + store_small + "  // past " + small);
   };
   for (int id : p_.inputs) {
     const Buffer& input = p_.buffer(id);
     if (input.dtype != DType::f32 && input.dtype != DType::f64) continue;
     const std::string type = input.dtype == DType::f32 ? "float" : "double";
+    const std::string bits = input.dtype == DType::f32 ? "uint32_t" : "uint64_t";
     const std::string count = index_text(numel(input.shape));
     w_.open("if (inputs_bounded)");
     w_.line("const " + type + "* in = (const " + type + "*)bufs[" + std::to_string(id) + "];");
     if (!uses_runner()) {
-      w_.line("const double largest = kiln_largest_magnitude(in, " + count + ");");
-      decide("largest", false);
+      w_.line("const " + bits + " largest = kiln_largest_magnitude_bits(in, " + count + ");");
+      decide(input.dtype, false);
       w_.close();
       continue;
     }
     // Shared among the module's threads where the input is large (an image: 150528 floats took
     // 25 us on one thread, MobileNet-v2's whole call 2.9 ms).
     w_.open("auto kiln_within = [&](int64_t begin, int64_t end)");
-    w_.line("const double largest = kiln_largest_magnitude(in + begin, end - begin);");
-    decide("largest", true);
+    w_.line("const " + bits + " largest = kiln_largest_magnitude_bits(in + begin, end - begin);");
+    decide(input.dtype, true);
     w_.close(";");
     w_.line(runner() + "(" + count + ", kiln_within, (" + count + ") >= " + std::to_string(options_.parallel_threshold) + ");");
     w_.close();

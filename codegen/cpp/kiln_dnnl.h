@@ -95,23 +95,29 @@ KILN_MODULE_STATE thread_local int32_t kiln_inputs_bounded = 0;
 // The same for the tighter bound passes::kSmallInput (2^8), which deeper layers' bounds assume.
 KILN_MODULE_STATE thread_local int32_t kiln_inputs_small = 0;
 
-// The largest |x| of the `count` values at `x`; +infinity where one is NaN or infinite. One pass
-// decides both flags above.
-static inline float kiln_largest_magnitude(const float* x, int64_t count) {
-  float largest = 0.0f;
+// The largest |x| of the `count` values at `x`, as the bits of its magnitude (the sign cleared):
+// a NaN's are above +infinity's, so that it fails every comparison with a bound's bits. One pass
+// decides both flags above. An integer max: Clang 14 left a float max that maps NaN to infinity
+// unvectorized (20x slower), and this one is faster than the comparisons it replaces.
+static inline uint32_t kiln_largest_magnitude_bits(const float* x, int64_t count) {
+  uint32_t largest = 0;
 #pragma omp simd reduction(max : largest)
   for (int64_t i = 0; i < count; ++i) {
-    const float a = x[i] == x[i] ? __builtin_fabsf(x[i]) : __builtin_inff();
-    largest = a > largest ? a : largest;
+    uint32_t bits;
+    __builtin_memcpy(&bits, &x[i], 4);
+    bits &= 0x7fffffffu;
+    largest = bits > largest ? bits : largest;
   }
   return largest;
 }
-static inline double kiln_largest_magnitude(const double* x, int64_t count) {
-  double largest = 0.0;
+static inline uint64_t kiln_largest_magnitude_bits(const double* x, int64_t count) {
+  uint64_t largest = 0;
 #pragma omp simd reduction(max : largest)
   for (int64_t i = 0; i < count; ++i) {
-    const double a = x[i] == x[i] ? __builtin_fabs(x[i]) : __builtin_inf();
-    largest = a > largest ? a : largest;
+    uint64_t bits;
+    __builtin_memcpy(&bits, &x[i], 8);
+    bits &= 0x7fffffffffffffffull;
+    largest = bits > largest ? bits : largest;
   }
   return largest;
 }
