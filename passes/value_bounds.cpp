@@ -103,10 +103,7 @@ ValueBounds::ValueBounds(const ir::Graph& graph, bool frozen, double input_bound
   compute();
 }
 
-ValueBounds ValueBounds::for_inputs_within(double input_bound) const {
-  ValueBounds other(*this, input_bound);
-  return other;
-}
+ValueBounds ValueBounds::for_inputs_within(double input_bound) const { return ValueBounds(*this, input_bound); }
 
 ValueBounds::ValueBounds(const ValueBounds& scans_of, double input_bound)
     : graph_(scans_of.graph_), frozen_(scans_of.frozen_), input_bound_(input_bound), scans_(scans_of.scans_) {

@@ -1,6 +1,6 @@
 // Value bounds: how large the elements of each value of a graph can be, for every call whose
-// floating-point inputs are within +-kBoundedInput (a NaN is not), and that none of them is NaN
-// or infinite.
+// floating-point inputs are within +-kBoundedInput (a NaN is not), or within a tighter bound
+// (kSmallInput: for_inputs_within), and that none of them is NaN or infinite.
 //
 // What for: oneDNN applies a clamp or a relu to a convolution's output as it writes it (a post-op,
 // no pass of its own over memory), but its forms turn NaN into 0 where PyTorch keeps it. A

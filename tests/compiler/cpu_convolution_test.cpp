@@ -652,10 +652,11 @@ TEST(CpuConvolution, LargeInputsAreCheckedForTheirBoundsInParts) {
 }
 
 // Four 1x1 convolutions, each followed by a relu, whose weights (uniform in [-100, 2500] over 8
-// input channels) sum to ~1e4 per output channel, then a fifth: from inputs within +-2^50 the first three
-// outputs stay under 1e30 and the fourth's bound passes it, from inputs within +-2^8 all stay under.
-// So three relus are oneDNN's post-ops in calls whose inputs are within +-2^50, the fourth in calls
-// whose inputs are within +-2^8, and Kiln's loop otherwise; against the interpreter each way.
+// input channels) sum to ~1e4 per output channel, then a fifth: from inputs within +-2^50 the
+// first three outputs stay under 1e30 and the fourth's bound passes it, from inputs within +-2^8
+// all stay under. So three relus are oneDNN's post-ops in calls whose inputs are within +-2^50, the
+// fourth in calls whose inputs are within +-2^8, and Kiln's loop otherwise; against the
+// interpreter each way.
 TEST(CpuConvolution, DeepClampsAreOneDnnPostOpsInCallsWhoseInputsAreSmall) {
   if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
   std::map<std::string, Tensor, std::less<>> parameters;
