@@ -99,27 +99,25 @@ KILN_MODULE_STATE thread_local int32_t kiln_inputs_small = 0;
 // a NaN's are above +infinity's, so that it fails every comparison with a bound's bits. One pass
 // decides both flags above. An integer max: Clang 14 left a float max that maps NaN to infinity
 // unvectorized (20x slower), and this one is faster than the comparisons it replaces.
-static inline uint32_t kiln_largest_magnitude_bits(const float* x, int64_t count) {
-  uint32_t largest = 0;
+template <class Bits, class Float>
+static inline Bits kiln_largest_magnitude_bits_of(const Float* x, int64_t count) {
+  static_assert(sizeof(Bits) == sizeof(Float), "the bits of one value");
+  const Bits magnitude = Bits(~Bits(0) >> 1);
+  Bits largest = 0;
 #pragma omp simd reduction(max : largest)
   for (int64_t i = 0; i < count; ++i) {
-    uint32_t bits;
-    __builtin_memcpy(&bits, &x[i], 4);
-    bits &= 0x7fffffffu;
+    Bits bits;
+    __builtin_memcpy(&bits, &x[i], sizeof bits);
+    bits &= magnitude;
     largest = bits > largest ? bits : largest;
   }
   return largest;
 }
+static inline uint32_t kiln_largest_magnitude_bits(const float* x, int64_t count) {
+  return kiln_largest_magnitude_bits_of<uint32_t>(x, count);
+}
 static inline uint64_t kiln_largest_magnitude_bits(const double* x, int64_t count) {
-  uint64_t largest = 0;
-#pragma omp simd reduction(max : largest)
-  for (int64_t i = 0; i < count; ++i) {
-    uint64_t bits;
-    __builtin_memcpy(&bits, &x[i], 8);
-    bits &= 0x7fffffffffffffffull;
-    largest = bits > largest ? bits : largest;
-  }
-  return largest;
+  return kiln_largest_magnitude_bits_of<uint64_t>(x, count);
 }
 
 typedef struct KilnConvolutionEntry {
