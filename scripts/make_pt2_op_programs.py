@@ -23,7 +23,18 @@ parts:
   int16_ops.pt2         torch.int16: an int16 buffer (a weight), int16 inputs, to(int16) of
                         floats, wrapping arithmetic, floor division and remainder, sum (int64),
                         bitwise ops, promotion with uint8 and float, full(dtype=int16), to(int8)
-Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order).
+  recurrent.pt2         nn.LSTM (two bidirectional layers, batch first, h0 and c0 given; with
+                        proj_size; an unbatched sequence), nn.GRU, nn.RNN (tanh and relu), and
+                        the cells LSTMCell, GRUCell, RNNCell: aten.lstm / gru / rnn_*.input
+                        and *_cell
+  selection.pt2         topk (largest and smallest), sort (descending; stable on ties),
+                        argsort (stable), msort, kthvalue, median (a row with a NaN, and the
+                        whole tensor), an integer sort
+  rearrange.pt2         pixel_shuffle / pixel_unshuffle, channel_shuffle, tile (fewer and more
+                        counts than dims), repeat_interleave by a count (along a dim and
+                        flattened), rot90 (k = 1, 2, 3, -1)
+Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order). With names as
+arguments, only those programs are written.
 """
 
 import os
@@ -36,6 +47,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "tests", "data", "pt2")
+WANTED = set()  # the programs named on the command line; all when empty
 ALPHA = 1.7580993408473766  # SELU's alpha over its scale: alpha dropout's saturation value
 
 
@@ -117,6 +129,51 @@ class Int16Ops(nn.Module):
         )
 
 
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.projected = nn.LSTM(6, 7, proj_size=3)
+        self.gru = nn.GRU(6, 4, num_layers=2)
+        self.rnn_tanh = nn.RNN(6, 4, batch_first=True)
+        self.rnn_relu = nn.RNN(6, 4, nonlinearity="relu", bidirectional=True)
+        self.lstm_cell, self.gru_cell, self.rnn_cell = nn.LSTMCell(6, 5), nn.GRUCell(6, 4), nn.RNNCell(6, 4, bias=False)
+
+    def forward(self, x, h0, c0, sequence):
+        y, (h, c) = self.lstm(x, (h0, c0))
+        projected, (projected_h, _) = self.projected(x.transpose(0, 1))
+        unbatched = self.projected(sequence)[0]
+        gru, gru_h = self.gru(x.transpose(0, 1))
+        rnn_tanh = self.rnn_tanh(x)[0]
+        rnn_relu, rnn_relu_h = self.rnn_relu(x.transpose(0, 1))
+        cell_h, cell_c = self.lstm_cell(x[:, 0], (h0[0], c0[0]))
+        return (y, h, c, projected, projected_h, unbatched, gru, gru_h, rnn_tanh, rnn_relu, rnn_relu_h, cell_h, cell_c,
+                self.gru_cell(x[:, 1]), self.rnn_cell(x[:, 2], h0[1, :, :4]))
+
+
+class Selection(nn.Module):
+    def forward(self, x, ties, with_nan, ints):
+        largest = torch.topk(x, 3)
+        smallest = torch.topk(x, 2, dim=1, largest=False)
+        descending = torch.sort(x, dim=1, descending=True)
+        stable = torch.sort(ties, stable=True)
+        stable_descending = torch.sort(ties, dim=0, stable=True, descending=True)
+        kth = torch.kthvalue(x, 2, dim=-1, keepdim=True)
+        median = torch.median(with_nan, dim=1)
+        return (largest.values, largest.indices, smallest.values, smallest.indices, descending.values,
+                descending.indices, stable.values, stable.indices, stable_descending.indices,
+                torch.argsort(ties, dim=-1, stable=True), torch.msort(x), kth.values, kth.indices, median.values,
+                median.indices, torch.median(x), torch.sort(ints, descending=True).values)
+
+
+class Rearrange(nn.Module):
+    def forward(self, image, x):
+        return (F.pixel_shuffle(image, 2), F.pixel_unshuffle(image, 2), F.channel_shuffle(image, 4),
+                x.tile(2), x.tile(2, 1, 1, 3), x.repeat_interleave(3, dim=1), x.repeat_interleave(2),
+                torch.rot90(image, 1, (2, 3)), torch.rot90(image, 2, (1, 3)), torch.rot90(image, 3, (3, 2)),
+                torch.rot90(x, -1, (0, 2)))
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -132,6 +189,8 @@ def alpha_dropout_maps(x, p):
 
 
 def save(name, module, inputs, extra=None):
+    if WANTED and name not in WANTED:
+        return
     torch.export.save(torch.export.export(module, inputs), os.path.join(OUT, name + ".pt2"))
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
@@ -147,6 +206,7 @@ def save(name, module, inputs, extra=None):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    WANTED.update(sys.argv[1:])
     torch.manual_seed(0)
     # Integer-valued, so that windows hold ties.
     seq = torch.randint(0, 4, (2, 3, 7)).float()
@@ -182,7 +242,17 @@ def main():
 
     shorts = torch.randint(-32768, 32768, (2, 5), dtype=torch.int16)
     save("int16_ops", Int16Ops(), (torch.randn(2, 5) * 30000, shorts, torch.randint(0, 256, (5,), dtype=torch.uint8)))
-    print("wrote pooling_indices, searchsorted, flash_attention, empty_edges, random_training, int16_ops into", OUT)
+
+    torch.manual_seed(1)
+    save("recurrent", Recurrent().eval(), (torch.randn(2, 7, 6), torch.randn(4, 2, 5), torch.randn(4, 2, 5),
+                                           torch.randn(5, 6)))
+    ties = torch.randint(0, 3, (4, 9)).float()  # equal values in every row and column
+    with_nan = torch.randn(3, 6)
+    with_nan[1, 4] = float("nan")
+    save("selection", Selection(), (torch.randn(4, 6), ties, with_nan, torch.randint(-50, 50, (3, 8))))
+    save("rearrange", Rearrange(), (torch.randn(2, 8, 4, 6), torch.randn(3, 2, 4)))
+    print("wrote", ", ".join(sorted(WANTED)) if WANTED else "pooling_indices, searchsorted, flash_attention, "
+          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange", "into", OUT)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ const AtenOpTable& AtenOpTable::global() {
     register_aten_normalization_ops(built);
     register_aten_attention_loss_ops(built);
     register_aten_symbolic_ops(built);
+    register_aten_recurrent_ops(built);
     return built;
   }();
   return table;

@@ -53,5 +53,6 @@ void register_aten_conv_pool_ops(AtenOpTable& table);      // aten_ops_conv_pool
 void register_aten_normalization_ops(AtenOpTable& table);  // aten_ops_normalization.cpp
 void register_aten_attention_loss_ops(AtenOpTable& table);  // aten_ops_attention_loss.cpp
 void register_aten_symbolic_ops(AtenOpTable& table);       // aten_ops_symbolic.cpp
+void register_aten_recurrent_ops(AtenOpTable& table);      // aten_ops_recurrent.cpp
 
 }  // namespace kiln::frontends

@@ -1,6 +1,9 @@
 // ATen reductions: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, var, std
 // and var_mean/std_mean (Welford in Kiln), any/all, logsumexp, vector norms, cumsum,
-// count_nonzero and aminmax. An empty dim list reduces every dim, as in PyTorch.
+// count_nonzero and aminmax. An empty dim list reduces every dim, as in PyTorch. The
+// selections topk, sort, argsort, msort, kthvalue and median are Kiln's topk (stable: equal
+// values keep their order; NaN above every number, as PyTorch sorts it) over a dim whose
+// length is known at compile time.
 #include <cmath>
 #include <limits>
 
@@ -172,6 +175,102 @@ void convert_nansum(AtenNodeContext& c) {
   c.result_node(c.call("sum", {x, reduced_dims(c), c.bool_arg("keepdim", false)}, std::move(kwargs)));
 }
 
+// The length of x's dim `dim` (wrapped), which a selection needs at compile time.
+int64_t selected_length(AtenNodeContext& c, ir::Node* x, int64_t dim) {
+  if (rank_of(x) == 0) return 1;
+  std::optional<int64_t> length = shape_of(x)[size_t(dim)].maybe_constant();
+  if (!length)
+    c.fail("selects along dim ", dim, " of ", x->value().type_string(),
+           ", whose length is symbolic; Kiln's topk needs it at compile time (export with that dim static)");
+  return *length;
+}
+
+// Kiln's topk of x: the node with both outputs (values, indices).
+ir::Node* select_k(AtenNodeContext& c, ir::Node* x, int64_t k, int64_t dim, bool largest) {
+  return c.call("topk", {x, k, dim, largest, true});
+}
+
+void convert_topk(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  int64_t dim = wrap_dim(c, c.int_arg("dim", -1), rank_of(x));
+  int64_t k = c.int_arg("k");
+  int64_t length = selected_length(c, x, dim);
+  if (k < 0 || k > length) c.fail("k = ", k, " is out of range for dim ", dim, " of length ", length);
+  ir::Node* both = select_k(c, x, k, dim, c.bool_arg("largest", true));
+  c.set_output(0, c.call("getitem", {both, int64_t(0)}));
+  if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+}
+
+// sort (default and stable) and argsort: every element selected, ascending unless descending.
+// Kiln's topk keeps equal values in their order, which is what stable=True asks; PyTorch's
+// unstable sort may order ties either way.
+AtenConverter sort_like(bool values_too) {
+  return [values_too](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("self");
+    int64_t dim = wrap_dim(c, c.int_arg("dim", -1), rank_of(x));
+    ir::Node* both = select_k(c, x, selected_length(c, x, dim), dim, c.bool_arg("descending", false));
+    if (!values_too) return void(c.set_output(0, c.call("getitem", {both, int64_t(1)})));
+    c.set_output(0, c.call("getitem", {both, int64_t(0)}));
+    if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+  };
+}
+
+void convert_msort(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  ir::Node* both = select_k(c, x, selected_length(c, x, 0), 0, false);
+  c.set_output(0, c.call("getitem", {both, int64_t(0)}));
+}
+
+// The k-th smallest along dim (k from 1) and its index: the last of the k smallest.
+void convert_kthvalue(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  int64_t dim = wrap_dim(c, c.int_arg("dim", -1), rank_of(x));
+  int64_t k = c.int_arg("k");
+  int64_t length = selected_length(c, x, dim);
+  if (k < 1 || k > length) c.fail("k = ", k, " is out of range for dim ", dim, " of length ", length);
+  ir::Node* both = select_k(c, x, k, dim, false);
+  bool keepdim = c.bool_arg("keepdim", false);
+  for (int64_t i : {0, 1}) {
+    if (i == 1 && !c.output_used(1)) break;
+    ir::Node* picked = c.call("slice", {c.call("getitem", {both, i}), rank_of(x) == 0 ? int64_t(0) : dim, k - 1, k});
+    if (rank_of(x) == 0) picked = c.call("reshape", {picked, ir::Argument::ints({})});
+    else if (!keepdim) picked = c.call("squeeze", {picked, ir::Argument::ints({dim})});
+    c.set_output(size_t(i), picked);
+  }
+}
+
+// The lower median along dim (element (n - 1) / 2 of the sorted row) and its index; a row
+// with a NaN gives NaN and the index of its first NaN, as PyTorch's median does. median.default
+// takes the whole tensor flattened and returns the value alone.
+void convert_median(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  bool whole = !c.find("dim");
+  if (whole) x = c.call("reshape", {x, ir::Argument::ints({-1})});
+  int64_t rank = rank_of(x);
+  int64_t dim = whole ? 0 : wrap_dim(c, c.int_arg("dim"), rank);
+  bool keepdim = !whole && c.bool_arg("keepdim", false);
+  int64_t length = selected_length(c, x, dim);
+  if (length == 0) c.fail("median of an empty dim (dim ", dim, " of ", x->value().type_string(), ") is undefined");
+  int64_t k = (length - 1) / 2 + 1;
+  ir::Node* both = select_k(c, x, k, dim, false);
+  auto pick = [&](ir::Node* selected) {
+    ir::Node* picked = c.call("slice", {selected, rank == 0 ? int64_t(0) : dim, k - 1, k});
+    if (rank == 0) return c.call("reshape", {picked, ir::Argument::ints({})});
+    return keepdim ? picked : c.call("squeeze", {picked, ir::Argument::ints({dim})});
+  };
+  ir::Node* value = pick(c.call("getitem", {both, int64_t(0)}));
+  ir::Node* index = c.output_used(1) ? pick(c.call("getitem", {both, int64_t(1)})) : nullptr;
+  if (is_floating(dtype_of(x)) && rank > 0) {
+    ir::Node* nan = c.call("isnan", {x});
+    ir::Node* any_nan = c.call("amax", {nan, ir::Argument::ints({dim}), keepdim});
+    value = c.call("where", {any_nan, std::numeric_limits<double>::quiet_NaN(), value});
+    if (index) index = c.call("where", {any_nan, c.call("argmax", {nan, dim, keepdim}), index});
+  }
+  if (whole) value = c.call("reshape", {value, ir::Argument::ints({})});
+  c.set_output(0, value);
+  if (index) c.set_output(1, index);
+}
+
 }  // namespace
 
 void register_aten_reduction_ops(AtenOpTable& table) {
@@ -211,6 +310,15 @@ void register_aten_reduction_ops(AtenOpTable& table) {
   add_op_and_inplace(table, "cumsum", "default", convert_cumsum);
   add_op(table, "count_nonzero", "dim_IntList", convert_count_nonzero);
   add_op(table, "count_nonzero", "default", convert_count_nonzero);
+  add_op(table, "topk", "default", convert_topk);
+  add_op(table, "sort", "default", sort_like(true));
+  add_op(table, "sort", "stable", sort_like(true));
+  add_op(table, "argsort", "default", sort_like(false));
+  add_op(table, "argsort", "stable", sort_like(false));
+  add_op(table, "msort", "default", convert_msort);
+  add_op(table, "kthvalue", "default", convert_kthvalue);
+  add_op(table, "median", "dim", convert_median);
+  add_op(table, "median", "default", convert_median);
 }
 
 }  // namespace kiln::frontends

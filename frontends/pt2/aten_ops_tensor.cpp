@@ -1,6 +1,8 @@
 // ATen ops that copy, combine or rearrange tensors: cat / stack, padding (constant_pad_nd,
 // pad, reflection / replication pads), repeat, flip, roll, tril / triu, dtype conversion
-// (_to_copy, to, type_as), copy / copy_ / fill / fill_ / zero_, masked_fill.
+// (_to_copy, to, type_as), copy / copy_ / fill / fill_ / zero_, masked_fill; the shuffles
+// (pixel_shuffle, pixel_unshuffle, channel_shuffle), tile, repeat_interleave by a count and
+// rot90, as reshapes, permutes and expands.
 #include "frontends/pt2/aten_op_helpers.h"
 
 namespace kiln::frontends {
@@ -47,16 +49,15 @@ AtenConverter mode_pad(std::string mode) {
 }
 
 // repeat(repeats): each dim tiled; new leading dims for extra repeats.
-void convert_repeat(AtenNodeContext& c) {
-  ir::Node* x = c.tensor("self");
-  std::vector<SymInt> repeats = c.sym_ints("repeats");
+// x repeated `repeats` times along each dim (more counts than dims: leading dims of 1 first):
+// a size-1 dim unsqueezed before every dim, expanded to the count, and merged.
+ir::Node* repeated(AtenNodeContext& c, ir::Node* x, const std::vector<SymInt>& repeats) {
   int64_t rank = rank_of(x);
   if (int64_t(repeats.size()) < rank)
     c.fail("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
   size_t extra = repeats.size() - size_t(rank);
   std::vector<SymInt> padded(extra, SymInt(1));
   for (const SymInt& size : shape_of(x)) padded.push_back(size);
-  // Unsqueeze a size-1 dim before every dim, expand it to the repeat count, and merge.
   std::vector<SymInt> interleaved, expanded, result;
   for (size_t i = 0; i < padded.size(); ++i) {
     interleaved.insert(interleaved.end(), {SymInt(1), padded[i]});
@@ -65,8 +66,10 @@ void convert_repeat(AtenNodeContext& c) {
   }
   ir::Node* y = c.call("reshape", {x, ir::Argument::sym_ints(interleaved)});
   y = c.call("expand", {y, ir::Argument::sym_ints(expanded)});
-  c.emit(0, "reshape", {y, ir::Argument::sym_ints(result)});
+  return c.call("reshape", {y, ir::Argument::sym_ints(result)});
 }
+
+void convert_repeat(AtenNodeContext& c) { c.set_output(0, repeated(c, c.tensor("self"), c.sym_ints("repeats"))); }
 
 // The positions size-1, ..., 0 along a dim of `size`.
 ir::Node* reversed_positions(AtenNodeContext& c, const SymInt& size) {
@@ -75,16 +78,17 @@ ir::Node* reversed_positions(AtenNodeContext& c, const SymInt& size) {
   return c.call("sub", {c.sym_int_tensor(size - SymInt(1)), forward});
 }
 
-void convert_flip(AtenNodeContext& c) {
-  ir::Node* x = c.tensor("self");
-  std::vector<int64_t> dims = wrap_dims(c, c.ints("dims"), rank_of(x));
+// x reversed along each of `dims` (wrapped); a copy when there are none.
+ir::Node* flipped(AtenNodeContext& c, ir::Node* x, const std::vector<int64_t>& dims) {
   ir::Node* y = x;
-  for (int64_t dim : dims) {
+  for (int64_t dim : wrap_dims(c, dims, rank_of(x))) {
     if (rank_of(x) == 0) break;
     y = c.call("index_select", {y, dim, reversed_positions(c, shape_of(x)[size_t(dim)])});
   }
-  c.set_output(0, y == x ? c.call("clone", {x}) : y);
+  return y == x ? c.call("clone", {x}) : y;
 }
+
+void convert_flip(AtenNodeContext& c) { c.set_output(0, flipped(c, c.tensor("self"), c.ints("dims"))); }
 
 // roll(shifts, dims): each dim's last `shift` elements move to the front (cat of two slices);
 // without dims, the flattened tensor rolls and is reshaped back.
@@ -197,6 +201,114 @@ void convert_masked_fill(AtenNodeContext& c) {
   c.result_node(cast_to(c, filled, dtype_of(self)));
 }
 
+// x [*, C, H, W] as [*, C / r^2, H * r, W * r] (shuffle) or back (unshuffle): a reshape that
+// splits the moved factor out, a permute that interleaves it with the rows and columns, and a
+// reshape that merges them.
+AtenConverter pixel_shuffle(bool unshuffle) {
+  return [unshuffle](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("self");
+    int64_t r = c.int_arg(unshuffle ? "downscale_factor" : "upscale_factor");
+    int64_t rank = rank_of(x);
+    if (rank < 3) c.fail(unshuffle ? "pixel_unshuffle" : "pixel_shuffle", " needs at least 3 dims, got ", x->value().type_string());
+    if (r < 1) c.fail("the factor must be positive, got ", r);
+    const ir::SymShape& shape = shape_of(x);
+    std::vector<SymInt> batch(shape.begin(), shape.end() - 3);
+    SymInt channels = shape[size_t(rank - 3)], height = shape[size_t(rank - 2)], width = shape[size_t(rank - 1)];
+    int64_t b = int64_t(batch.size());
+    std::vector<SymInt> split = batch, merged = batch;
+    std::vector<int64_t> order;
+    for (int64_t i = 0; i < b; ++i) order.push_back(i);
+    if (!unshuffle) {
+      std::optional<int64_t> known = channels.maybe_constant();
+      if (known && *known % (r * r) != 0)
+        c.fail("pixel_shuffle expects its input's channels (", *known, ") to be divisible by upscale_factor^2 = ", r * r);
+      SymInt out_channels = floordiv(channels, SymInt(r * r));
+      split.insert(split.end(), {out_channels, SymInt(r), SymInt(r), height, width});
+      for (int64_t i : {0, 3, 1, 4, 2}) order.push_back(b + i);  // C, H, r, W, r
+      merged.insert(merged.end(), {out_channels, height * SymInt(r), width * SymInt(r)});
+    } else {
+      for (const SymInt& size : {height, width}) {
+        std::optional<int64_t> known = size.maybe_constant();
+        if (known && *known % r != 0)
+          c.fail("pixel_unshuffle expects the height and width of ", x->value().type_string(),
+                 " to be divisible by downscale_factor = ", r);
+      }
+      SymInt rows = floordiv(height, SymInt(r)), columns = floordiv(width, SymInt(r));
+      split.insert(split.end(), {channels, rows, SymInt(r), columns, SymInt(r)});
+      for (int64_t i : {0, 2, 4, 1, 3}) order.push_back(b + i);  // C, r, r, H, W
+      merged.insert(merged.end(), {channels * SymInt(r * r), rows, columns});
+    }
+    ir::Node* y = c.call("reshape", {x, ir::Argument::sym_ints(split)});
+    y = c.call("permute", {y, ir::Argument::ints(order)});
+    c.emit(0, "reshape", {y, ir::Argument::sym_ints(merged)});
+  };
+}
+
+// x [N, C, *] with its channels in `groups` groups read group-interleaved: [N, g, C / g, *]
+// transposed to [N, C / g, g, *].
+void convert_channel_shuffle(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  int64_t groups = c.int_arg("groups");
+  if (rank_of(x) < 3) c.fail("channel_shuffle expects its input to have at least 3 dims, got ", x->value().type_string());
+  if (groups <= 0) c.fail("channel_shuffle: number of groups must be positive, got ", groups);
+  const ir::SymShape& shape = shape_of(x);
+  std::optional<int64_t> channels = shape[1].maybe_constant();
+  if (channels && *channels % groups != 0)
+    c.fail("channel_shuffle: number of channels (", *channels, ") must be divisible by groups (", groups, ")");
+  std::vector<SymInt> split = {shape[0], SymInt(groups), floordiv(shape[1], SymInt(groups))};
+  split.insert(split.end(), shape.begin() + 2, shape.end());
+  ir::Node* y = c.call("reshape", {x, ir::Argument::sym_ints(split)});
+  y = c.call("transpose", {y, int64_t(1), int64_t(2)});
+  c.emit(0, "reshape", {y, ir::Argument::sym_ints(std::vector<SymInt>(shape.begin(), shape.end()))});
+}
+
+// tile: repeat with the counts padded by leading 1s to x's rank (or x's shape by leading 1s
+// to theirs).
+void convert_tile(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  std::vector<SymInt> repeats = c.sym_ints("dims");
+  while (int64_t(repeats.size()) < rank_of(x)) repeats.insert(repeats.begin(), SymInt(1));
+  c.set_output(0, repeated(c, x, repeats));
+}
+
+// repeat_interleave(self, repeats: int, dim): each element `repeats` times in a row along dim
+// (along the flattened tensor without dim): an unsqueeze after dim, an expand, a merge.
+void convert_repeat_interleave_count(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  SymInt repeats = c.sym_int("repeats");
+  if (std::optional<int64_t> known = repeats.maybe_constant(); known && *known < 0)
+    c.fail("repeats can not be negative, got ", *known);
+  std::optional<int64_t> given_dim = c.optional_int("dim");
+  if (!given_dim) x = c.call("reshape", {x, ir::Argument::ints({-1})});
+  if (rank_of(x) == 0) x = c.call("reshape", {x, ir::Argument::ints({1})});
+  int64_t dim = given_dim ? wrap_dim(c, *given_dim, rank_of(x)) : 0;
+  std::vector<SymInt> shape(shape_of(x).begin(), shape_of(x).end()), expanded = shape, merged = shape;
+  expanded.insert(expanded.begin() + dim + 1, repeats);
+  merged[size_t(dim)] = shape[size_t(dim)] * repeats;
+  ir::Node* y = c.call("unsqueeze", {x, dim + 1});
+  y = c.call("expand", {y, ir::Argument::sym_ints(expanded)});
+  c.emit(0, "reshape", {y, ir::Argument::sym_ints(merged)});
+}
+
+// rot90(self, k, dims): k quarter turns from dims[0] towards dims[1]; one turn is a flip of
+// dims[1] and a transpose, two turns flip both, three a transpose and a flip of dims[1].
+void convert_rot90(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  int64_t rank = rank_of(x);
+  std::vector<int64_t> dims = c.ints("dims", std::vector<int64_t>{0, 1});
+  if (dims.size() != 2) c.fail("expected total rotation dims == 2, but got dims = ", dims.size());
+  if (rank < 2) c.fail("expected total dims >= 2, but got total dims = ", rank);
+  int64_t a = wrap_dim(c, dims[0], rank), b = wrap_dim(c, dims[1], rank);
+  if (a == b) c.fail("expected rotation dims to be different, but got dim0 = ", a, " and dim1 = ", b);
+  int64_t k = ((c.int_arg("k", 1) % 4) + 4) % 4;
+  ir::Node* y = x;
+  if (k == 0) y = c.call("clone", {x});
+  if (k == 1) y = c.call("transpose", {flipped(c, x, {b}), a, b});
+  if (k == 2) y = flipped(c, x, {a, b});
+  if (k == 3) y = flipped(c, c.call("transpose", {x, a, b}), {b});
+  c.set_output(0, y);
+}
+
 }  // namespace
 
 void register_aten_tensor_ops(AtenOpTable& table) {
@@ -214,6 +326,13 @@ void register_aten_tensor_ops(AtenOpTable& table) {
   add_op(table, "repeat", "default", convert_repeat);
   add_op(table, "flip", "default", convert_flip);
   add_op(table, "roll", "default", convert_roll);
+  add_op(table, "pixel_shuffle", "default", pixel_shuffle(false));
+  add_op(table, "pixel_unshuffle", "default", pixel_shuffle(true));
+  add_op(table, "channel_shuffle", "default", convert_channel_shuffle);
+  add_op(table, "native_channel_shuffle", "default", convert_channel_shuffle);
+  add_op(table, "tile", "default", convert_tile);
+  add_op(table, "repeat_interleave", "self_int", convert_repeat_interleave_count);
+  add_op(table, "rot90", "default", convert_rot90);
   add_op_and_inplace(table, "tril", "default", triangle("tril"));
   add_op_and_inplace(table, "triu", "default", triangle("triu"));
   add_op(table, "_to_copy", "default", convert_to_copy);

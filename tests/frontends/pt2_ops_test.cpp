@@ -1,7 +1,9 @@
 // Single ATen ops through the .pt2 importer, on the committed programs of
 // scripts/make_pt2_op_programs.py (tests/data/pt2/): adaptive max pooling's indices, n-d
 // searchsorted, the CPU flash attention's logsumexp, the empty-input edges and torch.int16
-// (an int16 weight and inputs, to(int16), wrapping arithmetic) match eager
+// (an int16 weight and inputs, to(int16), wrapping arithmetic), the recurrent layers and cells
+// (LSTM, GRU, RNN), the selections (topk, sort, argsort, kthvalue, median) and the rearranging
+// ops (pixel and channel shuffles, tile, repeat_interleave, rot90) match eager
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
@@ -57,7 +59,7 @@ TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
                          ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges",
-                                           "int16_ops"));
+                                           "int16_ops", "recurrent", "selection", "rearrange"));
 
 // The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
 // probabilities.
@@ -258,6 +260,49 @@ TEST(Pt2OpArguments, DropoutsAndBernoulliRefuseProbabilitiesOutsideTheUnitInterv
   expect_message(import_error_when_edited("random_training", "bernoulli.p",
                                           [](json& inputs) { argument(inputs, "p")["as_float"] = 2.0; }),
                  {"(aten.bernoulli.p)", "bernoulli expects p to be in [0, 1], but got p=2"});
+}
+
+TEST(Pt2OpArguments, RecurrentLayersRefuseDropoutInTrainingParametersThatDoNotFitAndA2dInput) {
+  expect_message(import_error_when_edited("recurrent", "lstm.input",
+                                          [](json& inputs) {
+                                            if (argument(inputs, "num_layers")["as_int"] != 2) return;
+                                            argument(inputs, "train")["as_bool"] = true;
+                                            argument(inputs, "dropout")["as_float"] = 0.5;
+                                          }),
+                 {"(aten.lstm.input)", "dropout between layers in training mode is not supported"});
+  expect_message(import_error_when_edited("recurrent", "gru.input",
+                                          [](json& inputs) { argument(inputs, "params")["as_tensors"].erase(0); }),
+                 {"(aten.gru.input)", "gru: 7 parameters do not fit 2 layers of 1 directions with biases"});
+  expect_message(import_error_when_edited("recurrent", "rnn_tanh.input",
+                                          [](json& inputs) { argument(inputs, "input")["as_tensor"]["name"] = "h0"; }),
+                 {"(aten.rnn_tanh.input)", "rnn_tanh: input.size(-1) must be equal to input_size. Expected 6, got 5"});
+  expect_message(import_error_when_edited("recurrent", "lstm_cell.default",
+                                          [](json& inputs) { argument(inputs, "hx")["as_tensors"].erase(1); }),
+                 {"(aten.lstm_cell.default)", "lstm_cell: hx must hold (h, c), got 1 tensors"});
+}
+
+TEST(Pt2OpArguments, SelectionsRefuseKOutsideTheDim) {
+  expect_message(import_error_when_edited("selection", "topk.default",
+                                          [](json& inputs) { argument(inputs, "k")["as_int"] = 7; }),
+                 {"(aten.topk.default)", "k = 7 is out of range for dim 1 of length 6"});
+  expect_message(import_error_when_edited("selection", "kthvalue.default",
+                                          [](json& inputs) { argument(inputs, "k")["as_int"] = 0; }),
+                 {"(aten.kthvalue.default)", "k = 0 is out of range for dim 1 of length 6"});
+}
+
+TEST(Pt2OpArguments, ShufflesAndRot90RefuseSizesTheirFactorsDoNotDivideAndEqualDims) {
+  expect_message(import_error_when_edited("rearrange", "pixel_shuffle.default",
+                                          [](json& inputs) { argument(inputs, "upscale_factor")["as_int"] = 3; }),
+                 {"(aten.pixel_shuffle.default)", "channels (8) to be divisible by upscale_factor^2 = 9"});
+  expect_message(import_error_when_edited("rearrange", "pixel_unshuffle.default",
+                                          [](json& inputs) { argument(inputs, "downscale_factor")["as_int"] = 3; }),
+                 {"(aten.pixel_unshuffle.default)", "to be divisible by downscale_factor = 3"});
+  expect_message(import_error_when_edited("rearrange", "channel_shuffle.default",
+                                          [](json& inputs) { argument(inputs, "groups")["as_int"] = 3; }),
+                 {"(aten.channel_shuffle.default)", "number of channels (8) must be divisible by groups (3)"});
+  expect_message(import_error_when_edited("rearrange", "rot90.default",
+                                          [](json& inputs) { argument(inputs, "dims")["as_ints"] = json::array({1, -3}); }),
+                 {"(aten.rot90.default)", "expected rotation dims to be different"});
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ inline size_t pt2_expected_count(const std::string& name) {
   return count;
 }
 
-// Empty when `actual` matches `expected`; else the first difference.
+// Empty when `actual` matches `expected` (a NaN matches a NaN); else the first difference.
 inline std::string pt2_difference(const Tensor& expected, const Tensor& actual, double tolerance = 1e-5) {
   std::ostringstream out;
   if (expected.dtype() != actual.dtype()) {
@@ -60,7 +60,9 @@ inline std::string pt2_difference(const Tensor& expected, const Tensor& actual, 
   Tensor a = actual.contiguous(), b = expected.contiguous();
   for (int64_t i = 0; i < a.numel(); ++i) {
     double x = a.flat_double(i), y = b.flat_double(i);
-    bool ok = is_floating(a.dtype()) ? (x == y || std::fabs(x - y) <= tolerance + tolerance * std::fabs(y)) : x == y;
+    bool ok = is_floating(a.dtype()) ? (x == y || std::fabs(x - y) <= tolerance + tolerance * std::fabs(y) ||
+                                       (std::isnan(x) && std::isnan(y)))
+                                    : x == y;
     if (!ok) {
       out << "element " << i << " is " << x << ", expected " << y;
       return out.str();
