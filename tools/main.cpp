@@ -14,8 +14,9 @@
 int main(int argc, char** argv) {
   CLI::App app{
       "kiln: an ahead-of-time graph compiler for machine-learning models.\n"
-      "Reads a model (ONNX .onnx, or Kiln IR text .kiln or JSON .json with weights in a\n"
-      ".safetensors file of the same stem), shows its IR, and runs it.",
+      "Reads a model (a torch.export .pt2 archive, ONNX .onnx, or Kiln IR text .kiln or JSON\n"
+      ".json with weights in a .safetensors file of the same stem), shows its IR, compiles it\n"
+      "for the CPU or CUDA, and runs it.",
       "kiln"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);

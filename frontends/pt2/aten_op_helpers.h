@@ -46,6 +46,10 @@ DType dtype_of(const ir::Node* node);
 // The broadcast of two shapes (a size-1 dim takes the other's size).
 ir::SymShape broadcast_shapes(const ir::SymShape& a, const ir::SymShape& b);
 
+// The p-norm of x over `dims` (None: all): sum |x|^p ^ (1/p), with p = 0 (the count of
+// non-zeros), 1, 2 and +-inf special (aten_ops_reduction.cpp).
+ir::Node* vector_norm(AtenNodeContext& context, ir::Node* x, double p, ir::Argument dims, bool keepdim);
+
 // A 0-d constant of `dtype` holding `value`, as a graph node.
 // The as_strided arguments that view x's diagonal (the node's offset, dim1, dim2) as its last
 // dim: diagonal and diagonal_scatter share them.

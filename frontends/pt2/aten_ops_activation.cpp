@@ -224,6 +224,7 @@ AtenConverter random_dropout(bool feature, bool alpha) {
 
 void register_aten_activation_ops(AtenOpTable& table) {
   add_op_and_inplace(table, "gelu", "default", convert_gelu);
+  add_op(table, "special_expit", "default", unary("sigmoid"));
   for (const char* op : {"silu", "hardswish", "hardsigmoid"}) add_op_and_inplace(table, op, "default", unary(op));
   add_op_and_inplace(table, "leaky_relu", "default", convert_leaky_relu);
   add_op_and_inplace(table, "elu", "default", convert_elu);

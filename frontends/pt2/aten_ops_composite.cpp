@@ -2,6 +2,7 @@
 // broadcast_to / broadcast_tensors / meshgrid, atleast_1d/2d/3d, the stacks (hstack, vstack,
 // dstack, column_stack), the splits (tensor_split, hsplit, vsplit, dsplit), fliplr / flipud,
 // numpy_T / matrix_H, diag / diag_embed / diagflat, diff, dist, cross, addbmm, cdist,
+// pairwise_distance, cosine_similarity,
 // cartesian_prod, combinations, block_diag, bit shifts, bucketize / searchsorted, angle, the
 // conjugate no-ops of real tensors, _softmax_backward_data.
 #include <cmath>
@@ -303,16 +304,35 @@ void convert_addbmm(AtenNodeContext& c) {
 
 void convert_cdist(AtenNodeContext& c) {
   ir::Node* difference = c.call("sub", {c.call("unsqueeze", {c.tensor("x1"), int64_t(-2)}), c.call("unsqueeze", {c.tensor("x2"), int64_t(-3)})});
-  double p = c.float_arg("p", 2.0);
-  ir::Node* a = c.call("abs", {difference});
-  ir::Argument last = ir::Argument::ints({-1});
-  ir::Node* result;
-  if (std::isinf(p)) result = c.call("amax", {a, last, false});
-  else if (p == 0) result = c.call("sum", {c.call("cast", {c.call("ne", {difference, 0.0}), dtype_of(difference)}), last, false});
-  else if (p == 1) result = c.call("sum", {a, last, false});
-  else if (p == 2) result = c.call("sqrt", {c.call("sum", {c.call("mul", {difference, difference}), last, false})});
-  else result = c.call("pow", {c.call("sum", {c.call("pow", {a, p}), last, false}), 1.0 / p});
-  c.set_output(0, result);
+  c.set_output(0, vector_norm(c, difference, c.float_arg("p", 2.0), ir::Argument::ints({-1}), false));
+}
+
+// pairwise_distance(x1, x2, p, eps, keepdim): the p-norm of x1 - x2 + eps over the last dim.
+void convert_pairwise_distance(AtenNodeContext& c) {
+  ir::Node* x1 = c.tensor("x1");
+  ir::Node* x2 = c.tensor("x2");
+  ir::Node* difference = c.call("add", {c.call("sub", {x1, x2}), c.float_arg("eps", 1e-6)});
+  bool keepdim = c.bool_arg("keepdim", false);
+  if (rank_of(difference) == 0) difference = c.call("reshape", {difference, ir::Argument::ints({1})});
+  c.set_output(0, vector_norm(c, difference, c.float_arg("p", 2.0), ir::Argument::ints({-1}), keepdim));
+}
+
+// cosine_similarity(x1, x2, dim, eps): sum over dim of (x1 / max(|x1|, eps)) (x2 / max(|x2|, eps)),
+// the norms over dim, as ATen computes it.
+void convert_cosine_similarity(AtenNodeContext& c) {
+  ir::Node* x1 = c.tensor("x1");
+  ir::Node* x2 = c.tensor("x2");
+  ir::SymShape shape = broadcast_shapes(shape_of(x1), shape_of(x2));
+  if (shape_of(x1) != shape) x1 = c.call("expand", {x1, ir::Argument::sym_ints(shape)});
+  if (shape_of(x2) != shape) x2 = c.call("expand", {x2, ir::Argument::sym_ints(shape)});
+  int64_t dim = wrap_dim(c, c.int_arg("dim", 1), int64_t(shape.size()));
+  double eps = c.float_arg("eps", 1e-8);
+  ir::Argument dims = ir::Argument::ints({dim});
+  auto normalized = [&](ir::Node* x) {
+    ir::Node* norm = c.call("sqrt", {c.call("sum", {c.call("mul", {x, x}), dims, true})});
+    return c.call("div", {x, c.call("clamp", {norm, eps, ir::Argument()})});
+  };
+  c.set_output(0, c.call("sum", {c.call("mul", {normalized(x1), normalized(x2)}), dims, false}));
 }
 
 // Rows of static indices into a 1-d tensor, stacked as columns: [count, columns].
@@ -505,6 +525,8 @@ void register_aten_composite_ops(AtenOpTable& table) {
   add_op(table, "linalg_cross", "default", convert_cross);
   add_op_and_inplace(table, "addbmm", "default", convert_addbmm);
   add_op(table, "cdist", "default", convert_cdist);
+  add_op(table, "pairwise_distance", "default", convert_pairwise_distance);
+  add_op(table, "cosine_similarity", "default", convert_cosine_similarity);
   add_op(table, "cartesian_prod", "default", convert_cartesian_prod);
   add_op(table, "combinations", "default", convert_combinations);
   add_op(table, "block_diag", "default", convert_block_diag);

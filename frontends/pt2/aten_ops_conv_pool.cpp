@@ -3,7 +3,7 @@
 // get a batch dim of 1 around the op; max pooling's indices are computed beside it), and the upsample ops (nearest, nearest-exact, linear /
 // bilinear / trilinear, bicubic) as index selections along each resized dim with indices
 // and weights computed at import time (PyTorch's source-index rules; resized dims must be
-// static).
+// static); im2col (nn.Unfold) as strided slices of the padded input, one per kernel offset.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -406,6 +406,47 @@ AtenConverter upsample(Interpolation mode) {
   };
 }
 
+// im2col(self [N, C, H, W] or [C, H, W], kernel_size, dilation, padding, stride): the sliding
+// windows as columns, [N, C * kh * kw, L], rows ordered by channel, then kernel row and column.
+// Each kernel offset (i, j) is a slice of the zero-padded input starting at (i dh, j dw) with
+// the strides as steps; the slices are stacked after the channels and merged.
+void convert_im2col(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  std::vector<int64_t> kernel = per_dim(c, c.ints("kernel_size"), 2, "kernel_size");
+  std::vector<int64_t> dilation = per_dim(c, c.ints("dilation"), 2, "dilation");
+  std::vector<int64_t> padding = per_dim(c, c.ints("padding"), 2, "padding");
+  std::vector<int64_t> stride = per_dim(c, c.ints("stride"), 2, "stride");
+  for (size_t i = 0; i < 2; ++i)
+    if (kernel[i] <= 0 || dilation[i] <= 0 || stride[i] <= 0 || padding[i] < 0)
+      c.fail("im2col expects positive kernel_size, dilation and stride and non-negative padding");
+  if (rank_of(x) != 3 && rank_of(x) != 4)
+    c.fail("im2col expects a 3-d or 4-d input ([C, H, W] or [N, C, H, W]), got ", x->value().type_string());
+  c.set_output(0, batched(c, x, 2, [&](ir::Node* input) {
+    const ir::SymShape& shape = shape_of(input);
+    std::vector<ir::SymInt> outputs;
+    for (size_t i = 0; i < 2; ++i) {
+      ir::SymInt span = shape[2 + i] + ir::SymInt(2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1);
+      std::optional<int64_t> known = span.maybe_constant();
+      if (known && *known < 0)
+        c.fail("im2col: the padded input ", input->value().type_string(), " is smaller than the dilated kernel");
+      outputs.push_back(floordiv(span, ir::SymInt(stride[i])) + ir::SymInt(1));
+    }
+    ir::Node* padded = c.call("pad", {input, ir::Argument::ints({padding[1], padding[1], padding[0], padding[0]})});
+    std::vector<ir::Argument> windows;
+    for (int64_t i = 0; i < kernel[0]; ++i) {
+      for (int64_t j = 0; j < kernel[1]; ++j) {
+        ir::SymInt top(i * dilation[0]), left(j * dilation[1]);
+        ir::Node* rows = c.call("slice", {padded, int64_t(2), top, top + (outputs[0] - 1) * stride[0] + 1, stride[0]});
+        ir::Node* window = c.call("slice", {rows, int64_t(3), left, left + (outputs[1] - 1) * stride[1] + 1, stride[1]});
+        windows.emplace_back(c.call("unsqueeze", {window, int64_t(2)}));
+      }
+    }
+    ir::Node* stacked = c.call("cat", {ir::Argument(windows), int64_t(2)});  // [N, C, kh * kw, oh, ow]
+    return c.call("reshape", {stacked, ir::Argument::sym_ints({shape[0], shape[1] * ir::SymInt(kernel[0] * kernel[1]),
+                                                                outputs[0] * outputs[1]})});
+  }));
+}
+
 }  // namespace
 
 void register_aten_conv_pool_ops(AtenOpTable& table) {
@@ -414,6 +455,7 @@ void register_aten_conv_pool_ops(AtenOpTable& table) {
     add_op(table, "conv" + suffix, "default", conv(spatial));
     add_op(table, "conv" + suffix, "padding", conv(spatial));
     add_op(table, "conv_transpose" + suffix, "input", conv_transpose(spatial));
+    add_op(table, "conv_transpose" + suffix, "default", conv_transpose(spatial));  // conv_transpose1d's name
     add_op(table, "max_pool" + suffix, "default", max_pool(spatial, false));
     add_op(table, "max_pool" + suffix + "_with_indices", "default", max_pool(spatial, true));
     add_op(table, "avg_pool" + suffix, "default", convert_avg_pool);
@@ -423,6 +465,7 @@ void register_aten_conv_pool_ops(AtenOpTable& table) {
   add_op(table, "_adaptive_avg_pool2d", "default", convert_adaptive_avg_pool);
   add_op(table, "_adaptive_avg_pool3d", "default", convert_adaptive_avg_pool);
   add_op(table, "convolution", "default", convert_convolution);
+  add_op(table, "im2col", "default", convert_im2col);
   add_op(table, "_convolution", "default", convert_convolution);
   for (const char* overload : {"vec", "default"}) {
     for (const char* rank : {"1d", "2d", "3d"}) {

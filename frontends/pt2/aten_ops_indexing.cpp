@@ -2,7 +2,8 @@
 // indexed dims and index_select), index_put, index_select, gather, scatter and its
 // reductions, the *_scatter ops (select / slice / diagonal / as_strided, written as a copy_
 // into a view of a clone), embedding, take, masked_scatter, index_add / index_copy /
-// index_fill.
+// index_fill; one_hot (rows of an identity matrix, so that a class out of range fails as an
+// index does).
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -196,6 +197,22 @@ void convert_embedding(AtenNodeContext& c) {
   c.emit(0, "embedding", {c.tensor("weight"), c.tensor("indices"), c.int_arg("padding_idx", -1)});
 }
 
+// one_hot(self, num_classes): row `self` of the num_classes x num_classes identity (int64), with
+// self's shape in front. num_classes = -1 (its max + 1) depends on the data: refused.
+void convert_one_hot(AtenNodeContext& c) {
+  ir::Node* indices = c.tensor("self");
+  int64_t classes = c.int_arg("num_classes", -1);
+  if (classes < 0)
+    c.fail("one_hot with num_classes = -1 takes the number of classes from the data; give num_classes to export it");
+  if (dtype_of(indices) != DType::i64) c.fail("one_hot is only applicable to index tensor of type LongTensor, got ", indices->value().type_string());
+  ir::Node* positions = c.call("iota", {SymInt(classes)});
+  ir::Node* identity = c.call("cast", {c.call("eq", {c.call("unsqueeze", {positions, int64_t(1)}), positions}), DType::i64});
+  ir::Node* rows = c.call("index_select", {identity, int64_t(0), c.call("reshape", {indices, ir::Argument::ints({-1})})});
+  std::vector<SymInt> shape(shape_of(indices).begin(), shape_of(indices).end());
+  shape.push_back(SymInt(classes));
+  c.set_output(0, c.call("reshape", {rows, ir::Argument::sym_ints(shape)}));
+}
+
 void convert_take(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   ir::Node* index = c.tensor("index");
@@ -279,6 +296,7 @@ void convert_index_fill(AtenNodeContext& c) {
 
 void register_aten_indexing_ops(AtenOpTable& table) {
   add_op(table, "index", "Tensor", convert_index);
+  add_op(table, "one_hot", "default", convert_one_hot);
   add_op_and_inplace(table, "index_put", "default", convert_index_put);
   add_op(table, "_unsafe_index", "Tensor", convert_index);
   add_op(table, "_unsafe_index_put", "default", convert_index_put);

@@ -1,6 +1,7 @@
 // ATen matrix products: mm / bmm / matmul / linear / addmm (Kiln's own ops), baddbmm, mv,
 // dot, outer, addmv, addr, einsum (lowered to permutes, sums and one batched matmul per pair
-// of operands), and the pairwise distances _cdist_forward / _pdist_forward.
+// of operands), the pairwise distances _cdist_forward / _pdist_forward; tensordot and inner
+// (permutes and reshapes around one matmul), bilinear, linalg_vecdot and trace.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -59,6 +60,106 @@ void convert_outer(AtenNodeContext& c) { c.set_output(0, outer_of(c, c.tensor("s
 
 void convert_addr(AtenNodeContext& c) {
   c.result_node(scaled_sum(c, c.tensor("self"), outer_of(c, c.tensor("vec1"), c.tensor("vec2"))));
+}
+
+// a and b contracted over dims_a with dims_b (in pairs), as ATen's tensordot: a's free dims
+// moved first and b's last, each flattened to a matrix, one matmul, the free dims restored.
+ir::Node* contracted(AtenNodeContext& c, ir::Node* a, ir::Node* b, std::vector<int64_t> dims_a, std::vector<int64_t> dims_b) {
+  if (dims_a.size() != dims_b.size())
+    c.fail("both dimension lists should have same length, got ", dims_a.size(), " and ", dims_b.size());
+  dims_a = wrap_dims(c, dims_a, rank_of(a));
+  dims_b = wrap_dims(c, dims_b, rank_of(b));
+  SymInt inner = 1, free_a_size = 1, free_b_size = 1;
+  for (size_t i = 0; i < dims_a.size(); ++i) {
+    // A contracted dim of size 1 on one side broadcasts: the other side's dim is summed first.
+    SymInt sa = shape_of(a)[size_t(dims_a[i])], sb = shape_of(b)[size_t(dims_b[i])];
+    auto is_one = [](const SymInt& size) { return size.maybe_constant() == std::optional<int64_t>(1); };
+    if (is_one(sb) && !is_one(sa)) {
+      a = c.call("sum", {a, ir::Argument::ints({dims_a[i]}), true});
+      sa = 1;
+    } else if (is_one(sa) && !is_one(sb)) {
+      b = c.call("sum", {b, ir::Argument::ints({dims_b[i]}), true});
+      sb = 1;
+    }
+    if (!(sa == sb)) c.fail("contracted dimensions need to match, but first has size ", sa.to_string(), " in dim ", dims_a[i],
+                            " and second has size ", sb.to_string(), " in dim ", dims_b[i]);
+    inner = inner * sa;
+  }
+  std::vector<int64_t> order_a, order_b;
+  std::vector<SymInt> result;
+  for (int64_t d = 0; d < rank_of(a); ++d)
+    if (std::find(dims_a.begin(), dims_a.end(), d) == dims_a.end()) {
+      order_a.push_back(d);
+      result.push_back(shape_of(a)[size_t(d)]);
+      free_a_size = free_a_size * shape_of(a)[size_t(d)];
+    }
+  order_a.insert(order_a.end(), dims_a.begin(), dims_a.end());
+  order_b = dims_b;
+  for (int64_t d = 0; d < rank_of(b); ++d)
+    if (std::find(dims_b.begin(), dims_b.end(), d) == dims_b.end()) {
+      order_b.push_back(d);
+      result.push_back(shape_of(b)[size_t(d)]);
+      free_b_size = free_b_size * shape_of(b)[size_t(d)];
+    }
+  ir::Node* matrix_a = c.call("reshape", {c.call("permute", {a, ir::Argument::ints(order_a)}), ir::Argument::sym_ints({free_a_size, inner})});
+  ir::Node* matrix_b = c.call("reshape", {c.call("permute", {b, ir::Argument::ints(order_b)}), ir::Argument::sym_ints({inner, free_b_size})});
+  return c.call("reshape", {c.call("matmul", {matrix_a, matrix_b}), ir::Argument::sym_ints(result)});
+}
+
+void convert_tensordot(AtenNodeContext& c) {
+  c.set_output(0, contracted(c, c.tensor("self"), c.tensor("other"), c.ints("dims_self"), c.ints("dims_other")));
+}
+
+// inner(a, b): a product with a 0-d operand, else the contraction of both last dims.
+void convert_inner(AtenNodeContext& c) {
+  ir::Node* a = c.tensor("self");
+  ir::Node* b = c.tensor("other");
+  if (rank_of(a) == 0 || rank_of(b) == 0) return void(c.set_output(0, c.call("mul", {a, b})));
+  c.set_output(0, contracted(c, a, b, {-1}, {-1}));
+}
+
+// bilinear(x1 [..., in1], x2 [..., in2], weight [out, in1, in2], bias [out]):
+// y[..., k] = x1 W_k x2 + b_k, as x1 times W laid out [in1, out * in2], then each out's row
+// times x2 summed.
+void convert_bilinear(AtenNodeContext& c) {
+  ir::Node* x1 = c.tensor("input1");
+  ir::Node* x2 = c.tensor("input2");
+  ir::Node* weight = c.tensor("weight");
+  ir::Node* bias = c.optional_tensor("bias");
+  if (rank_of(weight) != 3 || rank_of(x1) == 0 || rank_of(x2) == 0)
+    c.fail("bilinear expects a 3-d weight [out, in1, in2] and inputs of at least 1 dim, got ", weight->value().type_string(),
+           ", ", x1->value().type_string(), " and ", x2->value().type_string());
+  const ir::SymShape& w = shape_of(weight);
+  if (!(shape_of(x1).back() == w[1]) || !(shape_of(x2).back() == w[2]))
+    c.fail("bilinear: input1's last dim must be weight's dim 1 and input2's its dim 2, got ", x1->value().type_string(), ", ",
+           x2->value().type_string(), " and weight ", weight->value().type_string());
+  std::vector<SymInt> leading(shape_of(x1).begin(), shape_of(x1).end() - 1);
+  ir::Node* rows1 = c.call("reshape", {x1, ir::Argument::sym_ints({SymInt(-1), w[1]})});
+  ir::Node* rows2 = c.call("reshape", {x2, ir::Argument::sym_ints({SymInt(-1), SymInt(1), w[2]})});
+  ir::Node* laid_out = c.call("reshape", {c.call("permute", {weight, ir::Argument::ints({1, 0, 2})}), ir::Argument::sym_ints({w[1], w[0] * w[2]})});
+  ir::Node* projected = c.call("reshape", {c.call("matmul", {rows1, laid_out}), ir::Argument::sym_ints({SymInt(-1), w[0], w[2]})});
+  ir::Node* y = c.call("sum", {c.call("mul", {projected, rows2}), ir::Argument::ints({-1}), false});
+  if (bias) y = c.call("add", {y, bias});
+  leading.push_back(w[0]);
+  c.set_output(0, c.call("reshape", {y, ir::Argument::sym_ints(leading)}));
+}
+
+void convert_linalg_vecdot(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("x");
+  ir::Node* y = c.tensor("y");
+  c.set_output(0, c.call("sum", {c.call("mul", {x, y}), ir::Argument::ints({c.int_arg("dim", -1)}), false}));
+}
+
+// trace of a matrix: the sum of its flattened elements 0, n + 1, 2 (n + 1), ... (n columns).
+void convert_trace(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (rank_of(x) != 2) c.fail("trace: expected a matrix, but got tensor with dim ", rank_of(x));
+  const ir::SymShape& shape = shape_of(x);
+  SymInt diagonal = min(shape[0], shape[1]);
+  ir::Node* flat = c.call("reshape", {x, ir::Argument::ints({-1})});
+  SymInt step = shape[1] + SymInt(1);
+  ir::Node* picked = c.call("slice", {flat, int64_t(0), SymInt(0), diagonal * step, step});
+  c.set_output(0, c.call("sum", {picked, ir::Argument(), false}));
 }
 
 // ---- einsum
@@ -251,6 +352,11 @@ void register_aten_linalg_ops(AtenOpTable& table) {
   add_op(table, "ger", "default", [](AtenNodeContext& c) { c.set_output(0, outer_of(c, c.tensor("self"), c.tensor("vec2"))); });
   add_op_and_inplace(table, "addr", "default", convert_addr);
   add_op(table, "einsum", "default", convert_einsum);
+  add_op(table, "tensordot", "default", convert_tensordot);
+  add_op(table, "inner", "default", convert_inner);
+  add_op(table, "bilinear", "default", convert_bilinear);
+  add_op(table, "linalg_vecdot", "default", convert_linalg_vecdot);
+  add_op(table, "trace", "default", convert_trace);
   add_op(table, "_cdist_forward", "default", convert_cdist);
   add_op(table, "_pdist_forward", "default", convert_pdist);
 }

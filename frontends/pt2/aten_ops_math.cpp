@@ -214,6 +214,17 @@ void convert_xlogy(AtenNodeContext& c) {
   c.result_node(c.call("where", {zero, 0.0, product}));
 }
 
+// xlog1py(x, y) = 0 where x == 0 (and y is not NaN), else x * log1p(y).
+void convert_xlog1py(AtenNodeContext& c) {
+  ir::Argument x = c.tensor_or_scalar("self");
+  ir::Argument y = c.tensor_or_scalar("other");
+  if (y.is_node() && !is_floating(dtype_of(y.node()))) y = c.call("cast", {y, DType::f32});
+  if (!y.is_node()) y = c.call("full", {ir::Argument::ints({}), y.floating()}, {{"dtype", DType::f32}});
+  ir::Node* product = c.call("mul", {x, c.call("log1p", {y})});
+  ir::Node* zero = c.call("logical_and", {c.call("eq", {x, 0.0}), c.call("logical_not", {c.call("isnan", {y})})});
+  c.result_node(c.call("where", {zero, 0.0, product}));
+}
+
 AtenConverter scaled(double factor) {
   return [factor](AtenNodeContext& c) { c.result_node(c.call("mul", {floating(c), factor})); };
 }
@@ -347,6 +358,7 @@ void register_aten_math_ops(AtenOpTable& table) {
   add_op(table, "xlogy", "Tensor", convert_xlogy);
   add_op(table, "xlogy", "Scalar_Self", convert_xlogy);
   add_op(table, "xlogy", "Scalar_Other", convert_xlogy);
+  for (const char* overload : {"default", "self_scalar", "other_scalar"}) add_op(table, "special_xlog1py", overload, convert_xlog1py);
   add_op_and_inplace(table, "deg2rad", "default", scaled(kPi / 180.0));
   add_op_and_inplace(table, "rad2deg", "default", scaled(180.0 / kPi));
   add_op_and_inplace(table, "sinc", "default", convert_sinc);

@@ -119,7 +119,8 @@ void convert_logsumexp(AtenNodeContext& c) {
   c.result_node(c.call("add", {c.call("log", {total}), kept_shift}));
 }
 
-// A p-norm over dims: sum |x|^p ^ (1/p), with p = 0 (count of non-zeros), 1, 2, +-inf special.
+}  // namespace
+
 ir::Node* vector_norm(AtenNodeContext& c, ir::Node* x, double p, ir::Argument dims, bool keepdim) {
   if (!is_floating(dtype_of(x))) x = c.call("cast", {x, DType::f32});
   ir::Node* a = c.call("abs", {x});
@@ -131,6 +132,8 @@ ir::Node* vector_norm(AtenNodeContext& c, ir::Node* x, double p, ir::Argument di
   if (p == 2) return c.call("sqrt", {c.call("sum", {c.call("mul", {x, x}), dims, keepdim})});
   return c.call("pow", {c.call("sum", {c.call("pow", {a, p}), dims, keepdim}), 1.0 / p});
 }
+
+namespace {
 
 void convert_linalg_vector_norm(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
@@ -232,9 +235,9 @@ void convert_kthvalue(AtenNodeContext& c) {
   bool keepdim = c.bool_arg("keepdim", false);
   for (int64_t i : {0, 1}) {
     if (i == 1 && !c.output_used(1)) break;
-    ir::Node* picked = c.call("slice", {c.call("getitem", {both, i}), rank_of(x) == 0 ? int64_t(0) : dim, k - 1, k});
-    if (rank_of(x) == 0) picked = c.call("reshape", {picked, ir::Argument::ints({})});
-    else if (!keepdim) picked = c.call("squeeze", {picked, ir::Argument::ints({dim})});
+    ir::Node* picked = c.call("getitem", {both, i});  // a 0-d x's topk is 0-d
+    if (rank_of(x) > 0) picked = c.call("slice", {picked, dim, k - 1, k});
+    if (rank_of(x) > 0 && !keepdim) picked = c.call("squeeze", {picked, ir::Argument::ints({dim})});
     c.set_output(size_t(i), picked);
   }
 }
@@ -253,9 +256,9 @@ void convert_median(AtenNodeContext& c) {
   if (length == 0) c.fail("median of an empty dim (dim ", dim, " of ", x->value().type_string(), ") is undefined");
   int64_t k = (length - 1) / 2 + 1;
   ir::Node* both = select_k(c, x, k, dim, false);
-  auto pick = [&](ir::Node* selected) {
-    ir::Node* picked = c.call("slice", {selected, rank == 0 ? int64_t(0) : dim, k - 1, k});
-    if (rank == 0) return c.call("reshape", {picked, ir::Argument::ints({})});
+  auto pick = [&](ir::Node* selected) {  // a 0-d x's topk is 0-d
+    if (rank == 0) return selected;
+    ir::Node* picked = c.call("slice", {selected, dim, k - 1, k});
     return keepdim ? picked : c.call("squeeze", {picked, ir::Argument::ints({dim})});
   };
   ir::Node* value = pick(c.call("getitem", {both, int64_t(0)}));

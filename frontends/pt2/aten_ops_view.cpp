@@ -300,6 +300,16 @@ void register_aten_view_ops(AtenOpTable& table) {
   add_op(table, "unflatten", "int", convert_unflatten);
   add_op(table, "narrow", "default", convert_narrow);
   add_op(table, "chunk", "default", convert_chunk);
+  add_op(table, "unsafe_chunk", "default", convert_chunk);
+  add_op(table, "unsafe_split", "Tensor", convert_split);
+  add_op(table, "narrow_copy", "default", copy_of(convert_narrow));
+  add_op(table, "view_as", "default", [](AtenNodeContext& c) {
+    c.set_output(0, view_as(c, c.tensor("self"), shape_of(c.tensor("other"))));
+  });
+  add_op(table, "reshape_as", "default", [](AtenNodeContext& c) {
+    c.emit(0, "reshape", {c.tensor("self"), ir::Argument::sym_ints(shape_of(c.tensor("other")))});
+  });
+  add_op(table, "ravel", "default", [](AtenNodeContext& c) { c.emit(0, "reshape", {c.tensor("self"), ir::Argument::ints({-1})}); });
   add_op(table, "detach_", "default", convert_detach_inplace);
   add_op(table, "contiguous", "default", convert_contiguous);
   add_op(table, "clone", "default", convert_clone);
