@@ -33,6 +33,9 @@ parts:
   rearrange.pt2         pixel_shuffle / pixel_unshuffle, channel_shuffle, tile (fewer and more
                         counts than dims), repeat_interleave by a count (along a dim and
                         flattened), rot90 (k = 1, 2, 3, -1)
+  composites.pt2        one_hot, nn.Unfold (im2col), nn.ConvTranspose1d, tensordot (a contracted
+                        dim of size 1 against one of 3), bilinear, cosine_similarity (broadcast),
+                        pairwise_distance, trace of a wide matrix
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order). With names as
 arguments, only those programs are written.
 """
@@ -174,6 +177,19 @@ class Rearrange(nn.Module):
                 torch.rot90(x, -1, (0, 2)))
 
 
+class Composites(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.unfold = nn.Unfold((2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+        self.transposed = nn.ConvTranspose1d(4, 3, 3, stride=2, output_padding=1)
+        self.bilinear = nn.Bilinear(5, 4, 3)
+
+    def forward(self, labels, image, seq, a, b, x1, x2):
+        return (F.one_hot(labels, 6), self.unfold(image), self.transposed(seq),
+                torch.tensordot(a, b, dims=([1, 2], [0, 2])), self.bilinear(x1, x2[..., :4]),
+                F.cosine_similarity(x1, x2[:1], dim=-1), F.pairwise_distance(x1, x2, p=3.0), torch.trace(a[0]))
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -251,8 +267,10 @@ def main():
     with_nan[1, 4] = float("nan")
     save("selection", Selection(), (torch.randn(4, 6), ties, with_nan, torch.randint(-50, 50, (3, 8))))
     save("rearrange", Rearrange(), (torch.randn(2, 8, 4, 6), torch.randn(3, 2, 4)))
+    save("composites", Composites().eval(), (torch.randint(0, 6, (3, 4)), torch.randn(2, 3, 5, 7), torch.randn(2, 4, 6),
+                                             torch.randn(2, 3, 1), torch.randn(3, 4, 3), torch.randn(2, 5), torch.randn(2, 5)))
     print("wrote", ", ".join(sorted(WANTED)) if WANTED else "pooling_indices, searchsorted, flash_attention, "
-          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange", "into", OUT)
+          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites", "into", OUT)
 
 
 if __name__ == "__main__":

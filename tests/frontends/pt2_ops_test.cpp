@@ -3,7 +3,8 @@
 // searchsorted, the CPU flash attention's logsumexp, the empty-input edges and torch.int16
 // (an int16 weight and inputs, to(int16), wrapping arithmetic), the recurrent layers and cells
 // (LSTM, GRU, RNN), the selections (topk, sort, argsort, kthvalue, median) and the rearranging
-// ops (pixel and channel shuffles, tile, repeat_interleave, rot90) match eager
+// ops (pixel and channel shuffles, tile, repeat_interleave, rot90) and compositions (one_hot,
+// im2col, conv_transpose1d, tensordot, bilinear, cosine_similarity, pairwise_distance, trace) match eager
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
@@ -59,7 +60,7 @@ TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
                          ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges",
-                                           "int16_ops", "recurrent", "selection", "rearrange"));
+                                           "int16_ops", "recurrent", "selection", "rearrange", "composites"));
 
 // The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
 // probabilities.
@@ -303,6 +304,30 @@ TEST(Pt2OpArguments, ShufflesAndRot90RefuseSizesTheirFactorsDoNotDivideAndEqualD
   expect_message(import_error_when_edited("rearrange", "rot90.default",
                                           [](json& inputs) { argument(inputs, "dims")["as_ints"] = json::array({1, -3}); }),
                  {"(aten.rot90.default)", "expected rotation dims to be different"});
+}
+
+TEST(Pt2OpArguments, CompositionsRefuseADataDependentClassCountMismatchedShapesAndWrongRanks) {
+  expect_message(import_error_when_edited("composites", "one_hot.default",
+                                          [](json& inputs) { argument(inputs, "num_classes")["as_int"] = -1; }),
+                 {"(aten.one_hot.default)", "num_classes = -1 takes the number of classes from the data"});
+  expect_message(import_error_when_edited("composites", "one_hot.default",
+                                          [](json& inputs) { argument(inputs, "self")["as_tensor"]["name"] = "x1"; }),
+                 {"(aten.one_hot.default)", "one_hot is only applicable to index tensor of type LongTensor, got f32[2, 5]"});
+  expect_message(import_error_when_edited("composites", "im2col.default",
+                                          [](json& inputs) { argument(inputs, "self")["as_tensor"]["name"] = "x1"; }),
+                 {"(aten.im2col.default)", "im2col expects a 3-d or 4-d input ([C, H, W] or [N, C, H, W]), got f32[2, 5]"});
+  expect_message(import_error_when_edited("composites", "tensordot.default",
+                                          [](json& inputs) { argument(inputs, "dims_other")["as_ints"] = json::array({0}); }),
+                 {"(aten.tensordot.default)", "both dimension lists should have same length, got 2 and 1"});
+  expect_message(import_error_when_edited("composites", "tensordot.default",
+                                          [](json& inputs) { argument(inputs, "dims_other")["as_ints"] = json::array({1, 2}); }),
+                 {"(aten.tensordot.default)", "contracted dimensions need to match, but first has size 3 in dim 1 and second has size 4 in dim 1"});
+  expect_message(import_error_when_edited("composites", "bilinear.default",
+                                          [](json& inputs) { argument(inputs, "input2")["as_tensor"]["name"] = "x2"; }),
+                 {"(aten.bilinear.default)", "input1's last dim must be weight's dim 1 and input2's its dim 2"});
+  expect_message(import_error_when_edited("composites", "trace.default",
+                                          [](json& inputs) { argument(inputs, "self")["as_tensor"]["name"] = "a"; }),
+                 {"(aten.trace.default)", "trace: expected a matrix, but got tensor with dim 3"});
 }
 
 }  // namespace
