@@ -36,6 +36,9 @@ parts:
   composites.pt2        one_hot, nn.Unfold (im2col), nn.ConvTranspose1d, tensordot (a contracted
                         dim of size 1 against one of 3), bilinear, cosine_similarity (broadcast),
                         pairwise_distance, trace of a wide matrix
+  sampling.pt2          affine_grid (2-d; 3-d with a size-1 dim and aligned corners) and
+                        grid_sample (bilinear / zeros, nearest / border, bicubic / zeros,
+                        bilinear / reflection, 3-d bicubic), as a spatial transformer uses them
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order). With names as
 arguments, only those programs are written.
 """
@@ -190,6 +193,14 @@ class Composites(nn.Module):
                 F.cosine_similarity(x1, x2[:1], dim=-1), F.pairwise_distance(x1, x2, p=3.0), torch.trace(a[0]))
 
 
+class Sampling(nn.Module):
+    def forward(self, image, theta, grid, volume, theta3, grid3):
+        warped = F.grid_sample(image, F.affine_grid(theta, [2, 3, 5, 6], align_corners=False), align_corners=False)
+        return (warped, F.grid_sample(image, grid, mode="nearest", padding_mode="border", align_corners=True),
+                F.grid_sample(image, grid, mode="bicubic"), F.grid_sample(image, grid, padding_mode="reflection"),
+                F.affine_grid(theta3, [1, 2, 1, 4, 5], align_corners=True), F.grid_sample(volume, grid3, mode="bicubic"))
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -269,8 +280,10 @@ def main():
     save("rearrange", Rearrange(), (torch.randn(2, 8, 4, 6), torch.randn(3, 2, 4)))
     save("composites", Composites().eval(), (torch.randint(0, 6, (3, 4)), torch.randn(2, 3, 5, 7), torch.randn(2, 4, 6),
                                              torch.randn(2, 3, 1), torch.randn(3, 4, 3), torch.randn(2, 5), torch.randn(2, 5)))
+    save("sampling", Sampling(), (torch.randn(2, 3, 7, 8), torch.randn(2, 2, 3) * 0.5, torch.randn(2, 4, 5, 2) * 1.2,
+                                  torch.randn(1, 2, 3, 4, 5), torch.randn(1, 3, 4), torch.randn(1, 2, 3, 4, 3)))
     print("wrote", ", ".join(sorted(WANTED)) if WANTED else "pooling_indices, searchsorted, flash_attention, "
-          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites", "into", OUT)
+          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling", "into", OUT)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 
+#include "frontends/affine_grid.h"
 #include "frontends/onnx/onnx_op_helpers.h"
 #include "frontends/onnx/onnx_op_table.h"
 
@@ -144,26 +145,6 @@ void convert_roi_align(OnnxNodeContext& context) {
                 transform == "half_pixel"});
 }
 
-// The base grid [prod(sizes), r + 1] of normalized coordinates (x first: the last dim) and 1.
-Tensor affine_base_grid(const std::vector<int64_t>& sizes, bool align_corners, DType dtype) {
-  size_t r = sizes.size();
-  int64_t points = std::accumulate(sizes.begin(), sizes.end(), int64_t(1), std::multiplies<int64_t>());
-  std::vector<double> values;
-  std::vector<int64_t> position(r, 0);
-  for (int64_t p = 0; p < points; ++p) {
-    for (size_t c = 0; c < r; ++c) {
-      size_t d = r - 1 - c;  // x is the last dim
-      double n = double(sizes[d]);
-      double coordinate = align_corners ? (n > 1 ? -1 + 2.0 * double(position[d]) / (n - 1) : -1)
-                                        : -1 + (2.0 * double(position[d]) + 1) / n;
-      values.push_back(coordinate);
-    }
-    values.push_back(1.0);
-    for (size_t d = r; d-- > 0 && ++position[d] == sizes[d];) position[d] = 0;
-  }
-  return Tensor::from_doubles({points, int64_t(r + 1)}, values, dtype);
-}
-
 void convert_affine_grid(OnnxNodeContext& context) {
   std::vector<int64_t> size = context.constant_ints(1, "size");
   ir::Node* theta = context.tensor(0);
@@ -174,7 +155,7 @@ void convert_affine_grid(OnnxNodeContext& context) {
   if (meta.rank() != 3 || !(meta.shape[1] == SymInt(r)) || !(meta.shape[2] == SymInt(r + 1)))
     context.fail("theta must be [N, ", r, ", ", r + 1, "] for ", r, " spatial dims, but it is ", meta.type_string());
   bool align_corners = context.int_attribute("align_corners", 0) != 0;
-  ir::Node* base = context.constant_node(affine_base_grid(spatial, align_corners, meta.dtype));
+  ir::Node* base = context.constant_node(affine_base_grid(spatial, align_corners, meta.dtype, SinglePoint::at_minus_one));
   ir::Node* grid = context.call("matmul", {base, context.call("transpose", {theta, int64_t(1), int64_t(2)})});
   std::vector<int64_t> shape = {size[0]};
   shape.insert(shape.end(), spatial.begin(), spatial.end());

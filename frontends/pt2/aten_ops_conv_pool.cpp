@@ -3,12 +3,15 @@
 // get a batch dim of 1 around the op; max pooling's indices are computed beside it), and the upsample ops (nearest, nearest-exact, linear /
 // bilinear / trilinear, bicubic) as index selections along each resized dim with indices
 // and weights computed at import time (PyTorch's source-index rules; resized dims must be
-// static); im2col (nn.Unfold) as strided slices of the padded input, one per kernel offset.
+// static); im2col (nn.Unfold) as strided slices of the padded input, one per kernel offset;
+// grid_sampler (2-d and 3-d) as Kiln's grid_sample, and affine_grid_generator as a constant
+// base grid times theta^T.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 
+#include "frontends/affine_grid.h"
 #include "frontends/pt2/aten_op_helpers.h"
 
 namespace kiln::frontends {
@@ -447,6 +450,46 @@ void convert_im2col(AtenNodeContext& c) {
   }));
 }
 
+// grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): ATen numbers the
+// modes (0 bilinear, 1 nearest, 2 bicubic; 0 zeros, 1 border, 2 reflection).
+void convert_grid_sampler(AtenNodeContext& c) {
+  static const char* const kModes[] = {"bilinear", "nearest", "bicubic"};
+  static const char* const kPadding[] = {"zeros", "border", "reflection"};
+  int64_t mode = c.int_arg("interpolation_mode");
+  int64_t padding = c.int_arg("padding_mode");
+  if (mode < 0 || mode > 2) c.fail("interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got ", mode);
+  if (padding < 0 || padding > 2) c.fail("padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got ", padding);
+  // Bicubic border and reflection differ between PyTorch and ONNX where a coordinate falls
+  // outside: PyTorch pads each of the 4 taps' indices, ONNX (and Kiln's grid_sample) pads the
+  // coordinate first and then each tap.
+  if (mode == 2 && padding != 0)
+    c.fail("bicubic grid sampling with ", kPadding[padding], " padding is not supported: PyTorch pads each tap where "
+           "Kiln's grid_sample pads the coordinate first, as ONNX does (bilinear, nearest, and bicubic with zeros padding are)");
+  ir::Node* input = c.tensor("input");
+  c.emit(0, "grid_sample", {input, c.tensor("grid"), std::string(kModes[mode]), std::string(kPadding[padding]),
+                            c.bool_arg("align_corners")});
+}
+
+// affine_grid_generator(theta [N, r, r + 1], size [N, C, (D,) H, W], align_corners): the sampling
+// grid [N, (D,) H, W, r], the base grid of normalized coordinates times theta^T.
+void convert_affine_grid_generator(AtenNodeContext& c) {
+  ir::Node* theta = c.tensor("theta");
+  std::vector<int64_t> size = c.ints("size");
+  if (size.size() != 4 && size.size() != 5) c.fail("affine_grid only supports 4D and 5D sizes, got ", size.size(), " sizes");
+  std::vector<int64_t> spatial(size.begin() + 2, size.end());
+  int64_t r = int64_t(spatial.size());
+  const ir::SymShape& shape = shape_of(theta);
+  if (rank_of(theta) != 3 || !(shape[1] == ir::SymInt(r)) || !(shape[2] == ir::SymInt(r + 1)))
+    c.fail("expected theta [N, ", r, ", ", r + 1, "] for ", r, " spatial dims, got ", theta->value().type_string());
+  ir::Node* base = c.constant(affine_base_grid(spatial, c.bool_arg("align_corners"), dtype_of(theta), SinglePoint::at_centre),
+                              "affine_base_grid");
+  ir::Node* grid = c.call("matmul", {base, c.call("transpose", {theta, int64_t(1), int64_t(2)})});  // [N, points, r]
+  std::vector<int64_t> result = {size[0]};
+  result.insert(result.end(), spatial.begin(), spatial.end());
+  result.push_back(r);
+  c.emit(0, "reshape", {grid, ir::Argument::ints(result)});
+}
+
 }  // namespace
 
 void register_aten_conv_pool_ops(AtenOpTable& table) {
@@ -466,6 +509,8 @@ void register_aten_conv_pool_ops(AtenOpTable& table) {
   add_op(table, "_adaptive_avg_pool3d", "default", convert_adaptive_avg_pool);
   add_op(table, "convolution", "default", convert_convolution);
   add_op(table, "im2col", "default", convert_im2col);
+  for (const char* name : {"grid_sampler", "grid_sampler_2d", "grid_sampler_3d"}) add_op(table, name, "default", convert_grid_sampler);
+  add_op(table, "affine_grid_generator", "default", convert_affine_grid_generator);
   add_op(table, "_convolution", "default", convert_convolution);
   for (const char* overload : {"vec", "default"}) {
     for (const char* rank : {"1d", "2d", "3d"}) {

@@ -4,7 +4,8 @@
 // (an int16 weight and inputs, to(int16), wrapping arithmetic), the recurrent layers and cells
 // (LSTM, GRU, RNN), the selections (topk, sort, argsort, kthvalue, median) and the rearranging
 // ops (pixel and channel shuffles, tile, repeat_interleave, rot90) and compositions (one_hot,
-// im2col, conv_transpose1d, tensordot, bilinear, cosine_similarity, pairwise_distance, trace) match eager
+// im2col, conv_transpose1d, tensordot, bilinear, cosine_similarity, pairwise_distance, trace) and
+// sampling (affine_grid, grid_sample in its modes) match eager
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -60,7 +62,7 @@ TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
                          ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges",
-                                           "int16_ops", "recurrent", "selection", "rearrange", "composites"));
+                                           "int16_ops", "recurrent", "selection", "rearrange", "composites", "sampling"));
 
 // The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
 // probabilities.
@@ -328,6 +330,32 @@ TEST(Pt2OpArguments, CompositionsRefuseADataDependentClassCountMismatchedShapesA
   expect_message(import_error_when_edited("composites", "trace.default",
                                           [](json& inputs) { argument(inputs, "self")["as_tensor"]["name"] = "a"; }),
                  {"(aten.trace.default)", "trace: expected a matrix, but got tensor with dim 3"});
+}
+
+TEST(Pt2OpArguments, SamplingRefusesUnknownModesBicubicBorderPaddingAndAThetaOfTheWrongShape) {
+  auto edit_first = [](const std::function<void(json&)>& edit) {
+    return [edit, done = false](json& inputs) mutable {
+      if (!std::exchange(done, true)) edit(inputs);
+    };
+  };
+  expect_message(import_error_when_edited("sampling", "grid_sampler.default",
+                                          edit_first([](json& inputs) { argument(inputs, "interpolation_mode")["as_int"] = 3; })),
+                 {"(aten.grid_sampler.default)", "interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got 3"});
+  expect_message(import_error_when_edited("sampling", "grid_sampler.default",
+                                          edit_first([](json& inputs) { argument(inputs, "padding_mode")["as_int"] = -1; })),
+                 {"(aten.grid_sampler.default)", "padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got -1"});
+  expect_message(import_error_when_edited("sampling", "grid_sampler.default",
+                                          [](json& inputs) {
+                                            if (argument(inputs, "interpolation_mode")["as_int"] == 2)
+                                              argument(inputs, "padding_mode")["as_int"] = 1;
+                                          }),
+                 {"(aten.grid_sampler.default)", "bicubic grid sampling with border padding is not supported"});
+  expect_message(import_error_when_edited("sampling", "affine_grid_generator.default",
+                                          edit_first([](json& inputs) { argument(inputs, "size")["as_ints"] = json::array({2, 3, 5, 6, 7}); })),
+                 {"(aten.affine_grid_generator.default)", "expected theta [N, 3, 4] for 3 spatial dims, got f32[2, 2, 3]"});
+  expect_message(import_error_when_edited("sampling", "affine_grid_generator.default",
+                                          edit_first([](json& inputs) { argument(inputs, "size")["as_ints"] = json::array({2, 3, 5}); })),
+                 {"(aten.affine_grid_generator.default)", "affine_grid only supports 4D and 5D sizes, got 3 sizes"});
 }
 
 }  // namespace
