@@ -438,6 +438,22 @@ OpCall OpCall::of(const Node& node) {
   }
 }
 
+std::optional<std::pair<std::string, SymInt>> equating_substitution(const SymInt& a, const SymInt& b) {
+  SymInt difference = a - b;
+  for (const std::string& name : difference.free_symbols()) {
+    SymInt symbol = SymInt::symbol(name);
+    SymInt rest = difference.substitute({{name, SymInt(0)}});
+    SymInt term = difference - rest;  // the terms with the symbol: +-symbol when it is linear alone
+    std::optional<SymInt> value;
+    if (term == symbol) value = -rest;
+    if (term == -symbol) value = rest;
+    if (!value) continue;
+    if (std::optional<int64_t> constant = value->maybe_constant(); constant && *constant < 2) continue;
+    return std::pair{name, *value};
+  }
+  return std::nullopt;
+}
+
 std::string OpCall::prefix() const {
   const std::string& name = node_ ? node_->name() : node_name_;
   if (name.empty()) return op_.name() + ": ";

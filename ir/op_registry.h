@@ -98,6 +98,28 @@ class OpRegistry {
 std::vector<Argument> bind_arguments(const OpSchema& schema, const std::vector<Argument>& args,
                                      const Kwargs& kwargs);
 
+// A shape rule's refusal of two sizes that had to be equal, a and b, where a - b is one
+// symbol (plus or minus) and other terms: the sizes are equal when that symbol is `value`, an
+// expression of the other symbols or a constant of at least 2. A front end whose symbols are
+// only names (ONNX's dim_params: two names for one batch, "past + 1" and "total") may take that
+// equality and import again. Everyone else sees the kiln::Error it is.
+class SymbolMismatch : public Error {
+ public:
+  SymbolMismatch(const std::string& message, std::string symbol, SymInt value)
+      : Error(message), symbol_(std::move(symbol)), value_(std::move(value)) {}
+  const std::string& symbol() const { return symbol_; }
+  const SymInt& value() const { return value_; }
+  SymbolMismatch with_message(const std::string& message) const { return {message, symbol_, value_}; }
+
+ private:
+  std::string symbol_;
+  SymInt value_;
+};
+
+// The symbol and its value that make a == b, as SymbolMismatch describes; nullopt when there is
+// none (a - b is not of that form, or the value would be a constant below 2).
+std::optional<std::pair<std::string, SymInt>> equating_substitution(const SymInt& a, const SymInt& b);
+
 // A bound call of an op, as seen by shape rules (and other per-op facets): normalized
 // arguments plus typed accessors. Tensor arguments are Nodes; their meta is read here.
 class OpCall {
@@ -131,6 +153,14 @@ class OpCall {
     throw Error(prefix() + ::kiln::detail::concat(parts...));
   }
   std::string prefix() const;
+  // fail(), for sizes a and b that had to be equal: a SymbolMismatch where a symbol's value
+  // would make them equal (equating_substitution), a kiln::Error otherwise.
+  template <typename... Parts>
+  [[noreturn]] void fail_unequal(const SymInt& a, const SymInt& b, const Parts&... parts) const {
+    std::string message = prefix() + ::kiln::detail::concat(parts...);
+    if (auto equality = equating_substitution(a, b)) throw SymbolMismatch(message, equality->first, equality->second);
+    throw Error(message);
+  }
 
  private:
   const OpInfo& op_;

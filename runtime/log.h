@@ -7,7 +7,8 @@
 //   recompiles    kiln::compile(fn): why a call traced again (the failing guard, old and new value)
 //   guards        kiln::compile(fn): every guard of a variant when it is compiled
 //   graph_breaks  kiln::compile(fn): each break of a traced function with its source location
-//   dynamic       kiln::compile(fn): each dim made dynamic, each size specialized
+//   dynamic       kiln::compile(fn): each dim made dynamic, each size specialized; the ONNX
+//                 importer: two dynamic dims an op needs equal, made one symbol
 //   cache         the compile driver: compile cache hits and misses, per graph
 //   passes        the pass manager: each pass run and what it changed
 //   fusion        the scheduler: each decision that kept two nodes apart, and why

@@ -803,6 +803,51 @@ def make_dynamic_cases():
     onnx.save(saved, path)
 
 
+def make_equal_dim_cases():
+    """Dynamic dims under different names that the ops need equal (the importer makes them one
+    symbol): two batches, a dim_param that meets a fixed size, and a KV cache whose past length
+    plus one meets a total length."""
+    reseed(11)
+
+    def with_symbolic_outputs(folder, dims_by_output):
+        path = os.path.join(folder, "model.onnx")
+        saved = onnx.load(path)
+        for output, dims in zip(saved.graph.output, dims_by_output):
+            for axis, name in dims.items():
+                output.type.tensor_type.shape.dim[axis].ClearField("dim_value")
+                output.type.tensor_type.shape.dim[axis].dim_param = name
+        onnx.save(saved, path)
+
+    nodes = [helper.make_node("Add", ["x", "y"], ["sum"]), helper.make_node("Relu", ["sum"], ["batched"]),
+             helper.make_node("Add", ["z", "table"], ["sized"])]
+    graph = helper.make_graph(nodes, "batch_names_and_a_size",
+                              [value_info("x", TensorProto.FLOAT, ["batch_x", 4]), value_info("y", TensorProto.FLOAT, ["batch_y", 4]),
+                               value_info("z", TensorProto.FLOAT, ["rows", 4])],
+                              [helper.make_empty_tensor_value_info("batched"), helper.make_empty_tensor_value_info("sized")],
+                              initializer=[numpy_helper.from_array(f32(5, 4), "table")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder = os.path.join(ROOT, "dynamic", "batch_names_and_a_size")
+    write_case(folder, model, [f32(3, 4), f32(3, 4), f32(5, 4)])
+    with_symbolic_outputs(folder, [{0: "batch_x"}])
+
+    nodes = [helper.make_node("Concat", ["past", "k"], ["keys"], axis=1),
+             helper.make_node("Transpose", ["keys"], ["keys_t"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "keys_t"], ["scores"]),
+             helper.make_node("Softmax", ["scores"], ["weights"], axis=-1),
+             helper.make_node("MatMul", ["weights", "v"], ["attended"])]
+    graph = helper.make_graph(nodes, "kv_cache_names",
+                              [value_info("q", TensorProto.FLOAT, ["q_batch", 1, 8]), value_info("k", TensorProto.FLOAT, ["k_batch", 1, 8]),
+                               value_info("past", TensorProto.FLOAT, ["past_batch", "past", 8]),
+                               value_info("v", TensorProto.FLOAT, ["v_batch", "total", 8])],
+                              [helper.make_empty_tensor_value_info("attended")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder = os.path.join(ROOT, "dynamic", "kv_cache_names")
+    write_case(folder, model, [f32(2, 1, 8), f32(2, 1, 8), f32(2, 5, 8), f32(2, 6, 8)])
+    with_symbolic_outputs(folder, [{0: "q_batch"}])
+
+
 def save_bad(name, model):
     os.makedirs(os.path.join(ROOT, "bad"), exist_ok=True)
     with open(os.path.join(ROOT, "bad", name), "wb") as file:
@@ -1054,7 +1099,8 @@ GROUPS = {"ops": lambda: make_op_cases(), "models": lambda: make_model_cases(), 
           "bad": lambda: make_bad_cases(), "slice_edges": lambda: make_slice_edge_cases(),
           "specialize": lambda: make_specialize_cases(), "node_test_ops": lambda: make_node_test_op_cases(),
           "int16": lambda: make_int16_cases(), "sequences": lambda: make_sequence_cases(),
-          "einsum_diagonals": lambda: make_einsum_diagonal_cases(), "pool_ceil": lambda: make_pool_ceil_cases()}
+          "einsum_diagonals": lambda: make_einsum_diagonal_cases(), "pool_ceil": lambda: make_pool_ceil_cases(),
+          "equal_dims": lambda: make_equal_dim_cases()}
 
 
 def main():

@@ -12,7 +12,9 @@
 #include "frontends/onnx/onnx_symbols.h"
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/interpreter.h"
+#include "ir/op_registry.h"
 #include "ir/verifier.h"
+#include "runtime/log.h"
 
 namespace kiln::frontends {
 
@@ -185,8 +187,8 @@ void freeze_inputs(OnnxModel& model, const std::map<std::string, Tensor>& values
 
 class Importer {
  public:
-  Importer(OnnxModel model, const OnnxImportOptions& options)
-      : model_(std::move(model)), options_(options), reader_(model_.proto, model_.path) {
+  Importer(OnnxModel model, const OnnxImportOptions& options, std::map<std::string, ir::SymInt> equal_symbols = {})
+      : model_(std::move(model)), options_(options), reader_(model_.proto, model_.path), symbols_(std::move(equal_symbols)) {
     state_.model_path = model_.path;
     state_.file_label = std::filesystem::path(model_.path).filename().string();
     if (model_.converted_from_opset)
@@ -264,6 +266,7 @@ class Importer {
   }
 
   OnnxModel& model() { return model_; }
+  OnnxModel release() { return std::move(model_); }
 
  private:
   // A graph input that has an initializer takes the initializer's value (Kiln freezes it), whose
@@ -587,13 +590,32 @@ class Importer {
 
 }  // namespace
 
+// The symbols of dynamic dims found equal by ops that need them equal (onnx_symbols.h): each
+// import that meets such an op records the equality and starts again, at most this many times.
+constexpr int kMaxSymbolEqualities = 256;
+
 ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options) {
   OnnxModel model = read_onnx_model(path);
   freeze_inputs(model, options.input_values);
   report_unsupported_ops(model);
   std::map<std::string, onnx::TypeProto> declared = declared_types(model.proto->graph());
-  Importer importer(std::move(model), options);
-  importer.convert_all();
+  std::map<std::string, ir::SymInt> equal_symbols;
+  std::optional<Importer> attempt;
+  for (;;) {
+    attempt.emplace(std::move(model), options, equal_symbols);
+    try {
+      attempt->convert_all();
+      break;
+    } catch (const ir::SymbolMismatch& mismatch) {
+      const std::string& name = mismatch.symbol();
+      if (equal_symbols.size() >= size_t(kMaxSymbolEqualities) || equal_symbols.count(name)) throw;
+      equal_symbols.emplace(name, mismatch.value());
+      log("dynamic", "'" + path + "': imported again with " + name + " = " + mismatch.value().to_string() +
+                         ", which the sizes of an op need (" + mismatch.what() + ")");
+      model = attempt->release();
+    }
+  }
+  Importer& importer = *attempt;
   infer_onnx_shapes(importer.model());
   importer.check_types(declared);
   return importer.finish();

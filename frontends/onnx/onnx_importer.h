@@ -18,7 +18,11 @@
 //     inputs are all constants is folded: converted into a scratch graph and evaluated by the
 //     interpreter (unless its result is larger than its inputs and over 1 MiB), so static
 //     shape arithmetic (Shape -> Gather -> Concat -> Reshape) leaves nothing behind; with
-//     symbolic dims that arithmetic is carried out on symbolic sizes instead (onnx_value.h);
+//     symbolic dims that arithmetic is carried out on symbolic sizes instead (onnx_value.h).
+//     Where an op needs two sizes equal that differ only by their dim_params (an Add of
+//     [batch_x, 4] and [batch_y, 4], a MatMul of past + 1 against total), the import starts
+//     again with one symbol replaced by the value that makes them equal (onnx_symbols.h; the
+//     run-time guards check every input against it; KILN_LOG=dynamic names each);
 //  6. ONNX shape inference where the library knows the opset, after the conversion: some of
 //     ONNX's inference functions crash on attributes out of range (LayerNormalization's axis),
 //     which step 5 has refused by then;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "frontends/onnx/onnx_importer.h"
+#include "ir/op_registry.h"
 
 namespace kiln::frontends {
 
@@ -327,6 +328,8 @@ ir::Node* OnnxNodeContext::create(const std::string& target, std::vector<ir::Arg
   ir::Node* node = nullptr;
   try {
     node = graph_.create_call(target, std::move(args), std::move(kwargs), name);
+  } catch (const ir::SymbolMismatch& mismatch) {
+    throw mismatch.with_message(where() + ": " + mismatch.what());  // the importer may unify the two
   } catch (const kiln::Error& error) {
     fail(error.what());
   }

@@ -24,14 +24,26 @@ std::string OnnxSymbols::claim(const std::string& wanted) {
   return name;
 }
 
+ir::SymInt OnnxSymbols::resolved(const std::string& name) const {
+  // Each equality was found on a graph where the symbols before it were already replaced, so
+  // its value holds none of them: substituting once per equality reaches the end.
+  ir::SymInt value = ir::SymInt::symbol(name);
+  for (size_t i = 0; i <= equal_to_.size(); ++i) {
+    ir::SymInt next = value.substitute(equal_to_);
+    if (next == value) break;
+    value = next;
+  }
+  return value;
+}
+
 ir::SymInt OnnxSymbols::for_dim_param(const std::string& dim_param) {
   auto found = by_dim_param_.find(dim_param);
   if (found == by_dim_param_.end()) found = by_dim_param_.emplace(dim_param, claim(sanitize_symbol_name(dim_param))).first;
-  return ir::SymInt::symbol(found->second);
+  return resolved(found->second);
 }
 
 ir::SymInt OnnxSymbols::for_unnamed_dim(const std::string& input_name, int64_t axis) {
-  return ir::SymInt::symbol(claim(sanitize_symbol_name(input_name + "_dim" + std::to_string(axis))));
+  return resolved(claim(sanitize_symbol_name(input_name + "_dim" + std::to_string(axis))));
 }
 
 }  // namespace kiln::frontends

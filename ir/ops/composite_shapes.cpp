@@ -38,8 +38,8 @@ NodeMeta linear_rule(const OpCall& call) {
   if (!(input.shape.back() == in_features)) {
     SymInt rows = product(input.shape, 0, input.shape.size() - 1);
     std::string out = weight.rank() == 2 ? weight.shape[0].to_string() : "1";
-    call.fail("mat1 and mat2 shapes cannot be multiplied (", rows, "x", input.shape.back(), " and ", in_features, "x",
-              out, ")");
+    call.fail_unequal(input.shape.back(), in_features, "mat1 and mat2 shapes cannot be multiplied (", rows, "x",
+                      input.shape.back(), " and ", in_features, "x", out, ")");
   }
   SymShape shape(input.shape.begin(), input.shape.end() - 1);
   if (weight.rank() == 2) shape.push_back(weight.shape[0]);
@@ -62,8 +62,8 @@ NodeMeta addmm_rule(const OpCall& call) {
   require_same_dtype(call, mat1, mat2);
   require_same_dtype(call, self, mat1);
   if (!(mat1.shape[1] == mat2.shape[0]))
-    call.fail("mat1 and mat2 shapes cannot be multiplied (", mat1.shape[0], "x", mat1.shape[1], " and ", mat2.shape[0],
-              "x", mat2.shape[1], ")");
+    call.fail_unequal(mat1.shape[1], mat2.shape[0], "mat1 and mat2 shapes cannot be multiplied (", mat1.shape[0], "x",
+                      mat1.shape[1], " and ", mat2.shape[0], "x", mat2.shape[1], ")");
   SymShape shape = {mat1.shape[0], mat2.shape[1]};
   if (!broadcasts_to(self.shape, shape))
     call.fail("addmm(): self of shape ", shape_string(self.shape), " cannot be broadcast to the product's shape ",

@@ -48,7 +48,8 @@ NodeMeta cat_rule(const OpCall& call) {
     for (size_t d = 0; d < meta.shape.size(); ++d) {
       if (int64_t(d) == dim) continue;
       if (!(meta.shape[d] == reference->shape[d]))
-        call.fail("Sizes of tensors must match except in dimension ", dim, ". Expected size ", reference->shape[d],
+        call.fail_unequal(reference->shape[d], meta.shape[d], "Sizes of tensors must match except in dimension ", dim,
+                          ". Expected size ", reference->shape[d],
                   " but got size ", meta.shape[d], " for tensor number ", i, " in the list.");
     }
     shape[size_t(dim)] = shape[size_t(dim)] + meta.shape[size_t(dim)];

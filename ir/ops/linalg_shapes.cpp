@@ -37,7 +37,7 @@ NodeMeta matmul_rule(const OpCall& call) {
     if (a.rank() == 2 && b.rank() == 1)
       call.fail("size mismatch, got input (", sa[0], "), mat (", matrix_string(sa), "), vec (", sb[0], ")");
     std::string rhs = b.rank() >= 2 ? matrix_string(sb) : sb[0].to_string() + "x1";
-    call.fail("mat1 and mat2 shapes cannot be multiplied (", matrix_string(sa), " and ", rhs, ")");
+    call.fail_unequal(k_a, k_b, "mat1 and mat2 shapes cannot be multiplied (", matrix_string(sa), " and ", rhs, ")");
   }
   SymShape batch_a(sa.begin(), sa.end() - std::min<long>(2, long(sa.size())));
   SymShape batch_b(sb.begin(), sb.end() - std::min<long>(2, long(sb.size())));

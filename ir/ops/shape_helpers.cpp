@@ -61,7 +61,7 @@ SymShape broadcast_shapes(const OpCall& call, const SymShape& a, const SymShape&
       result[i] = size_b;
     } else {
       bool symbolic = !size_a.is_constant() || !size_b.is_constant();
-      call.fail("The size of tensor a (", size_a, ") must match the size of tensor b (", size_b,
+      call.fail_unequal(size_a, size_b, "The size of tensor a (", size_a, ") must match the size of tensor b (", size_b,
                 ") at non-singleton dimension ", i,
                 symbolic ? " (symbolic sizes broadcast only when they are the same expression or one is 1)" : "");
     }

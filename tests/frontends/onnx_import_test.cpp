@@ -1,7 +1,8 @@
 // What the ONNX importer makes of a model beyond its numbers: node names and op types in
 // each node's SourceInfo, initializers as named parameters, static shape arithmetic folded
 // away, dim_param dims as symbols (sanitized, shared, unique) with shape arithmetic on them
-// kept symbolic, the op table, and .onnx through frontends::load_model.
+// kept symbolic, dim_params that an op needs equal made one symbol, the op table, and .onnx
+// through frontends::load_model.
 #include <gmock/gmock.h>
 
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "frontends/onnx/onnx_importer.h"
 #include "frontends/onnx/onnx_symbols.h"
 #include "ir/interpreter.h"
+#include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "tests/frontends/onnx_test_support.h"
 
@@ -138,6 +140,75 @@ TEST(OnnxImport, GptBlockWithADynamicBatchRunsAtAnyBatch) {
   ASSERT_EQ(logits.sizes(), (Sizes{3, 12, 96}));
   EXPECT_EQ(difference_from_reference(expected, logits.slice(0, 0, 2).contiguous()), "");
   EXPECT_EQ(difference_from_reference(expected.slice(0, 0, 1).contiguous(), logits.slice(0, 2, 3).contiguous()), "");
+}
+
+// An error's message, or "no error".
+template <typename Body>
+std::string error_of(Body body) {
+  try {
+    body();
+  } catch (const kiln::Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(OnnxImport, DimParamsThatAnAddNeedsEqualBecomeOneSymbolAndOneMeetingAFixedSizeBecomesIt) {
+  // x [batch_x, 4] + y [batch_y, 4]; z [rows, 4] + a [5, 4] initializer.
+  fs::path folder = kOnnxData / "dynamic" / "batch_names_and_a_size";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  std::vector<ir::Node*> inputs = graph.placeholders();
+  ASSERT_EQ(inputs.size(), 3u);
+  EXPECT_EQ(inputs[0]->value().type_string(), inputs[1]->value().type_string());
+  EXPECT_TRUE(inputs[0]->value().shape[0].is_symbol()) << inputs[0]->value().type_string();
+  EXPECT_EQ(inputs[2]->value().type_string(), "f32[5, 4]");
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "batch 3");
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
+  expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "batch 3, cpu");
+  // Batches that differ are the caller's error, named, as ONNX Runtime's Add refuses them.
+  std::map<std::string, Tensor> unequal = case_inputs(graph, folder);
+  unequal.at("y") = Tensor::full({2, 4}, 1.0, DType::f32);
+  std::string message = error_of([&] { model.run(unequal); });
+  EXPECT_NE(message.find("inputs 'x' and 'y' disagree on"), std::string::npos) << message;
+  unequal = case_inputs(graph, folder);
+  unequal.at("z") = Tensor::full({4, 4}, 1.0, DType::f32);
+  message = error_of([&] { ir::interpret(graph, unequal); });
+  EXPECT_NE(message.find("'z'"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, ACachesLengthPlusOneMeetsTheValuesLength) {
+  // keys = cat(past [past_batch, past, 8], k [k_batch, 1, 8]) along 1; softmax(q keys^T) v,
+  // v [v_batch, total, 8]: the batches are one symbol, and past is total - 1.
+  fs::path folder = kOnnxData / "dynamic" / "kv_cache_names";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  std::vector<ir::Node*> inputs = graph.placeholders();
+  ASSERT_EQ(inputs.size(), 4u);
+  std::string batch = inputs[3]->value().shape[0].to_string();
+  EXPECT_EQ(inputs[2]->value().type_string(), "f32[" + batch + ", total - 1, 8]");
+  EXPECT_EQ(inputs[3]->value().type_string(), "f32[" + batch + ", total, 8]");
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "past 5");
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
+  expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "past 5, cpu");
+  std::map<std::string, Tensor> longer = case_inputs(graph, folder);
+  longer.at("v") = Tensor::full({2, 7, 8}, 0.5, DType::f32);
+  std::string message = error_of([&] { model.run(longer); });
+  EXPECT_NE(message.find("input 'past': expected f32[" + batch + ", total - 1, 8], got f32[2, 5, 8]"), std::string::npos)
+      << message;
+}
+
+TEST(OnnxImport, SizesThatCannotBeMadeEqualStayTheModelsError) {
+  // A symbol against 2 * itself, or against 1 + 1 * itself: no value of one symbol helps.
+  EXPECT_EQ(ir::equating_substitution(ir::SymInt::symbol("n"), ir::SymInt::symbol("n") * 2), std::nullopt);
+  EXPECT_EQ(ir::equating_substitution(ir::SymInt::symbol("n") + 1, ir::SymInt::symbol("n")), std::nullopt);
+  EXPECT_EQ(ir::equating_substitution(ir::SymInt::symbol("n"), ir::SymInt(1)), std::nullopt);  // a size-1 dim broadcasts
+  EXPECT_EQ(ir::equating_substitution(ir::SymInt::symbol("a") * ir::SymInt::symbol("b"), ir::SymInt(6)), std::nullopt);
+  auto solved = ir::equating_substitution(ir::SymInt::symbol("past") + 1, ir::SymInt::symbol("total"));
+  ASSERT_TRUE(solved.has_value());
+  EXPECT_EQ(solved->first, "past");
+  EXPECT_EQ(solved->second.to_string(), "total - 1");
+  solved = ir::equating_substitution(ir::SymInt::symbol("rows"), ir::SymInt(5));
+  ASSERT_TRUE(solved.has_value());
+  EXPECT_EQ(solved->first + " = " + solved->second.to_string(), "rows = 5");
 }
 
 TEST(OnnxImport, ShapeArithmeticOnSymbolsRunsOnTheCpuBackend) {
