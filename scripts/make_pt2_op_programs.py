@@ -39,6 +39,9 @@ parts:
   sampling.pt2          affine_grid (2-d; 3-d with a size-1 dim and aligned corners) and
                         grid_sample (bilinear / zeros, nearest / border, bicubic / zeros,
                         bilinear / reflection, 3-d bicubic), as a spatial transformer uses them
+  weight_norm.pt2       nn.utils.parametrizations.weight_norm on a Linear (dim 0), a grouped
+                        Conv1d (dim 2, as wav2vec 2.0's positional convolution) and a Linear
+                        over the whole weight (dim None): aten._weight_norm
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order). With names as
 arguments, only those programs are written.
 """
@@ -201,6 +204,23 @@ class Sampling(nn.Module):
                 F.affine_grid(theta3, [1, 2, 1, 4, 5], align_corners=True), F.grid_sample(volume, grid3, mode="bicubic"))
 
 
+class WeightNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        norm = nn.utils.parametrizations.weight_norm
+        self.linear = norm(nn.Linear(6, 4))
+        self.conv = norm(nn.Conv1d(4, 4, 5, padding=2, groups=2), dim=2)
+        self.whole = norm(nn.Linear(4, 3), dim=None)
+        with torch.no_grad():  # g starts as |v|, which would make the weight v itself
+            for module in (self.linear, self.conv, self.whole):
+                g = module.parametrizations.weight.original0
+                g.mul_(torch.rand(g.shape) + 0.5)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y, self.conv(y.transpose(1, 2)), self.whole(y)
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -282,8 +302,9 @@ def main():
                                              torch.randn(2, 3, 1), torch.randn(3, 4, 3), torch.randn(2, 5), torch.randn(2, 5)))
     save("sampling", Sampling(), (torch.randn(2, 3, 7, 8), torch.randn(2, 2, 3) * 0.5, torch.randn(2, 4, 5, 2) * 1.2,
                                   torch.randn(1, 2, 3, 4, 5), torch.randn(1, 3, 4), torch.randn(1, 2, 3, 4, 3)))
+    save("weight_norm", WeightNorm().eval(), (torch.randn(2, 7, 6),))
     print("wrote", ", ".join(sorted(WANTED)) if WANTED else "pooling_indices, searchsorted, flash_attention, "
-          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling", "into", OUT)
+          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling, weight_norm", "into", OUT)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 // (training mode with running statistics updates the running_mean / running_var buffers in
 // place: copy_ into them, which functionalization turns into copy-back outputs; the
 // functional variant returns the new statistics instead), layer_norm / native_layer_norm
-// (with mean and rstd outputs), group_norm / native_group_norm, instance_norm, rms_norm.
+// (with mean and rstd outputs), group_norm / native_group_norm, instance_norm, rms_norm; the
+// weight normalization of nn.utils.weight_norm, _weight_norm (v g / |v|, the norm over every
+// dim but `dim`).
 #include "frontends/pt2/aten_op_helpers.h"
 
 namespace kiln::frontends {
@@ -182,6 +184,23 @@ void convert_rms_norm(AtenNodeContext& c) {
                          optional(c.optional_tensor("weight")), eps ? ir::Argument(*eps) : ir::Argument()});
 }
 
+// v * (g / norm_except_dim(v, dim)): the 2-norm of v over every dim but `dim` (over all of v
+// for dim -1), kept as size-1 dims.
+void convert_weight_norm(AtenNodeContext& c) {
+  ir::Node* v = c.tensor("v");
+  ir::Node* g = c.tensor("g");
+  int64_t rank = rank_of(v);
+  int64_t dim = c.int_arg("dim", 0);
+  std::vector<int64_t> reduced;
+  if (dim != -1) dim = wrap_dim(c, dim, rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) reduced.push_back(d);
+  ir::Node* norm = reduced.empty() ? c.call("abs", {v})
+                                   : c.call("sqrt", {c.call("sum", {c.call("mul", {v, v}), ir::Argument::ints(reduced), true})});
+  if (dim == -1) norm = c.call("reshape", {norm, ir::Argument::ints({})});
+  c.set_output(0, c.call("mul", {v, c.call("div", {g, norm})}));
+}
+
 }  // namespace
 
 void register_aten_normalization_ops(AtenOpTable& table) {
@@ -197,6 +216,7 @@ void register_aten_normalization_ops(AtenOpTable& table) {
   add_op(table, "native_group_norm", "default", convert_native_group_norm);
   add_op(table, "instance_norm", "default", convert_instance_norm);
   add_op(table, "rms_norm", "default", convert_rms_norm);
+  add_op(table, "_weight_norm", "default", convert_weight_norm);
 }
 
 }  // namespace kiln::frontends
