@@ -101,6 +101,12 @@ constexpr OpDeclaration kOps[] = {
     {"var_mean(Tensor self, int[]? dim=None, *, float correction=1, bool keepdim=False) -> (Tensor, Tensor)",
      "reduction", "(variance, mean) in one Welford pass"},
     {"cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", "scan", "inclusive prefix sum along dim"},
+    {"cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", "scan", "inclusive prefix product along dim"},
+    {"cummax(Tensor self, int dim) -> (Tensor, Tensor)", "scan",
+     "(running max, i64 index of it) along dim; a tie or a NaN takes the later index, a NaN stays"},
+    {"cummin(Tensor self, int dim) -> (Tensor, Tensor)", "scan",
+     "(running min, i64 index of it) along dim; a tie or a NaN takes the later index, a NaN stays"},
+    {"logcumsumexp(Tensor self, int dim) -> Tensor", "scan", "log of the inclusive prefix sum of exp along dim"},
     {"topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor, Tensor)", "",
      "(values, i64 indices) of the k largest (or smallest) along dim; ties keep the lower index first"},
     // ---- views: the output aliases self ----

@@ -107,7 +107,7 @@ class Analysis {
       in.dim -= removed_before;
       return {in};
     }
-    if (name == "slice" || name == "select" || name == "cumsum") {
+    if (name == "slice" || name == "select" || name == "cumsum" || name == "cumprod" || name == "logcumsumexp") {
       BatchDim in = single(node, call, 0);
       const int64_t d = normalized_dim(call.int_arg(1), call.tensor(0).rank());
       if (d == in.dim) refuse(node, "works along the batch dim");
@@ -158,6 +158,11 @@ class Analysis {
       if (!input || !(*input == BatchDim{}) || call.tensor(0).rank() != spatial + 2)
         refuse(node, "its input's batch is not its first dim");
       return {input};
+    }
+    if (name == "cummax" || name == "cummin") {
+      BatchDim in = single(node, call, 0);
+      if (normalized_dim(call.int_arg(1), call.tensor(0).rank()) == in.dim) refuse(node, "works along the batch dim");
+      return {in, in};
     }
     if (name == "topk") {
       BatchDim in = single(node, call, 0);

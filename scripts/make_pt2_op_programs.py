@@ -42,6 +42,8 @@ parts:
   weight_norm.pt2       nn.utils.parametrizations.weight_norm on a Linear (dim 0), a grouped
                         Conv1d (dim 2, as wav2vec 2.0's positional convolution) and a Linear
                         over the whole weight (dim None): aten._weight_norm
+  scans.pt2             cumprod (a zero, negatives; integers), cummax with NaNs, cummin of
+                        integers with ties (the later index wins), logcumsumexp with infinities
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order). With names as
 arguments, only those programs are written.
 """
@@ -221,6 +223,14 @@ class WeightNorm(nn.Module):
         return y, self.conv(y.transpose(1, 2)), self.whole(y)
 
 
+class Scans(nn.Module):
+    def forward(self, x, with_nans, ints, infinities):
+        running_max = torch.cummax(with_nans, 0)
+        running_min = torch.cummin(ints, 1)
+        return (torch.cumprod(x, 1), torch.cumprod(ints, 0), running_max.values, running_max.indices,
+                running_min.values, running_min.indices, torch.logcumsumexp(infinities, 0), torch.logcumsumexp(x, -1))
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -303,8 +313,13 @@ def main():
     save("sampling", Sampling(), (torch.randn(2, 3, 7, 8), torch.randn(2, 2, 3) * 0.5, torch.randn(2, 4, 5, 2) * 1.2,
                                   torch.randn(1, 2, 3, 4, 5), torch.randn(1, 3, 4), torch.randn(1, 2, 3, 4, 3)))
     save("weight_norm", WeightNorm().eval(), (torch.randn(2, 7, 6),))
+    x = torch.randn(3, 6)
+    x[1, 2] = 0.0
+    nan, inf = float("nan"), float("inf")
+    save("scans", Scans(), (x, torch.tensor([1.0, nan, 2.0, nan, 5.0]), torch.tensor([[3, 1, 1, 2, 1], [-2, 0, -2, -5, 4]]),
+                            torch.tensor([-inf, -inf, 1.0, inf, inf])))
     print("wrote", ", ".join(sorted(WANTED)) if WANTED else "pooling_indices, searchsorted, flash_attention, "
-          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling, weight_norm", "into", OUT)
+          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling, weight_norm, scans", "into", OUT)
 
 
 if __name__ == "__main__":

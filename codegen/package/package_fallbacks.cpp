@@ -81,6 +81,15 @@ std::string driver_call(const ir::Node& node) {
     int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));
     return "fallback_kernels::cumsum(" + in(at[0][0]) + ", " + out(0) + ", " + std::to_string(dim) + ");";
   }
+  if (op == "cumprod" || op == "logcumsumexp") {
+    int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));
+    return "fallback_kernels::" + op + "(" + in(at[0][0]) + ", " + out(0) + ", " + std::to_string(dim) + ");";
+  }
+  if (op == "cummax" || op == "cummin") {
+    int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));
+    return "fallback_kernels::cummax(" + in(at[0][0]) + ", " + out(0) + ", " + out(1) + ", " + std::to_string(dim) + ", " +
+           (op == "cummax" ? "true" : "false") + ");";
+  }
   if (op == "matmul" || op == "bmm") {  // integer, f16 and bf16 operands (f32 and f64 are GEMMs)
     return "fallback_kernels::matmul(" + in(at[0][0]) + ", " + in(at[1][0]) + ", " + out(0) + ");";
   }
@@ -209,7 +218,7 @@ std::string package_fallback_handler(const ir::Graph& graph, const std::vector<s
   }
   if (!refused.empty())
     fail("the model has nodes that the code generator does not compile and a package cannot carry: ", refused,
-         "; a package computes such nodes for cumsum, scatter, index_put, topk, det, convolution, matmul, grid_sample, roi_align and deform_conv2d only. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
+         "; a package computes such nodes for cumsum, cumprod, cummax, cummin, logcumsumexp, scatter, index_put, topk, det, convolution, matmul, grid_sample, roi_align and deform_conv2d only. Run the model with `kiln run --target cpu`, or embed Kiln (include/kiln)");
   std::string ns = package_name + "_fallback_kernels";
   return "// The model's fallback nodes (ops the code generator does not lower), computed with the math of\n"
          "// Kiln's reference kernels (ir/kernels/portable_kernels.h, below).\n"

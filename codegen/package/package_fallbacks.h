@@ -7,7 +7,7 @@
 // the fallback index calls that node's driver with its attributes (dims, reduce mode, k,
 // largest, which indices are None, a scalar src, sampling modes) baked in.
 //
-// Covered: cumsum, scatter (with reduce), index_put (integer and bool indices, None dims,
+// Covered: cumsum, cumprod, cummax, cummin, logcumsumexp, scatter (with reduce), index_put (integer and bool indices, None dims,
 // accumulate), topk, det, convolution (transposed, or of dtypes the GEMM does not take),
 // matmul/bmm (integers, f16, bf16: dtypes the GEMM does not take), grid_sample (nearest,
 // bilinear, bicubic; zeros, border, reflection; align_corners; 1-3 spatial dims), roi_align

@@ -1,6 +1,7 @@
 // ATen reductions: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, var, std
-// and var_mean/std_mean (Welford in Kiln), any/all, logsumexp, vector norms, cumsum,
-// count_nonzero and aminmax. An empty dim list reduces every dim, as in PyTorch. The
+// and var_mean/std_mean (Welford in Kiln), any/all, logsumexp, vector norms, the scans cumsum,
+// cumprod, cummax, cummin and logcumsumexp, count_nonzero and aminmax. An empty dim list
+// reduces every dim, as in PyTorch. The
 // selections topk, sort, argsort, msort, kthvalue and median are Kiln's topk (stable: equal
 // values keep their order; NaN above every number, as PyTorch sorts it) over a dim whose
 // length is known at compile time.
@@ -151,6 +152,20 @@ void convert_cumsum(AtenNodeContext& c) {
   ir::Kwargs kwargs;
   if (std::optional<DType> dtype = c.dtype_arg("dtype")) kwargs.emplace_back("dtype", *dtype);
   c.result("cumsum", {c.tensor("self"), c.int_arg("dim")}, std::move(kwargs));
+}
+
+void convert_cumprod(AtenNodeContext& c) {
+  ir::Kwargs kwargs;
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) kwargs.emplace_back("dtype", *dtype);
+  c.result("cumprod", {c.tensor("self"), c.int_arg("dim")}, std::move(kwargs));
+}
+
+AtenConverter running_extreme(const char* op) {
+  return [op](AtenNodeContext& c) {
+    ir::Node* both = c.call(op, {c.tensor("self"), c.int_arg("dim")});
+    c.set_output(0, c.call("getitem", {both, int64_t(0)}));
+    if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+  };
 }
 
 void convert_count_nonzero(AtenNodeContext& c) {
@@ -311,6 +326,12 @@ void register_aten_reduction_ops(AtenOpTable& table) {
   add_op(table, "norm", "Scalar", convert_norm);
   add_op(table, "norm", "ScalarOpt_dim_dtype", convert_norm);
   add_op_and_inplace(table, "cumsum", "default", convert_cumsum);
+  add_op_and_inplace(table, "cumprod", "default", convert_cumprod);
+  add_op(table, "cummax", "default", running_extreme("cummax"));
+  add_op(table, "cummin", "default", running_extreme("cummin"));
+  add_op(table, "logcumsumexp", "default", [](AtenNodeContext& c) {
+    c.set_output(0, c.call("logcumsumexp", {c.tensor("self"), c.int_arg("dim")}));
+  });
   add_op(table, "count_nonzero", "dim_IntList", convert_count_nonzero);
   add_op(table, "count_nonzero", "default", convert_count_nonzero);
   add_op(table, "topk", "default", convert_topk);

@@ -142,6 +142,57 @@ void prefix_sums(T* values, int64_t count, int64_t row) {
   }
 }
 
+// Inclusive prefix products of each row, as prefix_sums.
+template <typename T>
+void prefix_products(T* values, int64_t count, int64_t row) {
+  for (int64_t start = 0; row > 0 && start < count; start += row) {
+    if constexpr (std::is_floating_point_v<T>) {
+      T running = 1;
+      for (int64_t i = start; i < start + row; ++i) values[i] = running *= values[i];
+    } else {
+      uint64_t running = 1;
+      for (int64_t i = start; i < start + row; ++i) values[i] = T(running *= uint64_t(values[i]));
+    }
+  }
+}
+
+// The running max (or min) of each row and the index in the row where it was taken, as
+// PyTorch's cummax / cummin: an element at least as large (small) as the running value, or a
+// NaN, takes over (so ties and later NaNs move the index), and nothing but a NaN replaces a NaN.
+template <typename T>
+void running_extremes(T* values, int64_t* indices, int64_t count, int64_t row, bool largest) {
+  auto is_nan = [](T x) {
+    if constexpr (std::is_floating_point_v<T>) return x != x;
+    return false;
+  };
+  for (int64_t start = 0; row > 0 && start < count; start += row) {
+    T best = values[start];
+    int64_t at = 0;
+    for (int64_t i = 0; i < row; ++i) {
+      T x = values[start + i];
+      if (is_nan(x) || (!is_nan(best) && (largest ? x >= best : x <= best))) best = x, at = i;
+      values[start + i] = best;
+      indices[start + i] = at;
+    }
+  }
+}
+
+// log(exp(a) + exp(b)) as PyTorch's logcumsumexp adds each element: exact for infinities
+// (two infinities of one sign give that infinity) and NaN-propagating.
+inline double log_add_exp(double a, double b) {
+  double low = std::isnan(b) ? b : std::min(a, b), high = std::isnan(b) ? b : std::max(a, b);
+  if (low != high || std::isfinite(low)) return std::log1p(std::exp(low - high)) + high;
+  return a;
+}
+
+// Inclusive log-sum-exp prefixes of each row, in double.
+inline void prefix_log_sum_exps(double* values, int64_t count, int64_t row) {
+  for (int64_t start = 0; row > 0 && start < count; start += row) {
+    double running = -std::numeric_limits<double>::infinity();
+    for (int64_t i = start; i < start + row; ++i) values[i] = running = log_add_exp(running, values[i]);
+  }
+}
+
 // ---------------------------------------------------------------- scatter
 
 enum class ScatterReduce { none, sum, prod, amax, amin };
@@ -1107,6 +1158,55 @@ inline void cumsum(const View& self, const View& out, int64_t dim) {
     prefix_sums(values.data(), int64_t(values.size()), row);
     write_values(result, values);
   }
+}
+
+// cumprod(self, dim) into out, as cumsum.
+inline void cumprod(const View& self, const View& out, int64_t dim) {
+  if (self.sizes.empty()) {
+    if (floating_code(out.dtype)) write_values(out, read_values<double>(self, out.dtype));
+    else write_values(out, read_values<int64_t>(self, out.dtype));
+    return;
+  }
+  View in = dim_last(self, dim), result = dim_last(out, dim);
+  int64_t row = in.sizes.back();
+  if (floating_code(out.dtype)) {
+    std::vector<double> values = read_values<double>(in, out.dtype);
+    prefix_products(values.data(), int64_t(values.size()), row);
+    write_values(result, values);
+  } else {
+    std::vector<int64_t> values = read_values<int64_t>(in, out.dtype);
+    prefix_products(values.data(), int64_t(values.size()), row);
+    write_values(result, values);
+  }
+}
+
+// cummax / cummin(self, dim) into values (self's dtype) and indices (i64).
+inline void cummax(const View& self, const View& values_out, const View& indices_out, int64_t dim, bool largest) {
+  View in = self.sizes.empty() ? self : dim_last(self, dim);
+  View values_view = self.sizes.empty() ? values_out : dim_last(values_out, dim);
+  View indices_view = self.sizes.empty() ? indices_out : dim_last(indices_out, dim);
+  int64_t row = self.sizes.empty() ? 1 : in.sizes.back();
+  if (floating_code(self.dtype)) {
+    std::vector<double> values = read_values<double>(in, self.dtype);
+    std::vector<int64_t> indices(values.size());
+    running_extremes(values.data(), indices.data(), int64_t(values.size()), row, largest);
+    write_values(values_view, values);
+    write_values(indices_view, indices);
+  } else {
+    std::vector<int64_t> values = read_values<int64_t>(in, self.dtype);
+    std::vector<int64_t> indices(values.size());
+    running_extremes(values.data(), indices.data(), int64_t(values.size()), row, largest);
+    write_values(values_view, values);
+    write_values(indices_view, indices);
+  }
+}
+
+// logcumsumexp(self, dim) into out (a floating dtype).
+inline void logcumsumexp(const View& self, const View& out, int64_t dim) {
+  View in = self.sizes.empty() ? self : dim_last(self, dim), result = self.sizes.empty() ? out : dim_last(out, dim);
+  std::vector<double> values = read_values<double>(in, out.dtype);
+  prefix_log_sum_exps(values.data(), int64_t(values.size()), self.sizes.empty() ? 1 : in.sizes.back());
+  write_values(result, values);
 }
 
 template <typename T>

@@ -1,6 +1,8 @@
 // Reference kernels of the reductions: sum, prod, mean, amax, amin (NaN propagates), argmax,
 // argmin (first occurrence; NaN counts as the extreme, like PyTorch), var and var_mean (two
-// passes in double, divisor max(0, N - correction)), and the scan cumsum; the selection topk. Floating values
+// passes in double, divisor max(0, N - correction)), the scans cumsum, cumprod, cummax, cummin and
+// logcumsumexp (portable::prefix_sums, prefix_products, running_extremes, prefix_log_sum_exps);
+// the selection topk. Floating values
 // accumulate in double and round once; integers accumulate exactly in int64 with wrap.
 #include <algorithm>
 #include <cmath>
@@ -197,6 +199,63 @@ Tensor cumsum(const KernelCall& call) {
   return result.transpose(dim, -1).contiguous();
 }
 
+// Inclusive prefix product along dim; integers and bool accumulate as i64 unless a dtype is given.
+Tensor cumprod(const KernelCall& call) {
+  Tensor self = with_dtype(call, call.tensor(0), 2);
+  DType out = call.optional_dtype(2) ? self.dtype() : (is_floating(self.dtype()) ? self.dtype() : DType::i64);
+  if (self.dim() == 0) {
+    wrap_dim(call.int_arg(1), 0);
+    return self.to(out).clone();
+  }
+  int64_t dim = wrap_dim(call.int_arg(1), self.dim());
+  Tensor moved = self.transpose(dim, -1);
+  int64_t row = moved.size(-1);
+  Tensor result;
+  if (is_floating(out)) {
+    std::vector<double> values = to_doubles(moved);
+    portable::prefix_products(values.data(), int64_t(values.size()), row);
+    result = from_doubles(moved.sizes(), out, values);
+  } else {
+    std::vector<int64_t> values = to_ints(moved);
+    portable::prefix_products(values.data(), int64_t(values.size()), row);
+    result = from_ints(moved.sizes(), out, values);
+  }
+  return result.transpose(dim, -1).contiguous();
+}
+
+// (running max or min, i64 index of it) along dim (portable::running_extremes).
+std::vector<Tensor> running_extreme(const KernelCall& call, bool largest) {
+  const Tensor& self = call.tensor(0);
+  int64_t dim = self.dim() == 0 ? (wrap_dim(call.int_arg(1), 0), 0) : wrap_dim(call.int_arg(1), self.dim());
+  Tensor moved = self.dim() == 0 ? self.reshape({1}) : self.transpose(dim, -1);
+  int64_t row = moved.size(-1);
+  std::vector<int64_t> indices(size_t(moved.numel()));
+  Tensor values;
+  if (is_floating(self.dtype())) {
+    std::vector<double> running = to_doubles(moved);
+    portable::running_extremes(running.data(), indices.data(), int64_t(running.size()), row, largest);
+    values = from_doubles(moved.sizes(), self.dtype(), running);
+  } else {
+    std::vector<int64_t> running = to_ints(moved);
+    portable::running_extremes(running.data(), indices.data(), int64_t(running.size()), row, largest);
+    values = from_ints(moved.sizes(), self.dtype(), running);
+  }
+  Tensor index_tensor = from_ints(moved.sizes(), DType::i64, indices);
+  if (self.dim() == 0) return {values.reshape({}), index_tensor.reshape({})};
+  return {values.transpose(dim, -1).contiguous(), index_tensor.transpose(dim, -1).contiguous()};
+}
+
+// log(cumsum(exp(x))) along dim, each step a stable log_add_exp in double (portable).
+Tensor logcumsumexp(const KernelCall& call) {
+  const Tensor& self = call.tensor(0);
+  int64_t dim = self.dim() == 0 ? (wrap_dim(call.int_arg(1), 0), 0) : wrap_dim(call.int_arg(1), self.dim());
+  Tensor moved = self.dim() == 0 ? self.reshape({1}) : self.transpose(dim, -1);
+  std::vector<double> values = to_doubles(moved);
+  portable::prefix_log_sum_exps(values.data(), int64_t(values.size()), moved.size(-1));
+  Tensor result = from_doubles(moved.sizes(), self.dtype(), values);
+  return self.dim() == 0 ? result.reshape({}) : result.transpose(dim, -1).contiguous();
+}
+
 // k largest (or smallest) along dim (portable::top_k): equal values keep their order, NaN
 // counts as larger than every number. Sorted or not, the result is in selection order.
 std::vector<Tensor> topk(const KernelCall& call) {
@@ -239,6 +298,10 @@ void register_reduction_kernels(KernelTable& table) {
   table["var"] = single([](const KernelCall& call) { return variance_and_mean(call)[0]; });
   table["var_mean"] = variance_and_mean;
   table["cumsum"] = single(cumsum);
+  table["cumprod"] = single(cumprod);
+  table["cummax"] = [](const KernelCall& call) { return running_extreme(call, true); };
+  table["cummin"] = [](const KernelCall& call) { return running_extreme(call, false); };
+  table["logcumsumexp"] = single(logcumsumexp);
   table["topk"] = topk;
 }
 

@@ -1,7 +1,9 @@
 // Shape/dtype rules of the reductions (sum, prod, mean, amax, amin, argmax, argmin, var,
-// var_mean), the scan cumsum and the selection topk (k largest or smallest along a dim). A dim list of None or [] reduces every dim; keepdim keeps
-// reduced dims as size 1. Dtypes follow PyTorch: sum/prod/cumsum accumulate integers and
-// bool as i64, mean and var need floating inputs, argmax/argmin give i64.
+// var_mean), the scans cumsum, cumprod, cummax, cummin and logcumsumexp, and the selection
+// topk (k largest or smallest along a dim). A dim list of None or [] reduces every dim; keepdim
+// keeps reduced dims as size 1. Dtypes follow PyTorch: sum/prod/cumsum/cumprod accumulate
+// integers and bool as i64, mean, var and logcumsumexp need floating inputs, argmax/argmin and
+// the indices of cummax/cummin are i64.
 #include "ir/ops/shape_helpers.h"
 #include "ir/ops/shape_rules.h"
 
@@ -108,6 +110,21 @@ NodeMeta cumsum_rule(const OpCall& call) {
   return single(TensorMeta::contiguous(dtype, self.shape, self.device));
 }
 
+// cummax / cummin: (values of self's dtype, i64 indices), both of self's shape.
+NodeMeta running_extreme_rule(const OpCall& call) {
+  const TensorMeta& self = call.tensor(0);
+  wrap_dim(call, call.int_arg(1), self.rank());
+  return tuple_of({TensorMeta::contiguous(self.dtype, self.shape, self.device),
+                   TensorMeta::contiguous(DType::i64, self.shape, self.device)});
+}
+
+NodeMeta logcumsumexp_rule(const OpCall& call) {
+  const TensorMeta& self = call.tensor(0);
+  wrap_dim(call, call.int_arg(1), self.rank());
+  if (!is_floating(self.dtype)) call.fail("logcumsumexp needs a floating tensor, got ", self.type_string());
+  return single(TensorMeta::contiguous(self.dtype, self.shape, self.device));
+}
+
 // topk: (values, indices) of the input's shape with k along dim; indices i64.
 NodeMeta topk_rule(const OpCall& call) {
   const TensorMeta& self = call.tensor(0);
@@ -139,6 +156,10 @@ void attach_reduction_shape_rules(ShapeRuleTable& rules) {
   rules["var"] = var_rule;
   rules["var_mean"] = var_mean_rule;
   rules["cumsum"] = cumsum_rule;
+  rules["cumprod"] = cumsum_rule;
+  rules["cummax"] = running_extreme_rule;
+  rules["cummin"] = running_extreme_rule;
+  rules["logcumsumexp"] = logcumsumexp_rule;
   rules["topk"] = topk_rule;
 }
 

@@ -5,7 +5,7 @@
 //
 // One file per op family fills the table:
 //   pointwise.cpp       unary and binary elementwise ops, where, clamp, cast, clone
-//   reductions.cpp      sum, mean, prod, amax, amin, var, var_mean, cumsum
+//   reductions.cpp      sum, mean, prod, amax, amin, var, var_mean, cumsum, cummax, cummin
 //   views.cpp           reshape, view, permute, transpose, expand, squeeze, unsqueeze, slice,
 //                       select, as_strided, getitem
 //   copies.cpp          cat, pad, gather, scatter, index_select, index_put

@@ -154,6 +154,19 @@ std::vector<Gradient> cumsum_vjp(VjpEmitter& emit) {
   return {emit.gradient_of(0, emit.call("sub", {total, before}, {}, "after"))};
 }
 
+// cummax / cummin: each output position's gradient goes to the input element whose value it
+// holds (the index output), summed where one element holds several: a scatter-add into zeros.
+std::vector<Gradient> running_extreme_vjp(VjpEmitter& emit) {
+  Node* g = emit.grad(0);
+  if (!emit.needs(0) || g == nullptr) return {};
+  Node* x = emit.input(0);
+  if (rank_of(x) == 0) return {emit.gradient_of(0, g)};
+  int64_t dim = wrap_dim(emit.call().int_arg(1), rank_of(x));
+  Node* indices = emit.call("getitem", {emit.result(), int64_t(1)}, {}, "indices");
+  Node* zeros = emit.full(shape_of(x), 0.0, dtype_of(g));
+  return {emit.gradient_of(0, emit.call("scatter", {zeros, dim, indices, g}, {{"reduce", std::string("sum")}}, "spread"))};
+}
+
 }  // namespace
 
 void register_reduction_derivatives(DerivativeTable& table) {
@@ -165,6 +178,8 @@ void register_reduction_derivatives(DerivativeTable& table) {
   table["var"] = [](VjpEmitter& emit) { return variance_vjp(emit, emit.grad(0), nullptr); };
   table["var_mean"] = [](VjpEmitter& emit) { return variance_vjp(emit, emit.grad(0), emit.grad(1)); };
   table["cumsum"] = cumsum_vjp;
+  table["cummax"] = running_extreme_vjp;
+  table["cummin"] = running_extreme_vjp;
 }
 
 }  // namespace kiln::passes::derivatives

@@ -129,6 +129,12 @@ std::vector<OpCase> cases() {
          return std::vector<Node*>{g.create_call("getitem", {both, 1})};
        }},
       {"cumsum", {x({3, 4})}, call("cumsum", {1})},
+      {"cummax", {x({3, 5})}, [](Graph& g, const std::vector<Node*>& in) {
+         return std::vector<Node*>{g.create_call("getitem", {g.create_call("cummax", {in[0], 1}), 0})};
+       }},
+      {"cummin", {x({4, 3})}, [](Graph& g, const std::vector<Node*>& in) {
+         return std::vector<Node*>{g.create_call("getitem", {g.create_call("cummin", {in[0], 0}), 0})};
+       }},
       // ---- views ----
       {"reshape", {x({2, 6})}, call("reshape", {Argument::ints({3, -1})})},
       {"view", {x({2, 6})}, call("view", {Argument::ints({4, 3})})},

@@ -5,7 +5,8 @@
 // (LSTM, GRU, RNN), the selections (topk, sort, argsort, kthvalue, median) and the rearranging
 // ops (pixel and channel shuffles, tile, repeat_interleave, rot90) and compositions (one_hot,
 // im2col, conv_transpose1d, tensordot, bilinear, cosine_similarity, pairwise_distance, trace) and
-// sampling (affine_grid, grid_sample in its modes) and weight normalization match eager
+// sampling (affine_grid, grid_sample in its modes), weight normalization and the scans (cumprod,
+// cummax, cummin, logcumsumexp with NaNs, ties and infinities) match eager
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
@@ -62,7 +63,7 @@ TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
                          ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges",
-                                           "int16_ops", "recurrent", "selection", "rearrange", "composites", "sampling", "weight_norm"));
+                                           "int16_ops", "recurrent", "selection", "rearrange", "composites", "sampling", "weight_norm", "scans"));
 
 // The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
 // probabilities.

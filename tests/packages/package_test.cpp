@@ -71,7 +71,8 @@ std::string write_model(const fs::path& dir, const std::string& name, const std:
 }
 
 // Every fallback op a package carries (cumsum, topk, scatter with and without reduce and with a
-// number, index_put with None, integer and bool indices, accumulating, det, a transposed
+// number, index_put with None, integer and bool indices, accumulating, det, cumprod, cummax on
+// f32, cummin on i32 (ties), logcumsumexp, a transposed
 // convolution with bias), on f32, i32 and i64, through symbolic dims (two sizes of s0 on one
 // package) and each instruction set: the same numbers as the interpreter's.
 TEST_F(PackageCli, FallbackOpsRunInPackagesAsInTheInterpreter) {
@@ -86,7 +87,7 @@ TEST_F(PackageCli, FallbackOpsRunInPackagesAsInTheInterpreter) {
     SCOPED_TRACE(std::string("s0=") + size);
     std::string inputs = std::string(" --random-inputs 7 --dim s0=") + size;
     std::map<std::string, Tensor> expected = run_outputs(model + inputs, std::string("interp_") + size);
-    EXPECT_EQ(expected.size(), 13u);
+    EXPECT_EQ(expected.size(), 19u);
     expect_close(run_outputs(dir.string() + inputs, std::string("package_") + size), expected, 1e-6);
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
       if (!host_supports(isa)) continue;
@@ -213,8 +214,8 @@ TEST(PackageFallbacks, AnOpWithoutADriverIsRefusedByName) {
   } catch (const Error& error) {
     EXPECT_THAT(error.what(), HasSubstr("the model has nodes that the code generator does not compile and a package "
                                         "cannot carry: %" + doubled->name() + " (add)"));
-    EXPECT_THAT(error.what(), HasSubstr("cumsum, scatter, index_put, topk, det, convolution, matmul, grid_sample, "
-                                        "roi_align and deform_conv2d only"));
+    EXPECT_THAT(error.what(), HasSubstr("cumsum, cumprod, cummax, cummin, logcumsumexp, scatter, index_put, topk, det, "
+                                        "convolution, matmul, grid_sample, roi_align and deform_conv2d only"));
   }
 }
 
