@@ -44,6 +44,9 @@ parts:
                         over the whole weight (dim None): aten._weight_norm
   scans.pt2             cumprod (a zero, negatives; integers), cummax with NaNs, cummin of
                         integers with ties (the later index wins), logcumsumexp with infinities
+  unpool_and_more.pt2   max_unpool2d of max_pool2d's indices (SegNet's decoder), take_along_dim
+                        (negative indices along a dim), nanmean, isclose (equal_nan),
+                        sum_to_size, logaddexp2, ldexp
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order). With names as
 arguments, only those programs are written.
 """
@@ -231,6 +234,14 @@ class Scans(nn.Module):
                 running_min.values, running_min.indices, torch.logcumsumexp(infinities, 0), torch.logcumsumexp(x, -1))
 
 
+class UnpoolAndMore(nn.Module):
+    def forward(self, image, x, order, with_nans, near):
+        pooled, indices = F.max_pool2d(image, 2, return_indices=True)
+        return (F.max_unpool2d(pooled, indices, 2, output_size=image.shape[-2:]), torch.take_along_dim(x, order, dim=1),
+                torch.nanmean(with_nans, 1), torch.isclose(x, near, rtol=1e-3, equal_nan=True),
+                x.sum_to_size(1, 6), torch.logaddexp2(x, near), torch.ldexp(x, order[:, :1].expand(3, 6)))
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -318,8 +329,14 @@ def main():
     nan, inf = float("nan"), float("inf")
     save("scans", Scans(), (x, torch.tensor([1.0, nan, 2.0, nan, 5.0]), torch.tensor([[3, 1, 1, 2, 1], [-2, 0, -2, -5, 4]]),
                             torch.tensor([-inf, -inf, 1.0, inf, inf])))
+    x = torch.randn(3, 6)
+    near = x + torch.tensor([0.0, 1e-5, 1e-2, 0.0, -1e-5, 1.0])
+    near[0, 0] = x[0, 0] = float("nan")
+    with_nans = torch.randn(3, 5)
+    with_nans[0, 1] = with_nans[2, :] = float("nan")
+    save("unpool_and_more", UnpoolAndMore(), (torch.randn(2, 3, 6, 8), x, torch.randint(-6, 6, (3, 4)), with_nans, near))
     print("wrote", ", ".join(sorted(WANTED)) if WANTED else "pooling_indices, searchsorted, flash_attention, "
-          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling, weight_norm, scans", "into", OUT)
+          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling, weight_norm, scans, unpool_and_more", "into", OUT)
 
 
 if __name__ == "__main__":

@@ -516,6 +516,7 @@ void register_aten_composite_ops(AtenOpTable& table) {
   add_op(table, "numpy_T", "default", convert_numpy_t);
   add_op(table, "matrix_H", "default", convert_matrix_h);
   add_op(table, "mT", "default", convert_matrix_h);
+  add_op(table, "mH", "default", convert_matrix_h);  // real tensors: the conjugate is the tensor
   add_op(table, "diag", "default", convert_diag);
   add_op(table, "diagflat", "default", convert_diagflat);
   add_op(table, "diag_embed", "default", convert_diag_embed);

@@ -5,7 +5,7 @@
 // and weights computed at import time (PyTorch's source-index rules; resized dims must be
 // static); im2col (nn.Unfold) as strided slices of the padded input, one per kernel offset;
 // grid_sampler (2-d and 3-d) as Kiln's grid_sample, and affine_grid_generator as a constant
-// base grid times theta^T.
+// base grid times theta^T; max_unpool2d/3d as a scatter of each plane's values to their indices.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -450,6 +450,36 @@ void convert_im2col(AtenNodeContext& c) {
   }));
 }
 
+// max_unpool2d/3d(self, indices, output_size, ...): zeros of the output planes with each value
+// written at its index (flat in its plane, as max pooling returns them); an index outside the
+// plane fails at run time as an index does.
+AtenConverter max_unpool(size_t spatial) {
+  return [spatial](AtenNodeContext& c) {
+    ir::Node* x = c.tensor("self");
+    ir::Node* indices = cast_to(c, c.tensor("indices"), DType::i64);
+    std::vector<ir::SymInt> size = c.sym_ints("output_size");
+    if (size.size() != spatial) c.fail("output_size must have ", spatial, " elements, got ", size.size());
+    int64_t rank = rank_of(x);
+    if (rank != int64_t(spatial) + 1 && rank != int64_t(spatial) + 2)
+      c.fail("expected a ", spatial + 1, "-d or ", spatial + 2, "-d input, got ", x->value().type_string());
+    if (shape_of(indices) != shape_of(x))
+      c.fail("expected indices of the input's shape ", x->value().type_string(), ", got ", indices->value().type_string());
+    c.set_output(0, batched(c, x, spatial, [&](ir::Node* input) {
+      ir::Node* where = rank == int64_t(spatial) + 1 ? c.call("unsqueeze", {indices, int64_t(0)}) : indices;
+      const ir::SymShape& shape = shape_of(input);
+      ir::SymInt plane = 1;
+      for (const ir::SymInt& s : size) plane = plane * s;
+      std::vector<ir::SymInt> flat = {shape[0], shape[1], ir::SymInt(-1)};
+      ir::Node* zeros = c.call("full", {ir::Argument::sym_ints({shape[0], shape[1], plane}), 0.0}, {{"dtype", dtype_of(input)}});
+      ir::Node* placed = c.call("scatter", {zeros, int64_t(2), c.call("reshape", {where, ir::Argument::sym_ints(flat)}),
+                                            c.call("reshape", {input, ir::Argument::sym_ints(flat)})});
+      std::vector<ir::SymInt> out = {shape[0], shape[1]};
+      out.insert(out.end(), size.begin(), size.end());
+      return c.call("reshape", {placed, ir::Argument::sym_ints(out)});
+    }));
+  };
+}
+
 // grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): ATen numbers the
 // modes (0 bilinear, 1 nearest, 2 bicubic; 0 zeros, 1 border, 2 reflection).
 void convert_grid_sampler(AtenNodeContext& c) {
@@ -511,6 +541,8 @@ void register_aten_conv_pool_ops(AtenOpTable& table) {
   add_op(table, "im2col", "default", convert_im2col);
   for (const char* name : {"grid_sampler", "grid_sampler_2d", "grid_sampler_3d"}) add_op(table, name, "default", convert_grid_sampler);
   add_op(table, "affine_grid_generator", "default", convert_affine_grid_generator);
+  add_op(table, "max_unpool2d", "default", max_unpool(2));
+  add_op(table, "max_unpool3d", "default", max_unpool(3));
   add_op(table, "_convolution", "default", convert_convolution);
   for (const char* overload : {"vec", "default"}) {
     for (const char* rank : {"1d", "2d", "3d"}) {

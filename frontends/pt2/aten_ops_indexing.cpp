@@ -3,7 +3,7 @@
 // reductions, the *_scatter ops (select / slice / diagonal / as_strided, written as a copy_
 // into a view of a clone), embedding, take, masked_scatter, index_add / index_copy /
 // index_fill; one_hot (rows of an identity matrix, so that a class out of range fails as an
-// index does).
+// index does); take_along_dim (a gather of the two broadcast against each other).
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -213,6 +213,35 @@ void convert_one_hot(AtenNodeContext& c) {
   c.set_output(0, c.call("reshape", {rows, ir::Argument::sym_ints(shape)}));
 }
 
+// take_along_dim(self, indices, dim): without dim, the flattened self at the flattened indices;
+// with it, negative indices wrapped, self and indices broadcast to each other's sizes outside
+// dim, then gathered.
+void convert_take_along_dim(AtenNodeContext& c) {
+  ir::Node* self = c.tensor("self");
+  ir::Node* indices = cast_to(c, c.tensor("indices"), DType::i64);
+  std::optional<int64_t> given = c.optional_int("dim");
+  if (!given) {
+    ir::Node* flat = c.call("reshape", {self, ir::Argument::ints({-1})});
+    return void(c.set_output(0, c.call("gather", {flat, int64_t(0), c.call("reshape", {indices, ir::Argument::ints({-1})})})));
+  }
+  if (rank_of(self) != rank_of(indices))
+    c.fail("torch.take_along_dim(): input and indices should have the same number of dimensions, but got ", rank_of(self),
+           " dimensions for input, and ", rank_of(indices), " dimensions for indices");
+  int64_t dim = wrap_dim(c, *given, rank_of(self));
+  // Along a dim, a negative index counts from its end (PyTorch wraps them there, not without dim).
+  const SymInt& length = shape_of(self)[size_t(dim)];
+  ir::Argument wrapped_length = length.is_constant() ? ir::Argument(length.constant()) : ir::Argument(c.sym_int_tensor(length));
+  indices = c.call("where", {c.call("lt", {indices, int64_t(0)}), c.call("add", {indices, wrapped_length}), indices});
+  ir::SymShape self_sizes = shape_of(self), index_sizes = shape_of(indices);
+  self_sizes[size_t(dim)] = shape_of(indices)[size_t(dim)];
+  ir::SymShape index_shape = broadcast_shapes(self_sizes, shape_of(indices));
+  index_sizes[size_t(dim)] = shape_of(self)[size_t(dim)];
+  ir::SymShape self_shape = broadcast_shapes(index_sizes, shape_of(self));
+  if (shape_of(indices) != index_shape) indices = c.call("expand", {indices, ir::Argument::sym_ints(index_shape)});
+  if (shape_of(self) != self_shape) self = c.call("expand", {self, ir::Argument::sym_ints(self_shape)});
+  c.set_output(0, c.call("gather", {self, dim, indices}));
+}
+
 void convert_take(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   ir::Node* index = c.tensor("index");
@@ -297,6 +326,7 @@ void convert_index_fill(AtenNodeContext& c) {
 void register_aten_indexing_ops(AtenOpTable& table) {
   add_op(table, "index", "Tensor", convert_index);
   add_op(table, "one_hot", "default", convert_one_hot);
+  add_op(table, "take_along_dim", "default", convert_take_along_dim);
   add_op_and_inplace(table, "index_put", "default", convert_index_put);
   add_op(table, "_unsafe_index", "Tensor", convert_index);
   add_op(table, "_unsafe_index_put", "default", convert_index_put);

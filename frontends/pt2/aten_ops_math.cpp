@@ -285,6 +285,43 @@ void convert_logaddexp(AtenNodeContext& c) {
   c.result_node(c.call("where", {c.call("eq", {a, b}), c.call("add", {a, std::numbers::ln2}), sum}));
 }
 
+// log2(2^a + 2^b) = max(a, b) + log2(1 + 2^-|a - b|); a + 1 where a == b (infinities too).
+void convert_logaddexp2(AtenNodeContext& c) {
+  ir::Node* a = floating(c, "self");
+  ir::Node* b = floating(c, "other");
+  ir::Node* high = c.call("maximum", {a, b});
+  ir::Node* gap = c.call("mul", {c.call("neg", {c.call("abs", {c.call("sub", {a, b})})}), std::numbers::ln2});
+  ir::Node* sum = c.call("add", {high, c.call("div", {c.call("log1p", {c.call("exp", {gap})}), std::numbers::ln2})});
+  c.result_node(c.call("where", {c.call("eq", {a, b}), c.call("add", {a, 1.0}), sum}));
+}
+
+// ldexp(x, e) = x * 2^e, floating.
+void convert_ldexp(AtenNodeContext& c) {
+  ir::Node* x = floating(c, "self");
+  ir::Node* e = c.tensor("other");
+  c.result_node(c.call("mul", {x, c.call("pow", {2.0, cast_to(c, e, dtype_of(x))})}));
+}
+
+// isclose(a, b, rtol, atol, equal_nan): a == b, or both NaN with equal_nan, or a finite
+// |a - b| <= atol + |rtol * b| (ATen's rule; integers compare in float32).
+void convert_isclose(AtenNodeContext& c) {
+  ir::Node* a = c.tensor("self");
+  ir::Node* b = c.tensor("other");
+  double rtol = c.float_arg("rtol", 1e-5), atol = c.float_arg("atol", 1e-8);
+  if (rtol < 0 || atol < 0) c.fail("rtol and atol must be non-negative, got rtol=", rtol, " and atol=", atol);
+  ir::Node* close = c.call("eq", {a, b});
+  if (dtype_of(a) == DType::boolean || dtype_of(b) == DType::boolean) return void(c.set_output(0, close));
+  if (c.bool_arg("equal_nan", false))
+    close = c.call("logical_or", {close, c.call("logical_and", {c.call("isnan", {a}), c.call("isnan", {b})})});
+  DType work = is_floating(dtype_of(a)) ? dtype_of(a) : is_floating(dtype_of(b)) ? dtype_of(b) : DType::f32;
+  ir::Node* fa = cast_to(c, a, work);
+  ir::Node* fb = cast_to(c, b, work);
+  ir::Node* error = c.call("abs", {c.call("sub", {fa, fb})});
+  ir::Node* allowed = c.call("add", {c.call("abs", {c.call("mul", {fb, rtol})}), atol});
+  ir::Node* finite = c.call("logical_not", {c.call("logical_or", {c.call("isnan", {error}), c.call("eq", {error, std::numeric_limits<double>::infinity()})})});
+  c.set_output(0, c.call("logical_or", {close, c.call("logical_and", {finite, c.call("le", {error, allowed})})}));
+}
+
 void convert_heaviside(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   ir::Node* values = c.tensor("values");
@@ -370,6 +407,9 @@ void register_aten_math_ops(AtenOpTable& table) {
   add_op_and_inplace(table, "addcmul", "default", add_product(false));
   add_op_and_inplace(table, "addcdiv", "default", add_product(true));
   add_op(table, "logaddexp", "default", convert_logaddexp);
+  add_op(table, "logaddexp2", "default", convert_logaddexp2);
+  add_op(table, "ldexp", "Tensor", convert_ldexp);
+  add_op(table, "isclose", "default", convert_isclose);
   add_op_and_inplace(table, "heaviside", "default", convert_heaviside);
   add_op(table, "fmax", "default", nan_ignoring("maximum"));
   add_op(table, "fmin", "default", nan_ignoring("minimum"));

@@ -185,6 +185,44 @@ void convert_aminmax(AtenNodeContext& c) {
   c.emit(1, "amax", {x, dims, keepdim});
 }
 
+// nanmean: the sum of the non-NaN elements over their count (NaN where there are none).
+void convert_nanmean(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) x = cast_to(c, x, *dtype);
+  if (!is_floating(dtype_of(x))) c.fail("nanmean(): expected input to have floating point dtype but got ", x->value().type_string());
+  ir::Node* nan = c.call("isnan", {x});
+  ir::Argument dims = reduced_dims(c);
+  bool keepdim = c.bool_arg("keepdim", false);
+  ir::Node* total = c.call("sum", {c.call("where", {nan, 0.0, x}), dims, keepdim});
+  ir::Node* count = c.call("sum", {c.call("cast", {c.call("logical_not", {nan}), dtype_of(x)}), dims, keepdim});
+  c.result_node(c.call("div", {total, count}));
+}
+
+// sum_to_size(self, size): self summed (kept as size-1 dims) where `size` is 1 and over the
+// leading dims it lacks.
+void convert_sum_to_size(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  std::vector<ir::SymInt> size = c.sym_ints("size");
+  int64_t rank = rank_of(x), lead = rank - int64_t(size.size());
+  if (lead < 0) c.fail("size {", size.size(), " dims} is not expandable to size ", x->value().type_string());
+  std::vector<int64_t> reduced;
+  for (int64_t d = 0; d < rank; ++d) {
+    const ir::SymInt& have = shape_of(x)[size_t(d)];
+    if (d < lead) {
+      reduced.push_back(d);
+      continue;
+    }
+    const ir::SymInt& want = size[size_t(d - lead)];
+    if (want == have) continue;
+    if (want.maybe_constant() != std::optional<int64_t>(1))
+      c.fail("size ", ir::shape_string(size), " is not expandable to ", x->value().type_string());
+    reduced.push_back(d);
+  }
+  ir::Node* y = reduced.empty() ? c.call("clone", {x}) : c.call("sum", {x, ir::Argument::ints(reduced), true});
+  if (lead > 0) y = c.call("reshape", {y, ir::Argument::sym_ints(size)});
+  c.set_output(0, y);
+}
+
 void convert_nansum(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   if (is_floating(dtype_of(x))) x = c.call("where", {c.call("isnan", {x}), 0.0, x});
@@ -299,6 +337,8 @@ void register_aten_reduction_ops(AtenOpTable& table) {
   add_op(table, "prod", "default", sum_like("prod"));
   add_op(table, "prod", "dim_int", convert_prod_dim);
   add_op(table, "nansum", "default", convert_nansum);
+  add_op(table, "nanmean", "default", convert_nanmean);
+  add_op(table, "sum_to_size", "default", convert_sum_to_size);
   add_op(table, "amax", "default", extreme("amax"));
   add_op(table, "amin", "default", extreme("amin"));
   add_op(table, "max", "default", extreme_all("amax"));

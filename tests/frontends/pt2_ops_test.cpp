@@ -6,7 +6,8 @@
 // ops (pixel and channel shuffles, tile, repeat_interleave, rot90) and compositions (one_hot,
 // im2col, conv_transpose1d, tensordot, bilinear, cosine_similarity, pairwise_distance, trace) and
 // sampling (affine_grid, grid_sample in its modes), weight normalization and the scans (cumprod,
-// cummax, cummin, logcumsumexp with NaNs, ties and infinities) match eager
+// cummax, cummin, logcumsumexp with NaNs, ties and infinities), max_unpool2d, take_along_dim,
+// nanmean, isclose, sum_to_size, logaddexp2 and ldexp match eager
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
@@ -63,7 +64,7 @@ TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
                          ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges",
-                                           "int16_ops", "recurrent", "selection", "rearrange", "composites", "sampling", "weight_norm", "scans"));
+                                           "int16_ops", "recurrent", "selection", "rearrange", "composites", "sampling", "weight_norm", "scans", "unpool_and_more"));
 
 // The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
 // probabilities.
@@ -357,6 +358,27 @@ TEST(Pt2OpArguments, SamplingRefusesUnknownModesBicubicBorderPaddingAndAThetaOfT
   expect_message(import_error_when_edited("sampling", "affine_grid_generator.default",
                                           edit_first([](json& inputs) { argument(inputs, "size")["as_ints"] = json::array({2, 3, 5}); })),
                  {"(aten.affine_grid_generator.default)", "affine_grid only supports 4D and 5D sizes, got 3 sizes"});
+}
+
+TEST(Pt2OpArguments, UnpoolingTakeAlongDimNanmeanAndSumToSizeRefuseWhatDoesNotFit) {
+  expect_message(import_error_when_edited("unpool_and_more", "max_unpool2d.default",
+                                          [](json& inputs) { argument(inputs, "output_size")["as_ints"] = json::array({6}); }),
+                 {"(aten.max_unpool2d.default)", "output_size must have 2 elements, got 1"});
+  expect_message(import_error_when_edited("unpool_and_more", "max_unpool2d.default",
+                                          [](json& inputs) { argument(inputs, "indices")["as_tensor"]["name"] = "order"; }),
+                 {"(aten.max_unpool2d.default)", "expected indices of the input's shape f32[2, 3, 3, 4], got i64[3, 4]"});
+  expect_message(import_error_when_edited("unpool_and_more", "take_along_dim.default",
+                                          [](json& inputs) { argument(inputs, "indices")["as_tensor"]["name"] = "getitem_1"; }),
+                 {"(aten.take_along_dim.default)", "input and indices should have the same number of dimensions"});
+  expect_message(import_error_when_edited("unpool_and_more", "nanmean.default",
+                                          [](json& inputs) { argument(inputs, "self")["as_tensor"]["name"] = "order"; }),
+                 {"(aten.nanmean.default)", "nanmean(): expected input to have floating point dtype but got i64[3, 4]"});
+  expect_message(import_error_when_edited("unpool_and_more", "sum_to_size.default",
+                                          [](json& inputs) { argument(inputs, "size")["as_ints"] = json::array({2, 6}); }),
+                 {"(aten.sum_to_size.default)", "size [2, 6] is not expandable to f32[3, 6]"});
+  expect_message(import_error_when_edited("unpool_and_more", "isclose.default",
+                                          [](json& inputs) { argument(inputs, "rtol")["as_float"] = -1.0; }),
+                 {"(aten.isclose.default)", "rtol and atol must be non-negative, got rtol=-1 and atol=1e-08"});
 }
 
 }  // namespace
