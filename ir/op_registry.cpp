@@ -438,15 +438,46 @@ OpCall OpCall::of(const Node& node) {
   }
 }
 
+namespace {
+
+// -rest / slope where both are polynomials of other symbols and their ratio is one integer
+// whatever those symbols are (64*n*s = 768*n: s = 12), checked at a few bindings of them.
+std::optional<int64_t> constant_ratio(const SymInt& rest, const SymInt& slope) {
+  std::set<std::string> names;
+  for (const SymInt* part : {&rest, &slope})
+    for (const std::string& name : part->free_symbols()) names.insert(name);
+  std::optional<int64_t> ratio;
+  for (int64_t base : {3, 7, 12}) {
+    std::map<std::string, int64_t> bindings;
+    int64_t value = base;
+    for (const std::string& name : names) bindings[name] = value++;
+    int64_t p = 0, q = 0;
+    try {
+      p = slope.evaluate(bindings);
+      q = -rest.evaluate(bindings);
+    } catch (const SymbolicError&) {
+      return std::nullopt;
+    }
+    if (p == 0 || q % p != 0 || (ratio && *ratio != q / p)) return std::nullopt;
+    ratio = q / p;
+  }
+  return ratio;
+}
+
+}  // namespace
+
 std::optional<std::pair<std::string, SymInt>> equating_substitution(const SymInt& a, const SymInt& b) {
   SymInt difference = a - b;
   for (const std::string& name : difference.free_symbols()) {
     SymInt symbol = SymInt::symbol(name);
+    // difference = slope * symbol + rest, with neither holding the symbol (else: not linear in it).
     SymInt rest = difference.substitute({{name, SymInt(0)}});
-    SymInt term = difference - rest;  // the terms with the symbol: +-symbol when it is linear alone
+    SymInt slope = difference.substitute({{name, SymInt(1)}}) - rest;
+    if (!(slope * symbol + rest == difference)) continue;
     std::optional<SymInt> value;
-    if (term == symbol) value = -rest;
-    if (term == -symbol) value = rest;
+    if (slope == SymInt(1)) value = -rest;
+    else if (slope == SymInt(-1)) value = rest;
+    else if (std::optional<int64_t> ratio = constant_ratio(rest, slope)) value = SymInt(*ratio);
     if (!value) continue;
     if (std::optional<int64_t> constant = value->maybe_constant(); constant && *constant < 2) continue;
     return std::pair{name, *value};

@@ -98,9 +98,10 @@ class OpRegistry {
 std::vector<Argument> bind_arguments(const OpSchema& schema, const std::vector<Argument>& args,
                                      const Kwargs& kwargs);
 
-// A shape rule's refusal of two sizes that had to be equal, a and b, where a - b is one
-// symbol (plus or minus) and other terms: the sizes are equal when that symbol is `value`, an
-// expression of the other symbols or a constant of at least 2. A front end whose symbols are
+// A shape rule's refusal of two sizes that had to be equal, a and b, where a - b is linear in
+// one symbol: the sizes are equal when that symbol is `value`, an expression of the other
+// symbols (a - b = +-symbol + rest) or a constant of at least 2 (the same integer whatever the
+// other symbols are: 64*n*s against 768*n gives s = 12). A front end whose symbols are
 // only names (ONNX's dim_params: two names for one batch, "past + 1" and "total") may take that
 // equality and import again. Everyone else sees the kiln::Error it is.
 class SymbolMismatch : public Error {

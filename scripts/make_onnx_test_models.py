@@ -805,8 +805,8 @@ def make_dynamic_cases():
 
 def make_equal_dim_cases():
     """Dynamic dims under different names that the ops need equal (the importer makes them one
-    symbol): two batches, a dim_param that meets a fixed size, and a KV cache whose past length
-    plus one meets a total length."""
+    symbol): two batches, a dim_param that meets a fixed size, a KV cache whose past length
+    plus one meets a total length, and a Reshape whose shape bakes the batch in."""
     reseed(11)
 
     def with_symbolic_outputs(folder, dims_by_output):
@@ -846,6 +846,15 @@ def make_equal_dim_cases():
     folder = os.path.join(ROOT, "dynamic", "kv_cache_names")
     write_case(folder, model, [f32(2, 1, 8), f32(2, 1, 8), f32(2, 5, 8), f32(2, 6, 8)])
     with_symbolic_outputs(folder, [{0: "q_batch"}])
+
+    # A Reshape whose shape bakes the batch of the exporter's trace in: [n, 4, 6] to [2, 24].
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["flat"]), helper.make_node("Relu", ["flat"], ["y"])]
+    graph = helper.make_graph(nodes, "baked_batch", [value_info("x", TensorProto.FLOAT, ["n", 4, 6])],
+                              [helper.make_empty_tensor_value_info("y")],
+                              initializer=[numpy_helper.from_array(i64(2, 24), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    write_case(os.path.join(ROOT, "dynamic", "baked_batch"), model, [f32(2, 4, 6)])
 
 
 def save_bad(name, model):

@@ -72,8 +72,8 @@ SymShape infer_size(const OpCall& call, SymShape shape, const TensorMeta& self) 
   bool symbolic = !numel.is_constant() || !known.is_constant();
   if (!inferred) {
     if (!(numel == known))
-      call.fail("shape '", shape_string(shape), "' is invalid for input of size ", numel,
-                symbolic ? " (the element counts are not provably equal)" : "");
+      call.fail_unequal(numel, known, "shape '", shape_string(shape), "' is invalid for input of size ", numel,
+                        symbolic ? " (the element counts are not provably equal)" : "");
     return shape;
   }
   if (is_zero(known)) {

@@ -196,7 +196,17 @@ TEST(OnnxImport, ACachesLengthPlusOneMeetsTheValuesLength) {
       << message;
 }
 
-TEST(OnnxImport, SizesThatCannotBeMadeEqualStayTheModelsError) {
+TEST(OnnxImport, AReshapeThatBakesTheBatchInFixesTheBatch) {
+  // x [n, 4, 6] reshaped to [2, 24]: n is 2 (ONNX Runtime too runs it at batch 2 only).
+  fs::path folder = kOnnxData / "dynamic" / "baked_batch";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  EXPECT_EQ(graph.placeholders()[0]->value().type_string(), "f32[2, 4, 6]");
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "batch 2");
+  std::string message = error_of([&] { ir::interpret(graph, {{"x", Tensor::full({3, 4, 6}, 1.0, DType::f32)}}); });
+  EXPECT_NE(message.find("'x'"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, SizesAreMadeEqualByOneSymbolsValueOrStayTheModelsError) {
   // A symbol against 2 * itself, or against 1 + 1 * itself: no value of one symbol helps.
   EXPECT_EQ(ir::equating_substitution(ir::SymInt::symbol("n"), ir::SymInt::symbol("n") * 2), std::nullopt);
   EXPECT_EQ(ir::equating_substitution(ir::SymInt::symbol("n") + 1, ir::SymInt::symbol("n")), std::nullopt);
@@ -209,6 +219,15 @@ TEST(OnnxImport, SizesThatCannotBeMadeEqualStayTheModelsError) {
   solved = ir::equating_substitution(ir::SymInt::symbol("rows"), ir::SymInt(5));
   ASSERT_TRUE(solved.has_value());
   EXPECT_EQ(solved->first + " = " + solved->second.to_string(), "rows = 5");
+  // A reshape whose target bakes a size in (an exporter's trace): 64*n*s elements against
+  // [12, 4*n, 16]: s is 12 whatever n is (n = 0, the other solution, is no size).
+  ir::SymInt n = ir::SymInt::symbol("n"), s = ir::SymInt::symbol("s");
+  solved = ir::equating_substitution(n * s * 64, n * 768);
+  ASSERT_TRUE(solved.has_value());
+  EXPECT_EQ(solved->first + " = " + solved->second.to_string(), "s = 12");
+  // A product against a product of others: no one symbol decides it.
+  EXPECT_EQ(ir::equating_substitution(n * s, ir::SymInt::symbol("u") * 12), std::nullopt);
+  EXPECT_EQ(ir::equating_substitution(n * 3, ir::SymInt(8)), std::nullopt);  // 8 / 3 is no size
 }
 
 TEST(OnnxImport, ShapeArithmeticOnSymbolsRunsOnTheCpuBackend) {
