@@ -1,7 +1,8 @@
 // ATen matrix products: mm / bmm / matmul / linear / addmm (Kiln's own ops), baddbmm, mv,
 // dot, outer, addmv, addr, einsum (lowered to permutes, sums and one batched matmul per pair
 // of operands), the pairwise distances _cdist_forward / _pdist_forward; tensordot and inner
-// (permutes and reshapes around one matmul), bilinear, linalg_vecdot and trace.
+// (permutes and reshapes around one matmul), bilinear, linalg_vecdot, trace, and det /
+// linalg_det (Kiln's det).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -357,6 +358,8 @@ void register_aten_linalg_ops(AtenOpTable& table) {
   add_op(table, "bilinear", "default", convert_bilinear);
   add_op(table, "linalg_vecdot", "default", convert_linalg_vecdot);
   add_op(table, "trace", "default", convert_trace);
+  add_op(table, "det", "default", [](AtenNodeContext& c) { c.emit(0, "det", {c.tensor("self")}); });
+  add_op(table, "linalg_det", "default", [](AtenNodeContext& c) { c.emit(0, "det", {c.tensor("A")}); });
   add_op(table, "_cdist_forward", "default", convert_cdist);
   add_op(table, "_pdist_forward", "default", convert_pdist);
 }

@@ -142,6 +142,67 @@ void convert_linalg_vector_norm(AtenNodeContext& c) {
   c.result_node(vector_norm(c, x, c.float_arg("ord", 2.0), reduced_dims(c), c.bool_arg("keepdim", false)));
 }
 
+// A matrix norm over dims (d0, d1) of x: 'fro' (the 2-norm of all), 1 / -1 (the largest /
+// smallest column sum of |x|), inf / -inf (row sums). 2, -2 and 'nuc' need singular values,
+// which Kiln does not compute.
+ir::Node* matrix_norm(AtenNodeContext& c, ir::Node* x, const std::string& ord, std::vector<int64_t> dims, bool keepdim) {
+  if (dims.size() != 2) c.fail("linalg.matrix_norm: dim must be a 2-tuple, got ", dims.size(), " dims");
+  dims = wrap_dims(c, dims, rank_of(x));
+  if (dims[0] == dims[1]) c.fail("linalg.matrix_norm: dims must be different, got (", dims[0], ", ", dims[1], ")");
+  if (!is_floating(dtype_of(x))) x = c.call("cast", {x, DType::f32});
+  if (ord == "fro") return c.call("sqrt", {c.call("sum", {c.call("mul", {x, x}), ir::Argument::ints(dims), keepdim})});
+  bool columns = ord == "1" || ord == "-1";  // summed over rows (dims[0]), extreme over columns
+  bool largest = ord == "1" || ord == "inf";
+  if (!columns && ord != "inf" && ord != "-inf")
+    c.fail("the matrix norm of order ", ord, " needs singular values, which Kiln does not compute (orders 'fro', 1, -1, inf, "
+           "-inf are supported)");
+  int64_t summed = columns ? dims[0] : dims[1], extreme = columns ? dims[1] : dims[0];
+  ir::Node* sums = c.call("sum", {c.call("abs", {x}), ir::Argument::ints({summed}), true});
+  ir::Node* result = c.call(largest ? "amax" : "amin", {sums, ir::Argument::ints({extreme}), true});
+  return keepdim ? result : c.call("squeeze", {result, ir::Argument::ints(dims)});
+}
+
+// The text of a matrix norm order given as a number (1, -1, inf, -inf, 2, -2).
+std::string order_text(double ord) {
+  if (std::isinf(ord)) return ord > 0 ? "inf" : "-inf";
+  return ord == std::floor(ord) ? std::to_string(int64_t(ord)) : std::to_string(ord);
+}
+
+// linalg_matrix_norm (.default: a number order; .str_ord: 'fro' or 'nuc').
+void convert_linalg_matrix_norm(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) x = cast_to(c, x, *dtype);
+  std::string ord = c.find("ord") && c.find("ord")->kind == "as_string" ? c.string_arg("ord", "fro")
+                    : c.given("ord")                                 ? order_text(c.float_arg("ord"))
+                                                                     : "fro";
+  c.result_node(matrix_norm(c, x, ord, c.ints("dim", std::vector<int64_t>{-2, -1}), c.bool_arg("keepdim", false)));
+}
+
+// linalg_norm(x, ord, dim): without ord, the 2-norm over dim (all of x when None); with ord and
+// one dim (or a 1-d x) a vector norm, with two dims (or a 2-d x) a matrix norm.
+void convert_linalg_norm(AtenNodeContext& c) {
+  ir::Node* x = c.tensor("self");
+  if (std::optional<DType> dtype = c.dtype_arg("dtype")) x = cast_to(c, x, *dtype);
+  bool keepdim = c.bool_arg("keepdim", false);
+  std::optional<std::vector<int64_t>> dims = c.optional_ints("dim");
+  bool string_order = c.find("ord") && c.find("ord")->kind == "as_string";
+  if (!string_order && !c.given("ord")) {
+    ir::Argument reduce = dims && !dims->empty() ? ir::Argument::ints(*dims) : ir::Argument();
+    return void(c.result_node(vector_norm(c, x, 2.0, reduce, keepdim)));
+  }
+  std::vector<int64_t> over = dims ? *dims : std::vector<int64_t>{};
+  if (over.empty()) {
+    if (rank_of(x) != 1 && rank_of(x) != 2)
+      c.fail("linalg.norm: if dim is not given, input must be 1-D or 2-D when ord is given, got ", x->value().type_string());
+    for (int64_t d = 0; d < rank_of(x); ++d) over.push_back(d);
+  }
+  if (over.size() == 1 && !string_order)
+    return void(c.result_node(vector_norm(c, x, c.float_arg("ord"), ir::Argument::ints(over), keepdim)));
+  if (over.size() != 2) c.fail("linalg.norm: dim must be a 1- or 2-tuple, got ", over.size(), " dims");
+  std::string ord = string_order ? c.string_arg("ord") : order_text(c.float_arg("ord"));
+  c.result_node(matrix_norm(c, x, ord, over, keepdim));
+}
+
 void convert_norm(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   if (std::optional<DType> dtype = c.dtype_arg("dtype")) x = cast_to(c, x, *dtype);
@@ -364,6 +425,10 @@ void register_aten_reduction_ops(AtenOpTable& table) {
   add_op(table, "linalg_vector_norm", "default", convert_linalg_vector_norm);
   add_op(table, "norm", "ScalarOpt_dim", convert_norm);
   add_op(table, "norm", "Scalar", convert_norm);
+  add_op(table, "linalg_norm", "default", convert_linalg_norm);
+  add_op(table, "linalg_norm", "ord_str", convert_linalg_norm);
+  add_op(table, "linalg_matrix_norm", "default", convert_linalg_matrix_norm);
+  add_op(table, "linalg_matrix_norm", "str_ord", convert_linalg_matrix_norm);
   add_op(table, "norm", "ScalarOpt_dim_dtype", convert_norm);
   add_op_and_inplace(table, "cumsum", "default", convert_cumsum);
   add_op_and_inplace(table, "cumprod", "default", convert_cumprod);
