@@ -77,13 +77,14 @@ std::string driver_call(const ir::Node& node) {
   ir::OpCall call = ir::OpCall::of(node);
   std::vector<std::vector<int>> at = input_positions(call);
   const std::string& op = node.target();
-  if (op == "cumsum") {
+  if (op == "cumsum" || op == "cumprod") {
     int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));
-    return "fallback_kernels::cumsum(" + in(at[0][0]) + ", " + out(0) + ", " + std::to_string(dim) + ");";
+    return "fallback_kernels::prefix_scan(" + in(at[0][0]) + ", " + out(0) + ", " + std::to_string(dim) + ", " +
+           (op == "cumprod" ? "true" : "false") + ");";
   }
-  if (op == "cumprod" || op == "logcumsumexp") {
+  if (op == "logcumsumexp") {
     int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));
-    return "fallback_kernels::" + op + "(" + in(at[0][0]) + ", " + out(0) + ", " + std::to_string(dim) + ");";
+    return "fallback_kernels::logcumsumexp(" + in(at[0][0]) + ", " + out(0) + ", " + std::to_string(dim) + ");";
   }
   if (op == "cummax" || op == "cummin") {
     int64_t dim = rank_of(call, 0) == 0 ? 0 : wrap_dim(call.int_arg(1), rank_of(call, 0));

@@ -203,26 +203,18 @@ void convert_logit(AtenNodeContext& c) {
   c.result_node(c.call("log", {c.call("div", {x, c.call("sub", {1.0, x})})}));
 }
 
-// xlogy(x, y) = 0 where x == 0 (and y is not NaN), else x * log(y).
-void convert_xlogy(AtenNodeContext& c) {
-  ir::Argument x = c.tensor_or_scalar("self");
-  ir::Argument y = c.tensor_or_scalar("other");
-  if (y.is_node() && !is_floating(dtype_of(y.node()))) y = c.call("cast", {y, DType::f32});
-  if (!y.is_node()) y = c.call("full", {ir::Argument::ints({}), y.floating()}, {{"dtype", DType::f32}});
-  ir::Node* product = c.call("mul", {x, c.call("log", {y})});
-  ir::Node* zero = c.call("logical_and", {c.call("eq", {x, 0.0}), c.call("logical_not", {c.call("isnan", {y})})});
-  c.result_node(c.call("where", {zero, 0.0, product}));
-}
-
-// xlog1py(x, y) = 0 where x == 0 (and y is not NaN), else x * log1p(y).
-void convert_xlog1py(AtenNodeContext& c) {
-  ir::Argument x = c.tensor_or_scalar("self");
-  ir::Argument y = c.tensor_or_scalar("other");
-  if (y.is_node() && !is_floating(dtype_of(y.node()))) y = c.call("cast", {y, DType::f32});
-  if (!y.is_node()) y = c.call("full", {ir::Argument::ints({}), y.floating()}, {{"dtype", DType::f32}});
-  ir::Node* product = c.call("mul", {x, c.call("log1p", {y})});
-  ir::Node* zero = c.call("logical_and", {c.call("eq", {x, 0.0}), c.call("logical_not", {c.call("isnan", {y})})});
-  c.result_node(c.call("where", {zero, 0.0, product}));
+// xlogy(x, y) = 0 where x == 0 (and y is not NaN), else x * log(y); xlog1py likewise with
+// log1p(y) (`log` names the one).
+AtenConverter x_times_log(std::string log) {
+  return [log](AtenNodeContext& c) {
+    ir::Argument x = c.tensor_or_scalar("self");
+    ir::Argument y = c.tensor_or_scalar("other");
+    if (y.is_node() && !is_floating(dtype_of(y.node()))) y = c.call("cast", {y, DType::f32});
+    if (!y.is_node()) y = c.call("full", {ir::Argument::ints({}), y.floating()}, {{"dtype", DType::f32}});
+    ir::Node* product = c.call("mul", {x, c.call(log, {y})});
+    ir::Node* zero = c.call("logical_and", {c.call("eq", {x, 0.0}), c.call("logical_not", {c.call("isnan", {y})})});
+    c.result_node(c.call("where", {zero, 0.0, product}));
+  };
 }
 
 AtenConverter scaled(double factor) {
@@ -392,10 +384,9 @@ void register_aten_math_ops(AtenOpTable& table) {
   add_op(table, "signbit", "default", convert_signbit);
   add_op_and_inplace(table, "nan_to_num", "default", convert_nan_to_num);
   add_op_and_inplace(table, "logit", "default", convert_logit);
-  add_op(table, "xlogy", "Tensor", convert_xlogy);
-  add_op(table, "xlogy", "Scalar_Self", convert_xlogy);
-  add_op(table, "xlogy", "Scalar_Other", convert_xlogy);
-  for (const char* overload : {"default", "self_scalar", "other_scalar"}) add_op(table, "special_xlog1py", overload, convert_xlog1py);
+  for (const char* overload : {"Tensor", "Scalar_Self", "Scalar_Other"}) add_op(table, "xlogy", overload, x_times_log("log"));
+  for (const char* overload : {"default", "self_scalar", "other_scalar"})
+    add_op(table, "special_xlog1py", overload, x_times_log("log1p"));
   add_op_and_inplace(table, "deg2rad", "default", scaled(kPi / 180.0));
   add_op_and_inplace(table, "rad2deg", "default", scaled(180.0 / kPi));
   add_op_and_inplace(table, "sinc", "default", convert_sinc);

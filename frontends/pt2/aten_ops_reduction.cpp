@@ -215,6 +215,12 @@ void convert_cumsum(AtenNodeContext& c) {
   c.result("cumsum", {c.tensor("self"), c.int_arg("dim")}, std::move(kwargs));
 }
 
+// Outputs 0 and 1 of `both`, a (values, indices) node; the indices only where they are read.
+void set_values_and_indices(AtenNodeContext& c, ir::Node* both) {
+  c.set_output(0, c.call("getitem", {both, int64_t(0)}));
+  if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+}
+
 void convert_cumprod(AtenNodeContext& c) {
   ir::Kwargs kwargs;
   if (std::optional<DType> dtype = c.dtype_arg("dtype")) kwargs.emplace_back("dtype", *dtype);
@@ -223,9 +229,7 @@ void convert_cumprod(AtenNodeContext& c) {
 
 AtenConverter running_extreme(const char* op) {
   return [op](AtenNodeContext& c) {
-    ir::Node* both = c.call(op, {c.tensor("self"), c.int_arg("dim")});
-    c.set_output(0, c.call("getitem", {both, int64_t(0)}));
-    if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+    set_values_and_indices(c, c.call(op, {c.tensor("self"), c.int_arg("dim")}));
   };
 }
 
@@ -313,9 +317,7 @@ void convert_topk(AtenNodeContext& c) {
   int64_t k = c.int_arg("k");
   int64_t length = selected_length(c, x, dim);
   if (k < 0 || k > length) c.fail("k = ", k, " is out of range for dim ", dim, " of length ", length);
-  ir::Node* both = select_k(c, x, k, dim, c.bool_arg("largest", true));
-  c.set_output(0, c.call("getitem", {both, int64_t(0)}));
-  if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+  set_values_and_indices(c, select_k(c, x, k, dim, c.bool_arg("largest", true)));
 }
 
 // sort (default and stable) and argsort: every element selected, ascending unless descending.
@@ -327,8 +329,7 @@ AtenConverter sort_like(bool values_too) {
     int64_t dim = wrap_dim(c, c.int_arg("dim", -1), rank_of(x));
     ir::Node* both = select_k(c, x, selected_length(c, x, dim), dim, c.bool_arg("descending", false));
     if (!values_too) return void(c.set_output(0, c.call("getitem", {both, int64_t(1)})));
-    c.set_output(0, c.call("getitem", {both, int64_t(0)}));
-    if (c.output_used(1)) c.set_output(1, c.call("getitem", {both, int64_t(1)}));
+    set_values_and_indices(c, both);
   };
 }
 

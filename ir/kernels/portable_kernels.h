@@ -127,31 +127,18 @@ std::vector<T> expand_to(const T* values, const Shape& from, const Shape& to) {
 
 // ---------------------------------------------------------------- cumsum
 
-// Inclusive prefix sums of each row of `row` values (count values in all): floating values in
-// double, integers in int64 with wrap.
+// Inclusive prefix sums (or products) of each row of `row` values (count values in all):
+// floating values in double, integers in int64 with wrap.
 template <typename T>
-void prefix_sums(T* values, int64_t count, int64_t row) {
+void prefix_scans(T* values, int64_t count, int64_t row, bool product) {
   for (int64_t start = 0; row > 0 && start < count; start += row) {
     if constexpr (std::is_floating_point_v<T>) {
-      T running = 0;
-      for (int64_t i = start; i < start + row; ++i) values[i] = running += values[i];
+      T running = product ? 1 : 0;
+      for (int64_t i = start; i < start + row; ++i) values[i] = running = product ? running * values[i] : running + values[i];
     } else {
-      uint64_t running = 0;
-      for (int64_t i = start; i < start + row; ++i) values[i] = T(running += uint64_t(values[i]));
-    }
-  }
-}
-
-// Inclusive prefix products of each row, as prefix_sums.
-template <typename T>
-void prefix_products(T* values, int64_t count, int64_t row) {
-  for (int64_t start = 0; row > 0 && start < count; start += row) {
-    if constexpr (std::is_floating_point_v<T>) {
-      T running = 1;
-      for (int64_t i = start; i < start + row; ++i) values[i] = running *= values[i];
-    } else {
-      uint64_t running = 1;
-      for (int64_t i = start; i < start + row; ++i) values[i] = T(running *= uint64_t(values[i]));
+      uint64_t running = product ? 1 : 0;
+      for (int64_t i = start; i < start + row; ++i)
+        values[i] = T(running = product ? running * uint64_t(values[i]) : running + uint64_t(values[i]));
     }
   }
 }
@@ -1139,10 +1126,10 @@ void write_values(const View& view, const std::vector<T>& values) {
 
 // ---------------------------------------------------------------- drivers (packages)
 
-// cumsum(self, dim) into out, whose dtype is the result's (the dtype argument, or self's for
-// floats, i64 for integers and bool).
-inline void cumsum(const View& self, const View& out, int64_t dim) {
-  if (self.sizes.empty()) {  // a copy (no addition: -0 stays -0)
+// cumsum or cumprod(self, dim) into out, whose dtype is the result's (the dtype argument, or
+// self's for floats, i64 for integers and bool).
+inline void prefix_scan(const View& self, const View& out, int64_t dim, bool product) {
+  if (self.sizes.empty()) {  // a copy (no arithmetic: -0 stays -0)
     if (floating_code(out.dtype)) write_values(out, read_values<double>(self, out.dtype));
     else write_values(out, read_values<int64_t>(self, out.dtype));
     return;
@@ -1151,31 +1138,11 @@ inline void cumsum(const View& self, const View& out, int64_t dim) {
   int64_t row = in.sizes.back();
   if (floating_code(out.dtype)) {
     std::vector<double> values = read_values<double>(in, out.dtype);
-    prefix_sums(values.data(), int64_t(values.size()), row);
+    prefix_scans(values.data(), int64_t(values.size()), row, product);
     write_values(result, values);
   } else {
     std::vector<int64_t> values = read_values<int64_t>(in, out.dtype);
-    prefix_sums(values.data(), int64_t(values.size()), row);
-    write_values(result, values);
-  }
-}
-
-// cumprod(self, dim) into out, as cumsum.
-inline void cumprod(const View& self, const View& out, int64_t dim) {
-  if (self.sizes.empty()) {
-    if (floating_code(out.dtype)) write_values(out, read_values<double>(self, out.dtype));
-    else write_values(out, read_values<int64_t>(self, out.dtype));
-    return;
-  }
-  View in = dim_last(self, dim), result = dim_last(out, dim);
-  int64_t row = in.sizes.back();
-  if (floating_code(out.dtype)) {
-    std::vector<double> values = read_values<double>(in, out.dtype);
-    prefix_products(values.data(), int64_t(values.size()), row);
-    write_values(result, values);
-  } else {
-    std::vector<int64_t> values = read_values<int64_t>(in, out.dtype);
-    prefix_products(values.data(), int64_t(values.size()), row);
+    prefix_scans(values.data(), int64_t(values.size()), row, product);
     write_values(result, values);
   }
 }

@@ -1,7 +1,7 @@
 // Reference kernels of the reductions: sum, prod, mean, amax, amin (NaN propagates), argmax,
 // argmin (first occurrence; NaN counts as the extreme, like PyTorch), var and var_mean (two
 // passes in double, divisor max(0, N - correction)), the scans cumsum, cumprod, cummax, cummin and
-// logcumsumexp (portable::prefix_sums, prefix_products, running_extremes, prefix_log_sum_exps);
+// logcumsumexp (portable::prefix_scans, running_extremes, prefix_log_sum_exps);
 // the selection topk. Floating values
 // accumulate in double and round once; integers accumulate exactly in int64 with wrap.
 #include <algorithm>
@@ -175,8 +175,9 @@ std::vector<Tensor> variance_and_mean(const KernelCall& call) {
   return {from_doubles(layout.out_shape, self.dtype(), variances), from_doubles(layout.out_shape, self.dtype(), means)};
 }
 
-// Inclusive prefix sum along dim; integers and bool accumulate as i64 unless a dtype is given.
-Tensor cumsum(const KernelCall& call) {
+// Inclusive prefix sum (or product) along dim; integers and bool accumulate as i64 unless a
+// dtype is given.
+Tensor prefix_scan(const KernelCall& call, bool product) {
   Tensor self = with_dtype(call, call.tensor(0), 2);
   DType out = call.optional_dtype(2) ? self.dtype() : (is_floating(self.dtype()) ? self.dtype() : DType::i64);
   if (self.dim() == 0) {
@@ -189,35 +190,11 @@ Tensor cumsum(const KernelCall& call) {
   Tensor result;
   if (is_floating(out)) {
     std::vector<double> values = to_doubles(moved);
-    portable::prefix_sums(values.data(), int64_t(values.size()), row);
+    portable::prefix_scans(values.data(), int64_t(values.size()), row, product);
     result = from_doubles(moved.sizes(), out, values);
   } else {
     std::vector<int64_t> values = to_ints(moved);
-    portable::prefix_sums(values.data(), int64_t(values.size()), row);
-    result = from_ints(moved.sizes(), out, values);
-  }
-  return result.transpose(dim, -1).contiguous();
-}
-
-// Inclusive prefix product along dim; integers and bool accumulate as i64 unless a dtype is given.
-Tensor cumprod(const KernelCall& call) {
-  Tensor self = with_dtype(call, call.tensor(0), 2);
-  DType out = call.optional_dtype(2) ? self.dtype() : (is_floating(self.dtype()) ? self.dtype() : DType::i64);
-  if (self.dim() == 0) {
-    wrap_dim(call.int_arg(1), 0);
-    return self.to(out).clone();
-  }
-  int64_t dim = wrap_dim(call.int_arg(1), self.dim());
-  Tensor moved = self.transpose(dim, -1);
-  int64_t row = moved.size(-1);
-  Tensor result;
-  if (is_floating(out)) {
-    std::vector<double> values = to_doubles(moved);
-    portable::prefix_products(values.data(), int64_t(values.size()), row);
-    result = from_doubles(moved.sizes(), out, values);
-  } else {
-    std::vector<int64_t> values = to_ints(moved);
-    portable::prefix_products(values.data(), int64_t(values.size()), row);
+    portable::prefix_scans(values.data(), int64_t(values.size()), row, product);
     result = from_ints(moved.sizes(), out, values);
   }
   return result.transpose(dim, -1).contiguous();
@@ -297,8 +274,8 @@ void register_reduction_kernels(KernelTable& table) {
   table["argmin"] = single([](const KernelCall& call) { return arg_extreme(call, false); });
   table["var"] = single([](const KernelCall& call) { return variance_and_mean(call)[0]; });
   table["var_mean"] = variance_and_mean;
-  table["cumsum"] = single(cumsum);
-  table["cumprod"] = single(cumprod);
+  table["cumsum"] = single([](const KernelCall& call) { return prefix_scan(call, false); });
+  table["cumprod"] = single([](const KernelCall& call) { return prefix_scan(call, true); });
   table["cummax"] = [](const KernelCall& call) { return running_extreme(call, true); };
   table["cummin"] = [](const KernelCall& call) { return running_extreme(call, false); };
   table["logcumsumexp"] = single(logcumsumexp);
