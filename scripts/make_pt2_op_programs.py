@@ -47,6 +47,9 @@ parts:
   unpool_and_more.pt2   max_unpool2d of max_pool2d's indices (SegNet's decoder), take_along_dim
                         (negative indices along a dim), nanmean, isclose (equal_nan),
                         sum_to_size, logaddexp2, ldexp
+  embedding_bag.pt2     nn.EmbeddingBag: a 2-d input in mean mode with padding_idx, 1-d indices
+                        with offsets in max mode (an empty bag), sum with per_sample_weights and
+                        include_last_offset
 Each <name>.pt2 comes with <name>/expected_<i>.npy (the outputs, in order). With names as
 arguments, only those programs are written.
 """
@@ -242,6 +245,17 @@ class UnpoolAndMore(nn.Module):
                 x.sum_to_size(1, 6), torch.logaddexp2(x, near), torch.ldexp(x, order[:, :1].expand(3, 6)))
 
 
+class EmbeddingBags(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mean = nn.EmbeddingBag(10, 4, mode="mean", padding_idx=2)
+        self.max = nn.EmbeddingBag(10, 4, mode="max")
+        self.sum = nn.EmbeddingBag(10, 4, mode="sum", include_last_offset=True)
+
+    def forward(self, rows, flat, offsets, weights):
+        return self.mean(rows), self.max(flat, offsets), self.sum(flat, offsets, per_sample_weights=weights)
+
+
 def dropout_maps(x, p):
     """(kept, dropped) values of plain dropout: x / (1 - p) and 0."""
     return x / np.float32(1 - p), np.zeros_like(x)
@@ -335,8 +349,11 @@ def main():
     with_nans = torch.randn(3, 5)
     with_nans[0, 1] = with_nans[2, :] = float("nan")
     save("unpool_and_more", UnpoolAndMore(), (torch.randn(2, 3, 6, 8), x, torch.randint(-6, 6, (3, 4)), with_nans, near))
+    rows = torch.tensor([[1, 2, 4, 5], [2, 2, 2, 2], [9, 0, 3, 2]])  # a bag of padding only: 0
+    save("embedding_bag", EmbeddingBags().eval(), (rows, torch.tensor([3, 1, 4, 1, 5, 9, 2, 6]),
+                                                     torch.tensor([0, 3, 3, 8]), torch.rand(8)))
     print("wrote", ", ".join(sorted(WANTED)) if WANTED else "pooling_indices, searchsorted, flash_attention, "
-          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling, weight_norm, scans, unpool_and_more", "into", OUT)
+          "empty_edges, random_training, int16_ops, recurrent, selection, rearrange, composites, sampling, weight_norm, scans, unpool_and_more, embedding_bag", "into", OUT)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 // reductions, the *_scatter ops (select / slice / diagonal / as_strided, written as a copy_
 // into a view of a clone), embedding, take, masked_scatter, index_add / index_copy /
 // index_fill; one_hot (rows of an identity matrix, so that a class out of range fails as an
-// index does); take_along_dim (a gather of the two broadcast against each other).
+// index does); take_along_dim (a gather of the two broadcast against each other); embedding_bag
+// (rows gathered, then scatter-reduced into their bags).
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -242,6 +243,61 @@ void convert_take_along_dim(AtenNodeContext& c) {
   c.set_output(0, c.call("gather", {self, dim, indices}));
 }
 
+// embedding_bag(weight, indices [n], offsets [B], ..., mode, ..., per_sample_weights,
+// include_last_offset, padding_idx): each bag (the indices from one offset to the next) reduced
+// over its rows of weight: 0 sum (rows times per_sample_weights when given), 1 mean, 2 max; an
+// empty bag gives 0, and indices equal to padding_idx count for nothing. Each position's bag is
+// the running count of offsets at or before it (ones scattered at the offsets, cumulated), so
+// bags of any sizes, given at run time, need no data-dependent shape. Only output 0 (the bags) is
+// computed; offset2bag, bag_size and max_indices are refused where read.
+void convert_embedding_bag(AtenNodeContext& c) {
+  ir::Node* weight = c.tensor("weight");
+  ir::Node* indices = cast_to(c, c.tensor("indices"), DType::i64);
+  ir::Node* offsets = cast_to(c, c.tensor("offsets"), DType::i64);
+  int64_t mode = c.int_arg("mode", 0);
+  if (mode < 0 || mode > 2) c.fail("embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got ", mode);
+  if (rank_of(weight) != 2) c.fail("embedding_bag: weight must be 2-d, got ", weight->value().type_string());
+  if (rank_of(indices) != 1 || rank_of(offsets) != 1)
+    c.fail("embedding_bag: expected 1-d indices and offsets (a 2-d input arrives flattened), got ",
+           indices->value().type_string(), " and ", offsets->value().type_string());
+  for (size_t output = 1; output < 4; ++output)
+    if (c.output_used(output))
+      c.fail("embedding_bag: only the bags (output 0) are computed; output ", output,
+             " (offset2bag, bag_size or max_indices) is read");
+  ir::Node* per_sample = c.optional_tensor("per_sample_weights");
+  if (per_sample && mode != 0) c.fail("embedding_bag: per_sample_weights is only supported for mode='sum'");
+  std::optional<int64_t> padding = c.given("padding_idx") ? c.optional_int("padding_idx") : std::nullopt;
+  if (padding && *padding < 0) {
+    std::optional<int64_t> rows = shape_of(weight)[0].maybe_constant();
+    if (!rows) c.fail("embedding_bag: a negative padding_idx needs the weight's row count, which is symbolic");
+    padding = *padding + *rows;
+  }
+  SymInt n = shape_of(indices)[0], bags = shape_of(offsets)[0];
+  if (c.bool_arg("include_last_offset", false)) bags = bags - SymInt(1);
+  DType dtype = dtype_of(weight);
+  // The bag of each position: ones at the offsets (an empty last bag's offset, n, in a spare slot).
+  ir::Node* marks = c.call("full", {ir::Argument::sym_ints({n + SymInt(1)}), int64_t(0)}, {{"dtype", DType::i64}});
+  marks = c.call("scatter", {marks, int64_t(0), offsets, int64_t(1)}, {{"reduce", std::string("sum")}});
+  ir::Node* bag_of = c.call("sub", {c.call("cumsum", {c.call("slice", {marks, int64_t(0), SymInt(0), n}), int64_t(0)}), int64_t(1)});
+  ir::Node* rows = c.call("index_select", {weight, int64_t(0), indices});  // [n, D]
+  if (per_sample) rows = c.call("mul", {rows, c.call("unsqueeze", {cast_to(c, per_sample, dtype), int64_t(1)})});
+  ir::Node* valid = padding ? c.call("ne", {indices, *padding}) : nullptr;
+  const SymInt& width = shape_of(weight)[1];
+  ir::Node* spread = c.call("expand", {c.call("unsqueeze", {bag_of, int64_t(1)}), ir::Argument::sym_ints({n, width})});
+  double start = mode == 2 ? -std::numeric_limits<double>::infinity() : 0.0;
+  if (valid) rows = c.call("where", {c.call("unsqueeze", {valid, int64_t(1)}), rows, start});
+  ir::Node* totals = c.call("full", {ir::Argument::sym_ints({bags, width}), start}, {{"dtype", dtype}});
+  ir::Node* result = c.call("scatter", {totals, int64_t(0), spread, rows}, {{"reduce", std::string(mode == 2 ? "amax" : "sum")}});
+  if (mode != 0) {
+    ir::Node* counted = valid ? c.call("cast", {valid, dtype}) : c.call("full", {ir::Argument::sym_ints({n}), 1.0}, {{"dtype", dtype}});
+    ir::Node* zeros = c.call("full", {ir::Argument::sym_ints({bags}), 0.0}, {{"dtype", dtype}});
+    ir::Node* counts = c.call("unsqueeze", {c.call("scatter", {zeros, int64_t(0), bag_of, counted}, {{"reduce", std::string("sum")}}), int64_t(1)});
+    if (mode == 1) result = c.call("div", {result, c.call("clamp", {counts, 1.0, ir::Argument()})});
+    else result = c.call("where", {c.call("eq", {counts, 0.0}), 0.0, result});
+  }
+  c.set_output(0, result);
+}
+
 void convert_take(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   ir::Node* index = c.tensor("index");
@@ -327,6 +383,10 @@ void register_aten_indexing_ops(AtenOpTable& table) {
   add_op(table, "index", "Tensor", convert_index);
   add_op(table, "one_hot", "default", convert_one_hot);
   add_op(table, "take_along_dim", "default", convert_take_along_dim);
+  add_op(table, "embedding_bag", "padding_idx", convert_embedding_bag);
+  add_op(table, "embedding_bag", "default", convert_embedding_bag);
+  add_op(table, "_embedding_bag", "default", convert_embedding_bag);
+  add_op(table, "_embedding_bag_forward_only", "default", convert_embedding_bag);
   add_op_and_inplace(table, "index_put", "default", convert_index_put);
   add_op(table, "_unsafe_index", "Tensor", convert_index);
   add_op(table, "_unsafe_index_put", "default", convert_index_put);

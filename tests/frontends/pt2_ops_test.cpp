@@ -7,7 +7,7 @@
 // im2col, conv_transpose1d, tensordot, bilinear, cosine_similarity, pairwise_distance, trace) and
 // sampling (affine_grid, grid_sample in its modes), weight normalization and the scans (cumprod,
 // cummax, cummin, logcumsumexp with NaNs, ties and infinities), max_unpool2d, take_along_dim,
-// nanmean, isclose, sum_to_size, logaddexp2 and ldexp match eager
+// nanmean, isclose, sum_to_size, logaddexp2, ldexp and embedding_bag match eager
 // PyTorch through the interpreter and the CPU backend; the random training-mode ops (feature
 // and alpha dropouts, rrelu, rand_like, randn_like, bernoulli) draw Kiln's own numbers, so their results
 // are checked element by element against what each element may be (the script's NumPy maps of
@@ -64,7 +64,7 @@ TEST_P(Pt2OpPrograms, MatchEagerPyTorchThroughTheInterpreterAndTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Committed, Pt2OpPrograms,
                          ::testing::Values("pooling_indices", "searchsorted", "flash_attention", "empty_edges",
-                                           "int16_ops", "recurrent", "selection", "rearrange", "composites", "sampling", "weight_norm", "scans", "unpool_and_more"));
+                                           "int16_ops", "recurrent", "selection", "rearrange", "composites", "sampling", "weight_norm", "scans", "unpool_and_more", "embedding_bag"));
 
 // The random program's inputs, in the order of its forward: image, volume, features, flat, rows,
 // probabilities.
@@ -379,6 +379,18 @@ TEST(Pt2OpArguments, UnpoolingTakeAlongDimNanmeanAndSumToSizeRefuseWhatDoesNotFi
   expect_message(import_error_when_edited("unpool_and_more", "isclose.default",
                                           [](json& inputs) { argument(inputs, "rtol")["as_float"] = -1.0; }),
                  {"(aten.isclose.default)", "rtol and atol must be non-negative, got rtol=-1 and atol=1e-08"});
+}
+
+TEST(Pt2OpArguments, EmbeddingBagRefusesAnUnknownModeAndWeightsOutsideSum) {
+  expect_message(import_error_when_edited("embedding_bag", "embedding_bag.padding_idx",
+                                          [](json& inputs) { argument(inputs, "mode")["as_int"] = 3; }),
+                 {"(aten.embedding_bag.padding_idx)", "embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got 3"});
+  expect_message(import_error_when_edited("embedding_bag", "embedding_bag.padding_idx",
+                                          [](json& inputs) {
+                                            if (argument(inputs, "per_sample_weights").contains("as_tensor"))
+                                              argument(inputs, "mode")["as_int"] = 1;
+                                          }),
+                 {"(aten.embedding_bag.padding_idx)", "per_sample_weights is only supported for mode='sum'"});
 }
 
 }  // namespace
