@@ -311,12 +311,18 @@ ir::Node* select_k(AtenNodeContext& c, ir::Node* x, int64_t k, int64_t dim, bool
   return c.call("topk", {x, k, dim, largest, true});
 }
 
+// The node's k, which must lie in [lowest, length of x's dim `dim`].
+int64_t checked_k(AtenNodeContext& c, ir::Node* x, int64_t dim, int64_t lowest) {
+  int64_t k = c.int_arg("k");
+  int64_t length = selected_length(c, x, dim);
+  if (k < lowest || k > length) c.fail("k = ", k, " is out of range for dim ", dim, " of length ", length);
+  return k;
+}
+
 void convert_topk(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   int64_t dim = wrap_dim(c, c.int_arg("dim", -1), rank_of(x));
-  int64_t k = c.int_arg("k");
-  int64_t length = selected_length(c, x, dim);
-  if (k < 0 || k > length) c.fail("k = ", k, " is out of range for dim ", dim, " of length ", length);
+  int64_t k = checked_k(c, x, dim, 0);
   set_values_and_indices(c, select_k(c, x, k, dim, c.bool_arg("largest", true)));
 }
 
@@ -343,9 +349,7 @@ void convert_msort(AtenNodeContext& c) {
 void convert_kthvalue(AtenNodeContext& c) {
   ir::Node* x = c.tensor("self");
   int64_t dim = wrap_dim(c, c.int_arg("dim", -1), rank_of(x));
-  int64_t k = c.int_arg("k");
-  int64_t length = selected_length(c, x, dim);
-  if (k < 1 || k > length) c.fail("k = ", k, " is out of range for dim ", dim, " of length ", length);
+  int64_t k = checked_k(c, x, dim, 1);
   ir::Node* both = select_k(c, x, k, dim, false);
   bool keepdim = c.bool_arg("keepdim", false);
   for (int64_t i : {0, 1}) {
