@@ -16,8 +16,8 @@
 //    in f32 and cast back at the store, scalars as Constants rounded to the computation
 //    dtype, integer division and remainder with Python/C semantics, NaN-propagating
 //    max/min, round half to even, the Philox index contract of rand/randn;
-//  - ops without a native lowering (scatter, index_put, cumsum, transposed convolution,
-//    matmul/convolution of dtypes other than f32/f64, composite ops, and anything in
+//  - ops without a native lowering (scatter, index_put, cumsum, transposed convolution of
+//    over 64 kernel points, matmul/convolution of dtypes other than f32/f64, composite ops, and anything in
 //    LoweringOptions::force_fallback_ops) become ExternKind::Fallback calls of the graph
 //    node's reference kernel, with StridedViews of their tensor arguments (one per tensor
 //    argument occurrence, in the order ir::tensor_arguments walks them; a tuple passed

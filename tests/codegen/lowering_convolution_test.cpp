@@ -6,8 +6,9 @@
 // pools into the next without another transposing copy, graph outputs written back in the
 // graph's NCHW layout, values read through views (flatten into a matmul), what stays on
 // im2col + GEMM (f64, 1-d and 3-d convolutions), fully connected layers written as
-// convolutions (1x1 kernel, 1x1 output) lowered as one GEMM, and inputs of one channel read
-// without a copy.
+// convolutions (1x1 kernel, 1x1 output) lowered as one GEMM, inputs of one channel read
+// without a copy, and transposed convolutions as GEMM + col2im (1-3 spatial dims, strides,
+// padding, dilation, output padding, groups, f64, channels-last inputs read in place).
 #include <gtest/gtest.h>
 
 #include "tests/codegen/lowering_test_support.h"
@@ -254,6 +255,66 @@ TEST(LoweringDirectConvolution, WiderOrStridedConvolutionsStayTheLibrarys) {
         {"x: f32" + input, "w: f32" + weight},
         {op_line("y", "convolution", "%x, %w, None, " + stride + ", [1, 1], [1, 1], False, [0], 1")}, "y"));
     EXPECT_EQ(node_kinds(lower(graph, library()))["Convolution"], 1) << weight << " stride " << stride;
+  }
+}
+
+TEST(LoweringTransposedConvolution, GeometriesMatchTheInterpreter) {
+  struct Case {
+    std::string input, weight, bias, stride, padding, dilation, output_padding;
+    int groups;
+  };
+  const Case cases[] = {
+      {"f32[1, 8, 5, 6]", "f32[8, 4, 4, 4]", "f32[4]", "[2, 2]", "[1, 1]", "[1, 1]", "[0, 0]", 1},  // a UNet's upsampling
+      {"f32[2, 3, 4, 5]", "f32[3, 5, 3, 2]", "", "[1, 1]", "[0, 0]", "[1, 1]", "[0, 0]", 1},
+      {"f32[2, 4, 5, 4]", "f32[4, 3, 3, 3]", "f32[6]", "[3, 2]", "[1, 2]", "[2, 1]", "[2, 1]", 2},
+      {"f32[1, 6, 7]", "f32[6, 1, 5]", "f32[6]", "[2]", "[2]", "[1]", "[1]", 6},  // depthwise 1-d
+      {"f64[1, 2, 3, 4, 3]", "f64[2, 3, 2, 3, 2]", "f64[3]", "[2, 1, 2]", "[0, 1, 1]", "[1, 2, 1]", "[1, 0, 0]", 1},
+      {"f32[3, 5, 1, 1]", "f32[5, 7, 4, 4]", "", "[1, 1]", "[0, 0]", "[1, 1]", "[0, 0]", 1},  // a DCGAN's first layer
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> inputs = {"x: " + c.input, "w: " + c.weight};
+    if (!c.bias.empty()) inputs.push_back("b: " + c.bias);
+    std::string args = "%x, %w, " + std::string(c.bias.empty() ? "None" : "%b") + ", " + c.stride + ", " + c.padding +
+                       ", " + c.dilation + ", True, " + c.output_padding + ", " + std::to_string(c.groups);
+    ir::Graph graph = parse(graph_text(inputs, {op_line("y", "convolution", args)}, "y"));
+    for (const LoweringOptions& options : {LoweringOptions{}, library()}) {
+      EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 7), options), "") << args;
+      std::map<std::string, int> kinds = node_kinds(lower(graph, options));
+      EXPECT_EQ(kinds["Gemm"], 1) << args;
+      EXPECT_EQ(kinds["Fallback"], 0) << args;
+    }
+  }
+}
+
+TEST(LoweringTransposedConvolution, AChannelsLastInputIsReadInPlace) {
+  // A library convolution's channels-last output is the GEMM's right operand as it is: no copy
+  // between the two convolutions.
+  ir::Graph graph = parse(graph_text(
+      {"x: f32[2, 3, 8, 8]", "w1: f32[16, 3, 3, 3]", "w2: f32[16, 6, 2, 2]", "b2: f32[6]"},
+      {op_line("c", "convolution", "%x, %w1, None, [1, 1], [1, 1], [1, 1], False, [0], 1"), op_line("r", "relu", "%c"),
+       op_line("y", "convolution", "%r, %w2, %b2, [2, 2], [0, 0], [1, 1], True, [0, 0], 1")},
+      "y"));
+  EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 8), library()), "");
+  LoopProgram program = lower(graph, library());
+  EXPECT_EQ(transposing_copies(program), 1);  // the graph input's, into the first convolution
+  for (const LoopNode& node : program.nodes) {
+    if (node.kind == NodeKind::Extern && node.extern_call.kind == ExternKind::Gemm) {
+      EXPECT_EQ(program.buffer(node.extern_call.inputs[1].buffer).name, "r");
+    }
+  }
+}
+
+TEST(LoweringTransposedConvolution, LargeKernelsAndHalfPrecisionGoToTheFallback) {
+  for (const std::string& declaration :
+       {std::string("x: f32[1, 2, 9]|w: f32[2, 3, 65]"),
+        std::string("x: f16[1, 2, 9]|w: f16[2, 3, 3]")}) {
+    size_t bar = declaration.find('|');
+    ir::Graph graph = parse(graph_text({declaration.substr(0, bar), declaration.substr(bar + 1)},
+                                       {op_line("y", "convolution", "%x, %w, None, [2], [1], [1], True, [0], 1")}, "y"));
+    std::map<std::string, int> kinds = node_kinds(lower(graph, library()));
+    EXPECT_EQ(kinds["Fallback"], 1) << declaration;
+    EXPECT_EQ(kinds["Gemm"], 0) << declaration;
+    EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 9), library()), "") << declaration;
   }
 }
 

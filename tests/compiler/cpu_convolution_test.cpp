@@ -556,6 +556,55 @@ TEST(CpuConvolution, SqueezeAndExcitationLayersAreGemmsThatMatchTheInterpreter) 
   }
 }
 
+TEST(CpuConvolution, TransposedConvolutionsAreGemmsAndGathersThatMatchTheInterpreter) {
+  // A UNet's upsampling (2x, kernel 4, padding 1) after a convolution and before a residual add,
+  // and a 1-d one of stride 3 with an output padding and groups: each one GEMM and the gather of
+  // its taps, no fallback to the reference kernel; at a symbolic batch, frozen or not.
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w1", test_support::random_tensor({16, 3, 3, 3}, DType::f32, 71, -0.5, 0.5)},
+      {"up", test_support::random_tensor({16, 8, 4, 4}, DType::f32, 72, -0.5, 0.5)},
+      {"up_bias", test_support::random_tensor({8}, DType::f32, 73)},
+      {"up1", test_support::random_tensor({4, 3, 5}, DType::f32, 74, -0.5, 0.5)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[s0, 3, 7, 6] = placeholder[target=x]\n"
+      "    %skip : f32[s0, 8, 14, 12] = placeholder[target=skip]\n"
+      "    %z : f32[s0, 4, 9] = placeholder[target=z]\n"
+      "    %w1 : f32[16, 3, 3, 3] = get_attr[target=w1]\n"
+      "    %up : f32[16, 8, 4, 4] = get_attr[target=up]\n"
+      "    %up_bias : f32[8] = get_attr[target=up_bias]\n"
+      "    %up1 : f32[4, 3, 5] = get_attr[target=up1]\n"
+      "    %c = call_function[target=convolution](args = (%x, %w1, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %r = call_function[target=relu](args = (%c,), kwargs = {})\n"
+      "    %u = call_function[target=convolution](args = (%r, %up, %up_bias, [2, 2], [1, 1], [1, 1], True, [0, 0], 1), kwargs = {})\n"
+      "    %y = call_function[target=add](args = (%u, %skip), kwargs = {})\n"
+      "    %v = call_function[target=convolution](args = (%z, %up1, None, [3], [2], [2], True, [1], 2), kwargs = {})\n"
+      "    return (y, v)\n",
+      "upsampling.kiln", parameters);
+  for (bool freeze : {false, true}) {
+    CodegenStageOptions stage;
+    stage.freeze = freeze;
+    const std::string loops = dump_codegen_stage(graph, "loops", stage);
+    EXPECT_EQ(count_of(loops, ": Extern Gemm"), built_with_onednn() ? 2u : 3u) << loops;
+    EXPECT_EQ(count_of(loops, ": Extern Fallback"), 0u) << loops;
+    CompiledModel model = compile(graph, options(freeze));
+    for (int64_t batch : {1, 3}) {
+      std::map<std::string, Tensor> inputs = {
+          {"x", test_support::random_tensor({batch, 3, 7, 6}, DType::f32, 75)},
+          {"skip", test_support::random_tensor({batch, 8, 14, 12}, DType::f32, 76)},
+          {"z", test_support::random_tensor({batch, 4, 9}, DType::f32, 77)}};
+      std::vector<Tensor> expected = ir::interpret(graph, inputs);
+      for (int threads : {1, 2}) {
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        ASSERT_EQ(actual.size(), 2u);
+        for (size_t i = 0; i < 2; ++i)
+          EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-4), "")
+              << "output " << i << ", batch " << batch << ", freeze " << freeze << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls) {
   if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
   ir::Graph graph = inverted_residual(2);
