@@ -1,5 +1,5 @@
-// VJP of convolution (1-3 spatial dims, groups, stride, padding, dilation), for the forward
-// (not transposed) convolution:
+// VJP of convolution (1-3 spatial dims, groups, stride, padding, dilation). The forward
+// convolution:
 //   input:  the transposed convolution of the gradient with the same weight, stride, padding,
 //           dilation and groups; output_padding recovers input sizes that the stride rounded off
 //   weight: a convolution of the input (batch and channels swapped, so the batch is summed)
@@ -7,6 +7,13 @@
 //           folding each group's channels into the channel dim; the result is cropped to the
 //           kernel size and its channel dims swapped back
 //   bias:   the gradient summed over every dim but the channels
+// The transposed convolution is the forward one's input VJP (its weight [C, O/groups, kernel...]
+// read as a forward convolution's from O channels to C), so its VJPs are the forward one's
+// with the roles exchanged:
+//   input:  the forward convolution of the gradient with the same weight and geometry
+//   weight: the forward convolution's weight VJP with the gradient as its input and the
+//           input as its gradient
+//   bias:   as above
 // Spatial sizes must be static (output_padding is a list of ints).
 #include "passes/derivatives/derivatives.h"
 
@@ -52,8 +59,9 @@ Node* input_grad(VjpEmitter& emit, const ConvParams& p, Node* input, Node* weigh
   return grad;
 }
 
-Node* weight_grad(VjpEmitter& emit, const ConvParams& p, Node* input, Node* weight) {
-  Node* g = emit.grad();
+// The weight VJP of the forward convolution of `input` with `weight`, given `grad` (the header).
+Node* weight_grad(VjpEmitter& emit, const ConvParams& p, Node* input, Node* output_grad, Node* weight) {
+  Node* g = output_grad;
   Node* x = emit.cast(input, dtype_of(g));
   const SymShape& x_shape = shape_of(x);
   const SymShape& g_shape = shape_of(g);
@@ -92,17 +100,32 @@ Node* weight_grad(VjpEmitter& emit, const ConvParams& p, Node* input, Node* weig
   return emit.call("transpose", {grad, 0, 1}, {}, "grad_weight");
 }
 
+// The transposed convolution's input VJP: the forward convolution of the gradient (the header).
+Node* transposed_input_grad(VjpEmitter& emit, const ConvParams& p, Node* weight) {
+  return emit.call("convolution", {emit.grad(), emit.cast(weight, dtype_of(emit.grad())), Argument(),
+                                   Argument::ints(p.stride), Argument::ints(p.padding), Argument::ints(p.dilation),
+                                   false, Argument::ints(std::vector<int64_t>(p.spatial, 0)), p.groups},
+                   {}, "grad_input");
+}
+
 std::vector<Gradient> convolution_vjp(VjpEmitter& emit) {
   const ir::OpCall& call = emit.call();
-  if (call.bool_arg(6)) emit.fail("the transposed convolution has no derivative yet");
+  bool transposed = call.bool_arg(6);
   Node* input = emit.input(0);
   Node* weight = emit.input(1);
   size_t spatial = size_t(rank_of(input) - 2);
   ConvParams p{per_dim(call.ints(3), spatial), per_dim(call.ints(4), spatial), per_dim(call.ints(5), spatial),
                call.int_arg(8), spatial};
   std::vector<Gradient> grads;
-  if (emit.needs(0)) grads.push_back({input, emit.to_input(input_grad(emit, p, input, weight), input)});
-  if (emit.needs(1)) grads.push_back({weight, emit.to_input(weight_grad(emit, p, input, weight), weight)});
+  if (emit.needs(0)) {
+    Node* grad = transposed ? transposed_input_grad(emit, p, weight) : input_grad(emit, p, input, weight);
+    grads.push_back({input, emit.to_input(grad, input)});
+  }
+  if (emit.needs(1)) {
+    Node* grad = transposed ? weight_grad(emit, p, emit.grad(), emit.cast(input, dtype_of(emit.grad())), weight)
+                            : weight_grad(emit, p, input, emit.grad(), weight);
+    grads.push_back({weight, emit.to_input(grad, weight)});
+  }
   if (emit.needs(2)) {
     std::vector<int64_t> dims{0};
     for (size_t d = 0; d < spatial; ++d) dims.push_back(int64_t(d) + 2);

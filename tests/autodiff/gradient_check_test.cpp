@@ -188,6 +188,20 @@ std::vector<OpCase> cases() {
       {"conv3d", {x({1, 1, 3, 4, 3}), named("w", uniform({2, 1, 2, 2, 2}, 3)), named("b", uniform({2}, 4))},
        call("convolution", {Argument::ints({1, 2, 1}), Argument::ints({0, 1, 0}), Argument::ints({1, 1, 1}), false,
                             Argument::ints({0, 0, 0}), 1})},
+      {"conv_transpose1d", {x({2, 2, 5}), named("w", uniform({2, 3, 3}, 3)), named("b", uniform({3}, 4))},
+       call("convolution", {Argument::ints({2}), Argument::ints({1}), Argument::ints({1}), true, Argument::ints({1}), 1})},
+      {"conv_transpose2d_upsampling", {x({2, 3, 3, 4}), named("w", uniform({3, 2, 4, 4}, 3)), named("b", uniform({2}, 4))},
+       call("convolution", {Argument::ints({2, 2}), Argument::ints({1, 1}), Argument::ints({1, 1}), true,
+                            Argument::ints({0, 0}), 1})},
+      {"conv_transpose2d_groups_dilation", {x({1, 4, 4, 3}), named("w", uniform({4, 3, 2, 3}, 3))},
+       [](Graph& g, const std::vector<Node*>& in) {
+         return std::vector<Node*>{g.create_call("convolution", {in[0], in[1], Argument(), Argument::ints({3, 2}),
+                                                                 Argument::ints({1, 0}), Argument::ints({2, 1}), true,
+                                                                 Argument::ints({2, 1}), 2})};
+       }},
+      {"conv_transpose3d", {x({1, 2, 2, 3, 2}), named("w", uniform({2, 1, 2, 2, 2}, 3)), named("b", uniform({1}, 4))},
+       call("convolution", {Argument::ints({2, 1, 2}), Argument::ints({0, 1, 0}), Argument::ints({1, 1, 1}), true,
+                            Argument::ints({1, 0, 0}), 1})},
       // ---- pooling ----
       {"max_pool2d", {x({1, 2, 4, 4})}, call("max_pool", {Argument::ints({2, 2})})},
       {"max_pool2d_overlapping_padded", {x({1, 1, 5, 5})},
