@@ -45,7 +45,10 @@
 // (bench/README.md). A batch of GEMMs with their own operands (attention's Q K^T and P V, whose
 // right operand is an activation: KilnMatmulShape::batch, batch strides) is one matmul over
 // [batch, M, K] @ [batch, K, N], B read in place. A KilnMatmulCache keeps the primitives of the
-// last few (M, thread count) as the convolutions' cache does. kiln_matmul_rows runs such a GEMM
+// last few (M, thread count) as the convolutions' cache does; with frozen parameters the kernels
+// that multiply by one weight share one (kiln_matmul_cache_of), and so one packed copy of it: an
+// LSTM unrolled over 64 steps, each step's product a kernel, had kept 64 copies of its recurrent
+// weight and read each step's from memory (bench/README.md: 2.1 -> 1.0 ms at batch 1). kiln_matmul_rows runs such a GEMM
 // (or a batch of them sharing B) as blocks of rows on the caller's own threads (Kiln's pool), each
 // a one-thread matmul, so that no OpenMP team starts beside the pool.
 //
@@ -821,7 +824,7 @@ typedef struct KilnMatmulShape {
   int64_t trans_a, lda, trans_b, ldb;  // CBLAS's 111 (row-major) or 112 (transposed), leading dims
   int64_t threads;
   int64_t ldc;       // C's row stride (N when its rows are dense)
-  int64_t borrowed;  // 1: the entry reads another entry's packed B (kiln_matmul_rows' last block)
+  int64_t borrowed;  // > 0: the entry reads the packed B of the entry of `borrowed` rows (kiln_matmul_rows' last block)
   int64_t runtime_b;  // 1: B may change between calls (not frozen): read in place on every call
   // A batch of `batch` GEMMs (> 1), each with its own A, B and C, `batch_stride_*` elements apart
   // (attention's Q K^T and P V: B is an activation, so runtime_b); 0 or 1 for one GEMM.
@@ -858,6 +861,37 @@ typedef struct KilnMatmulCache {
 } KilnMatmulCache;
 
 #define KILN_MATMUL_CACHE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, {}}
+
+// The cache of every frozen-parameter GEMM of the module that reads one weight (`name`: the
+// parameter and where in it B starts), so that the kernels of an unrolled recurrent layer, each
+// a GEMM by the same weight, keep one packed copy of it rather than one each (an LSTM of 64 steps
+// held 64). Made on first use, kept for the module's life; nullptr when memory runs out (the
+// caller then keeps a cache of its own).
+typedef struct KilnSharedMatmulCache {
+  struct KilnSharedMatmulCache* next;
+  const char* name;
+  KilnMatmulCache cache;
+} KilnSharedMatmulCache;
+
+KILN_MODULE_STATE KilnSharedMatmulCache* kiln_shared_matmul_caches = nullptr;
+KILN_MODULE_STATE pthread_mutex_t kiln_shared_matmul_caches_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static KilnMatmulCache* kiln_matmul_cache_of(const char* name) {
+  pthread_mutex_lock(&kiln_shared_matmul_caches_mutex);
+  KilnSharedMatmulCache* found = kiln_shared_matmul_caches;
+  while (found && __builtin_strcmp(found->name, name) != 0) found = found->next;
+  if (!found) {
+    found = (KilnSharedMatmulCache*)calloc(1, sizeof(KilnSharedMatmulCache));
+    if (found) {
+      pthread_mutex_init(&found->cache.mutex, nullptr);
+      found->name = name;
+      found->next = kiln_shared_matmul_caches;
+      kiln_shared_matmul_caches = found;
+    }
+  }
+  pthread_mutex_unlock(&kiln_shared_matmul_caches_mutex);
+  return found ? &found->cache : nullptr;
+}
 
 static void kiln_release_matmul(KilnMatmulEntry* e) {
   if (e->matmul) dnnl_primitive_destroy(e->matmul);
@@ -1172,7 +1206,7 @@ static int kiln_matmul_rows(KilnMatmulCache* cache, KilnMatmulShape shape, int64
     // first, so that a refused borrow is not tried again on every call).
     last = kiln_found_entry(cache, &last_shape);
     if (last && last->packed_from != b) last = kiln_matmul_prepare(cache, &last_shape, b, name, error, capacity);
-    last_shape.borrowed = 1;
+    last_shape.borrowed = block;  // the packed layout is the whole blocks' entry's: borrowed from one of that shape only
     if (!last) last = kiln_cached_entry(
         cache, &last_shape,
         [&](KilnMatmulEntry* fresh) { return kiln_make_matmul(fresh, &last_shape, whole, name, error, capacity); },

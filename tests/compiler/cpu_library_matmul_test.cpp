@@ -130,6 +130,61 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   }
 }
 
+// The kernels of a module that multiply by one frozen weight share one cache, and so one packed
+// copy of it (kiln_matmul_cache_of; an LSTM unrolled over 64 steps kept 64 copies): a recurrence
+// of two steps through one weight, at 1-9 rows (a recurrent step's batch), with a bias; beside it
+// a weight read transposed whose product is worth both threads, a residual accumulated into;
+// against the interpreter on 1 and 2 threads, over repeated calls.
+TEST(CpuLibraryMatmul, KernelsOfOneWeightShareItsCacheAndMatchTheInterpreter) {
+  for (int64_t rows : {1, 2, 3, 4, 5, 8, 9}) {
+    std::map<std::string, Tensor, std::less<>> parameters = {
+        {"w", random_tensor({200, 200}, DType::f32, 21, -0.1, 0.1)},
+        {"w_t", random_tensor({1040, 256}, DType::f32, 22, -0.1, 0.1)},
+        {"bias", random_tensor({200}, DType::f32, 23)}};
+    const std::string m = std::to_string(rows);
+    ir::Graph graph = ir::parse_graph(
+        "graph():\n"
+        "    %x : f32[" + m + ", 200] = placeholder[target=x]\n"
+        "    %r : f32[" + m + ", 1040] = placeholder[target=r]\n"
+        "    %u : f32[256, " + m + "] = placeholder[target=u]\n"
+        "    %w : f32[200, 200] = get_attr[target=w]\n"
+        "    %w_t : f32[1040, 256] = get_attr[target=w_t]\n"
+        "    %bias : f32[200] = get_attr[target=bias]\n"
+        "    %m1 = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
+        "    %a1 = call_function[target=add](args = (%m1, %bias), kwargs = {})\n"
+        "    %h1 = call_function[target=tanh](args = (%a1,), kwargs = {})\n"
+        "    %m2 = call_function[target=matmul](args = (%h1, %w), kwargs = {})\n"
+        "    %a2 = call_function[target=add](args = (%m2, %bias), kwargs = {})\n"
+        "    %h2 = call_function[target=tanh](args = (%a2,), kwargs = {})\n"
+        "    %wt = call_function[target=transpose](args = (%w_t, 0, 1), kwargs = {})\n"
+        "    %ut = call_function[target=transpose](args = (%u, 0, 1), kwargs = {})\n"
+        "    %m3 = call_function[target=matmul](args = (%ut, %wt), kwargs = {})\n"
+        "    %res = call_function[target=add](args = (%r, %m3), kwargs = {})\n"
+        "    return (h2, res)\n",
+        "few_rows.kiln", parameters);
+    std::map<std::string, Tensor> inputs = {{"x", random_tensor({rows, 200}, DType::f32, 24)},
+                                            {"r", random_tensor({rows, 1040}, DType::f32, 25)},
+                                            {"u", random_tensor({256, rows}, DType::f32, 26)}};
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    CodegenStageOptions stage;
+    stage.freeze = true;
+    std::string frozen = dump_codegen_stage(graph, "cpp", stage);
+    if (built_with_onednn()) {
+      EXPECT_EQ(occurrences(frozen, "multiplied = kiln_matmul("), 3u) << frozen;
+      EXPECT_EQ(occurrences(frozen, "kiln_matmul_cache_of(\"w@0\")"), 2u) << frozen;
+      EXPECT_EQ(occurrences(frozen, "kiln_matmul_cache_of(\"w_t@0\")"), 1u) << frozen;
+    }
+    CompiledModel model = compile(graph, options(true));
+    for (int threads : {1, 2, 2, 1}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      ASSERT_EQ(actual.size(), 2u);
+      for (size_t i = 0; i < 2; ++i)
+        EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "")
+            << "output " << i << ", " << rows << " rows, " << threads << " threads";
+    }
+  }
+}
+
 // A GEMM too short to split into blocks of rows (64 rows: an MLP's layer at batch 64) runs on
 // OpenMP's team while the pool's workers sleep; its epilogue (bias and relu over 64 x 512) then
 // runs on that team too, rather than wake the pool's workers (`if (on_team) kiln_team_for`): the
