@@ -17,6 +17,11 @@ measures, with the same thread count for every engine (all pinned to the first -
      With `--models held-out`: ten torchvision classifiers this project never tuned for (ConvNeXt, RegNet,
      ShuffleNet, SqueezeNet, DenseNet, MNASNet, MobileNet-v3, GoogLeNet, ViT, Swin) at batch 1, given batch-norm
      statistics of their own activations so that their outputs depend on their inputs (trained_like);
+     with `--models architectures`: seven kinds of model the default set has none of, as a user would write
+     them (a BERT-like encoder with a padding mask, an LSTM language model, a bidirectional GRU, a Llama-style
+     decoder with RoPE, grouped-query attention and a SwiGLU MLP, a wav2vec-like audio encoder, a diffusion
+     UNet block with group norms, attention and a transposed convolution, a top-2 mixture of experts), at
+     batch 1 and a serving batch;
   3. the existing workloads of bench/compare_torch.py (pointwise chain, softmax, layer_norm, the MLP and
      attention samples) through Kiln, eager and torch.compile, with their bandwidth as a fraction of
      the STREAM triad;
@@ -216,7 +221,193 @@ HELD_OUT = {
 for _name, _title in HELD_OUT.items():
     MODELS[_name] = (_title, (lambda n: lambda: trained_like(getattr(torchvision.models, n)(weights=None)))(_name), (1,),
                      "image")
-DEFAULT_MODELS = [n for n in MODELS if n not in HELD_OUT]
+
+
+# Kinds of model the default set has none of (`--models architectures`), written as a user would.
+class BertLike(torch.nn.Module):
+    """Token, position and segment embeddings, 4 post-norm encoder layers (GELU) with a padding mask, a pooler."""
+
+    def __init__(self, vocab=8000, dim=256, heads=4, layers=4, context=512):
+        super().__init__()
+        self.token, self.position = torch.nn.Embedding(vocab, dim), torch.nn.Embedding(context, dim)
+        self.segment, self.norm = torch.nn.Embedding(2, dim), torch.nn.LayerNorm(dim)
+        self.layers = torch.nn.ModuleList(
+            torch.nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, activation="gelu", batch_first=True)
+            for _ in range(layers))
+        self.pool = torch.nn.Linear(dim, dim)
+
+    def forward(self, ids, mask):
+        x = self.token(ids) + self.position(torch.arange(ids.shape[1]))[None] + self.segment(torch.zeros_like(ids))
+        x, padding = self.norm(x), mask == 0
+        for layer in self.layers:
+            x = layer(x, src_key_padding_mask=padding)
+        return torch.tanh(self.pool(x[:, 0]))
+
+
+class LstmLanguageModel(torch.nn.Module):
+    def __init__(self, vocab=4000, dim=256):
+        super().__init__()
+        self.embed, self.head = torch.nn.Embedding(vocab, dim), torch.nn.Linear(dim, vocab)
+        self.lstm = torch.nn.LSTM(dim, dim, 2, batch_first=True)
+
+    def forward(self, ids):
+        return self.head(self.lstm(self.embed(ids))[0])
+
+
+class BiGru(torch.nn.Module):
+    """Speech-style frames (80 features) through a 2-layer bidirectional GRU and a classifier per frame."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru, self.head = torch.nn.GRU(80, 128, 2, batch_first=True, bidirectional=True), torch.nn.Linear(256, 32)
+
+    def forward(self, frames):
+        return torch.log_softmax(self.head(self.gru(frames)[0]), -1)
+
+
+class RmsNorm(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class LlamaLayer(torch.nn.Module):
+    def __init__(self, dim, heads, kv_heads, hidden):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        linear = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
+        self.q, self.k, self.v = linear(dim, dim), linear(dim, kv_heads * self.head_dim), linear(dim, kv_heads * self.head_dim)
+        self.o, self.norm1, self.norm2 = linear(dim, dim), RmsNorm(dim), RmsNorm(dim)
+        self.gate, self.up, self.down = linear(dim, hidden), linear(dim, hidden), linear(hidden, dim)
+
+    def forward(self, x, cos, sin):
+        b, t, d = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+
+        def rotate(z):
+            half = self.head_dim // 2
+            return z * cos + torch.cat([-z[..., half:], z[..., :half]], -1) * sin
+
+        q, k = rotate(q), rotate(k)
+        repeat = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(repeat, 1), v.repeat_interleave(repeat, 1)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(y.transpose(1, 2).reshape(b, t, d))
+        h = self.norm2(x)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(torch.nn.Module):
+    """A Llama-style decoder: RMSNorm, rotary embeddings, grouped-query attention (8 heads, 2 of keys and
+    values), a SwiGLU MLP, 4 layers of 256."""
+
+    def __init__(self, vocab=4000, dim=256, layers=4, heads=8, context=512):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.layers = torch.nn.ModuleList(LlamaLayer(dim, heads, 2, 688) for _ in range(layers))
+        self.norm, self.head = RmsNorm(dim), torch.nn.Linear(dim, vocab, bias=False)
+        head_dim = dim // heads
+        inverse = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+        angles = torch.outer(torch.arange(context).float(), inverse)
+        angles = torch.cat([angles, angles], -1)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x, self.cos[:t], self.sin[:t])
+        return self.head(self.norm(x))
+
+
+class Wav2VecLike(torch.nn.Module):
+    """wav2vec 2.0's feature encoder (7 strided 1-d convolutions, group norm, GELU) on one second of 16 kHz
+    audio, then a projection and a pre-norm encoder layer."""
+
+    def __init__(self, channels=256):
+        super().__init__()
+        layers = [torch.nn.Conv1d(1, channels, 10, 5, bias=False), torch.nn.GroupNorm(channels, channels),
+                  torch.nn.GELU()]
+        for kernel, stride in [(3, 2)] * 4 + [(2, 2)] * 2:
+            layers += [torch.nn.Conv1d(channels, channels, kernel, stride, bias=False), torch.nn.GELU()]
+        self.features, self.norm = torch.nn.Sequential(*layers), torch.nn.LayerNorm(channels)
+        self.project = torch.nn.Linear(channels, 256)
+        self.encoder = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True, norm_first=True,
+                                                        activation="gelu")
+
+    def forward(self, audio):
+        return self.encoder(self.project(self.norm(self.features(audio[:, None]).transpose(1, 2))))
+
+
+class ResidualBlock(torch.nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm1, self.conv1 = torch.nn.GroupNorm(32, channels), torch.nn.Conv2d(channels, channels, 3, padding=1)
+        self.norm2, self.conv2 = torch.nn.GroupNorm(32, channels), torch.nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        silu = torch.nn.functional.silu
+        return x + self.conv2(silu(self.norm2(self.conv1(silu(self.norm1(x))))))
+
+
+class UNetBlock(torch.nn.Module):
+    """A diffusion UNet's level: residual blocks with group norm and SiLU, a strided convolution down,
+    self-attention at the lower resolution, a transposed convolution up and a skip connection."""
+
+    def __init__(self, channels=64):
+        super().__init__()
+        self.inp, self.block1 = torch.nn.Conv2d(4, channels, 3, padding=1), ResidualBlock(channels)
+        self.down, self.block2 = torch.nn.Conv2d(channels, 2 * channels, 3, 2, 1), ResidualBlock(2 * channels)
+        self.norm = torch.nn.GroupNorm(32, 2 * channels)
+        self.attention = torch.nn.MultiheadAttention(2 * channels, 4, batch_first=True)
+        self.up, self.block3 = torch.nn.ConvTranspose2d(2 * channels, channels, 4, 2, 1), ResidualBlock(channels)
+        self.out = torch.nn.Conv2d(channels, 4, 3, padding=1)
+
+    def forward(self, x):
+        h = self.block1(self.inp(x))
+        d = self.block2(self.down(h))
+        b, c, height, width = d.shape
+        a = self.norm(d).flatten(2).transpose(1, 2)
+        d = d + self.attention(a, a, a, need_weights=False)[0].transpose(1, 2).reshape(b, c, height, width)
+        return self.out(self.block3(self.up(d) + h))
+
+
+class MixtureOfExperts(torch.nn.Module):
+    """A top-2 router over 8 SiLU experts, every expert computed and weighted (as an export sees it)."""
+
+    def __init__(self, dim=256, experts=8, hidden=512):
+        super().__init__()
+        self.router = torch.nn.Linear(dim, experts)
+        self.w1 = torch.nn.Parameter(torch.randn(experts, dim, hidden) * 0.05)
+        self.w2 = torch.nn.Parameter(torch.randn(experts, hidden, dim) * 0.05)
+
+    def forward(self, x):
+        probs = torch.softmax(self.router(x), -1)
+        top, index = torch.topk(probs, 2, -1)
+        top = top / top.sum(-1, keepdim=True)
+        weights = (torch.nn.functional.one_hot(index, probs.shape[-1]).float() * top[..., None]).sum(-2)
+        h = torch.nn.functional.silu(torch.einsum("btd,edh->bteh", x, self.w1))
+        return (torch.einsum("bteh,ehd->bted", h, self.w2) * weights[..., None]).sum(-2)
+
+
+ARCHITECTURES = {
+    "bert_like": ("BERT-like 4x256 s128 masked", BertLike, (1, 8), "bert"),
+    "lstm_lm": ("LSTM LM 2x256 s64", LstmLanguageModel, (1, 8), "lstm"),
+    "bigru": ("BiGRU 2x128 s100", BiGru, (1, 8), "frames"),
+    "llama": ("Llama-style 4x256 GQA s128", Llama, (1, 8), "llama"),
+    "wav2vec_like": ("wav2vec-like 1 s", Wav2VecLike, (1, 4), "audio"),
+    "unet_block": ("UNet level 64ch 32x32", UNetBlock, (1, 4), "latent"),
+    "moe": ("MoE 8 experts top-2 s64", MixtureOfExperts, (1, 8), "tokens256"),
+}
+MODELS.update(ARCHITECTURES)
+DEFAULT_MODELS = [n for n in MODELS if n not in HELD_OUT and n not in ARCHITECTURES]
 WORKLOADS = ["chain", "softmax", "layer_norm", "mlp_sample", "attention_sample"]
 
 
@@ -235,6 +426,22 @@ def make_inputs(kind, batch, rng):
         return {"x": rng.standard_normal((batch, 2048)).astype(np.float32)}
     if kind == "tiny":
         return {"x": rng.standard_normal((16,)).astype(np.float32)}
+    if kind == "bert":
+        mask = np.ones((batch, 128), np.int64)
+        mask[:, 100:] = 0  # the last 28 positions are padding
+        return {"ids": rng.integers(0, 8000, size=(batch, 128)).astype(np.int64), "mask": mask}
+    if kind == "lstm":
+        return {"ids": rng.integers(0, 4000, size=(batch, 64)).astype(np.int64)}
+    if kind == "frames":
+        return {"frames": rng.standard_normal((batch, 100, 80)).astype(np.float32)}
+    if kind == "llama":
+        return {"ids": rng.integers(0, 4000, size=(batch, 128)).astype(np.int64)}
+    if kind == "audio":
+        return {"audio": rng.standard_normal((batch, 16000)).astype(np.float32)}
+    if kind == "latent":
+        return {"x": rng.standard_normal((batch, 4, 32, 32)).astype(np.float32)}
+    if kind == "tokens256":
+        return {"x": rng.standard_normal((batch, 64, 256)).astype(np.float32)}
     raise ValueError(kind)
 
 
@@ -686,7 +893,8 @@ def parse_args():
     parser.add_argument("--budget", type=float, default=6.0, help="seconds one engine may spend on one case")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
                         help="subset of " + ",".join(MODELS) + "; 'held-out' for " + ",".join(HELD_OUT) +
-                        " (models never tuned for, batch 1; not in the default set)")
+                        " (models never tuned for, batch 1; not in the default set); 'architectures' for " +
+                        ",".join(ARCHITECTURES) + " (kinds of model the default set has none of; not in it either)")
     parser.add_argument("--batches", default="", help="only these batch sizes (default: each model's own)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="subset of " + ",".join(WORKLOADS) +
                         " ('' for none)")
@@ -710,7 +918,8 @@ def parse_args():
     args.kiln = os.path.abspath(args.kiln)
     if not os.access(args.kiln, os.X_OK):
         parser.error(f"no kiln executable at {args.kiln} (give --kiln BUILD/tools/kiln)")
-    args.models = ",".join(",".join(HELD_OUT) if n == "held-out" else n for n in args.models.split(","))
+    groups = {"held-out": ",".join(HELD_OUT), "architectures": ",".join(ARCHITECTURES)}
+    args.models = ",".join(groups.get(n, n) for n in args.models.split(","))
     for flag, known in (("models", MODELS), ("workloads", WORKLOADS)):
         unknown = {n for n in getattr(args, flag).split(",") if n} - set(known)
         if unknown:
