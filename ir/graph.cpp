@@ -379,8 +379,10 @@ Graph& Graph::operator=(Graph&& other) noexcept {
   signature_ = std::move(other.signature_);
   insert_before_ = other.insert_before_;
   insert_point_set_ = other.insert_point_set_;
+  output_ = other.output_;
   other.insert_before_ = nullptr;
   other.insert_point_set_ = false;
+  other.output_ = nullptr;
   for (auto& node : nodes_) node->graph_ = this;
   return *this;
 }
@@ -431,11 +433,7 @@ std::vector<Node*> Graph::placeholders() const {
   return result;
 }
 
-Node* Graph::output_node() const {
-  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
-    if ((*it)->op() == OpKind::output) return it->get();
-  return nullptr;
-}
+Node* Graph::output_node() const { return output_; }
 
 std::vector<Node*> Graph::outputs() const {
   std::vector<Node*> result;
@@ -495,6 +493,7 @@ Node* Graph::insert(std::unique_ptr<Node> node) {
   Node* raw = node.get();
   raw->position_ = nodes_.insert(position, std::move(node));
   by_name_[raw->name_] = raw;
+  if (raw->op() == OpKind::output) output_ = raw;
   raw->add_uses();
   return raw;
 }
@@ -557,6 +556,7 @@ void Graph::erase(Node* node) {
   if (insert_before_ == node) insert_before_ = node->next();
   node->remove_uses();
   by_name_.erase(node->name_);
+  if (output_ == node) output_ = nullptr;
   nodes_.erase(node->position_);
 }
 

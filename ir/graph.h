@@ -296,6 +296,10 @@ class Graph {
   GraphSignature signature_;
   Node* insert_before_ = nullptr;  // nullptr: default position
   bool insert_point_set_ = false;
+  // The output node, kept as nodes are inserted and erased: every insert asks where it is (new
+  // nodes go before it), and a scan for it cost O(nodes) per insert while a graph without one
+  // yet was built (an unrolled recurrent model's import, clone and passes: O(nodes^2)).
+  Node* output_ = nullptr;
 };
 
 // Node reference in messages: "node %add_1 (add)".

@@ -96,6 +96,31 @@ TEST(Graph, InsertionPoints) {
   EXPECT_EQ(g.output_node()->next(), nullptr);
 }
 
+// The output node is tracked as nodes come and go (new nodes go before it): none while a graph is
+// built, the node once made, none again once erased, and a clone's or a moved-to graph's own.
+TEST(Graph, TheOutputNodeIsTrackedThroughInsertsErasesClonesAndMoves) {
+  Graph g;
+  Node* x = g.create_placeholder("x", TensorMeta::contiguous(DType::f32, {2}));
+  EXPECT_EQ(g.output_node(), nullptr);
+  Node* a = raw_call(g, "relu", {x});
+  EXPECT_EQ(g.output_node(), nullptr);
+  Node* output = g.create_output({a});
+  EXPECT_EQ(g.output_node(), output);
+  EXPECT_THROW(g.create_output({a}), Error);
+  g.erase(output);
+  EXPECT_EQ(g.output_node(), nullptr);
+  Node* again = g.create_output({a});
+  EXPECT_EQ(g.output_node(), again);
+  Graph copy = g.clone();
+  ASSERT_NE(copy.output_node(), nullptr);
+  EXPECT_NE(copy.output_node(), again);
+  EXPECT_EQ(&copy.output_node()->graph(), &copy);
+  EXPECT_EQ(copy.output_node(), copy.find(again->name()));
+  Graph moved = std::move(copy);
+  EXPECT_EQ(&moved.output_node()->graph(), &moved);
+  EXPECT_EQ(copy.output_node(), nullptr);  // NOLINT(bugprone-use-after-move): a moved-from graph is empty
+}
+
 TEST(Graph, CloneIsDeepAndParametersShared) {
   Graph g;
   g.set_parameter("w", Tensor::full({2}, 3.0, DType::f32));
