@@ -95,6 +95,17 @@ class CppSourcePrinter : public CPrinter {
   // constants change (a cat's pieces), each piece's loop with them decided; false (nothing
   // printed) when there is no such comparison or the dim is symbolic.
   bool emit_piecewise_inner_loops(const Kernel& kernel, const SymInt& work);
+  // The same for the outer dims (a stack or cat along them: an unrolled recurrent layer's steps):
+  // inside the outer loops, one branch per piece of each cut dim, its steps with the comparisons
+  // decided, then the innermost loop (split in turn where it is cut); false (nothing printed)
+  // when no outer dim is cut or the pieces would be too many.
+  bool emit_piecewise_outer_dims(const Kernel& kernel, const SymInt& work);
+  void emit_outer_pieces(const Kernel& kernel, const std::vector<std::vector<int64_t>>& bounds, size_t dim);
+  // Pieces [bounds[i], bounds[i + 1]) of the innermost loop, each with its comparisons decided.
+  void emit_inner_pieces(const Kernel& kernel, const std::vector<int64_t>& bounds);
+  // The cut points strictly inside dim `dim` of the kernel's outer ranges, as piece bounds
+  // {0, cuts..., extent}; empty when the dim is symbolic or uncut.
+  std::vector<int64_t> piece_bounds(const Kernel& kernel, size_t dim);
   // The innermost loop of a pointwise kernel, its plain loads that do not depend on `var` (a
   // convolution's weights, a per-row scale) read once before it.
   void emit_innermost_loop(const Kernel& kernel, const SymInt& var, const std::string& extent);
