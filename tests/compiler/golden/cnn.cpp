@@ -326,20 +326,36 @@ KILN_KERNEL int32_t kernel0_convolution_framed(void* const* bufs, const int64_t*
   float* __restrict b1 = (float*)bufs[1];  // convolution_framed
   for (int64_t x0 = 0; x0 < 6; ++x0) {
     for (int64_t x1 = 0; x1 < 19; ++x1) {
-      #pragma omp simd
-      for (int64_t x2 = 0; x2 < 1; ++x2) {
-        const float t0 = float(0.0);
-        b1[342*x0 + 18*x1 + x2] = t0;
+      if (x1 >= 0 && x1 < 1) {
+        #pragma omp simd
+        for (int64_t x2 = 0; x2 < 18; ++x2) {
+          const float t0 = float(0.0);
+          b1[342*x0 + 18*x1 + x2] = t0;
+        }
       }
-      #pragma omp simd
-      for (int64_t x2 = 1; x2 < 17; ++x2) {
-        const float t0 = (kop_logical_and(bool(kop_ge(int64_t(int64_t(x1 - 1)), int64_t(int64_t(0LL)))), bool(kop_lt(int64_t(int64_t(x1 - 1)), int64_t(int64_t(16))))) ? b0[256*x0 + 16*x1 + x2 - 17] : float(0.0));
-        b1[342*x0 + 18*x1 + x2] = t0;
+      if (x1 >= 1 && x1 < 17) {
+        #pragma omp simd
+        for (int64_t x2 = 0; x2 < 1; ++x2) {
+          const float t0 = float(0.0);
+          b1[342*x0 + 18*x1 + x2] = t0;
+        }
+        #pragma omp simd
+        for (int64_t x2 = 1; x2 < 17; ++x2) {
+          const float t0 = b0[256*x0 + 16*x1 + x2 - 17];
+          b1[342*x0 + 18*x1 + x2] = t0;
+        }
+        #pragma omp simd
+        for (int64_t x2 = 17; x2 < 18; ++x2) {
+          const float t0 = float(0.0);
+          b1[342*x0 + 18*x1 + x2] = t0;
+        }
       }
-      #pragma omp simd
-      for (int64_t x2 = 17; x2 < 18; ++x2) {
-        const float t0 = float(0.0);
-        b1[342*x0 + 18*x1 + x2] = t0;
+      if (x1 >= 17 && x1 < 19) {
+        #pragma omp simd
+        for (int64_t x2 = 0; x2 < 18; ++x2) {
+          const float t0 = float(0.0);
+          b1[342*x0 + 18*x1 + x2] = t0;
+        }
       }
     }
   }
