@@ -600,29 +600,6 @@ void CppSourcePrinter::emit_onednn_team(const std::string& macs) {
   }
 }
 
-// Declares `cache`, the KilnMatmulCache of a GEMM by the parameter `b`: with frozen parameters
-// the module's one cache of that weight (kiln_matmul_cache_of: its kernels share one packed copy),
-// else the kernel's own (B is read in place on every call).
-void CppSourcePrinter::emit_matmul_cache(const StridedView& b) {
-  if (!options_.constant_parameters) {
-    w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
-    return;
-  }
-  std::string key = p_.buffer(b.buffer).source + "@" + index_text(b.offset);
-  std::string literal;
-  for (char ch : key) {
-    if (ch == '"' || ch == '\\') literal += '\\';
-    if (ch == '\n') {
-      literal += "\\n";
-      continue;
-    }
-    literal += ch;
-  }
-  w_.line("static KilnMatmulCache own_cache = KILN_MATMUL_CACHE_INIT;  // where memory for the shared one ran out");
-  w_.line("static KilnMatmulCache* const shared_cache = kiln_matmul_cache_of(\"" + literal + "\");");
-  w_.line("KilnMatmulCache& cache = shared_cache ? *shared_cache : own_cache;");
-}
-
 // C [rows, N] = A [rows, K] @ B [K, N] through oneDNN (codegen/cpp/kiln_dnnl.h: B reordered once,
 // the primitive made once per row count and thread count): in blocks of rows on the pool's
 // threads (emit_matmul_blocks) when it is worth them, else on OpenMP's threads while the pool's
@@ -643,7 +620,7 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   StridedView out = c;
   out.buffer = epilogue.destination;
   if (out.buffer != c.buffer) w_.line("(void)" + buf(c.buffer) + ";  // the product goes to the epilogue's destination");
-  emit_matmul_cache(b);
+  w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t rows = " + index_text(rows) + ";");
   w_.line("if (!kiln_blas_layout(" + index_text(row_stride) + ", " + index_text(a.strides[rank - 1]) + ", rows, K, &ta, &lda)) {");
   w_.line("  const char* parts[] = {\"" + kernel.name + ": an operand has no BLAS layout\"};");
@@ -713,7 +690,7 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   StridedView out = c;
   out.buffer = epilogue.destination;
   if (out.buffer != c.buffer) w_.line("(void)" + buf(c.buffer) + ";  // the product goes to the epilogue's destination");
-  emit_matmul_cache(b);
+  w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t batch = " + index_text(batch) + ", ldc = " + index_text(c.strides[rank - 2]) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
   w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") +

@@ -185,7 +185,6 @@ class CppSourcePrinter : public CPrinter {
                            const SymInt& row_stride);
   void emit_batched_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& batch,
                                    const std::vector<std::string>& vars);
-  void emit_matmul_cache(const StridedView& b);
   // How a batch of GEMMs walks A, B and C: runs of `run` GEMMs, `strides` apart within a run (A's,
   // B's, C's) and `outer` apart from run to run; one run, the whole batch, unless `two_level`.
   struct BatchWalk {

@@ -130,12 +130,14 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   }
 }
 
-// The kernels of a module that multiply by one frozen weight share one cache, and so one packed
-// copy of it (kiln_matmul_cache_of; an LSTM unrolled over 64 steps kept 64 copies): a recurrence
-// of two steps through one weight, at 1-9 rows (a recurrent step's batch), with a bias; beside it
-// a weight read transposed whose product is worth both threads, a residual accumulated into;
-// against the interpreter on 1 and 2 threads, over repeated calls.
-TEST(CpuLibraryMatmul, KernelsOfOneWeightShareItsCacheAndMatchTheInterpreter) {
+// GEMMs of at most 4 rows with a frozen right operand (a recurrent step, a decoder's token) run as
+// Kiln's own product over the weight packed in panels of 16 columns, one packed copy per weight
+// for the module (kiln_small_rows_matmul): a recurrence of two steps through one weight, a width
+// that leaves a partial panel (200 = 12 x 16 + 8), a bias; a weight read transposed whose product
+// is worth both threads (256 x 1040: its 65 panels split between them), a residual accumulated
+// into; against the interpreter on 1 and 2 threads, over repeated calls; 5, 8 and 9 rows
+// (oneDNN's matmul) the same way.
+TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
   for (int64_t rows : {1, 2, 3, 4, 5, 8, 9}) {
     std::map<std::string, Tensor, std::less<>> parameters = {
         {"w", random_tensor({200, 200}, DType::f32, 21, -0.1, 0.1)},
@@ -171,8 +173,6 @@ TEST(CpuLibraryMatmul, KernelsOfOneWeightShareItsCacheAndMatchTheInterpreter) {
     std::string frozen = dump_codegen_stage(graph, "cpp", stage);
     if (built_with_onednn()) {
       EXPECT_EQ(occurrences(frozen, "multiplied = kiln_matmul("), 3u) << frozen;
-      EXPECT_EQ(occurrences(frozen, "kiln_matmul_cache_of(\"w@0\")"), 2u) << frozen;
-      EXPECT_EQ(occurrences(frozen, "kiln_matmul_cache_of(\"w_t@0\")"), 1u) << frozen;
     }
     CompiledModel model = compile(graph, options(true));
     for (int threads : {1, 2, 2, 1}) {
