@@ -11,6 +11,7 @@
 
 #include "ir/interpreter.h"
 #include "ir/model_file.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "kiln/npy.h"
 #include "tests/cuda_codegen/emulated_model.h"
@@ -174,6 +175,36 @@ TEST(CudaCodegen, GemmsAreLibraryCallsAndTheirEpiloguesKernels) {
   EXPECT_EQ(model.module().steps[0].kind, LaunchStep::Kind::Library);
   EXPECT_NE(find_launch(model.module(), "_epilogue"), nullptr);
   EXPECT_EQ(model.module().source.find("cublas"), std::string::npos);
+}
+
+// Transposed convolutions lower to a GEMM and a gather of their taps for the cuda target as for the
+// cpu one (codegen/lowering_convolution.cpp): a UNet's 2x upsampling (kernel 4, padding 1; its last
+// dim gathered phase by phase, then put back in order) and a 1-d one of stride 3 with groups,
+// dilation and an output padding, none a fallback.
+TEST(CudaCodegen, TransposedConvolutionsAreAGemmAndGathersThatMatchTheInterpreter) {
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[2, 6, 5, 7] = placeholder[target=x]\n"
+      "    %w : f32[6, 4, 4, 4] = placeholder[target=w]\n"
+      "    %b : f32[4] = placeholder[target=b]\n"
+      "    %z : f32[2, 4, 9] = placeholder[target=z]\n"
+      "    %v : f32[4, 3, 5] = placeholder[target=v]\n"
+      "    %up = call_function[target=convolution](args = (%x, %w, %b, [2, 2], [1, 1], [1, 1], True, [0, 0], 1), kwargs = {})\n"
+      "    %wide = call_function[target=convolution](args = (%z, %v, None, [3], [2], [2], True, [1], 2), kwargs = {})\n"
+      "    return (up, wide)\n",
+      "transposed.kiln");
+  EmulatedModel model = EmulatedModel::compile(graph);
+  size_t library_steps = 0;
+  for (const LaunchStep& step : model.module().steps) library_steps += step.kind == LaunchStep::Kind::Library;
+  EXPECT_EQ(library_steps, 2u);  // the two GEMMs
+  EXPECT_NE(find_launch(model.module(), "up_phases"), nullptr);
+  expect_matches_interpreter(graph,
+                             {{{"x", test_support::random_tensor({2, 6, 5, 7}, DType::f32, 11)},
+                               {"w", test_support::random_tensor({6, 4, 4, 4}, DType::f32, 12)},
+                               {"b", test_support::random_tensor({4}, DType::f32, 13)},
+                               {"z", test_support::random_tensor({2, 4, 9}, DType::f32, 14)},
+                               {"v", test_support::random_tensor({4, 3, 5}, DType::f32, 15)}}},
+                             1e-5, 1e-5);
 }
 
 TEST(CudaCodegen, AnIndexOutOfRangeIsAFaultNotAWrongNumber) {
