@@ -38,7 +38,8 @@
 // C's rows where the shape says (a linear layer's, added by the kernel before it stores C: no
 // pass over C after it). A frozen B is reordered
 // once per pointer into the layout oneDNN's matmul wants (brgemm's blocks for AVX-512), which
-// OpenBLAS would instead pack again on every call. A B that may change between calls (a model
+// OpenBLAS would instead pack again on every call; that copy is the module's, shared by every
+// kernel's cache entries of that layout (kiln_shared_packing). A B that may change between calls (a model
 // compiled without frozen parameters: KilnMatmulShape::runtime_b) is read in place on every call,
 // in its own layout, which oneDNN's brgemm matmul takes (row-major or transposed with dense rows;
 // its own sgemm other leading dims): about 1.6x OpenBLAS's speed on an MLP's 64 x 784 x 128
@@ -845,7 +846,7 @@ typedef struct KilnMatmulEntry {
   dnnl_memory_desc_t src_md, dst_md, scratch_md, bias_md;  // for kiln_matmul_block's own memory objects
   dnnl_memory_desc_t packed_md;                    // B's layout for this primitive
   dnnl_stream_t stream;
-  void* packed_data;
+  void* packed_data;         // frozen B: the module's packed copy of it (kiln_shared_packing; not owned)
   void* scratchpad_data;
   const void* packed_from;   // the pointer `packed_data` was reordered from
   uint64_t last_used;
@@ -870,8 +871,7 @@ static void kiln_release_matmul(KilnMatmulEntry* e) {
   for (dnnl_memory_t* m : memories) {
     if (*m) dnnl_memory_destroy(*m);
   }
-  free(e->packed_data);
-  free(e->scratchpad_data);
+  free(e->scratchpad_data);  // packed_data is the module's (kiln_shared_packing)
   __builtin_memset(e, 0, sizeof(*e));
 }
 
@@ -974,11 +974,11 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
     return 0;
   }
   if (status == dnnl_success) {
-    e->packed_data = kiln_aligned_bytes(dnnl_memory_desc_get_size(packed_md));
     e->scratchpad_data = kiln_aligned_bytes(scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0);
-    if (!e->packed_data || !e->scratchpad_data) status = dnnl_out_of_memory;
+    if (!e->scratchpad_data) status = dnnl_out_of_memory;
   }
-  if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, e->packed_data);
+  // The packed weights are the module's (kiln_shared_packing), pointed at by kiln_matmul_prepare.
+  if (status == dnnl_success) status = dnnl_memory_create(&e->packed, packed_md, engine, DNNL_MEMORY_NONE);
   if (status == dnnl_success && scratch_md) status = dnnl_memory_create(&e->scratchpad, scratch_md, engine, e->scratchpad_data);
   dnnl_primitive_desc_t reorder_pd = nullptr;
   if (status == dnnl_success)
@@ -995,6 +995,77 @@ static int kiln_make_matmul(KilnMatmulEntry* e, const KilnMatmulShape* s, const 
   KILN_DNNL_TRY(dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags), "stream creation");
   e->ready = 1;
   return 0;
+}
+
+// B's element (row, col) as `shape` lays it out, and three of them (first, middle, last) as
+// bits: a different B at the same address shows in them.
+static inline float kiln_b_element(const KilnMatmulShape* shape, const float* b, int64_t row, int64_t col) {
+  return shape->trans_b == 111 ? b[row * shape->ldb + col] : b[col * shape->ldb + row];
+}
+
+static inline void kiln_b_samples(const KilnMatmulShape* shape, const float* b, uint32_t* samples) {
+  const float values[3] = {kiln_b_element(shape, b, 0, 0), kiln_b_element(shape, b, shape->k / 2, shape->n / 2),
+                           kiln_b_element(shape, b, shape->k - 1, shape->n - 1)};
+  __builtin_memcpy(samples, values, sizeof(values));
+}
+
+// A frozen B reordered into a matmul's layout, one copy per (B, layout) for the whole module:
+// every kernel's cache entry points at it (an unrolled recurrent layer multiplies by one weight in
+// each step's kernel, and each entry packing its own kept 64 copies of an LSTM's 1 MB weight).
+// Made once, read-only after, kept for the module's life (KILN_MODULE_STATE: one list whatever
+// translation unit a kernel is in).
+typedef struct KilnSharedPacking {
+  struct KilnSharedPacking* next;
+  const float* from;
+  int64_t k, n, trans_b, ldb;
+  uint32_t samples[3];
+  dnnl_memory_desc_t md;
+  void* data;
+} KilnSharedPacking;
+
+KILN_MODULE_STATE KilnSharedPacking* kiln_shared_packings = nullptr;
+KILN_MODULE_STATE pthread_mutex_t kiln_shared_packings_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+// Points `e`'s packed memory at the module's copy of `b` in its layout, reordering `b` into a
+// new one first (with `e`'s reorder) if no entry has; false with a message in `error`.
+static bool kiln_shared_packing(KilnMatmulEntry* e, const KilnMatmulShape* shape, const float* b, const char* name,
+                                char* error, int64_t capacity) {
+  uint32_t samples[3];
+  kiln_b_samples(shape, b, samples);
+  pthread_mutex_lock(&kiln_shared_packings_mutex);
+  KilnSharedPacking* found = kiln_shared_packings;
+  for (; found; found = found->next) {
+    if (found->from == b && found->k == shape->k && found->n == shape->n && found->trans_b == shape->trans_b &&
+        found->ldb == shape->ldb && __builtin_memcmp(found->samples, samples, sizeof(samples)) == 0 &&
+        dnnl_memory_desc_equal(&found->md, &e->packed_md))
+      break;
+  }
+  dnnl_status_t status = dnnl_success;
+  void* data = found ? found->data : kiln_aligned_bytes(dnnl_memory_desc_get_size(&e->packed_md));
+  if (!data) status = dnnl_out_of_memory;
+  if (status == dnnl_success) status = dnnl_memory_set_data_handle(e->packed, data);
+  if (status == dnnl_success && !found) {
+    status = dnnl_memory_set_data_handle(e->weights, (void*)b);
+    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
+    if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, e->stream, 2, reorder_args);
+    if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
+    KilnSharedPacking* made = status == dnnl_success ? (KilnSharedPacking*)calloc(1, sizeof(KilnSharedPacking)) : nullptr;
+    if (made) {
+      *made = KilnSharedPacking{kiln_shared_packings, b, shape->k, shape->n, shape->trans_b, shape->ldb,
+                                {samples[0], samples[1], samples[2]}, e->packed_md, data};
+      kiln_shared_packings = made;
+    } else {
+      if (status == dnnl_success) status = dnnl_out_of_memory;
+      free(data);
+    }
+  }
+  pthread_mutex_unlock(&kiln_shared_packings_mutex);
+  if (status != dnnl_success) {
+    kiln_dnnl_failure(name, "weights reorder", status, error, capacity);
+    return false;
+  }
+  e->packed_data = data;
+  return true;
 }
 
 // The entry of `cache` for `shape`, its B packed from `b` (a B that may change between calls:
@@ -1019,14 +1090,7 @@ static KilnMatmulEntry* kiln_matmul_prepare(KilnMatmulCache* cache, const KilnMa
       continue;
     }
     e->packed_from = nullptr;
-    dnnl_status_t status = dnnl_memory_set_data_handle(e->weights, (void*)b);
-    dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, e->weights}, {DNNL_ARG_TO, e->packed}};
-    if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, e->stream, 2, reorder_args);
-    if (status == dnnl_success) status = dnnl_stream_wait(e->stream);
-    if (status != dnnl_success) {
-      kiln_dnnl_failure(name, "weights reorder", status, error, capacity);
-      return nullptr;
-    }
+    if (!kiln_shared_packing(e, shape, b, name, error, capacity)) return nullptr;
     e->packed_from = b;
     return e;
   }
@@ -1102,8 +1166,8 @@ static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, con
 //
 // A GEMM of at most kKilnSmallRows rows (a recurrent layer's step, a decoder's token, a
 // classifier on one image) reads each of B's k * n weights for a handful of multiply-adds: it is
-// bound by how fast B streams from memory or cache. Through oneDNN's matmul, whose cache (and
-// packed B) is each kernel's own, an LSTM unrolled over 64 steps kept 64 packed copies of its
+// bound by how fast B streams from memory or cache. Through oneDNN's matmul, when its cache and
+// packed B were each kernel's own, an LSTM unrolled over 64 steps kept 64 packed copies of its
 // recurrent weight (1 MB each) and read each step's from memory: [1, 256] @ [256, 1024] took
 // ~30 us a step on 2 threads, where ONNX Runtime's whole step takes ~15 us. Here B is packed once
 // per weight for the module (kiln_panels_of: read-only once made, shared by every kernel) into
@@ -1136,16 +1200,6 @@ typedef struct KilnPanels {
 
 KILN_MODULE_STATE KilnPanels* kiln_panels_list = nullptr;
 KILN_MODULE_STATE pthread_mutex_t kiln_panels_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-static inline float kiln_b_element(const KilnMatmulShape* shape, const float* b, int64_t row, int64_t col) {
-  return shape->trans_b == 111 ? b[row * shape->ldb + col] : b[col * shape->ldb + row];
-}
-
-static inline void kiln_b_samples(const KilnMatmulShape* shape, const float* b, uint32_t* samples) {
-  const float values[3] = {kiln_b_element(shape, b, 0, 0), kiln_b_element(shape, b, shape->k / 2, shape->n / 2),
-                           kiln_b_element(shape, b, shape->k - 1, shape->n - 1)};
-  __builtin_memcpy(samples, values, sizeof(values));
-}
 
 static const KilnPanels* kiln_find_panels(const KilnMatmulShape* shape, const float* b, const uint32_t* samples) {
   for (const KilnPanels* p = __atomic_load_n(&kiln_panels_list, __ATOMIC_ACQUIRE); p; p = p->next) {
