@@ -76,6 +76,18 @@ constexpr int64_t kDirectMaxOutChannels = 8, kDirectMinArea = 4, kDirectMaxTaps 
 // The most taps (points of the kernel) a transposed convolution's gather sums in one expression.
 constexpr int64_t kTransposedMaxTaps = 64;
 
+// The sum of `terms` (at least one) as a tree of pairs, so that a vector of outputs has several
+// chains of adds in flight.
+Expr pairwise_sum(std::vector<Expr> terms) {
+  while (terms.size() > 1) {
+    std::vector<Expr> sums;
+    for (size_t i = 0; i + 1 < terms.size(); i += 2) sums.push_back(binary(LoopOp::add, terms[i], terms[i + 1]));
+    if (terms.size() % 2) sums.push_back(terms.back());
+    terms = std::move(sums);
+  }
+  return terms[0];
+}
+
 std::vector<int64_t> expanded(const std::vector<int64_t>& values, size_t count) {
   if (values.size() == 1) return std::vector<int64_t>(count, values[0]);
   return values;
@@ -241,13 +253,7 @@ bool lowered_as_direct(Lowerer& lowerer, const ir::Node& node, const ir::OpCall&
       rows.push_back(row);
     }
   }
-  while (rows.size() > 1) {
-    std::vector<Expr> sums;
-    for (size_t i = 0; i + 1 < rows.size(); i += 2) sums.push_back(binary(LoopOp::add, rows[i], rows[i + 1]));
-    if (rows.size() % 2) sums.push_back(rows.back());
-    rows = std::move(sums);
-  }
-  Expr sum = rows[0];
+  Expr sum = pairwise_sum(std::move(rows));
   if (!call.is_none(2)) sum = binary(LoopOp::add, sum, cast(lowerer.load(lowerer.tensor(call, 2), {loop_var(1)}), meta.dtype));
   // Computed at every column of the padded width (the last columns of a row, which wrap into the
   // next input row, are never read): one contiguous loop per image and channel.
@@ -404,17 +410,12 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
     terms.push_back(lowerer.load_masked(columns_accessor, index, mask, 0));
   }
   if (!call.is_none(2)) terms.push_back(cast(lowerer.load(lowerer.tensor(call, 2), {loop_var(1)}), meta.dtype));
-  while (terms.size() > 1) {
-    std::vector<Expr> sums;
-    for (size_t i = 0; i + 1 < terms.size(); i += 2) sums.push_back(binary(LoopOp::add, terms[i], terms[i + 1]));
-    if (terms.size() % 2) sums.push_back(terms.back());
-    terms = std::move(sums);
-  }
+  Expr sum = pairwise_sum(std::move(terms));
   if (last_stride == 1) {
-    lowerer.define_pointwise(node, terms[0]);
+    lowerer.define_pointwise(node, sum);
     return true;
   }
-  int phases = lowerer.emit_pointwise(node.name() + "_phases", meta.dtype, ranges, terms[0]);
+  int phases = lowerer.emit_pointwise(node.name() + "_phases", meta.dtype, ranges, sum);
   std::vector<SymInt> index = vars_of(meta.shape);
   SymInt x = index.back(), divisor(last_stride);
   index.back() = mod(x, divisor);
