@@ -1,10 +1,13 @@
 // The C++ backend's column reductions (codegen/cpp/cpp_source_printer.h lists the printer's
 // parts): a reduction kernel whose values lie side by side along the last outer dim, not along
 // the row — a pooling window or a global pool over a channels-last value, a sum over the rows of
-// a matrix — reduces a block of up to kColumnBlock outer points at once: one accumulator per
-// point of the block, the reduction loops outside, and an `omp simd` loop over the block
-// innermost, so every load is a contiguous vector. The row form (cpp_reductions.cpp) would read
-// one strided element per lane and keep a single accumulator for a 3x3 window.
+// a matrix, the statistics of an instance or group norm over a channels-last value — reduces a
+// block of up to kColumnBlock outer points at once: one accumulator per point of the block, the
+// reduction loops outside, and an `omp simd` loop over the block innermost, so every load is a
+// contiguous vector. The row form (cpp_reductions.cpp) would read one strided element per lane and
+// keep a single accumulator for a 3x3 window. A Welford step keeps a mean and an M2 per point and
+// one count for the block (every point sees the same rows), so each point's statistics are one
+// sequential Welford pass over its values, as PyTorch's over a row.
 #include <optional>
 #include <set>
 
@@ -66,19 +69,20 @@ bool CppSourcePrinter::is_column_reduction(const Kernel& kernel) {
   std::vector<SymInt> vars = loop_vars(rank);
   for (size_t k = 0; k < kernel.inner.size(); ++k) vars.push_back(reduction_var(k));
   const size_t last_outer = rank - 1, last_inner = vars.size() - 1;
-  bool reductions_done = false, strided_row = false, strided_outer = false;
+  bool strided_row = false, strided_outer = false;
   std::set<int> made;  // buffers this kernel writes
   for (const KernelStep& step : kernel.steps) {
     for (int b : step.outputs) made.insert(b);
   }
   for (const KernelStep& step : kernel.steps) {
     if (step.kind == KernelStep::Kind::StoreInner) return false;
-    if (step.kind == KernelStep::Kind::StoreOuter) {
-      reductions_done = true;
-    } else {
+    // A point step may come between reductions (a mean stored before a variance's reduction):
+    // every reduction runs in the block's rows, every point step after them, in order, since no
+    // reduction reads what the kernel makes.
+    if (step.kind == KernelStep::Kind::Reduce) {
       bool plain = step.reduction == ReductionKind::Sum || step.reduction == ReductionKind::Max ||
-                   step.reduction == ReductionKind::Min;
-      if (reductions_done || !plain || step.stash_buffer >= 0) return false;
+                   step.reduction == ReductionKind::Min || step.reduction == ReductionKind::Welford;
+      if (!plain || step.stash_buffer >= 0) return false;
     }
     // Unit (or no) stride along the last outer dim everywhere; a reduction reads made values never.
     bool ok = true;
@@ -167,13 +171,21 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   w_.open("");
   w_.line("const int64_t kiln_parts = " + runner_threads() + " < " + max_parts + " ? " + runner_threads() + " : " +
           max_parts + ";");
-  // The parts' lanes: [block * kiln_parts + part][lane] per reduction step (sum, max or min: the
-  // only column reductions, is_column_reduction).
-  int number = 0;
+  // The parts' lanes: [block * kiln_parts + part][lane] per reduction step (sum, max, min, or
+  // a Welford step's means and M2s, and its count per part: the column reductions,
+  // is_column_reduction).
+  const std::string slots = std::to_string(blocks * kMaxParts);
+  int number = -1;  // the step's index: its locals' suffix
   for (const KernelStep& step : kernel.steps) {
-    if (step.kind != KernelStep::Kind::Reduce) break;
-    ReduceStepText r = reduce_step_text(kernel, step, number++);
-    w_.line(r.t + " kiln_part_lanes" + r.n + "[" + std::to_string(blocks * kMaxParts) + "][" + B + "];");
+    ++number;
+    if (step.kind != KernelStep::Kind::Reduce) continue;
+    ReduceStepText r = reduce_step_text(kernel, step, number);
+    if (step.reduction == ReductionKind::Welford) {
+      w_.line(r.t + " kiln_part_means" + r.n + "[" + slots + "][" + B + "], kiln_part_m2s" + r.n + "[" + slots + "][" +
+              B + "], kiln_part_counts" + r.n + "[" + slots + "];");
+    } else {
+      w_.line(r.t + " kiln_part_lanes" + r.n + "[" + slots + "][" + B + "];");
+    }
   }
   w_.open("auto kiln_chunk = [&](int64_t kiln_begin, int64_t kiln_end)");
   w_.open("for (int64_t kiln_task = kiln_begin; kiln_task < kiln_end; ++kiln_task)");
@@ -183,8 +195,16 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   locate_block("kiln_task % " + count);
   std::vector<ReduceStepText> texts = declare_column_lanes(kernel);
   emit_column_rows(kernel, texts, rows_text + " * kiln_part / kiln_parts", rows_text + " * (kiln_part + 1) / kiln_parts");
-  for (const ReduceStepText& r : texts)
-    w_.line("for (int64_t j = 0; j < cn; ++j) kiln_part_lanes" + r.n + "[(kiln_task % " + count + ") * kiln_parts + kiln_part][j] = " + r.acc + "[j];");
+  const std::string slot = "[(kiln_task % " + count + ") * kiln_parts + kiln_part]";
+  for (const ReduceStepText& r : texts) {
+    if (r.welford) {
+      w_.line("for (int64_t j = 0; j < cn; ++j) kiln_part_means" + r.n + slot + "[j] = " + r.mean + "[j];");
+      w_.line("for (int64_t j = 0; j < cn; ++j) kiln_part_m2s" + r.n + slot + "[j] = " + r.m2 + "[j];");
+      w_.line("kiln_part_counts" + r.n + slot + " = wn" + r.n + ";");
+    } else {
+      w_.line("for (int64_t j = 0; j < cn; ++j) kiln_part_lanes" + r.n + slot + "[j] = " + r.acc + "[j];");
+    }
+  }
   w_.close();
   w_.close(";");
   w_.line(runner() + "(" + count + " * kiln_parts, kiln_chunk, kiln_parts > 1);");
@@ -192,6 +212,10 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   locate_block("kiln_block");
   texts = declare_column_lanes(kernel);
   for (const ReduceStepText& r : texts) {
+    if (r.welford) {
+      merge_welford_parts(r);
+      continue;
+    }
     const char* merge = r.kind == ReductionKind::Sum ? "kop_add" : r.kind == ReductionKind::Max ? "kred_max" : "kred_min";
     w_.line("for (int64_t p = 0; p < kiln_parts; ++p)");
     w_.line("  for (int64_t j = 0; j < cn; ++j) " + r.acc + "[j] = " + merge + "(" + r.acc + "[j], kiln_part_lanes" +
@@ -203,21 +227,54 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   return true;
 }
 
+// A Welford step's statistics of the parts of block `kiln_block`, merged in part order by Chan's
+// update into the lanes declare_column_lanes declared; a part of no rows is skipped.
+void CppSourcePrinter::merge_welford_parts(const ReduceStepText& r) {
+  const std::string& t = r.t;
+  const std::string slot = "[kiln_block * kiln_parts + p]", wn = "wn" + r.n;
+  w_.open("for (int64_t p = 0; p < kiln_parts; ++p)");
+  w_.line("const " + t + " count = kiln_part_counts" + r.n + slot + ";");
+  w_.line("if (count == 0) continue;");
+  w_.open("if (" + wn + " == 0)");
+  w_.line("for (int64_t j = 0; j < cn; ++j) { " + r.mean + "[j] = kiln_part_means" + r.n + slot + "[j]; " + r.m2 +
+          "[j] = kiln_part_m2s" + r.n + slot + "[j]; }");
+  w_.close();
+  w_.open("else");
+  w_.line("const " + t + " total = " + wn + " + count;");
+  w_.open("for (int64_t j = 0; j < cn; ++j)");
+  w_.line("const " + t + " delta = kiln_part_means" + r.n + slot + "[j] - " + r.mean + "[j];");
+  w_.line(r.mean + "[j] += delta * count / total;");
+  w_.line(r.m2 + "[j] += kiln_part_m2s" + r.n + slot + "[j] + delta * delta * " + wn + " * count / total;");
+  w_.close();
+  w_.close();
+  w_.line(wn + " += count;");
+  w_.close();
+}
+
 // `cn`, the points of the block from `cb`, and the lanes of each reduction step.
 std::vector<CppSourcePrinter::ReduceStepText> CppSourcePrinter::declare_column_lanes(const Kernel& kernel) {
   const size_t rank = kernel.outer.size();
   const std::string B = std::to_string(kColumnBlock);
   const std::string extent = index_text(kernel.outer[rank - 1]);
   w_.line("const int64_t cn = " + extent + " - cb < " + B + " ? " + extent + " - cb : " + B + ";");
-  int number = 0;
+  int number = -1;  // the step's index: its locals' suffix
   std::vector<ReduceStepText> texts;
   for (const KernelStep& step : kernel.steps) {
-    if (step.kind != KernelStep::Kind::Reduce) break;
-    ReduceStepText r = reduce_step_text(kernel, step, number++);
+    ++number;
+    if (step.kind != KernelStep::Kind::Reduce) continue;
+    ReduceStepText r = reduce_step_text(kernel, step, number);
     r.lanes = kColumnBlock;
     r.L = B;
-    w_.line("// reduce: " + p_.nodes[size_t(step.node)].name);
-    declare_reduction_lanes(r);
+    w_.line("// reduce" + std::string(r.welford ? " welford, a point per lane" : "") + ": " +
+            p_.nodes[size_t(step.node)].name);
+    if (r.welford) {
+      // A mean and an M2 per point; the count of rows seen, the same for every point.
+      w_.line(r.t + " " + r.mean + "[" + B + "], " + r.m2 + "[" + B + "];");
+      w_.line("for (int l = 0; l < " + B + "; ++l) { " + r.mean + "[l] = 0; " + r.m2 + "[l] = 0; }");
+      w_.line(r.t + " wn" + r.n + " = 0;");
+    } else {
+      declare_reduction_lanes(r);
+    }
     texts.push_back(r);
   }
   return texts;
@@ -235,16 +292,34 @@ void CppSourcePrinter::emit_column_rows(const Kernel& kernel, const std::vector<
     w_.open("for (int64_t " + var + " = " + begin + "; " + var + " < " + end + "; ++" + var + ")");
   }
   std::vector<std::pair<std::string, Expr>> hoisted;
-  std::vector<KernelStep> reductions;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    reductions.push_back(kernel.steps[i]);
+  std::vector<KernelStep> reductions;  // texts' steps, in order
+  for (const KernelStep& step : kernel.steps) {
+    if (step.kind != KernelStep::Kind::Reduce) continue;
+    reductions.push_back(step);
     reductions.back().body = hoist_invariant_masks(reductions.back().body, loop_var(rank - 1), hoisted);
+  }
+  // A Welford step's count and its reciprocal, once per row for the whole block.
+  for (const ReduceStepText& r : texts) {
+    if (!r.welford) continue;
+    w_.line("wn" + r.n + " += " + r.t + "(1);");
+    w_.line("const " + r.t + " winv" + r.n + " = " + r.t + "(1) / wn" + r.n + ";");
   }
   auto lanes_loop = [&] {
     w_.line("#pragma omp simd");
     w_.open("for (int64_t j = 0; j < cn; ++j)");
     w_.line("const int64_t " + last + " = cb + j;");
-    for (size_t i = 0; i < texts.size(); ++i) emit_reduction_combine(reductions[i], texts[i], "j", "0");
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const ReduceStepText& r = texts[i];
+      if (!r.welford) {
+        emit_reduction_combine(reductions[i], r, "j", "0");
+        continue;
+      }
+      const std::string e = "e" + r.n, d = "d" + r.n, mean = r.mean + "[j]";
+      w_.line("const " + r.t + " " + e + " = " + expr(reductions[i].body) + ";");
+      w_.line("const " + r.t + " " + d + " = " + e + " - " + mean + ";");
+      w_.line(mean + " += " + d + " * winv" + r.n + ";");
+      w_.line(r.m2 + "[j] += " + d + " * (" + e + " - " + mean + ");");
+    }
     w_.close();
   };
   if (hoisted.size() == 1) {
@@ -273,9 +348,17 @@ void CppSourcePrinter::emit_column_results(const Kernel& kernel, const std::vect
   w_.open("for (int64_t j = 0; j < cn; ++j)");
   w_.line("const int64_t " + last + " = cb + j;");
   int number = 0;
+  size_t reduced = 0;  // the next reduction's text
   for (const KernelStep& step : kernel.steps) {
     if (step.kind == KernelStep::Kind::Reduce) {
-      store_reduction(step, {texts[size_t(number)].acc + "[j]"}, texts[size_t(number)].at);
+      const ReduceStepText& r = texts.at(reduced++);
+      if (r.welford) {
+        // The mean of no values is NaN, as PyTorch's (var then divides 0 by 0: NaN too).
+        store_reduction(step, {"(wn" + r.n + " > 0 ? " + r.mean + "[j] : " + r.t + "(__builtin_nan(\"\")))", r.m2 + "[j]"},
+                        r.at);
+      } else {
+        store_reduction(step, {r.acc + "[j]"}, r.at);
+      }
     } else {
       emit_point_step(step, number);
     }

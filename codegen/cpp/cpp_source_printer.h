@@ -168,6 +168,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_column_rows(const Kernel& kernel, const std::vector<ReduceStepText>& texts, const std::string& first_begin,
                         const std::string& first_end);
   void emit_column_results(const Kernel& kernel, const std::vector<ReduceStepText>& texts);
+  void merge_welford_parts(const ReduceStepText& r);
   Expr hoist_invariant_masks(const Expr& e, const SymInt& var, std::vector<std::pair<std::string, Expr>>& hoisted);
 
   // ---- cpp_library_calls.cpp

@@ -95,6 +95,9 @@ Graph parallel_loops_graph() {
       // (x's column sum above too), a max with a NaN in the last rows, a pool over two dims.
       graph.create_call("amax", {peaks, ints({0})}),
       graph.create_call("mean", {image, ints({1, 2})}),
+      // Welford statistics of columns: in parts (the NaN reaches column 3's), and whole.
+      graph.create_call("var", {peaks, ints({0})}, {{"correction", 1}}),
+      graph.create_call("var", {image, ints({1, 2})}, {{"correction", 0}}),
   });
   return graph;
 }
@@ -156,12 +159,17 @@ TEST(CpuThreading, LoopsRunOnThePoolAndNoModuleOpensAnOpenMPRegionItself) {
   // The whole-tensor sum splits its row into parts on the pool too: the module asks no OpenMP
   // lowering of the compiler (codegen/cpp/kiln_openmp_team.h says why).
   EXPECT_NE(source.find(", kiln_parts, parts"), std::string::npos);
-  // So do the column reductions of few blocks: x's column sum, peaks' max, image's mean.
+  // So do the column reductions of few blocks: x's column sum, peaks' max with its variance (one
+  // kernel), image's mean with its variance (one kernel: a point step, the mean, between the two
+  // reductions).
   size_t split_columns = 0;
   for (size_t at = source.find("rows in one part per thread"); at != std::string::npos;
        at = source.find("rows in one part per thread", at + 1))
     ++split_columns;
   EXPECT_EQ(split_columns, 3u) << source;
+  // The variances are column reductions (Welford's form with a lane per point), not rows.
+  EXPECT_NE(source.find("// reduce welford, a point per lane: "), std::string::npos) << source;
+  EXPECT_EQ(source.find("// reduce welford: "), std::string::npos) << source;
   EXPECT_EQ(source.find("#pragma omp parallel"), std::string::npos);
   EXPECT_EQ(source.find("kiln_team_for"), std::string::npos);
 }
