@@ -222,22 +222,27 @@ SymInt visited_points(const LoopNode& node) {
   return points;
 }
 
-// True when `reader` provably visits more points than `producer` computes and each of its
-// loads of `buffer` varies with every loop variable of the reader (a load that ignores one, a
-// broadcast such as a row's rstd read along the row, is hoisted out of that loop later, so it
-// recomputes nothing).
+// True when `reader` provably evaluates each of its loads of `buffer` more times than
+// `producer` computes points, counting a load once per iteration of the innermost loop whose
+// variable it uses: a load that ignores the loops inside that one (a row's rstd read along the
+// row) is hoisted out of them later, so it recomputes nothing, but one that ignores an outer loop
+// only (a channel's rstd read along a channels-last value's width, its channels innermost) is
+// computed again at each of that loop's iterations.
 bool revisits(const LoopNode& reader, const LoopNode& producer, int buffer) {
-  std::optional<int64_t> visited = visited_points(reader).maybe_constant();
   std::optional<int64_t> computed = visited_points(producer).maybe_constant();
-  if (!visited || !computed || *visited <= *computed) return false;
+  if (!computed) return false;
   std::vector<const ExprNode*> loads;
   collect_loads(reader.body, buffer, loads);
+  const std::vector<VarRange> vars = node_vars(reader);  // outermost first
   for (const ExprNode* load : loads) {
     std::vector<std::string> used = load->index.free_symbols();
-    for (const VarRange& var : node_vars(reader)) {
-      if (var.range == SymInt(1)) continue;
-      if (std::find(used.begin(), used.end(), var.var.to_string()) == used.end()) return false;
+    SymInt evaluations = 1, through_last_used = 1;
+    for (const VarRange& var : vars) {
+      evaluations = evaluations * var.range;
+      if (std::find(used.begin(), used.end(), var.var.to_string()) != used.end()) through_last_used = evaluations;
     }
+    std::optional<int64_t> count = through_last_used.maybe_constant();
+    if (!count || *count <= *computed) return false;
   }
   return !loads.empty();
 }

@@ -2,7 +2,8 @@
 // (softmax and layer_norm one each, GEMM epilogues fused, the MLP sample), the memory plan
 // (reuse by liveness, peak no more than the naive sum, an epilogue's result over a residual that
 // dies there), the fusion log, and an expensive value
-// an im2col revisits or a broadcast reads stored rather than recomputed, the exps of values
+// an im2col revisits or a broadcast reads stored rather than recomputed (also a value that
+// ignores an outer loop of its reader), the exps of values
 // minus their row's max spelled exp_nonpositive, 1 + erf spelled one_plus_erf, and copies out of
 // permuted views split at the divisors of their indices, and stencils (direct convolutions) stored.
 #include "codegen/schedule.h"
@@ -291,6 +292,38 @@ TEST(Scheduler, AnExpensiveValueReadAsABroadcastIsStored) {
   ScheduledProgram relu = scale_by("relu");
   EXPECT_FALSE(stored(relu)) << print_schedule(relu);
   EXPECT_EQ(relu.kernels.size() + 1, sigmoid.kernels.size()) << print_schedule(relu) << print_schedule(sigmoid);
+}
+
+// A per-channel value (an instance norm's rstd: an expression of 10 operations) read by a node
+// whose channels are its innermost loop (a channels-last [N, W, C] value) is computed once per
+// channel and stored: inlined, it would be computed again at every point along W, since nothing
+// hoists it out of an outer loop. Read along NCW, the loops inside the channel's ignore it and
+// the compilers hoist it: inlined.
+TEST(Scheduler, AValueIgnoringAnOuterLoopOfItsReaderIsStored) {
+  auto scale = [](const std::string& x_shape, const std::string& s_shape) {
+    return schedule_graph(ir::parse_graph(R"(graph():
+    %x : f32)" + x_shape + R"( [num_users=1] = placeholder[target=x]
+    %s : f32)" + s_shape + R"( [num_users=2] = placeholder[target=s]
+    %square : f32)" + s_shape + R"( [num_users=1] = call_function[target=mul](args = (%s, %s), kwargs = {})
+    %half : f32)" + s_shape + R"( [num_users=1] = call_function[target=mul](args = (%square, 0.5), kwargs = {})
+    %plus : f32)" + s_shape + R"( [num_users=1] = call_function[target=add](args = (%half, %s), kwargs = {})
+    %eps : f32)" + s_shape + R"( [num_users=1] = call_function[target=add](args = (%plus, 1e-05), kwargs = {})
+    %rstd : f32)" + s_shape + R"( [num_users=1] = call_function[target=rsqrt](args = (%eps,), kwargs = {})
+    %y : f32)" + x_shape + R"( [num_users=1] = call_function[target=mul](args = (%x, %rstd), kwargs = {})
+    return (y,)
+)"));
+  };
+  auto stored = [](const ScheduledProgram& s) {
+    for (const std::string& line : s.fusion_log)
+      if (line.find("rstd is stored: y visits its elements several times") != std::string::npos) return true;
+    return false;
+  };
+  ScheduledProgram channels_last = scale("[2, 300, 64]", "[2, 1, 64]");
+  EXPECT_TRUE(stored(channels_last)) << print_schedule(channels_last);
+  EXPECT_EQ(channels_last.kernels.size(), 2u) << print_schedule(channels_last);
+  ScheduledProgram channels_first = scale("[2, 64, 300]", "[2, 64, 1]");
+  EXPECT_FALSE(stored(channels_first)) << print_schedule(channels_first);
+  EXPECT_EQ(channels_first.kernels.size(), 1u) << print_schedule(channels_first);
 }
 
 // A direct convolution (Kiln's own loop: each point the sum of 25 taps of its framed input) is a
