@@ -436,7 +436,7 @@ class Machine {
 
   // ExternKind::Convolution (codegen/loop_ir.h): channels-last input and output, sums in double.
   void run_convolution(const LoopNode& node) {
-    const ExternCall& call = node.extern_call;
+    const ExternCall call = convolution_as_2d(node.extern_call);
     KILN_CHECK((call.inputs.size() == 2 || call.inputs.size() == 3) && call.outputs.size() == 1,
                "loop evaluator: convolution ", node.name, " arity");
     EvaluatedView in = evaluate_view(call.inputs[0], node.name), weight = evaluate_view(call.inputs[1], node.name);

@@ -278,6 +278,28 @@ std::string geometry_text(const ConvolutionGeometry& geometry) {
          list(geometry.dilation) + " groups=" + std::to_string(geometry.groups);
 }
 
+ExternCall convolution_as_2d(const ExternCall& call) {
+  KILN_CHECK(call.kind == ExternKind::Convolution, "convolution_as_2d: not a convolution");
+  ExternCall flat = call;
+  if (call.convolution.stride.size() != 1) return flat;
+  // A dim of size 1 inserted at `at`, with the stride that keeps a contiguous view contiguous
+  // (any stride would address the same elements).
+  auto with_unit_dim = [](StridedView& view, size_t at) {
+    KILN_CHECK(at < view.shape.size(), "convolution_as_2d: a view of rank ", view.shape.size());
+    SymInt stride = view.strides[at] * view.shape[at];
+    view.shape.insert(view.shape.begin() + std::ptrdiff_t(at), SymInt(1));
+    view.strides.insert(view.strides.begin() + std::ptrdiff_t(at), stride);
+  };
+  with_unit_dim(flat.inputs.at(0), 1);
+  with_unit_dim(flat.inputs.at(1), 2);
+  with_unit_dim(flat.outputs.at(0), 1);
+  ConvolutionGeometry& g = flat.convolution;
+  g.stride.insert(g.stride.begin(), 1);
+  g.padding.insert(g.padding.begin(), 0);
+  g.dilation.insert(g.dilation.begin(), 1);
+  return flat;
+}
+
 int LoopProgram::add_buffer(Buffer buffer) {
   buffer.id = int(buffers.size());
   buffers.push_back(std::move(buffer));

@@ -182,6 +182,8 @@ enum class ExternKind {
   //   input[n, oh * stride_h - pad_h + kh * dilation_h, ow * stride_w - pad_w + kw * dilation_w, g * C/groups + c]
   //   * weight[o, c, kh, kw], with g = o / (O / groups) and zero outside the input.
   // input [N, H, W, C], weight [O, C/groups, KH, KW], optional bias [O], out [N, OH, OW, O]; all contiguous.
+  // Or a 1-d one, which is the 2-d one of height 1 (convolution_as_2d): input [N, W, C], weight
+  // [O, C/groups, KW], out [N, OW, O], one stride, padding and dilation.
   Convolution,
   Fallback,  // the reference kernel of graph node `graph_node`, run by the host
 };
@@ -212,6 +214,11 @@ struct ExternCall {
   // Convolution with frozen parameters and no bound for either: why (passes::ValueBounds::unknown_reason).
   std::string output_bound_note;
 };
+
+// A Convolution call as the 2-d one the libraries and the evaluator run: a 1-d call's views gain
+// a height of 1 (input [N, 1, W, C], weight [O, C/groups, 1, KW], out [N, 1, OW, O]) and its
+// geometry a height stride and dilation of 1 and no padding; a 2-d call is returned as it is.
+ExternCall convolution_as_2d(const ExternCall& call);
 
 struct LoopNode {
   int id = -1;

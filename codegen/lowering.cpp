@@ -422,7 +422,8 @@ int Lowerer::emit_pointwise(const std::string& name, DType dtype, const SymShape
 void Lowerer::define_pointwise(const ir::Node& node, Expr body) {
   const ir::TensorMeta& meta = node.value();
   if (reads_channels_last(body, meta.shape)) {  // keep the layout of the channels-last inputs
-    int buffer = emit_pointwise(node.name(), meta.dtype, channels_last_shape(meta.shape), to_channels_last_vars(body));
+    int buffer = emit_pointwise(node.name(), meta.dtype, channels_last_shape(meta.shape),
+                                to_channels_last_vars(body, meta.shape.size()));
     note_bound(buffer, node);
     define(node, channels_last(buffer, meta.shape));
     return;

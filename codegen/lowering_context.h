@@ -151,23 +151,24 @@ class Lowerer {
   const ir::Node& current() const { return *current_; }
 
   // ---- channels-last layout (lowering_layout.cpp)
-  // A 4-d value [N, C, H, W] whose buffer holds it as [N, H, W, C]: the layout library
-  // convolutions read and write. Values computed from such values keep it.
+  // A 3-d or 4-d value [N, C, L] or [N, C, H, W] whose buffer holds it as [N, L, C] or
+  // [N, H, W, C]: the layout library convolutions read and write. Values computed from such
+  // values keep it.
   // The accessor of logical shape `logical` ([N, C, H, W]) over channels-last buffer `buffer`.
   Accessor channels_last(int buffer, const SymShape& logical);
   // Whether `value` reads a whole channels-last buffer at its own points.
   bool is_channels_last(const Accessor& value) const;
-  // The channels-last buffer of 4-d `value`: its own when it already is one (also a buffer whose
-  // order is the same, with one channel or a 1x1 image), else a Pointwise copy over [N, H, W, C]
-  // named `name`.
+  // The channels-last buffer of 3-d or 4-d `value`: its own when it already is one (also a
+  // buffer whose order is the same, with one channel or a single point), else a Pointwise copy
+  // over [N, H, W, C] named `name`.
   int channels_last_buffer(const Accessor& value, const std::string& name);
-  // Whether a 4-d node computing `body` at the points x0..x3 of `shape` reads some channels-last
-  // buffer at those very points (so that storing its result channels-last too reads and writes
-  // both in the same order).
+  // Whether a 3-d or 4-d node computing `body` at the points x0, x1, ... of `shape` reads some
+  // channels-last buffer at those very points (so that storing its result channels-last too
+  // reads and writes both in the same order).
   bool reads_channels_last(const Expr& body, const SymShape& shape) const;
-  // `expr` over the variables of a channels-last node: x1 (channel) becomes x3, x2 and x3
-  // (height, width) become x1 and x2.
-  static Expr to_channels_last_vars(const Expr& expr);
+  // `expr` over the variables of a channels-last node of rank `rank`: x1 (channel) becomes the
+  // last variable, x2, x3, ... (the spatial dims) become x1, x2, ...
+  static Expr to_channels_last_vars(const Expr& expr, size_t rank);
   static SymShape channels_last_shape(const SymShape& logical);  // [N, C, H, W] -> [N, H, W, C]
 
  private:

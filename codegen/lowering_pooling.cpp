@@ -65,7 +65,7 @@ void add_window_reduction(Lowerer& lowerer, const std::string& name, const SymSh
 }
 
 // Reduces the window with Max (into the node's value) or Sum (into "<node>_sum", whose accessor
-// is returned). A window over the last two dims of a channels-last input iterates and stores
+// is returned). A window over all spatial dims of a channels-last input iterates and stores
 // channels-last (codegen/lowering_layout.cpp).
 Accessor reduce_window(Lowerer& lowerer, const ir::Node& node, const Accessor& input, const Window& window,
                        bool is_max) {
@@ -73,9 +73,9 @@ Accessor reduce_window(Lowerer& lowerer, const ir::Node& node, const Accessor& i
   DType accumulation = compute_dtype(meta.dtype);
   Expr value = window.mask ? lowerer.load_masked(input, window.index, window.mask, is_max ? lowest(input.dtype) : 0.0)
                            : lowerer.load(input, window.index);
-  bool channels_last = window.kernel.size() == 2 && lowerer.is_channels_last(input);
+  bool channels_last = window.kernel.size() + 2 == meta.shape.size() && lowerer.is_channels_last(input);
   SymShape ranges = channels_last ? Lowerer::channels_last_shape(meta.shape) : meta.shape;
-  if (channels_last) value = Lowerer::to_channels_last_vars(value);
+  if (channels_last) value = Lowerer::to_channels_last_vars(value, meta.shape.size());
   auto accessor = [&](int buffer) {
     return channels_last ? lowerer.channels_last(buffer, meta.shape) : lowerer.whole(buffer);
   };

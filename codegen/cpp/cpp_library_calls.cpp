@@ -225,22 +225,26 @@ std::string bound_text(double v) {
 
 void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& node) {
   const ExternCall& call = node.extern_call;
-  const StridedView& in = call.inputs.at(0);
-  const StridedView& weight = call.inputs.at(1);
+  // oneDNN runs a 1-d convolution as the 2-d one of height 1; the epilogues match the output's
+  // own view.
+  const ExternCall flat = convolution_as_2d(call);
+  const StridedView& in = flat.inputs.at(0);
+  const StridedView& weight = flat.inputs.at(1);
   const StridedView& out = call.outputs.at(0);
-  const ConvolutionGeometry& g = call.convolution;
+  const StridedView& flat_out = flat.outputs.at(0);
+  const ConvolutionGeometry& g = flat.convolution;
   KILN_CHECK(p_.buffer(out.buffer).dtype == DType::f32 && in.shape.size() == 4 && weight.shape.size() == 4 &&
-                 out.shape.size() == 4 && g.stride.size() == 2 && g.padding.size() == 2 && g.dilation.size() == 2,
-             "convolution " + node.name + ": not a 2-d f32 convolution");
+                 flat_out.shape.size() == 4 && g.stride.size() == 2 && g.padding.size() == 2 && g.dilation.size() == 2,
+             "convolution " + node.name + ": not a 1-d or 2-d f32 convolution");
   module_.uses_dnnl = true;
   bool constant_weights = options_.constant_parameters && p_.buffer(weight.buffer).kind == BufferKind::Parameter;
   w_.line("// " + geometry_text(g) + (constant_weights ? ", weights prepacked once (frozen parameters)" : ""));
   w_.line("static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;");
   auto pointer = [&](const StridedView& v) { return buf(v.buffer) + " + (" + index_text(v.offset) + ")"; };
   std::string shape = "{" + index_text(in.shape[0]) + ", " + index_text(in.shape[3]) + ", " + index_text(in.shape[1]) +
-                      ", " + index_text(in.shape[2]) + ", " + index_text(out.shape[3]) + ", " +
+                      ", " + index_text(in.shape[2]) + ", " + index_text(flat_out.shape[3]) + ", " +
                       index_text(weight.shape[2]) + ", " + index_text(weight.shape[3]) + ", " +
-                      index_text(out.shape[1]) + ", " + index_text(out.shape[2]);
+                      index_text(flat_out.shape[1]) + ", " + index_text(flat_out.shape[2]);
   for (int64_t v : {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups}) {
     shape += ", " + std::to_string(v);
   }

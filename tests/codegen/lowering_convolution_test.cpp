@@ -4,8 +4,9 @@
 // evaluator's reference convolution (2-d f32 with groups, stride, asymmetric padding, dilation,
 // bias, depthwise, 1x1), the layout flowing from one convolution through pointwise nodes and
 // pools into the next without another transposing copy, graph outputs written back in the
-// graph's NCHW layout, values read through views (flatten into a matmul), what stays on
-// im2col + GEMM (f64, 1-d and 3-d convolutions), fully connected layers written as
+// graph's NCHW layout, values read through views (flatten into a matmul), 1-d convolutions as
+// the library's over [N, W, C] (the layout flowing through a 1-d pool and a transpose), what
+// stays on im2col + GEMM (f64, 3-d convolutions), fully connected layers written as
 // convolutions (1x1 kernel, 1x1 output) lowered as one GEMM, inputs of one channel read
 // without a copy, and transposed convolutions as GEMM + col2im (1-3 spatial dims, strides,
 // padding, dilation, output padding, groups, f64, channels-last inputs read in place).
@@ -119,9 +120,61 @@ TEST(LoweringLibraryConvolution, OutputsAndViewsSeeTheGraphsLayout) {
   EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 5), library()), "");
 }
 
+// 1-d convolutions (an audio encoder's) are the library's too, channels-last [N, W, C]: strides,
+// padding, dilation, groups, depthwise, a bias; against the interpreter through the loop
+// evaluator's reference convolution, which runs them as the 2-d ones of height 1.
+TEST(LoweringLibraryConvolution, OneDimensionalConvolutionsAreLibraryCalls) {
+  struct Case {
+    std::string input, weight, bias, stride, padding, dilation;
+    int groups;
+  };
+  const Case cases[] = {
+      {"[2, 1, 40]", "[6, 1, 10]", "[6]", "[5]", "[0]", "[1]", 1},  // wav2vec's stem: one channel in
+      {"[1, 4, 17]", "[6, 2, 3]", "", "[2]", "[1]", "[1]", 2},
+      {"[2, 6, 11]", "[6, 1, 5]", "[6]", "[1]", "[4]", "[2]", 6},  // depthwise, dilated
+      {"[3, 5, 9]", "[4, 5, 3]", "[4]", "[1]", "[1]", "[1]", 1},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> inputs = {"x: f32" + c.input, "w: f32" + c.weight};
+    if (!c.bias.empty()) inputs.push_back("b: f32" + c.bias);
+    std::string args = "%x, %w, " + std::string(c.bias.empty() ? "None" : "%b") + ", " + c.stride + ", " + c.padding +
+                       ", " + c.dilation + ", False, [0], " + std::to_string(c.groups);
+    ir::Graph graph = parse(graph_text(inputs, {op_line("y", "convolution", args)}, "y"));
+    EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 4), library()), "") << args;
+    std::map<std::string, int> kinds = node_kinds(lower(graph, library()));
+    EXPECT_EQ(kinds["Convolution"], 1) << args;
+    EXPECT_EQ(kinds["Gemm"], 0) << args;
+  }
+}
+
+// Two 1-d convolutions with a relu and a 1-d max pool between them, then a transpose to
+// [N, W, C] (a sequence model's input): one copy of the input into channels-last order, the pool
+// iterating channels-last, the second convolution reading the pool's own buffer.
+TEST(LoweringLibraryConvolution, OneDimensionalLayoutFlowsThroughPoolsIntoTheNextConvolution) {
+  ir::Graph graph = parse(graph_text(
+      {"x: f32[2, 3, 30]", "w1: f32[16, 3, 3]", "w2: f32[8, 16, 3]"},
+      {op_line("c1", "convolution", "%x, %w1, None, [1], [1], [1], False, [0], 1"), op_line("r", "relu", "%c1"),
+       op_line("p", "max_pool", "%r, [2], [2], [0]"),
+       op_line("c2", "convolution", "%p, %w2, None, [1], [1], [1], False, [0], 1"),
+       op_line("y", "transpose", "%c2, 1, 2")},
+      "y"));
+  EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 3), library()), "");
+  LoopProgram program = lower(graph, library());
+  EXPECT_EQ(node_kinds(program)["Convolution"], 2);
+  EXPECT_EQ(transposing_copies(program), 1);
+  for (const LoopNode& node : program.nodes) {
+    if (node.kind == NodeKind::Extern && node.name == "c2") {
+      EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).name, "p");
+    }
+    if (node.name == "p") {
+      EXPECT_EQ(node.ranges.back(), SymInt(16)) << "the pool iterates [N, W, C]";
+    }
+  }
+}
+
 TEST(LoweringLibraryConvolution, OtherRanksAndDtypesStayOnIm2col) {
   for (const std::string& declaration :
-       {std::string("x: f64[1, 2, 5, 5]|w: f64[3, 2, 3, 3]"), std::string("x: f32[1, 2, 9]|w: f32[3, 2, 3]"),
+       {std::string("x: f64[1, 2, 5, 5]|w: f64[3, 2, 3, 3]"), std::string("x: f64[1, 2, 9]|w: f64[3, 2, 3]"),
         std::string("x: f32[1, 2, 4, 4, 4]|w: f32[3, 2, 2, 2, 2]")}) {
     size_t bar = declaration.find('|');
     std::string pads = declaration.find("5, 5]") != std::string::npos ? "[1, 1]" : "[0]";

@@ -605,6 +605,60 @@ TEST(CpuConvolution, TransposedConvolutionsAreGemmsAndGathersThatMatchTheInterpr
   }
 }
 
+// An audio encoder's 1-d convolutions (wav2vec's strided stem from one channel, a grouped strided
+// one, a dilated depthwise one with a residual add) run through oneDNN channels-last, as the 2-d
+// ones of height 1: each reads the one before's output in place (only the one-channel input
+// needs no copy either), the layout flows through the GELU, the relu, the add and a 1-d max pool,
+// and the transposed result reads the pool's buffer. At a symbolic batch, frozen and not, on 1
+// and 2 threads, against the interpreter.
+TEST(CpuConvolution, OneDimensionalConvolutionsRunThroughTheLibraryChannelsLast) {
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w1", test_support::random_tensor({16, 1, 10}, DType::f32, 81, -0.5, 0.5)},
+      {"b1", test_support::random_tensor({16}, DType::f32, 82)},
+      {"w2", test_support::random_tensor({16, 8, 3}, DType::f32, 83, -0.5, 0.5)},
+      {"w3", test_support::random_tensor({16, 1, 5}, DType::f32, 84, -0.5, 0.5)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %audio : f32[s0, 1, 400] = placeholder[target=audio]\n"
+      "    %w1 : f32[16, 1, 10] = get_attr[target=w1]\n"
+      "    %b1 : f32[16] = get_attr[target=b1]\n"
+      "    %w2 : f32[16, 8, 3] = get_attr[target=w2]\n"
+      "    %w3 : f32[16, 1, 5] = get_attr[target=w3]\n"
+      "    %c1 = call_function[target=convolution](args = (%audio, %w1, %b1, [5], [0], [1], False, [0], 1), kwargs = {})\n"
+      "    %g1 = call_function[target=gelu](args = (%c1,), kwargs = {})\n"
+      "    %c2 = call_function[target=convolution](args = (%g1, %w2, None, [2], [1], [1], False, [0], 2), kwargs = {})\n"
+      "    %r2 = call_function[target=relu](args = (%c2,), kwargs = {})\n"
+      "    %c3 = call_function[target=convolution](args = (%r2, %w3, None, [1], [4], [2], False, [0], 16), kwargs = {})\n"
+      "    %sum = call_function[target=add](args = (%c3, %r2), kwargs = {})\n"
+      "    %pool = call_function[target=max_pool](args = (%sum, [2], [2], [0], [1], False), kwargs = {})\n"
+      "    %y = call_function[target=transpose](args = (%pool, 1, 2), kwargs = {})\n"
+      "    return (y,)\n",
+      "audio.kiln", parameters);
+  for (bool freeze : {false, true}) {
+    if (built_with_onednn()) {
+      CodegenStageOptions stage;
+      stage.freeze = freeze;
+      const std::string loops = dump_codegen_stage(graph, "loops", stage);
+      EXPECT_EQ(count_of(loops, ": Extern Convolution"), 3u) << loops;
+      EXPECT_EQ(count_of(loops, ": Extern Gemm"), 0u) << "no im2col GEMM:\n" << loops;
+      // No copy of any convolution's input to channels-last (a copy is named "<node>_input").
+      EXPECT_EQ(count_of(loops, "_input"), 0u) << loops;
+    }
+    CompiledModel model = compile(graph, options(freeze));
+    for (int64_t batch : {1, 3}) {
+      std::map<std::string, Tensor> inputs = {{"audio", test_support::random_tensor({batch, 1, 400}, DType::f32, 85)}};
+      std::vector<Tensor> expected = ir::interpret(graph, inputs);
+      for (int threads : {1, 2}) {
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        ASSERT_EQ(actual.size(), 1u);
+        EXPECT_EQ(actual[0].sizes(), (Sizes{batch, 20, 16}));
+        EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-4), "")
+            << "batch " << batch << ", freeze " << freeze << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(CpuConvolution, ClampsOfBoundedConvolutionsRunAsOneDnnPostOpsInBoundedCalls) {
   if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
   ir::Graph graph = inverted_residual(2);
