@@ -8,7 +8,8 @@
 namespace kiln::compiler {
 
 CompiledModel::CompiledModel(ir::Graph graph, std::unique_ptr<Artifact> artifact, CompileResult result)
-    : graph_(std::move(graph)), artifact_(std::move(artifact)), result_(std::move(result)) {
+    : graph_(std::move(graph)), placeholders_(graph_.placeholders()), artifact_(std::move(artifact)),
+      result_(std::move(result)) {
   for (const ArtifactParameter& parameter : artifact_->parameters()) {
     auto it = graph_.parameters().find(parameter.name);
     if (it == graph_.parameters().end()) fail("the model has no parameter '", parameter.name, "'");
@@ -38,7 +39,7 @@ CompiledModel::CompiledModel(CompiledModel&&) noexcept = default;
 CompiledModel& CompiledModel::operator=(CompiledModel&&) noexcept = default;
 
 std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inputs, int num_threads) {
-  std::map<std::string, int64_t> bindings = ir::bind_symbols(graph_, inputs);
+  std::map<std::string, int64_t> bindings = ir::bind_symbols(graph_, placeholders_, inputs);
   std::vector<Tensor> ordered;
   for (const ArtifactTensor& input : artifact_->inputs()) {
     auto it = inputs.find(input.name);

@@ -58,6 +58,9 @@ class CompiledModel final : public Executable {
   void write_back_mutations(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs);
 
   ir::Graph graph_;
+  // graph_'s placeholders, found once: each run binds the symbols from them and checks the
+  // inputs (walking the graph's nodes took 0.2 ms a call of an unrolled BiGRU's 8000).
+  std::vector<ir::Node*> placeholders_;
   std::unique_ptr<Artifact> artifact_;
   CompileResult result_;
   std::vector<Tensor> parameters_;  // in the artifact's order, contiguous

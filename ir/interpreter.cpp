@@ -27,7 +27,11 @@ struct SymbolSource {
 }  // namespace
 
 std::map<std::string, int64_t> bind_symbols(const Graph& graph, const std::map<std::string, Tensor>& inputs) {
-  std::vector<Node*> placeholders = graph.placeholders();
+  return bind_symbols(graph, graph.placeholders(), inputs);
+}
+
+std::map<std::string, int64_t> bind_symbols(const Graph& graph, const std::vector<Node*>& placeholders,
+                                            const std::map<std::string, Tensor>& inputs) {
   std::map<std::string, const Node*> by_name;
   for (const Node* placeholder : placeholders) by_name[placeholder->target()] = placeholder;
   for (const auto& [name, tensor] : inputs) {

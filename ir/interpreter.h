@@ -35,6 +35,10 @@ class OpCall;
 // input, a mismatch ("input 'x': expected f32[s0, 784], got f32[3, 785]: dim 1 is 785,
 // expected 784"), or two inputs that disagree on a symbol.
 std::map<std::string, int64_t> bind_symbols(const Graph& graph, const std::map<std::string, Tensor>& inputs);
+// The same with the graph's placeholders found once (Graph::placeholders walks every node: a
+// caller that binds at every call of a large graph keeps the list).
+std::map<std::string, int64_t> bind_symbols(const Graph& graph, const std::vector<Node*>& placeholders,
+                                            const std::map<std::string, Tensor>& inputs);
 
 // The steps of Interpreter::run that other executors of a graph (the VM's eager mode,
 // compiler/eager_executor.h) share, so that they check and report exactly as the oracle does.

@@ -3,7 +3,7 @@
 // parameters read from the graph, fallback calls answered by the graph's reference kernels, and
 // the mutation outputs of the graph's signature written back into the inputs and parameters
 // (wherever they stand among the outputs), the artifact told which parameter changed (a cuda
-// artifact keeps device copies).
+// artifact keeps device copies), and each call's inputs checked against the placeholders.
 #include "compiler/compiled_model.h"
 
 #include <gmock/gmock.h>
@@ -131,6 +131,27 @@ TEST(CompiledModel, AMutationOutputNeedNotComeLast) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].flat_double(0), 2);  // y
   EXPECT_EQ(x.flat_double(2), 6);           // x holds the mutation output
+}
+
+// Every call checks its inputs against the graph's placeholders (found once, when the model is
+// made) as the interpreter does, with the interpreter's words; also after the model has moved.
+TEST(CompiledModel, EachCallChecksItsInputsAsTheInterpreterDoes) {
+  ir::Graph graph = mutating_graph();
+  CompiledModel made(graph.clone(), stand_in(results_for(graph)), CompileResult{});
+  CompiledModel model = std::move(made);
+  auto error_of = [&](const std::map<std::string, Tensor>& inputs) -> std::string {
+    try {
+      model.run(inputs);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of({}), "missing input 'x' (expected f32[3])");
+  EXPECT_EQ(error_of({{"x", floats({1, 2, 3})}, {"z", floats({1})}}), "unknown input 'z'; the graph's inputs are: x");
+  EXPECT_EQ(error_of({{"x", floats({1, 2})}}), "input 'x': expected f32[3], got f32[2]: dim 0 is 2, expected 3");
+  EXPECT_EQ(error_of({{"x", floats({1, 2, 3})}}), "no error");
+  EXPECT_EQ(error_of({{"x", floats({1, 2, 3, 4})}}), "input 'x': expected f32[3], got f32[4]: dim 0 is 4, expected 3");
 }
 
 TEST(CompiledModel, AParameterTheGraphLacksOrHoldsOtherwiseIsAnError) {
