@@ -1,7 +1,9 @@
 // Decompositions of the normalizations. Statistics come from var_mean (one Welford pass,
 // correction 0: the biased variance every normalization uses), never from E[x^2] - E[x]^2:
 //   layer_norm: over the last len(normalized_shape) dims
-//   group_norm: x viewed as [N, G, C/G * spatial], over the last dim, then viewed back
+//   group_norm: x viewed as [N, G, C/G * spatial], over the last dim, then viewed back; with
+//               several channels per group the statistics are each channel's over its
+//               spatial points, combined per group (group_moments)
 //   batch_norm: over every dim but 1 (training, or running stats absent), else the running
 //               stats; the running stats are not updated (the op's contract); f32 batch
 //               statistics in f64, as PyTorch's CPU kernel computes them
@@ -12,6 +14,8 @@
 // f16/bf16 work runs in f32.
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 #include "passes/decompositions/decomposition.h"
 
@@ -117,6 +121,50 @@ std::vector<Node*> batch_norm(Emitter& emit, const OpCall& call) {
   return {emit.finish(affine(emit, normalized, weight, bias))};
 }
 
+// The channels a group_norm of `x` [N, G, ...] normalizes together, seen through a reshape: where
+// x is a reshape of y [N, C, *spatial] into [N, G, (C/G) * prod(spatial)] (ONNX's export of
+// nn.GroupNorm before opset 18: Reshape, InstanceNormalization, Reshape), y and C/G; else x and
+// x's own channels per group.
+std::pair<Node*, int64_t> grouped_channels(Node* x, int64_t groups) {
+  const ir::SymShape& shape = shape_of(x);
+  std::optional<int64_t> channels = shape.at(1).maybe_constant();
+  if (!channels || *channels % groups != 0) return {x, 1};
+  if (*channels != groups || x->op() != ir::OpKind::call_function || x->target() != "reshape" || shape.size() != 3 ||
+      x->args().empty() || !x->args()[0].is_node())
+    return {x, *channels / groups};
+  Node* y = x->args()[0].node();
+  const ir::SymShape& source = shape_of(y);
+  std::optional<int64_t> source_channels = source.size() >= 3 ? source[1].maybe_constant() : std::nullopt;
+  if (!source_channels || *source_channels % groups != 0 || !(source[0] == shape[0])) return {x, 1};
+  SymInt points = SymInt(*source_channels / groups);
+  for (size_t d = 2; d < source.size(); ++d) points = points * source[d];
+  if (!(points == shape[2])) return {x, 1};
+  return {y, *source_channels / groups};
+}
+
+// The moments of each group of `per_group` channels of y [N, C, *spatial]: each channel's over its
+// spatial points (one contiguous row in NCHW; in a channels-last value a column, which the CPU
+// target reduces a vector of channels at a time, where a group's values are strided), then each
+// group's from its channels', all counts equal: the mean of the means, and the mean of each
+// channel's variance plus its mean's squared distance from the group's. [N, G, 1] each.
+Moments group_moments(Emitter& emit, Node* y, int64_t per_group) {
+  const ir::SymShape& shape = shape_of(y);
+  int64_t channels = shape.at(1).constant();
+  SymInt points = SymInt(1);
+  for (size_t d = 2; d < shape.size(); ++d) points = points * shape[d];
+  Node* rows = shape.size() == 3 ? y
+                                 : emit.call("reshape", {y, Argument::sym_ints({shape[0], SymInt(channels), points})}, {},
+                                             "channel_rows");
+  Moments channel = var_mean(emit, rows, {2});
+  const std::vector<SymInt> grouped = {shape[0], SymInt(channels / per_group), SymInt(per_group)};
+  Node* means = emit.call("reshape", {channel.mean, Argument::sym_ints(grouped)}, {}, "channel_means");
+  Node* vars = emit.call("reshape", {channel.var, Argument::sym_ints(grouped)}, {}, "channel_vars");
+  Node* mean = emit.call("mean", {means, Argument::ints({2}), true}, {}, "group_mean");
+  Node* away = emit.call("sub", {means, mean}, {}, "away");
+  Node* spread = emit.call("add", {vars, emit.call("mul", {away, away}, {}, "away_squared")}, {}, "spread");
+  return {emit.call("mean", {spread, Argument::ints({2}), true}, {}, "group_var"), mean};
+}
+
 std::vector<Node*> group_norm(Emitter& emit, const OpCall& call) {
   Node* input = tensor_arg(call, 0);
   int64_t groups = call.int_arg(1);
@@ -129,7 +177,10 @@ std::vector<Node*> group_norm(Emitter& emit, const OpCall& call) {
   for (int64_t dim = 2; dim < rank; ++dim) per_group = per_group * shape[size_t(dim)];
   Node* grouped = emit.call("reshape", {x, Argument::sym_ints({shape.at(0), SymInt(groups), per_group})}, {},
                             "grouped");
-  Node* normalized = normalize(emit, grouped, var_mean(emit, grouped, {2}), call.float_arg(4));
+  const auto [channels_of, channels_per_group] = grouped_channels(input, groups);
+  Moments moments = channels_per_group > 1 ? group_moments(emit, emit.compute_input(channels_of), channels_per_group)
+                                           : var_mean(emit, grouped, {2});
+  Node* normalized = normalize(emit, grouped, moments, call.float_arg(4));
   Node* ungrouped = emit.call("reshape", {normalized, Argument::sym_ints(shape)}, {}, "ungrouped");
   Node* weight = tensor_arg(call, 2);
   Node* bias = tensor_arg(call, 3);

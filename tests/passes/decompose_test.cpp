@@ -21,6 +21,7 @@
 #include "ir/interpreter.h"
 #include "ir/model_file.h"
 #include "ir/op_registry.h"
+#include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/decompose.h"
 #include "passes/decompositions/decomposition.h"
@@ -744,6 +745,50 @@ TEST(Decompose, CreatedNodesKeepTheSourceAndAreNamedAfterTheOriginal) {
   }
   EXPECT_GE(created, 5);  // var_mean, its two elements, rstd, centered, normalized
   EXPECT_TRUE(relu->source.empty());
+}
+
+// A group norm's statistics with several channels per group are each channel's, combined per
+// group; also where the group norm reads a reshape that splits each group into whole channels
+// (ONNX's export of nn.GroupNorm: Reshape to [N, G, -1], InstanceNormalization): there the
+// channels are the reshape's input's. A reshape that does not split whole channels, or one
+// channel per group, keeps one Welford pass over the group. Values as the reference kernel's.
+TEST(Decompose, GroupStatisticsAreCombinedFromTheirChannels) {
+  struct Case {
+    SymShape source;                  // y
+    std::vector<int64_t> grouped;     // the reshape of y the group norm reads, or empty: y itself
+    int64_t groups;
+    bool per_channel;                 // statistics from channel_rows of y
+  };
+  const Case cases[] = {
+      {{2, 8, 3, 5}, {}, 4, true},
+      {{s0, 6, 4}, {}, 3, true},
+      {{2, 8, 3, 5}, {2, 4, 30}, 4, true},   // 2 channels of y per group
+      {{2, 4, 6, 5}, {2, 4, 30}, 4, false},  // one channel per group
+      {{2, 6, 5, 4}, {2, 4, 30}, 4, false},  // 6 channels do not split into 4 groups
+      {{2, 8, 3, 5}, {2, 8, 15}, 8, false},  // an instance norm of y as it is
+  };
+  for (const Case& c : cases) {
+    CaseBuilder b(31);
+    Node* y = b.floats("y", c.source, DType::f32, 2.0);
+    Node* x = c.grouped.empty() ? y : b.call("reshape", {y, Argument::ints(c.grouped)});
+    b.output({b.call("group_norm", {x, c.groups, Argument(), Argument(), 1e-5})});
+    Graph& graph = b.graph();
+    Graph original = graph.clone();
+    ASSERT_TRUE(decompose(graph));
+    ASSERT_NO_THROW(ir::verify(graph));
+    bool per_channel = false;
+    for (Node* node : graph.nodes()) {
+      if (node->target() != "var_mean") continue;
+      // [N, C, L] is its own channel rows; others are reshaped to it.
+      Node* rows = node->args().at(0).node();
+      per_channel = rows == y || (rows->name().find("channel_rows") != std::string::npos && rows->args().at(0).node() == y);
+    }
+    const std::string what = "case " + std::to_string(&c - cases);
+    EXPECT_EQ(per_channel, c.per_channel) << what << "\n" << ir::print_graph(graph);
+    std::vector<Tensor> before = ir::Interpreter().run(original, copies(b.inputs()));
+    std::vector<Tensor> after = ir::Interpreter().run(graph, copies(b.inputs()));
+    expect_close(before, after, 1e-5, what);
+  }
 }
 
 TEST(Decompose, NestedCompositesAreDecomposedToo) {
