@@ -46,6 +46,12 @@ TEST(LoweringLibraryConvolution, GeometriesMatchTheInterpreter) {
       {"[2, 6, 5, 5]", "[4, 3, 1, 1]", "", "[1]", "[0]", "[1]", 2},
       {"[2, 3, 5, 5]", "[4, 3, 1, 1]", "[4]", "[2]", "[0]", "[1]", 1},
       {"[1, 2, 9, 8]", "[6, 2, 3, 3]", "", "[3, 2]", "[2]", "[2, 1]", 1},
+      // 1-d (an audio encoder's), channels-last [N, W, C]; the loop evaluator's reference runs
+      // them as the 2-d ones of height 1.
+      {"[2, 1, 40]", "[6, 1, 10]", "[6]", "[5]", "[0]", "[1]", 1},  // wav2vec's stem: one channel in
+      {"[1, 4, 17]", "[6, 2, 3]", "", "[2]", "[1]", "[1]", 2},
+      {"[2, 6, 11]", "[6, 1, 5]", "[6]", "[1]", "[4]", "[2]", 6},  // depthwise, dilated
+      {"[3, 5, 9]", "[4, 5, 3]", "[4]", "[1]", "[1]", "[1]", 1},
   };
   for (const Case& c : cases) {
     std::vector<std::string> inputs = {"x: f32" + c.input, "w: f32" + c.weight};
@@ -118,33 +124,6 @@ TEST(LoweringLibraryConvolution, OutputsAndViewsSeeTheGraphsLayout) {
        op_line("y", "matmul", "%f, %m")},
       "c, y"));
   EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 5), library()), "");
-}
-
-// 1-d convolutions (an audio encoder's) are the library's too, channels-last [N, W, C]: strides,
-// padding, dilation, groups, depthwise, a bias; against the interpreter through the loop
-// evaluator's reference convolution, which runs them as the 2-d ones of height 1.
-TEST(LoweringLibraryConvolution, OneDimensionalConvolutionsAreLibraryCalls) {
-  struct Case {
-    std::string input, weight, bias, stride, padding, dilation;
-    int groups;
-  };
-  const Case cases[] = {
-      {"[2, 1, 40]", "[6, 1, 10]", "[6]", "[5]", "[0]", "[1]", 1},  // wav2vec's stem: one channel in
-      {"[1, 4, 17]", "[6, 2, 3]", "", "[2]", "[1]", "[1]", 2},
-      {"[2, 6, 11]", "[6, 1, 5]", "[6]", "[1]", "[4]", "[2]", 6},  // depthwise, dilated
-      {"[3, 5, 9]", "[4, 5, 3]", "[4]", "[1]", "[1]", "[1]", 1},
-  };
-  for (const Case& c : cases) {
-    std::vector<std::string> inputs = {"x: f32" + c.input, "w: f32" + c.weight};
-    if (!c.bias.empty()) inputs.push_back("b: f32" + c.bias);
-    std::string args = "%x, %w, " + std::string(c.bias.empty() ? "None" : "%b") + ", " + c.stride + ", " + c.padding +
-                       ", " + c.dilation + ", False, [0], " + std::to_string(c.groups);
-    ir::Graph graph = parse(graph_text(inputs, {op_line("y", "convolution", args)}, "y"));
-    EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 4), library()), "") << args;
-    std::map<std::string, int> kinds = node_kinds(lower(graph, library()));
-    EXPECT_EQ(kinds["Convolution"], 1) << args;
-    EXPECT_EQ(kinds["Gemm"], 0) << args;
-  }
 }
 
 // Two 1-d convolutions with a relu and a 1-d max pool between them, then a transpose to
