@@ -35,6 +35,14 @@ int transposing_copies(const LoopProgram& program) {
   return count;
 }
 
+// The name of the buffer library convolution `name` reads its input from ("" when there is none).
+std::string convolution_input(const LoopProgram& program, const std::string& name) {
+  for (const LoopNode& node : program.nodes) {
+    if (node.kind == NodeKind::Extern && node.name == name) return program.buffer(node.extern_call.inputs[0].buffer).name;
+  }
+  return "";
+}
+
 TEST(LoweringLibraryConvolution, GeometriesMatchTheInterpreter) {
   struct Case {
     std::string input, weight, bias, stride, padding, dilation;
@@ -81,12 +89,7 @@ TEST(LoweringLibraryConvolution, LayoutFlowsThroughPointwiseNodesAndPools) {
   LoopProgram program = lower(graph, library());
   EXPECT_EQ(node_kinds(program)["Convolution"], 2);
   EXPECT_EQ(transposing_copies(program), 1);
-  // The second convolution reads the pool's own buffer.
-  for (const LoopNode& node : program.nodes) {
-    if (node.kind == NodeKind::Extern && node.name == "c2") {
-      EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).name, "p");
-    }
-  }
+  EXPECT_EQ(convolution_input(program, "c2"), "p") << "the second convolution reads the pool's own buffer";
 }
 
 // An input of one channel (a grayscale image) already is in channels-last order, and so is an
@@ -141,10 +144,8 @@ TEST(LoweringLibraryConvolution, OneDimensionalLayoutFlowsThroughPoolsIntoTheNex
   LoopProgram program = lower(graph, library());
   EXPECT_EQ(node_kinds(program)["Convolution"], 2);
   EXPECT_EQ(transposing_copies(program), 1);
+  EXPECT_EQ(convolution_input(program, "c2"), "p");
   for (const LoopNode& node : program.nodes) {
-    if (node.kind == NodeKind::Extern && node.name == "c2") {
-      EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).name, "p");
-    }
     if (node.name == "p") {
       EXPECT_EQ(node.ranges.back(), SymInt(16)) << "the pool iterates [N, W, C]";
     }
