@@ -7,6 +7,7 @@
 // sizes 1, 3 and 17 and a symbolic batch dim.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 
 #include "tests/codegen/lowering_test_support.h"
@@ -172,6 +173,33 @@ TEST(LoweringPointwise, NegativeIntegerPowerOfIntegersIsAnError) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("negative integer powers"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("%z"), std::string::npos) << error.what();
+  }
+}
+
+// pow(x, 2) of a floating x lowers to x * x: the square rounded once, bit for bit the
+// interpreter's pow, over special values, overflow and underflow; other exponents stay pow.
+TEST(LoweringPointwise, FloatingSquaresAreMultipliesEqualToPow) {
+  double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> values = {std::nan(""), inf, -inf, -0.0, 0.0, 1e-30, -1e-23, 1e-45, 3e19, -2e19, 1.0000001,
+                                -3.7, 0.1, 65504, 300, 1e-4};
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16})
+    for (const char* exponent : {"2", "2.0"}) {
+      std::string text = graph_text({"x: " + type(dtype, "[16]")}, {op_line("z", "pow", std::string("%x, ") + exponent)}, "z");
+      ir::Graph graph = parse(text);
+      Inputs inputs = {{"x", tensor_of({16}, values, dtype)}};
+      LoopProgram program = lower(graph);
+      std::string printed = print_loop_program(program);
+      EXPECT_EQ(printed.find("pow"), std::string::npos) << printed;
+      EXPECT_NE(printed.find(" * "), std::string::npos) << printed;
+      Tensor expected = ir::Interpreter().run(graph, inputs)[0];
+      Tensor actual = evaluate_loop_program(program, graph, inputs)[0];
+      ASSERT_EQ(expected.nbytes(), actual.nbytes());
+      EXPECT_EQ(std::memcmp(expected.data_ptr(), actual.data_ptr(), expected.nbytes()), 0)
+          << dtype_name(dtype) << " pow(x, " << exponent << "):\n" << difference(expected, actual);
+    }
+  for (const char* other : {"%x, 3", "%x, 2.5", "%x, %x"}) {
+    LoopProgram program = lower(parse(graph_text({"x: f32[4]"}, {op_line("z", "pow", other)}, "z")));
+    EXPECT_NE(print_loop_program(program).find("pow"), std::string::npos) << other;
   }
 }
 
