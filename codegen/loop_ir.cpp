@@ -171,13 +171,15 @@ size_t expr_size(const Expr& expr) {
   return count;
 }
 
-bool applies_expensive_op(const Expr& expr) {
-  bool found = false;
+bool applies_expensive_op(const Expr& expr) { return expensive_op_count(expr) > 0; }
+
+size_t expensive_op_count(const Expr& expr) {
+  size_t count = 0;
   visit(expr, [&](const ExprNode& node) {
-    found = found || ((node.kind == ExprKind::Unary || node.kind == ExprKind::Binary) &&
-                      loop_op_info(node.op).cost == LoopCost::expensive);
+    if ((node.kind == ExprKind::Unary || node.kind == ExprKind::Binary) && loop_op_info(node.op).cost == LoopCost::expensive)
+      ++count;
   });
-  return found;
+  return count;
 }
 
 namespace {

@@ -144,6 +144,8 @@ std::vector<int> loaded_buffers(const Expr& expr);
 size_t expr_size(const Expr& expr);
 // Whether the expression applies an op the loop op table marks expensive (exp, erf, tanh, ...).
 bool applies_expensive_op(const Expr& expr);
+// How many times the expression applies such ops (a subexpression counted at each use).
+size_t expensive_op_count(const Expr& expr);
 // The values c at which a comparison of `var` (a bare loop variable, plus a constant) with an
 // integer constant in `expr` changes its truth (x < c, x >= c: c; x <= c, x > c: c + 1), sorted and unique: the
 // pieces of a cat along the dim of `var` start at them.

@@ -45,6 +45,7 @@ CppModule CppSourcePrinter::run() {
     if (uses_pool() && convolutions) {
       w_.raw(cpp_openmp_team());
       w_.raw("\n");
+      team_beside_pool_ = true;
     }
     w_.raw(cpp_dnnl_glue());
     w_.raw("\n");
@@ -167,7 +168,7 @@ void CppSourcePrinter::parallel_loops(const SymInt& work, const std::vector<Loop
     w_.line("if (" + on_team_ + ") kiln_team_for" + call);
     w_.line("else " + runner() + call);
   } else {
-    w_.line(runner() + call);
+    w_.line((team_beside_pool_ ? "kiln_team_or_pool_for" : runner()) + call);
   }
   w_.close();
 }
@@ -289,10 +290,15 @@ void CppSourcePrinter::outer_loops(const SymShape& outer, size_t from, const std
 }
 
 void CppSourcePrinter::emit_pointwise_kernel(const Kernel& kernel) {
-  SymInt work = numel(kernel.outer);
+  // The work a parallel loop is worth by: a point, plus kExpensiveOpWork for each expensive op it
+  // applies (an exponential is ~27 vector instructions for 16 points, a copy's point ~1/8 of one):
+  // an LSTM's gates at batch 8 (2048 points, five exponentials each) take ~10 us on one thread.
+  constexpr int64_t kExpensiveOpWork = 8;
+  size_t expensive_ops = 0;
+  for (const KernelStep& step : kernel.steps) expensive_ops += expensive_op_count(step.body);
+  SymInt work = numel(kernel.outer) * SymInt(1 + kExpensiveOpWork * int64_t(expensive_ops));
   const size_t rank = kernel.outer.size();
-  interleave_simd_ = std::any_of(kernel.steps.begin(), kernel.steps.end(),
-                                 [](const KernelStep& step) { return applies_expensive_op(step.body); });
+  interleave_simd_ = expensive_ops > 0;
   auto body = [&] {
     int number = 0;
     for (const KernelStep& step : kernel.steps) emit_point_step(step, number++);

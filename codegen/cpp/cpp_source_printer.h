@@ -304,6 +304,10 @@ class CppSourcePrinter : public CPrinter {
   // team, the pool's workers parked (emit_onednn_team), so the epilogue runs on that team, still
   // spinning, rather than wake them; empty elsewhere.
   std::string on_team_;
+  // The module runs its loops on the pool and its library calls on OpenMP's team (both runners
+  // pasted): a loop that is no library call's epilogue runs on whichever of the two is awake
+  // (kiln_team_or_pool_for).
+  bool team_beside_pool_ = false;
   CppEmitOptions options_;
   CSourceWriter w_;
   CppModule module_;

@@ -64,6 +64,23 @@ static inline void kiln_team_for(int64_t n, const F& body, bool parallel = true)
   kiln_team_run(n, &kiln_team_trampoline<F>, (void*)&body, parallel);
 }
 
+#ifdef KILN_POOL_MAX_WORKERS
+// In a module whose loops run on Kiln's pool (codegen/cpp/kiln_thread_pool.h) and whose library
+// calls run on OpenMP's team: a loop runs on the team while the pool's workers are parked for it
+// (kiln_pool_park: a library call just ran there, and the team's threads still spin), else on
+// the pool. Waking the parked workers costs more than a small loop: an LSTM's gates at batch 8
+// (2048 points, five exponentials each), after each step's GEMM on the team, took 10% longer on
+// the pool than on one thread, and 12% less time on the team (bench/README.md). One trampoline
+// serves both runners, so the loop's body is compiled once.
+template <class F>
+static inline void kiln_team_or_pool_for(int64_t n, const F& body, bool parallel = true) {
+  if (!kiln_pool_in_chunk && __atomic_load_n(&kiln_pool.park, __ATOMIC_SEQ_CST))
+    kiln_team_run(n, &kiln_pool_trampoline<F>, (void*)&body, parallel && kiln_pool_threads() > 1);
+  else
+    kiln_parallel_run(n, &kiln_pool_trampoline<F>, (void*)&body, parallel);
+}
+#endif
+
 // Threads a loop of this module may use (the team's size).
 static inline int64_t kiln_team_threads() {
   const int threads = omp_get_max_threads();

@@ -224,6 +224,59 @@ TEST(CpuLibraryMatmul, TheEpilogueOfAGemmOnOpenMPsTeamRunsOnThatTeam) {
   }
 }
 
+// An LSTM's step at batch 8: a GEMM of 8 rows runs whole on OpenMP's team while the pool's workers
+// sleep, and its gates (slices of its output: no epilogue) are a kernel of 2048 points with five
+// exponentials each, worth two threads by its work (a point plus 8 per expensive op), though below
+// the pool's threshold in points. That loop runs on whichever runner is awake
+// (kiln_team_or_pool_for): on the team after the GEMM. The same gates in cheap ops stay on one
+// thread. The interpreter's values on 1, 2 and 4 threads, over repeated calls.
+TEST(CpuLibraryMatmul, ExpensiveLoopsAfterAGemmOnOpenMPsTeamRunOnThatTeam) {
+  std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({256, 1024}, DType::f32, 41)}};
+  auto step = [&](const std::string& squash, const std::string& curve) {
+    // (The 512-row GEMM, which splits into blocks of rows on the pool, keeps the module on the pool.)
+    return ir::parse_graph(
+        "graph():\n"
+        "    %x : f32[8, 256] = placeholder[target=x]\n"
+        "    %tall : f32[512, 256] = placeholder[target=tall]\n"
+        "    %w : f32[256, 1024] = get_attr[target=w]\n"
+        "    %mm : f32[8, 1024] = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
+        "    %i : f32[8, 256] = call_function[target=slice](args = (%mm, 1, 0, 256), kwargs = {})\n"
+        "    %f : f32[8, 256] = call_function[target=slice](args = (%mm, 1, 256, 512), kwargs = {})\n"
+        "    %g : f32[8, 256] = call_function[target=slice](args = (%mm, 1, 512, 768), kwargs = {})\n"
+        "    %o : f32[8, 256] = call_function[target=slice](args = (%mm, 1, 768, 1024), kwargs = {})\n"
+        "    %si : f32[8, 256] = call_function[target=" + squash + "](args = (%i,), kwargs = {})\n"
+        "    %sf : f32[8, 256] = call_function[target=" + squash + "](args = (%f,), kwargs = {})\n"
+        "    %so : f32[8, 256] = call_function[target=" + squash + "](args = (%o,), kwargs = {})\n"
+        "    %tg : f32[8, 256] = call_function[target=" + curve + "](args = (%g,), kwargs = {})\n"
+        "    %kept : f32[8, 256] = call_function[target=mul](args = (%sf, %x), kwargs = {})\n"
+        "    %new : f32[8, 256] = call_function[target=mul](args = (%si, %tg), kwargs = {})\n"
+        "    %c : f32[8, 256] = call_function[target=add](args = (%kept, %new), kwargs = {})\n"
+        "    %tc : f32[8, 256] = call_function[target=" + curve + "](args = (%c,), kwargs = {})\n"
+        "    %h : f32[8, 256] = call_function[target=mul](args = (%so, %tc), kwargs = {})\n"
+        "    %split : f32[512, 1024] = call_function[target=matmul](args = (%tall, %w), kwargs = {})\n"
+        "    return (h, c, split)\n",
+        "lstm_step.kiln", parameters);
+  };
+  ir::Graph gates = step("sigmoid", "tanh");
+  if (built_with_onednn()) {
+    CodegenStageOptions stage;
+    stage.freeze = true;
+    EXPECT_EQ(occurrences(dump_codegen_stage(gates, "cpp", stage), "kiln_team_or_pool_for(kiln_n, kiln_chunk);"), 1u);
+    EXPECT_EQ(occurrences(dump_codegen_stage(step("relu", "neg"), "cpp", stage), "kiln_team_or_pool_for(kiln_n"), 0u);
+  }
+  std::map<std::string, Tensor> inputs = {{"x", random_tensor({8, 256}, DType::f32, 42)},
+                                          {"tall", random_tensor({512, 256}, DType::f32, 43)}};
+  std::vector<Tensor> expected = ir::interpret(gates, inputs);
+  CompiledModel model = compile(gates, options(true));
+  for (int threads : {2, 1, 4, 2, 2}) {
+    std::vector<Tensor> actual = model.run(inputs, threads);
+    ASSERT_EQ(actual.size(), expected.size());
+    // (The 512-row product sums 256 terms of up to 4 in magnitude: its rounding is the library's.)
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, i == 2 ? 1e-4 : 1e-5), "") << i << ", " << threads << " threads";
+  }
+}
+
 // A module whose GEMMs are mostly frozen ones of few rows and wide weights (a ViT-B's 197 rows,
 // which oneDNN's team runs whole: no blocks of rows on the pool) runs its loops on OpenMP's team too
 // (gemm_team_led), its GEMMs still oneDNN's matmul with the weights prepacked, and a batch of GEMMs
