@@ -68,10 +68,10 @@ static inline void kiln_team_for(int64_t n, const F& body, bool parallel = true)
 // In a module whose loops run on Kiln's pool (codegen/cpp/kiln_thread_pool.h) and whose library
 // calls run on OpenMP's team: a loop runs on the team while the pool's workers are parked for it
 // (kiln_pool_park: a library call just ran there, and the team's threads still spin), else on
-// the pool. Waking the parked workers costs more than a small loop: an LSTM's gates at batch 8
-// (2048 points, five exponentials each), after each step's GEMM on the team, took 10% longer on
-// the pool than on one thread, and 12% less time on the team (bench/README.md). One trampoline
-// serves both runners, so the loop's body is compiled once.
+// the pool. Waking the parked workers costs more than a small loop saves: an LSTM layer at batch 8
+// with its gates (2048 points, five exponentials each) split after each step's GEMM on the team
+// took 2.98-3.42 ms with the gates on the pool, 2.92-3.03 with them on one thread, 2.62-2.68 on
+// the team (bench/README.md). One trampoline serves both runners: the body is compiled once.
 template <class F>
 static inline void kiln_team_or_pool_for(int64_t n, const F& body, bool parallel = true) {
   if (!kiln_pool_in_chunk && __atomic_load_n(&kiln_pool.park, __ATOMIC_SEQ_CST))
