@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "kiln/error.h"
+#include "runtime/cpu/openblas_core_type.h"
+#include "runtime/cpu/openmp_wait_policy.h"
 #include "runtime/package_abi.h"
 #include "runtime/package_manifest.h"
 #include "runtime/shared_library.h"
@@ -38,6 +40,12 @@ Package Package::load(const std::filesystem::path& directory, const std::filesys
   std::string where = "package " + directory.string();
   if (m.abi != KILN_PACKAGE_ABI)
     fail(where, " has package ABI ", m.abi, "; this Kiln runs ABI ", KILN_PACKAGE_ABI, " (compile the model again)");
+  // The package's library links libgomp and OpenBLAS: their settings are chosen before it loads
+  // them, as for a compiled module (runtime/cpu/cpu_artifact.cpp). Without the core type, Debian
+  // 12's OpenBLAS ran its SSE3 kernels here (an unrolled BiGRU's package, not frozen: 3.7x the
+  // latency of the same model compiled by `kiln run`).
+  prefer_short_openmp_spins();
+  choose_openblas_core_type();
   state->library = SharedLibrary::open(directory / m.shared_library);
   const std::string& n = m.name;
   state->create = state->library.function<KilnStatus (*)(const char*, void**)>(n + "_create");

@@ -262,6 +262,18 @@ int main(int argc, char** argv) {
   }
 }
 
+// Kiln loading a package (`kiln bench DIR`, kiln::Package) chooses OpenBLAS's kernels before the
+// package's library loads OpenBLAS, as it does for a compiled module
+// (runtime/cpu/openblas_core_type.h): Debian 12's OpenBLAS, left to itself on a CPU newer than its
+// table, runs its SSE3 (Prescott) kernels. The MLP sample's GEMMs, not frozen, are OpenBLAS's.
+TEST_F(PackageCli, KilnChoosesOpenBlasKernelsBeforeAPackageLoadsThem) {
+  if (host_isa() != Isa::avx512) GTEST_SKIP() << "the expected kernels are AVX-512's (SkylakeX)";
+  fs::path dir = package("mlp", "", "blas_kernels");
+  CliResult bench = kiln("bench " + dir.string() + " --dim s0=4 -n 1 --warmup 0", "env -u OPENBLAS_CORETYPE");
+  ASSERT_EQ(bench.status, 0) << bench.err;
+  EXPECT_THAT(bench.out, HasSubstr("OpenBLAS kernels: SkylakeX")) << bench.out;
+}
+
 TEST_F(PackageCli, EverySampleRunsAsAPackageAsTheInterpreterRunsTheModel) {
   for (const char* model : {"mlp", "attention", "cnn"}) {
     SCOPED_TRACE(model);
