@@ -12,9 +12,11 @@ of medians and its fastest run (the least disturbed by other load on a shared ma
 ratios to `kiln run` (and the median of the rounds' own ratios), and the package's sizes: its weights file, its shared
 library (all instruction sets), and each instruction set's kernels (text + data + bss of
 NAME_<isa>.o in libNAME.a, `size`) besides the API's (NAME.o). Extra arguments go to every
-bench (e.g. --dim s0=32 --threads 2). Only the standard library (and binutils' `size`).
+bench (e.g. --dim s0=32 --threads 2). With --freeze the packages are compiled and `kiln run`
+benched with frozen parameters. Only the standard library (and binutils' `size`).
 
   bench/compare_package.py samples/models/mlp.kiln --dim s0=64 --threads 2
+  bench/compare_package.py model.onnx --freeze --input x=x.npy --threads 2
   bench/compare_package.py .cache/onnx-tests/resnet18/model.onnx --portable --threads 2 --rounds 5 --iters 10
 """
 import argparse
@@ -61,18 +63,21 @@ def main():
     parser.add_argument("--portable", action="store_true",
                         help="also time a package compiled with --portable (im2col + GEMM convolutions alone)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--freeze", action="store_true",
+                        help="compile the packages with frozen parameters, and bench `kiln run` so")
     args, extra = parser.parse_known_args()
+    frozen = ["--freeze"] if args.freeze else []
     with tempfile.TemporaryDirectory() as scratch:
         packages = {"package": os.path.join(scratch, "package")}
-        compile_package(args.kiln, args.model, packages["package"], [])
+        compile_package(args.kiln, args.model, packages["package"], frozen)
         if args.portable:
             packages["package_portable"] = os.path.join(scratch, "package_portable")
-            compile_package(args.kiln, args.model, packages["package_portable"], ["--portable"])
+            compile_package(args.kiln, args.model, packages["package_portable"], ["--portable"] + frozen)
         times = {"kiln_run": []}
         times.update({name: [] for name in packages})
         minimums = {name: [] for name in times}
         for _ in range(args.rounds):
-            for name, target, flags in [("kiln_run", args.model, ["--target", "cpu"])] + [(n, f, []) for n, f in packages.items()]:
+            for name, target, flags in [("kiln_run", args.model, ["--target", "cpu"] + frozen)] + [(n, f, []) for n, f in packages.items()]:
                 median, minimum = bench(args.kiln, target, flags + extra, args.iters)
                 times[name].append(median)
                 minimums[name].append(minimum)
@@ -81,6 +86,7 @@ def main():
         result = {
             "model": args.model,
             "arguments": extra,
+            "frozen": args.freeze,
             "medians_ms": medians,
             "over_kiln_run": {name: medians[name] / medians["kiln_run"] for name in packages},
             # Each round's ratio, then their median: a round's sides saw about the same load.
