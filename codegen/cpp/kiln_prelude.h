@@ -802,7 +802,7 @@ KILN_INLINE float kiln_philox_normal(uint64_t seed, uint64_t offset, uint64_t in
 // What codegen/c_like/c_ops.h asks of a prelude: op functions are static inline, and always
 // inlined: in a large module GCC stops inlining plain `inline` functions (its unit-growth limits),
 // and an op left a call keeps its `omp simd` loop scalar (an unrolled BiGRU's package, built by
-// g++: 2.1 ms a call, 0.91 with the ops inlined; bench/README.md). Fault flags are the module's
+// g++: 2.18 ms a call, 0.95 with the ops inlined; bench/README.md). Fault flags are the module's
 // ints (KILN_MODULE_STATE), set atomically (threads may raise them together).
 #define KILN_OP static inline __attribute__((always_inline, unused))
 #define KILN_FAULT_FLAG(name) KILN_MODULE_STATE int name = 0
