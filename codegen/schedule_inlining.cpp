@@ -3,10 +3,12 @@
 // in memory: a graph output, a library call's input, a value read several times that a
 // convolution's epilogue can compute once or whose expression is large or reads many buffers, an
 // expensive value read by a node that visits more points than it has elements (a broadcast, or
-// an im2col reading each element once per kernel tap) or by several nodes, a stencil (a value
-// reading many points of one buffer: a direct convolution), or a read whose index does not map
-// back to the producer's elements (the index inversion here).
+// an im2col reading each element once per kernel tap) or by several nodes, a value of a few ops
+// that a reader evaluates 16 times per element or more (a padding mask along attention rows), a
+// stencil (a value reading many points of one buffer: a direct convolution), or a read whose
+// index does not map back to the producer's elements (the index inversion here).
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -32,6 +34,13 @@ constexpr size_t kMaxInlinedBuffersWithManyReaders = 3;
 // is this small; past it, the value is computed once and stored (one more pass over memory
 // instead of KH*KW evaluations: ResNet-18's im2col kernels spent 90% of their time so).
 constexpr size_t kMaxRecomputedSize = 8;
+// A value that a reader evaluates this many times per element or more (a padding mask's
+// where(mask == 0, -inf, 0), read along every attention row: once per query) is computed once
+// and stored when it is more than a load and one op: its reader then loads it from a buffer that
+// stays in L1, where it computed it again at each visit, at the vector width of its widest
+// operand (a BERT-like encoder's masked softmax compared the i64 mask 8 lanes at a time).
+constexpr double kMinRevisitsToStore = 16;
+constexpr size_t kMaxRevisitedSize = 3;
 // A node that reads one buffer at this many points (a stencil: a convolution as Kiln's own loop)
 // revisits its elements, and its value is stored: inlined, it would be computed in its reader's
 // loops, which walk the reader's own rows (a max pool after LeNet's first convolution computed
@@ -222,18 +231,20 @@ SymInt visited_points(const LoopNode& node) {
   return points;
 }
 
-// True when `reader` provably evaluates each of its loads of `buffer` more times than
-// `producer` computes points, counting a load once per iteration of the innermost loop whose
-// variable it uses: a load that ignores the loops inside that one (a row's rstd read along the
-// row) is hoisted out of them later, so it recomputes nothing, but one that ignores an outer loop
-// only (a channel's rstd read along a channels-last value's width, its channels innermost) is
-// computed again at each of that loop's iterations.
-bool revisits(const LoopNode& reader, const LoopNode& producer, int buffer) {
+// How many times, at the least, `reader` evaluates each of its loads of `buffer` per point that
+// `producer` computes (0 when unknown), counting a load once per iteration of the innermost loop
+// whose variable it uses: a load that ignores the loops inside that one (a row's rstd read along
+// the row) is hoisted out of them later, so it recomputes nothing, but one that ignores an outer
+// loop only (a channel's rstd read along a channels-last value's width, its channels innermost)
+// is computed again at each of that loop's iterations.
+double revisits_per_point(const LoopNode& reader, const LoopNode& producer, int buffer) {
   std::optional<int64_t> computed = visited_points(producer).maybe_constant();
-  if (!computed) return false;
+  if (!computed || *computed <= 0) return 0;
   std::vector<const ExprNode*> loads;
   collect_loads(reader.body, buffer, loads);
+  if (loads.empty()) return 0;
   const std::vector<VarRange> vars = node_vars(reader);  // outermost first
+  double least = std::numeric_limits<double>::infinity();
   for (const ExprNode* load : loads) {
     std::vector<std::string> used = load->index.free_symbols();
     SymInt evaluations = 1, through_last_used = 1;
@@ -242,9 +253,16 @@ bool revisits(const LoopNode& reader, const LoopNode& producer, int buffer) {
       if (std::find(used.begin(), used.end(), var.var.to_string()) != used.end()) through_last_used = evaluations;
     }
     std::optional<int64_t> count = through_last_used.maybe_constant();
-    if (!count || *count <= *computed) return false;
+    if (!count) return 0;
+    least = std::min(least, double(*count) / double(*computed));
   }
-  return !loads.empty();
+  return least;
+}
+
+// True when `reader` provably evaluates each of its loads of `buffer` more times than
+// `producer` computes points (revisits_per_point).
+bool revisits(const LoopNode& reader, const LoopNode& producer, int buffer) {
+  return revisits_per_point(reader, producer, buffer) > 1;
 }
 
 bool read_by_extern(const LoopProgram& p, const std::vector<int>& readers) {
@@ -376,6 +394,17 @@ void inline_pointwise(SchedulingState& state) {
       if (revisiting != readers.end()) {
         state.note(node.name + " is stored: " + p.nodes[size_t(*revisiting)].name +
                    " visits its elements several times, and it is an expression of " + std::to_string(size) + " operations");
+        continue;
+      }
+    }
+    if (size > kMaxRevisitedSize) {
+      auto revisiting = std::find_if(readers.begin(), readers.end(), [&](int reader) {
+        return revisits_per_point(p.nodes[size_t(reader)], node, buffer) >= kMinRevisitsToStore;
+      });
+      if (revisiting != readers.end()) {
+        state.note(node.name + " is stored: " + p.nodes[size_t(*revisiting)].name + " visits each element " +
+                   std::to_string(int64_t(kMinRevisitsToStore)) + " times or more, and it is an expression of " +
+                   std::to_string(size) + " operations");
         continue;
       }
     }

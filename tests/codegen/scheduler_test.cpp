@@ -3,7 +3,7 @@
 // (reuse by liveness, peak no more than the naive sum, an epilogue's result over a residual that
 // dies there), the fusion log, and an expensive value
 // an im2col revisits or a broadcast reads stored rather than recomputed (also a value that
-// ignores an outer loop of its reader), the exps of values
+// ignores an outer loop of its reader, and a mask that every attention row reads), the exps of values
 // minus their row's max spelled exp_nonpositive, 1 + erf spelled one_plus_erf, and copies out of
 // permuted views split at the divisors of their indices, and stencils (direct convolutions) stored.
 #include "codegen/schedule.h"
@@ -292,6 +292,43 @@ TEST(Scheduler, AnExpensiveValueReadAsABroadcastIsStored) {
   ScheduledProgram relu = scale_by("relu");
   EXPECT_FALSE(stored(relu)) << print_schedule(relu);
   EXPECT_EQ(relu.kernels.size() + 1, sigmoid.kernels.size()) << print_schedule(relu) << print_schedule(sigmoid);
+}
+
+// A padding mask's additive bias, where(mask == 0, -inf, 0) over [batch, 1, 1, keys], read by
+// the softmax of every head's every query row: computed once and stored where the softmax visits
+// each of its elements 16 times or more (4 heads x 8 queries), inlined where it visits them fewer
+// times (1 head x 8 queries) or where it is a load and one op (the mask converted to f32).
+TEST(Scheduler, AMaskReadAlongEveryAttentionRowIsStored) {
+  auto masked_softmax = [](int64_t heads, bool where) {
+    std::string h = std::to_string(heads);
+    std::string bias = where ? R"(
+    %zero : bool[2, 1, 1, 16] [num_users=1] = call_function[target=eq](args = (%mask, 0), kwargs = {})
+    %bias : f32[2, 1, 1, 16] [num_users=1] = call_function[target=where](args = (%zero, -inf, 0.0), kwargs = {}))"
+                             : R"(
+    %bias : f32[2, 1, 1, 16] [num_users=1] = call_function[target=cast](args = (%mask, f32), kwargs = {}))";
+    return schedule_graph(ir::parse_graph(R"(graph():
+    %scores : f32[2, )" + h + R"(, 8, 16] [num_users=1] = placeholder[target=scores]
+    %mask : i64[2, 1, 1, 16] [num_users=1] = placeholder[target=mask])" + bias + R"(
+    %masked : f32[2, )" + h + R"(, 8, 16] [num_users=1] = call_function[target=add](args = (%scores, %bias), kwargs = {})
+    %p : f32[2, )" + h + R"(, 8, 16] [num_users=1] = call_function[target=softmax](args = (%masked, -1), kwargs = {})
+    return (p,)
+)"));
+  };
+  auto stored = [](const ScheduledProgram& s) {
+    for (const std::string& line : s.fusion_log)
+      if (line.find("bias is stored: ") != std::string::npos && line.find("visits each element 16 times or more") != std::string::npos)
+        return true;
+    return false;
+  };
+  ScheduledProgram four_heads = masked_softmax(4, true);
+  EXPECT_TRUE(stored(four_heads)) << print_schedule(four_heads);
+  EXPECT_EQ(four_heads.kernels.size(), 2u) << print_schedule(four_heads);
+  ScheduledProgram one_head = masked_softmax(1, true);
+  EXPECT_FALSE(stored(one_head)) << print_schedule(one_head);
+  EXPECT_EQ(one_head.kernels.size(), 1u) << print_schedule(one_head);
+  ScheduledProgram converted = masked_softmax(4, false);
+  EXPECT_FALSE(stored(converted)) << print_schedule(converted);
+  EXPECT_EQ(converted.kernels.size(), 1u) << print_schedule(converted);
 }
 
 // A per-channel value (an instance norm's rstd: an expression of 10 operations) read by a node
