@@ -44,10 +44,16 @@ Tensor evaluate_node(const ir::Node& node, const std::map<const ir::Node*, Tenso
 }
 
 // A view (t, permute, reshape that can be one, expand, ...): the code generator reads its input
-// through it at no cost.
-bool is_view_op(const ir::Node& node) {
+// through it at no cost. A reshape that cannot be a view of its input (a permuted weight's dims
+// merged: a mixture of experts' [experts, d, h] weights as one [d, experts * h] matrix) is a copy,
+// made again at every call unless folded: its result is contiguous where its input is not.
+bool in_place_view(const ir::Node& node) {
   const ir::OpInfo* op = ir::OpRegistry::global().find(node.target());
-  return op && (op->is_view || op->has_tag("view"));
+  if (!op || !(op->is_view || op->has_tag("view"))) return false;
+  if (!node.value().is_contiguous()) return true;
+  for (ir::Node* input : node.input_nodes())
+    if (input->has_single_value() && !input->value().is_contiguous()) return false;
+  return true;
 }
 
 bool foldable(const ir::Node& node) {
@@ -60,32 +66,60 @@ bool foldable(const ir::Node& node) {
 bool fold_constants(ir::Graph& graph, bool freeze) {
   if (!is_functional(graph)) return false;
   std::map<const ir::Node*, Tensor> values;
+  // Large views of constants (in_place_view): constant, but evaluated only where a folded node
+  // reads them; the graph keeps them as views, which the code generator reads in place.
+  std::set<const ir::Node*> views;
+  std::function<const Tensor&(const ir::Node*)> value_of = [&](const ir::Node* node) -> const Tensor& {
+    auto found = values.find(node);
+    if (found != values.end()) return found->second;
+    for (ir::Node* input : node->input_nodes()) value_of(input);
+    return values[node] = evaluate_node(*node, values);
+  };
+  auto is_constant = [&](const ir::Node* node) { return values.count(node) > 0 || views.count(node) > 0; };
+  auto numel = [&](const ir::Node* node) {
+    auto found = values.find(node);
+    if (found != values.end()) return found->second.numel();
+    return node->value().static_shape() ? numel_of(*node->value().static_shape()) : int64_t(0);
+  };
   for (ir::Node* node : graph.nodes()) {
     if (node->op() == ir::OpKind::get_attr &&
         (freeze || graph.signature().attribute_kind(node->target()) == ir::InputKind::constant_tensor))
       values[node] = *graph.parameter(node->target());
     if (!foldable(*node)) continue;
     std::vector<ir::Node*> inputs = node->input_nodes();
-    bool all_constant = std::all_of(inputs.begin(), inputs.end(), [&](ir::Node* input) { return values.count(input) > 0; });
-    if (!all_constant) continue;
+    if (!std::all_of(inputs.begin(), inputs.end(), is_constant)) continue;
     const int64_t elements = node->value().static_shape() ? numel_of(*node->value().static_shape()) : 0;
     // A large view of constants stays a view: folding it would copy the constant (ViT-B/16's
     // transposed linear weights: 340 MB of fresh memory and 1.1 s of page faults on every
     // `kiln run --freeze`, for the same run time).
-    if (elements > kMaxFoldedDerivedElements && is_view_op(*node)) continue;
+    if (elements > kMaxFoldedDerivedElements && in_place_view(*node)) {
+      views.insert(node);
+      continue;
+    }
     int64_t limit = inputs.empty() ? kMaxFoldedElements : kMaxFoldedDerivedElements;
-    for (ir::Node* input : inputs) limit = std::max(limit, values.at(input).numel());
+    for (ir::Node* input : inputs) limit = std::max(limit, numel(input));
     if (elements > limit) continue;
-    values[node] = evaluate_node(*node, values);
+    value_of(node);
   }
 
-  // Replace the frontier: constant call nodes read by something that is not constant.
+  // The constant nodes that the graph's other nodes read: those read by a node that is not
+  // constant, or by a view of constants that is itself read so (it stays, reading them in place).
+  std::set<const ir::Node*> read_at_run_time;
+  std::vector<ir::Node*> order = graph.node_list();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    ir::Node* node = *it;
+    if (!is_constant(node)) continue;
+    bool read = std::any_of(node->users().begin(), node->users().end(), [&](ir::Node* user) {
+      return !is_constant(user) || (views.count(user) && read_at_run_time.count(user));
+    });
+    if (read) read_at_run_time.insert(node);
+  }
+
+  // Replace the frontier: constant call nodes read at run time, but the views of constants.
   bool changed = false;
-  for (ir::Node* node : graph.node_list()) {
-    if (node->op() != ir::OpKind::call_function || !values.count(node)) continue;
-    bool read_by_non_constant = std::any_of(node->users().begin(), node->users().end(),
-                                            [&](ir::Node* user) { return !values.count(user); });
-    if (!read_by_non_constant || is_copy_back_output(*node)) continue;
+  for (ir::Node* node : order) {
+    if (node->op() != ir::OpKind::call_function || !values.count(node) || views.count(node)) continue;
+    if (!read_at_run_time.count(node) || is_copy_back_output(*node)) continue;
     std::string name = "_folded_" + node->name();
     graph.set_parameter(name, values.at(node));
     graph.signature().set_attribute_kind(name, ir::InputKind::constant_tensor);
@@ -99,10 +133,9 @@ bool fold_constants(ir::Graph& graph, bool freeze) {
     changed = true;
   }
   // Constant nodes now unused go away, in reverse order.
-  std::vector<ir::Node*> nodes = graph.node_list();
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
     ir::Node* node = *it;
-    if (node->op() == ir::OpKind::call_function && values.count(node) && node->users().empty()) {
+    if (node->op() == ir::OpKind::call_function && is_constant(node) && node->users().empty()) {
       graph.erase(node);
       changed = true;
     }

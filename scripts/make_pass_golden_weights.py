@@ -24,6 +24,7 @@ CASES = {
     "constant_fold/parameters_with_freeze": {"w": W_2X3},
     "constant_fold/through_constant_tensor": {"mask": torch.tensor([1.0, 0.0, 1.0]),
                                               "w": torch.tensor([0.25, 0.5, 0.75])},
+    "constant_fold/large_copy_folded": {"w": (torch.arange(4 * 128 * 160) % 251 - 125).to(torch.int8).reshape(4, 128, 160)},
     "conv_affine/batch_norm_chain": {"w": torch.arange(108, dtype=torch.float32).reshape(4, 3, 3, 3) / 50 - 1,
                                      "b": torch.tensor([0.1, -0.2, 0.3, 0.0]),
                                      "mean": torch.tensor([0.5, -1.0, 0.25, 2.0]).reshape(4, 1, 1),

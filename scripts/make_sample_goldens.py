@@ -23,7 +23,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples",
 def write_safetensors(path, tensors, metadata=None):
     """The Hugging Face safetensors layout: u64 header length, JSON header (with string
     `metadata` first when given), raw little-endian data."""
-    dtypes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+    dtypes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int8: "I8", torch.bool: "BOOL"}
     header, blobs, offset = ({"__metadata__": metadata} if metadata is not None else {}), [], 0
     for name in sorted(tensors):
         t = tensors[name].detach().contiguous()
