@@ -558,6 +558,11 @@ def make_node_test_op_cases():
             initializers={"boxes": np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3]]], np.float32),
                           "scores": np.array([[[0.9, 0.8, 0.7]]], np.float32), "max": i64(2),
                           "iou": np.array([0.5], np.float32)})
+    # torchvision.ops.nms exports max_output_boxes_per_class as INT64_MAX: every box kept that survives
+    op_case("non_max_suppression_int64_max", "NonMaxSuppression", [],
+            initializers={"boxes": np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3], [0, 4, 1, 5]]], np.float32),
+                          "scores": np.array([[[0.9, 0.8, 0.7, 0.6]]], np.float32),
+                          "max": np.array([np.iinfo(np.int64).max], np.int64), "iou": np.array([0.5], np.float32)})
     op_case("depth_to_space", "DepthToSpace", [f32(1, 8, 2, 3)], {"blocksize": 2, "mode": "CRD"})
     op_case("space_to_depth", "SpaceToDepth", [f32(1, 2, 4, 6)], {"blocksize": 2})
     op_case("center_crop_pad", "CenterCropPad", [f32(5, 3)], opset=18, initializers={"shape": i64(2, 6)})

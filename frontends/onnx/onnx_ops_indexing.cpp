@@ -344,11 +344,19 @@ void convert_non_max_suppression(OnnxNodeContext& context) {
     if (value.numel() == 0) return std::nullopt;
     return value.flat_double(0);
   };
-  std::optional<double> max_boxes = optional_value(2, "max_output_boxes_per_class");
+  // max_output_boxes_per_class is an int64 read as one: torchvision's export gives INT64_MAX,
+  // which as a double converts back past int64's range (to 0 boxes).
+  std::optional<int64_t> max_boxes;
+  if (context.has_input(2)) {
+    const Tensor& value = context.constant_input(2, "max_output_boxes_per_class");
+    if (!is_integral(value.dtype()))
+      context.fail("max_output_boxes_per_class must be an int64 tensor, not ", dtype_name(value.dtype()));
+    if (value.numel() != 0) max_boxes = value.flat_int(0);
+  }
   double iou_threshold = optional_value(3, "iou_threshold").value_or(0);
   std::optional<double> score_threshold = optional_value(4, "score_threshold");
   bool center_point = context.int_attribute("center_point_box", 0) != 0;
-  int64_t limit = max_boxes ? std::max<int64_t>(0, int64_t(*max_boxes)) : 0;
+  int64_t limit = max_boxes ? std::max<int64_t>(0, *max_boxes) : 0;
   std::vector<double> box_values(static_cast<size_t>(boxes.numel())), score_values(size_t(scores.numel()));
   for (int64_t i = 0; i < boxes.numel(); ++i) box_values[size_t(i)] = boxes.flat_double(i);
   for (int64_t i = 0; i < scores.numel(); ++i) score_values[size_t(i)] = scores.flat_double(i);
