@@ -258,6 +258,40 @@ TEST(BatchSplit, ChosenChunksWeighTheWeightsEveryChunkReadsAgainstTheSamples) {
   EXPECT_NE(why.find("fewer than the 4 CPUs"), std::string::npos) << why;
 }
 
+// Rows of a [512, 64] table gathered by 8192 indices: the rows mix, the columns do not, so the
+// columns (the table's second dim) are a batch. Chosen chunks would copy the table's columns and
+// the output's float by float: not split; asked for, made. A sequence-first batch whose rows are
+// long enough is split when chosen.
+TEST(BatchSplit, ChosenChunksThatWouldCopyShortRunsAreRefused) {
+  ir::Graph gather = ir::parse_graph(
+      "graph():\n"
+      "    %table : f32[512, 64] = placeholder[target=table]\n"
+      "    %ids : i64[8192] = placeholder[target=ids]\n"
+      "    %y = call_function[target=index_select](args = (%table, 0, %ids), kwargs = {})\n"
+      "    return (y,)\n",
+      "gather.kiln");
+  BatchChunking chosen;
+  chosen.cpus = 2;
+  std::string why;
+  EXPECT_FALSE(split_batch(gather, chosen, &why));
+  EXPECT_NE(why.find("a chunk's part of input %table is runs of"), std::string::npos) << why;
+  EXPECT_NE(why.find("fewer than 256 (copies too fine to pay)"), std::string::npos) << why;
+  std::optional<BatchSplit> asked = split_batch(gather, exactly(2), &why);
+  ASSERT_TRUE(asked) << why;
+  EXPECT_EQ(asked->inputs.at(0), (BatchSlice{1, 1, 1}));
+  // A running sum over a sequence-first [64, 4, 256] value keeps its 4 samples apart: each chunk
+  // copies runs of 256 floats.
+  ir::Graph sequence_first = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[64, 4, 256] = placeholder[target=x]\n"
+      "    %y = call_function[target=cumsum](args = (%x, 0), kwargs = {})\n"
+      "    return (y,)\n",
+      "sequence_first.kiln");
+  std::optional<BatchSplit> rows = split_batch(sequence_first, chosen, &why);
+  ASSERT_TRUE(rows) << why;
+  EXPECT_EQ(rows->inputs.at(0), (BatchSlice{1, 1, 1}));
+}
+
 // A call with less work than one parallel loop's runs whole when the chunks are chosen (waking a
 // thread for it costs more than the call), and in the chunks asked for when they are asked for.
 TEST(BatchSplit, ACallTooSmallToShareIsNotSplitUnlessAskedTo) {
