@@ -280,6 +280,20 @@ std::string geometry_text(const ConvolutionGeometry& geometry) {
          list(geometry.dilation) + " groups=" + std::to_string(geometry.groups);
 }
 
+std::string native_fallback_text(const NativeFallback& native) {
+  using Kind = NativeFallback::Kind;
+  std::string shape = " [" + native.outer.to_string() + ", " + native.length.to_string() + ", " + native.inner.to_string() + "]";
+  switch (native.kind) {
+    case Kind::none: return "";
+    case Kind::cumulative_sum: return "cumulative_sum" + shape;
+    case Kind::cumulative_product: return "cumulative_product" + shape;
+    case Kind::top_k: return "top_k" + shape + " k=" + std::to_string(native.k) + (native.largest ? " largest" : " smallest");
+    case Kind::scatter: return "scatter" + shape + " index_length=" + native.index_length.to_string();
+    case Kind::scatter_add: return "scatter_add" + shape + " index_length=" + native.index_length.to_string();
+  }
+  return "";
+}
+
 ExternCall convolution_as_2d(const ExternCall& call) {
   KILN_CHECK(call.kind == ExternKind::Convolution, "convolution_as_2d: not a convolution");
   ExternCall flat = call;

@@ -199,6 +199,23 @@ struct ConvolutionGeometry {
 // "stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=1", as the printers show it.
 std::string geometry_text(const ConvolutionGeometry& geometry);
 
+// A Fallback node that the C++ backend computes itself, exactly as the node's reference kernel
+// does (codegen/cpp/kiln_sequence_kernels.h), instead of calling the host's handler: a running sum
+// or product (cumsum, cumprod), a top-k, or a scatter (written or added) along one dim of its
+// first input, seen as [outer, length, inner]; its tensor inputs are contiguous. Other consumers
+// of the loop IR run the reference kernel.
+struct NativeFallback {
+  enum class Kind { none, cumulative_sum, cumulative_product, top_k, scatter, scatter_add };
+  Kind kind = Kind::none;
+  SymInt outer = 1, length = 1, inner = 1;
+  int64_t k = 0;         // top_k
+  bool largest = true;   // top_k
+  SymInt index_length = 0;  // scatter: the index's (and src's) size along the dim
+};
+
+// "top_k [8, 256, 1] k=16 largest", as loop dumps show it.
+std::string native_fallback_text(const NativeFallback& native);
+
 struct ExternCall {
   ExternKind kind = ExternKind::Gemm;
   // Gemm: {a, b}; Convolution: {input, weight} or {input, weight, bias}; Fallback: the node's
@@ -215,6 +232,7 @@ struct ExternCall {
   double small_input_output_bound = std::numeric_limits<double>::infinity();
   // Convolution with frozen parameters and no bound for either: why (passes::ValueBounds::unknown_reason).
   std::string output_bound_note;
+  NativeFallback native;  // Fallback only
 };
 
 // A Convolution call as the 2-d one the libraries and the evaluator run: a 1-d call's views gain

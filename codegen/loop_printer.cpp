@@ -163,6 +163,8 @@ void print_node(std::ostringstream& out, const LoopProgram& program, const LoopN
                                                                   : "fallback %" + call.graph_node;
       out << "    " << joined(outputs) << " = " << callee << "(" << joined(inputs) << ")";
       if (call.kind == ExternKind::Convolution) out << "  " << geometry_text(call.convolution);
+      if (call.kind == ExternKind::Fallback && call.native.kind != NativeFallback::Kind::none)
+        out << "  native " << native_fallback_text(call.native);
       // A finite bound (passes/value_bounds.h): the output has no NaN in calls whose inputs are in range.
       if (call.kind == ExternKind::Convolution && std::isfinite(call.small_input_output_bound)) {
         const bool wide = std::isfinite(call.output_bound);

@@ -484,9 +484,85 @@ void Lowerer::lower_fallback(const ir::Node& node, const ir::OpCall& call) {
     results.push_back(whole(buffer));
   }
   if (!node.meta.is_tuple && !results.empty()) loop_node.ranges = node.value().shape;
+  extern_call.native = native_fallback(node, call);
+  if (extern_call.native.kind != NativeFallback::Kind::none) {
+    // Its tensor inputs contiguous (as the order of lower_fallback's views: the tensor arguments).
+    std::vector<const ir::Node*> tensors;
+    for (size_t i = 0; i < call.op().schema.params.size(); ++i)
+      if (call.arg(i).is_node()) tensors.push_back(call.arg(i).node());
+    for (size_t i = 0; i < tensors.size() && i < extern_call.inputs.size(); ++i)
+      if (!(extern_call.inputs[i].strides == contiguous_strides(extern_call.inputs[i].shape)))
+        extern_call.inputs[i] = *strided_view(contiguous(value(tensors[i]), node.name() + "_input"));
+  }
   loop_node.extern_call = std::move(extern_call);
   add_node(std::move(loop_node));
   define(node, std::move(results));
+}
+
+// cumsum and cumprod of floating values (f32, f64: their dtype kept) or of integers and bools
+// (summed as i64, PyTorch's default), topk of f32, f64, i64 and i32 values with k no more than
+// the dim's size, and scatters (native_scatter), which the C++ backend computes itself
+// (NativeFallback); none for others.
+NativeFallback Lowerer::native_fallback(const ir::Node& node, const ir::OpCall& call) {
+  using Kind = NativeFallback::Kind;
+  NativeFallback native;
+  const std::string& op = node.target();
+  if (op != "cumsum" && op != "cumprod" && op != "topk" && op != "scatter") return native;
+  if (!call.arg(0).is_node()) return native;
+  const ir::TensorMeta& input = call.tensor(0);
+  if (input.rank() == 0) return native;
+  const DType in = input.dtype, out = node.meta.values.at(0).dtype;
+  const int64_t rank = input.rank();
+  const int64_t dim_arg = op == "topk" ? (call.arg(2).is_none() ? -1 : call.int_arg(2)) : call.int_arg(1);
+  if (dim_arg < -rank || dim_arg >= rank) return native;  // the reference kernel says why
+  const size_t dim = size_t(dim_arg < 0 ? dim_arg + rank : dim_arg);
+  if (op == "scatter") return native_scatter(call, input, int64_t(dim));
+  for (size_t d = 0; d < input.shape.size(); ++d) {
+    if (d < dim) native.outer = native.outer * input.shape[d];
+    if (d > dim) native.inner = native.inner * input.shape[d];
+  }
+  native.length = input.shape[dim];
+  if (op == "topk") {
+    const bool typed = in == DType::f32 || in == DType::f64 || in == DType::i64 || in == DType::i32;
+    const int64_t k = call.int_arg(1);
+    std::optional<int64_t> length = native.length.maybe_constant();
+    if (!typed || !length || k < 0 || k > *length) return NativeFallback{};
+    native.kind = Kind::top_k;
+    native.k = k;
+    native.largest = call.arg(3).is_none() || call.bool_arg(3);
+    return native;
+  }
+  const bool floating = (out == DType::f32 || out == DType::f64) && in == out;
+  const bool integral = out == DType::i64 && (in == DType::i64 || in == DType::i32 || in == DType::i16 ||
+                                              in == DType::i8 || in == DType::u8 || in == DType::boolean);
+  if (!floating && !integral) return NativeFallback{};
+  native.kind = op == "cumsum" ? Kind::cumulative_sum : Kind::cumulative_product;
+  return native;
+}
+
+// scatter written or summed ("sum") of f32, f64, i64 or i32 values from a src tensor of self's
+// dtype, whose index has src's shape and self's but along the dim (a message passing's
+// scatter_add: [edges, features] into [nodes, features]).
+NativeFallback Lowerer::native_scatter(const ir::OpCall& call, const ir::TensorMeta& self, int64_t dim_arg) {
+  using Kind = NativeFallback::Kind;
+  NativeFallback native;
+  const std::string reduce = call.arg(4).is_none() ? "" : call.string_arg(4);
+  if ((reduce != "" && reduce != "sum") || !call.arg(2).is_node() || !call.arg(3).is_node()) return native;
+  const ir::TensorMeta &index = call.tensor(2), &src = call.tensor(3);
+  const DType dtype = self.dtype;
+  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i64 && dtype != DType::i32) return native;
+  if (src.dtype != dtype || index.dtype != DType::i64 || index.rank() != self.rank() || !(src.shape == index.shape))
+    return native;
+  const size_t dim = size_t(dim_arg);
+  for (size_t d = 0; d < self.shape.size(); ++d) {
+    if (d != dim && !(index.shape[d] == self.shape[d])) return NativeFallback{};
+    if (d < dim) native.outer = native.outer * self.shape[d];
+    if (d > dim) native.inner = native.inner * self.shape[d];
+  }
+  native.length = self.shape[dim];
+  native.index_length = index.shape[dim];
+  native.kind = reduce.empty() ? Kind::scatter : Kind::scatter_add;
+  return native;
 }
 
 // ---------------------------------------------------------------- outputs

@@ -146,6 +146,8 @@ class Lowerer {
   void define_pointwise(const ir::Node& node, Expr body);
   // Lowers `node` to a Fallback extern.
   void lower_fallback(const ir::Node& node, const ir::OpCall& call);
+  NativeFallback native_fallback(const ir::Node& node, const ir::OpCall& call);
+  NativeFallback native_scatter(const ir::OpCall& call, const ir::TensorMeta& self, int64_t dim_arg);
 
   // The graph node being lowered.
   const ir::Node& current() const { return *current_; }

@@ -50,6 +50,14 @@ CppModule CppSourcePrinter::run() {
     w_.raw(cpp_dnnl_glue());
     w_.raw("\n");
   }
+  const bool native_fallbacks = std::any_of(p_.nodes.begin(), p_.nodes.end(), [](const LoopNode& node) {
+    return node.kind == NodeKind::Extern && node.extern_call.kind == ExternKind::Fallback &&
+           node.extern_call.native.kind != NativeFallback::Kind::none;
+  });
+  if (native_fallbacks) {
+    w_.raw(cpp_sequence_kernels());
+    w_.raw("\n");
+  }
   module_.kernels_begin = w_.str().size();
   for (const Kernel& kernel : s_.kernels) {
     CppModule::KernelSpan span;
@@ -164,13 +172,17 @@ void CppSourcePrinter::parallel_loops(const SymInt& work, const std::vector<Loop
   const std::string call = known ? "(kiln_n, kiln_chunk);"
                                  : "(kiln_n, kiln_chunk, (" + index_text(work) + ") >= " +
                                        std::to_string(options_.parallel_threshold) + ");";
-  if (uses_pool() && !on_team_.empty()) {
-    w_.line("if (" + on_team_ + ") kiln_team_for" + call);
-    w_.line("else " + runner() + call);
-  } else {
-    w_.line((team_beside_pool_ ? "kiln_team_or_pool_for" : runner()) + call);
-  }
+  runner_call(call);
   w_.close();
+}
+
+void CppSourcePrinter::runner_call(const std::string& arguments) {
+  if (uses_pool() && !on_team_.empty()) {
+    w_.line("if (" + on_team_ + ") kiln_team_for" + arguments);
+    w_.line("else " + runner() + arguments);
+  } else {
+    w_.line((team_beside_pool_ ? "kiln_team_or_pool_for" : runner()) + arguments);
+  }
 }
 
 void CppSourcePrinter::simd_pragma() {

@@ -1178,8 +1178,63 @@ void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView&
   }
 }
 
+// A fallback node the backend computes itself (NativeFallback: codegen/cpp/kiln_sequence_kernels.h),
+// its tasks of lines on the module's runner.
+void CppSourcePrinter::emit_native_fallback(const LoopNode& node) {
+  const ExternCall& call = node.extern_call;
+  const NativeFallback& native = call.native;
+  auto pointer = [&](const StridedView& view, const std::string& type) {
+    return "(" + type + "*)(" + buf(view.buffer) + " + (" + index_text(view.offset) + "))";
+  };
+  auto element = [&](const StridedView& view) {
+    DType dtype = p_.buffer(view.buffer).dtype;
+    return dtype == DType::boolean ? std::string("unsigned char") : ctype(dtype);
+  };
+  const StridedView& in = call.inputs.at(0);
+  w_.line("// " + native_fallback_text(native) + " (as its reference kernel computes it)");
+  w_.line("const int64_t kiln_outer = " + index_text(native.outer) + ", kiln_length = " + index_text(native.length) +
+          ", kiln_inner = " + index_text(native.inner) + ";");
+  std::string task, tasks = "kiln_line_tasks(kiln_outer, kiln_inner)";
+  if (native.kind == NativeFallback::Kind::scatter || native.kind == NativeFallback::Kind::scatter_add) {
+    const std::string t = element(in);
+    const bool add = native.kind == NativeFallback::Kind::scatter_add;
+    const std::string accumulator = !add ? t : is_floating(p_.buffer(in.buffer).dtype) ? "double" : "uint64_t";
+    task = "kiln_scatter_tasks<" + t + ", " + accumulator + ">(" + pointer(in, "const " + t) + ", " +
+           pointer(call.inputs.at(1), "const int64_t") + ", " + pointer(call.inputs.at(2), "const " + t) + ", " +
+           pointer(call.outputs.at(0), t) + ", kiln_outer, kiln_length, " + index_text(native.index_length) +
+           ", kiln_inner, " + (add ? "true" : "false") + ", kiln_t0, kiln_t1);";
+    tasks = "kiln_scatter_tasks_count(kiln_outer, kiln_inner, kiln_scatter_lanes(kiln_length))";
+  } else if (native.kind == NativeFallback::Kind::top_k) {
+    const std::string t = element(in);
+    task = "kiln_top_k_tasks<" + t + ">(" + pointer(in, "const " + t) + ", " + pointer(call.outputs.at(0), t) + ", " +
+           pointer(call.outputs.at(1), "int64_t") + ", kiln_outer, kiln_length, kiln_inner, " + std::to_string(native.k) +
+           ", " + (native.largest ? "true" : "false") + ", kiln_t0, kiln_t1);";
+  } else {
+    const DType out = p_.buffer(call.outputs.at(0).buffer).dtype;
+    const std::string accumulator = is_floating(out) ? "double" : "uint64_t";
+    task = "kiln_prefix_scan_tasks<" + element(in) + ", " + element(call.outputs.at(0)) + ", " + accumulator + ">(" +
+           pointer(in, "const " + element(in)) + ", " + pointer(call.outputs.at(0), element(call.outputs.at(0))) +
+           ", kiln_outer, kiln_length, kiln_inner, " +
+           (native.kind == NativeFallback::Kind::cumulative_product ? "true" : "false") + ", kiln_t0, kiln_t1);";
+  }
+  w_.line("const int64_t kiln_tasks = " + tasks + ";");
+  w_.line("auto kiln_chunk = [&](int64_t kiln_t0, int64_t kiln_t1) { " + task + " };");
+  const std::string parallel = "kiln_tasks > 1 && kiln_outer * kiln_length * kiln_inner >= " +
+                               std::to_string(options_.parallel_threshold);
+  if (!uses_runner()) {
+    w_.line("#pragma omp parallel for if(" + parallel + ")");
+    w_.line("for (int64_t kiln_t = 0; kiln_t < kiln_tasks; ++kiln_t) kiln_chunk(kiln_t, kiln_t + 1);");
+  } else {
+    runner_call("(kiln_tasks, kiln_chunk, " + parallel + ");");
+  }
+}
+
 void CppSourcePrinter::emit_fallback(const LoopNode& node) {
   const ExternCall& call = node.extern_call;
+  if (call.native.kind != NativeFallback::Kind::none) {
+    emit_native_fallback(node);
+    return;
+  }
   int index = int(module_.fallbacks.size());
   module_.fallbacks.push_back(call.graph_node);
   auto describe = [&](const std::vector<StridedView>& views, const std::string& name) {

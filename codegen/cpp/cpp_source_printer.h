@@ -75,6 +75,9 @@ class CppSourcePrinter : public CPrinter {
   // flag of the generated code, the chunks go to OpenMP's team instead while that flag is set.
   void parallel_loops(const SymInt& work, const std::vector<LoopDim>& dims, const std::string& omp_clauses, bool simd,
                       const std::function<void()>& body);
+  // The runner's call with `arguments` ("(kiln_n, kiln_chunk);"): on OpenMP's team instead while
+  // on_team_ is set, or on whichever of the team and the pool is awake (team_beside_pool_).
+  void runner_call(const std::string& arguments);
   // `#pragma omp simd` for a loop of the kernel being printed, followed by KILN_INTERLEAVE_SIMD
   // (kiln_prelude.h) when its body applies an expensive op (interleave_simd_).
   void simd_pragma();
@@ -207,6 +210,7 @@ class CppSourcePrinter : public CPrinter {
   bool emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
                           const std::string& b_pointer, const std::string& bias, const std::function<void()>& locate);
   void emit_fallback(const LoopNode& node);
+  void emit_native_fallback(const LoopNode& node);
   void emit_convolution(const Kernel& kernel, const LoopNode& node);
   // Whether no kernel but `kernel`'s steps reads `buffer`, and it is no graph output.
   bool only_steps_read(const Kernel& kernel, int buffer);

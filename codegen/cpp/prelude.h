@@ -18,5 +18,8 @@ std::string_view cpp_thread_pool();
 // The OpenMP team runner pasted after the prelude of a module whose loops run as OpenMP regions:
 // the text of codegen/cpp/kiln_openmp_team.h.
 std::string_view cpp_openmp_team();
+// The scans and top-k selections pasted after the runner of a module that computes such fallback
+// nodes itself: the text of codegen/cpp/kiln_sequence_kernels.h.
+std::string_view cpp_sequence_kernels();
 
 }  // namespace kiln::codegen

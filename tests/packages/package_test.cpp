@@ -71,8 +71,8 @@ std::string write_model(const fs::path& dir, const std::string& name, const std:
   return file.string();
 }
 
-// Every fallback op a package carries (cumsum, topk, scatter with and without reduce and with a
-// number, index_put with None, integer and bool indices, accumulating, det, cumprod, cummax on
+// Every fallback op a package carries (cumsum, topk and scatter with a sum, which its kernels compute
+// themselves, scatter with a number and with amax, index_put with None, integer and bool indices, accumulating, det, cumprod, cummax on
 // f32, cummin on i32 (ties), logcumsumexp, a transposed
 // convolution with bias), on f32, i32 and i64, through symbolic dims (two sizes of s0 on one
 // package) and each instruction set: the same numbers as the interpreter's.
@@ -102,15 +102,16 @@ TEST_F(PackageCli, FallbackOpsRunInPackagesAsInTheInterpreter) {
   expect_close(run_outputs(inplace.string() + " --random-inputs 3", "inplace_package"),
                run_outputs(cli_test::sample_model("inplace") + " --random-inputs 3", "inplace_interp"), 1e-6);
   // An exported program of backward ops (tests/data/pt2): embedding's backward (index_put,
-  // accumulating), max_pool2d's and col2im's (scatter with sum) run as fallbacks; avg_pool2d's (a
-  // transposed convolution) is a GEMM and a gather of its taps, no fallback.
+  // accumulating) runs as a fallback, max_pool2d's and col2im's (scatter with sum) as the kernels'
+  // own scatters; avg_pool2d's (a transposed convolution) is a GEMM and a gather of its taps, no
+  // fallback.
   std::string pt2 = (fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "pt2" / "core_backward.pt2").string();
   fs::path backward = dir_ / "core_backward";
   compiled = kiln("compile " + pt2 + " -o " + backward.string());
   ASSERT_EQ(compiled.status, 0) << compiled.err;
   std::string backward_source = read_file(backward / "core_backward.cpp");
   EXPECT_THAT(backward_source, HasSubstr("fallback_kernels::index_put("));
-  EXPECT_THAT(backward_source, HasSubstr("fallback_kernels::scatter("));
+  EXPECT_THAT(read_file(backward / "core_backward_kernels.inc"), HasSubstr("kiln_scatter_tasks<float, double>"));
   EXPECT_THAT(backward_source, Not(HasSubstr("fallback_kernels::convolution(")));
   expect_close(run_outputs(backward.string() + " --random-inputs 3", "backward_package"),
                run_outputs(pt2 + " --random-inputs 3", "backward_interp"), 1e-5);
@@ -142,20 +143,23 @@ TEST_F(PackageCli, FallbackErrorsAreTheInterpretersMessages) {
 }
 
 // i16 through a package's C API (dtype code KILN_I16, 2-byte elements): an i16 input and
-// outputs, wrapping arithmetic, and a fallback op (cumsum, in i64) reading i16; the outputs are
-// the interpreter's exactly.
+// outputs, wrapping arithmetic, a running sum in i64 that the kernels compute (reading i16), and
+// a fallback op (cummax) of i16 values; the outputs are the interpreter's exactly.
 TEST_F(PackageCli, Int16InputsAndOutputs) {
   std::string model = write_model(dir_, "shorts", R"(graph():
-    %x : i16[2, 5] [num_users=3] = placeholder[target=x]
+    %x : i16[2, 5] [num_users=4] = placeholder[target=x]
     %mul : i16[2, 5] [num_users=1] = call_function[target=mul](args = (%x, 3), kwargs = {})
     %neg : i16[2, 5] [num_users=1] = call_function[target=neg](args = (%x,), kwargs = {})
     %cumsum : i64[2, 5] [num_users=1] = call_function[target=cumsum](args = (%x, 1), kwargs = {})
-    return (mul, neg, cumsum)
+    %cummax : (i16[2, 5], i64[2, 5]) [num_users=1] = call_function[target=cummax](args = (%x, 1), kwargs = {})
+    %peaks : i16[2, 5] [num_users=1] = call_function[target=getitem](args = (%cummax, 0), kwargs = {})
+    return (mul, neg, cumsum, peaks)
 )");
   fs::path dir = dir_ / "shorts_package";
   CliResult compiled = kiln("compile " + model + " -o " + dir.string());
   ASSERT_EQ(compiled.status, 0) << compiled.err;
   EXPECT_THAT(read_file(dir / "shorts.cpp"), HasSubstr("fallback_kernels::"));
+  EXPECT_THAT(read_file(dir / "shorts_kernels.inc"), HasSubstr("kiln_prefix_scan_tasks<int16_t, int64_t, uint64_t>"));
   Tensor x = Tensor::from_doubles({2, 5}, std::vector<double>{-32768, -12000, -1, 0, 1, 7, 11000, 20000, 32767, -300},
                                   DType::i16);
   write_npy((dir_ / "x.npy").string(), x);
