@@ -21,7 +21,9 @@
 //    LoweringOptions::force_fallback_ops) become ExternKind::Fallback calls of the graph
 //    node's reference kernel, with StridedViews of their tensor arguments (one per tensor
 //    argument occurrence, in the order ir::tensor_arguments walks them; a tuple passed
-//    whole contributes one view per element) and contiguous outputs.
+//    whole contributes one view per element) and contiguous outputs. cumsum, cumprod, topk and
+//    scatter of common dtypes also name a NativeFallback (their tensor inputs then contiguous),
+//    which the C++ backend computes itself.
 //  - with LoweringOptions::library_convolution, f32 2-d convolutions are ExternKind::Convolution
 //    calls that read and write channels-last (NHWC) buffers; 4-d pointwise values and pooling
 //    windows computed from a channels-last value are stored channels-last too, so that the
