@@ -290,6 +290,11 @@ std::string native_fallback_text(const NativeFallback& native) {
     case Kind::top_k: return "top_k" + shape + " k=" + std::to_string(native.k) + (native.largest ? " largest" : " smallest");
     case Kind::scatter: return "scatter" + shape + " index_length=" + native.index_length.to_string();
     case Kind::scatter_add: return "scatter_add" + shape + " index_length=" + native.index_length.to_string();
+    case Kind::grid_sample: {
+      static const char* const paddings[] = {"zeros", "border", "reflection"};
+      return std::string("grid_sample ") + (native.nearest ? "nearest " : "bilinear ") + paddings[native.padding] +
+             (native.align_corners ? " align_corners" : "");
+    }
   }
   return "";
 }

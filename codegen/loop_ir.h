@@ -202,15 +202,20 @@ std::string geometry_text(const ConvolutionGeometry& geometry);
 // A Fallback node that the C++ backend computes itself, exactly as the node's reference kernel
 // does (codegen/cpp/kiln_sequence_kernels.h), instead of calling the host's handler: a running sum
 // or product (cumsum, cumprod), a top-k, or a scatter (written or added) along one dim of its
-// first input, seen as [outer, length, inner]; its tensor inputs are contiguous. Other consumers
-// of the loop IR run the reference kernel.
+// first input, seen as [outer, length, inner], or a 2-d grid_sample; its tensor inputs are
+// contiguous. Other consumers of the loop IR run the reference kernel.
 struct NativeFallback {
-  enum class Kind { none, cumulative_sum, cumulative_product, top_k, scatter, scatter_add };
+  enum class Kind { none, cumulative_sum, cumulative_product, top_k, scatter, scatter_add, grid_sample };
   Kind kind = Kind::none;
   SymInt outer = 1, length = 1, inner = 1;
   int64_t k = 0;         // top_k
   bool largest = true;   // top_k
   SymInt index_length = 0;  // scatter: the index's (and src's) size along the dim
+  // grid_sample of a 2-d input (its sizes those of the call's views): bilinear or nearest; zeros,
+  // border or reflection padding (0, 1, 2).
+  bool nearest = false;
+  int padding = 0;
+  bool align_corners = false;
 };
 
 // "top_k [8, 256, 1] k=16 largest", as loop dumps show it.

@@ -501,12 +501,13 @@ void Lowerer::lower_fallback(const ir::Node& node, const ir::OpCall& call) {
 
 // cumsum and cumprod of floating values (f32, f64: their dtype kept) or of integers and bools
 // (summed as i64, PyTorch's default), topk of f32, f64, i64 and i32 values with k no more than
-// the dim's size, and scatters (native_scatter), which the C++ backend computes itself
-// (NativeFallback); none for others.
+// the dim's size, scatters (native_scatter) and 2-d grid_samples (native_grid_sample), which the
+// C++ backend computes itself (NativeFallback); none for others.
 NativeFallback Lowerer::native_fallback(const ir::Node& node, const ir::OpCall& call) {
   using Kind = NativeFallback::Kind;
   NativeFallback native;
   const std::string& op = node.target();
+  if (op == "grid_sample") return native_grid_sample(call);
   if (op != "cumsum" && op != "cumprod" && op != "topk" && op != "scatter") return native;
   if (!call.arg(0).is_node()) return native;
   const ir::TensorMeta& input = call.tensor(0);
@@ -537,6 +538,25 @@ NativeFallback Lowerer::native_fallback(const ir::Node& node, const ir::OpCall& 
                                               in == DType::i8 || in == DType::u8 || in == DType::boolean);
   if (!floating && !integral) return NativeFallback{};
   native.kind = op == "cumsum" ? Kind::cumulative_sum : Kind::cumulative_product;
+  return native;
+}
+
+// grid_sample of a 2-d f32 or f64 input ([n, c, h, w]) at an f32 or f64 grid [n, out_h, out_w, 2],
+// bilinear or nearest, any padding.
+NativeFallback Lowerer::native_grid_sample(const ir::OpCall& call) {
+  NativeFallback native;
+  if (!call.arg(0).is_node() || !call.arg(1).is_node()) return native;
+  const ir::TensorMeta &input = call.tensor(0), &grid = call.tensor(1);
+  auto floating = [](DType dtype) { return dtype == DType::f32 || dtype == DType::f64; };
+  if (input.rank() != 4 || grid.rank() != 4 || !floating(input.dtype) || !floating(grid.dtype)) return native;
+  if (!(grid.shape[3] == SymInt(2)) || !(grid.shape[0] == input.shape[0])) return native;
+  const std::string mode = call.string_arg(2), padding = call.string_arg(3);
+  if (mode != "bilinear" && mode != "nearest") return native;
+  if (padding != "zeros" && padding != "border" && padding != "reflection") return native;
+  native.kind = NativeFallback::Kind::grid_sample;
+  native.nearest = mode == "nearest";
+  native.padding = padding == "zeros" ? 0 : padding == "border" ? 1 : 2;
+  native.align_corners = call.bool_arg(4);
   return native;
 }
 

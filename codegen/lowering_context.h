@@ -148,6 +148,7 @@ class Lowerer {
   void lower_fallback(const ir::Node& node, const ir::OpCall& call);
   NativeFallback native_fallback(const ir::Node& node, const ir::OpCall& call);
   NativeFallback native_scatter(const ir::OpCall& call, const ir::TensorMeta& self, int64_t dim_arg);
+  NativeFallback native_grid_sample(const ir::OpCall& call);
 
   // The graph node being lowered.
   const ir::Node& current() const { return *current_; }

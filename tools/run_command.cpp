@@ -63,8 +63,13 @@ std::string check_output(const std::string& name, const Tensor& got, const Tenso
     std::cout << "check " << name << ": FAIL: " << problem << "\n";
     return problem;
   }
+  // An element passes where |got - expected| <= atol + rtol * |expected| (numpy's allclose): near
+  // zero the relative error may be large and the element within atol, so "ok" says which rule.
   std::cout << "check " << name << ": max abs err " << comparison.max_abs << ", max rel err " << comparison.max_rel;
-  std::cout << (problem.empty() ? ": ok\n" : ": FAIL, " + problem + "\n");
+  if (problem.empty())
+    std::cout << ": ok (every element within atol " << options.atol << " + rtol " << options.rtol << " * |expected|)\n";
+  else
+    std::cout << ": FAIL, " << problem << "\n";
   return problem;
 }
 
@@ -165,7 +170,7 @@ void add_run_command(CLI::App& app) {
   options->backend = add_backend_alias(*run, options->target, target);
   run->add_flag("--freeze", options->freeze,
                 "Compiling targets: the parameters are constants (folded; on cpu convolution weights prepacked once)");
-  run->add_flag("--check", options->check, "Also run the interpreter; print the max abs and rel error; exit 1 past the tolerance");
+  run->add_flag("--check", options->check, "Also run the interpreter; print the max abs and rel error; exit 1 where an element is past atol + rtol * |expected|");
   run->add_option("--rtol", options->rtol, "Relative tolerance of --check")->capture_default_str();
   run->add_option("--atol", options->atol, "Absolute tolerance of --check")->capture_default_str();
   run->add_option("--isa", options->isa, "--target cpu: instruction set, scalar, avx2 or avx512 (default: the host's best)")

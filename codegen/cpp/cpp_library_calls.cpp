@@ -1194,8 +1194,21 @@ void CppSourcePrinter::emit_native_fallback(const LoopNode& node) {
   w_.line("// " + native_fallback_text(native) + " (as its reference kernel computes it)");
   w_.line("const int64_t kiln_outer = " + index_text(native.outer) + ", kiln_length = " + index_text(native.length) +
           ", kiln_inner = " + index_text(native.inner) + ";");
-  std::string task, tasks = "kiln_line_tasks(kiln_outer, kiln_inner)";
-  if (native.kind == NativeFallback::Kind::scatter || native.kind == NativeFallback::Kind::scatter_add) {
+  std::string task, tasks = "kiln_line_tasks(kiln_outer, kiln_inner)", work = "kiln_outer * kiln_length * kiln_inner";
+  if (native.kind == NativeFallback::Kind::grid_sample) {
+    const StridedView& grid = call.inputs.at(1);
+    const SymShape& x = in.shape;
+    w_.line("const KilnGridSample kiln_sample = {" + index_text(x[0]) + ", " + index_text(x[1]) + ", " + index_text(x[2]) +
+            ", " + index_text(x[3]) + ", " + index_text(grid.shape[1]) + ", " + index_text(grid.shape[2]) + ", " +
+            std::to_string(int(native.nearest)) + ", " + std::to_string(native.padding) + ", " +
+            std::to_string(int(native.align_corners)) + ", " +
+            std::to_string(int(p_.buffer(grid.buffer).dtype != DType::f64)) + "};");
+    task = "kiln_grid_sample_tasks<" + element(in) + ", " + element(grid) + ">(" + pointer(in, "const " + element(in)) +
+           ", " + pointer(grid, "const " + element(grid)) + ", " + pointer(call.outputs.at(0), element(in)) +
+           ", &kiln_sample, kiln_t0, kiln_t1);";
+    tasks = "kiln_sample.n * kiln_sample.out_h";
+    work = "4 * kiln_sample.n * kiln_sample.c * kiln_sample.out_h * kiln_sample.out_w";  // 4 taps a point
+  } else if (native.kind == NativeFallback::Kind::scatter || native.kind == NativeFallback::Kind::scatter_add) {
     const std::string t = element(in);
     const bool add = native.kind == NativeFallback::Kind::scatter_add;
     const std::string accumulator = !add ? t : is_floating(p_.buffer(in.buffer).dtype) ? "double" : "uint64_t";
@@ -1219,8 +1232,7 @@ void CppSourcePrinter::emit_native_fallback(const LoopNode& node) {
   }
   w_.line("const int64_t kiln_tasks = " + tasks + ";");
   w_.line("auto kiln_chunk = [&](int64_t kiln_t0, int64_t kiln_t1) { " + task + " };");
-  const std::string parallel = "kiln_tasks > 1 && kiln_outer * kiln_length * kiln_inner >= " +
-                               std::to_string(options_.parallel_threshold);
+  const std::string parallel = "kiln_tasks > 1 && " + work + " >= " + std::to_string(options_.parallel_threshold);
   if (!uses_runner()) {
     w_.line("#pragma omp parallel for if(" + parallel + ")");
     w_.line("for (int64_t kiln_t = 0; kiln_t < kiln_tasks; ++kiln_t) kiln_chunk(kiln_t, kiln_t + 1);");

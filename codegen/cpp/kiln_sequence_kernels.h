@@ -253,3 +253,111 @@ static void kiln_scatter_tasks(const T* self, const int64_t* index, const T* src
   }
   delete[] sums;
 }
+
+// grid_sample of a 2-d input [n, c, h, w] at a grid [n, out_h, out_w, 2] of (x, y) in [-1, 1],
+// bilinear or nearest, with zeros, border or reflection padding, as the reference computes it
+// (portable::grid_sample_values): coordinates in double, rounded to float where the grid is not
+// f64, each output the sum over its taps (rows, then columns) of weight times value. The module is
+// built with contraction on (Clang's -ffp-contract=fast, which no pragma overrides), so every
+// product an add follows is kiln_product's, which no multiply-add can take in. A task is one row
+// of output points of one image, all its channels.
+static inline double kiln_product(double a, double b) {
+  double product = a * b;
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__("" : "+x"(product));
+#elif defined(__aarch64__)
+  __asm__("" : "+w"(product));
+#else
+  volatile double stored = product;
+  product = stored;
+#endif
+  return product;
+}
+
+struct KilnGridSample {
+  int64_t n, c, h, w, out_h, out_w;
+  int nearest;        // 0: bilinear
+  int padding;        // 0 zeros, 1 border, 2 reflection
+  int align_corners;
+  int round_to_float;  // the grid is not f64
+};
+
+static inline double kiln_gs_keep(const KilnGridSample* s, double value) {
+  return s->round_to_float ? double(float(value)) : value;
+}
+
+static double kiln_gs_reflect(double x, double x_min, double x_max) {
+  const double range = x_max - x_min;
+  if (x < x_min) {
+    const double dx = x_min - x;
+    const int64_t n = int64_t(dx / range);
+    const double r = dx - kiln_product(double(n), range);
+    return n % 2 == 0 ? x_min + r : x_max - r;
+  }
+  if (x > x_max) {
+    const double dx = x - x_max;
+    const int64_t n = int64_t(dx / range);
+    const double r = dx - kiln_product(double(n), range);
+    return n % 2 == 0 ? x_max - r : x_min + r;
+  }
+  return x;
+}
+
+// Dim `size`'s coordinate of normalized `v`, after the padding rule: its taps and their weights
+// (nearest: one tap of weight 1); a tap of -1 reads a zero.
+static int kiln_gs_taps(const KilnGridSample* s, double v, int64_t size, int64_t* taps, double* weights) {
+  const double length = double(size);
+  double x = kiln_gs_keep(s, s->align_corners ? (v + 1) / 2.0 * (length - 1) : (kiln_product(v + 1, length) - 1) / 2.0);
+  if (s->nearest) x = __builtin_nearbyint(x);
+  const double low = s->align_corners ? 0.0 : -0.5, high = s->align_corners ? length - 1 : length - 0.5;
+  if (!(x >= low && x <= high)) {
+    if (s->padding == 1) x = x < 0.0 ? 0.0 : x > length - 1 ? length - 1 : x;
+    else if (s->padding == 2) x = kiln_gs_keep(s, kiln_gs_reflect(x, low, high));
+  }
+  auto tap = [&](int64_t i) -> int64_t {
+    if (s->padding == 0) return i >= 0 && i < size ? i : -1;
+    if (s->padding == 1) return i < 0 ? 0 : i > size - 1 ? size - 1 : i;
+    return int64_t(kiln_gs_reflect(double(i), low, high));
+  };
+  if (s->nearest) {
+    taps[0] = tap(int64_t(x));
+    weights[0] = 1.0;
+    return 1;
+  }
+  const int64_t first = int64_t(__builtin_floor(x));
+  const double t = x - double(first);
+  taps[0] = tap(first);
+  taps[1] = tap(first + 1);
+  weights[0] = 1 - t;
+  weights[1] = t;
+  return 2;
+}
+
+template <class T, class G>
+static void kiln_grid_sample_tasks(const T* input, const G* grid, T* out, const KilnGridSample* s, int64_t t0,
+                                   int64_t t1) {
+  const int64_t plane = s->h * s->w, points = s->out_h * s->out_w;
+  for (int64_t task = t0; task < t1; ++task) {
+    const int64_t image = task / s->out_h, row = task % s->out_h;
+    for (int64_t col = 0; col < s->out_w; ++col) {
+      const int64_t p = row * s->out_w + col;
+      const G* normalized = grid + (image * points + p) * 2;
+      int64_t rows[2], cols[2];
+      double row_weights[2], col_weights[2];
+      const int row_taps = kiln_gs_taps(s, double(normalized[1]), s->h, rows, row_weights);
+      const int col_taps = kiln_gs_taps(s, double(normalized[0]), s->w, cols, col_weights);
+      for (int64_t channel = 0; channel < s->c; ++channel) {
+        const T* x = input + (image * s->c + channel) * plane;
+        double total = 0;
+        for (int i = 0; i < row_taps; ++i)
+          for (int j = 0; j < col_taps; ++j) {
+            const double weight = 1 * row_weights[i] * col_weights[j];
+            if (rows[i] < 0 || cols[j] < 0) continue;
+            const double product = kiln_product(weight, double(x[rows[i] * s->w + cols[j]]));
+            total = total + product;
+          }
+        out[(image * s->c + channel) * points + p] = T(total);
+      }
+    }
+  }
+}

@@ -4,8 +4,8 @@
 // dim (lines side by side as columns or as rows, a block of 64 lanes and a partial one), of f32,
 // f64 and integer values (sums that wrap past int64), with NaNs, infinities, signed zeros and ties
 // for topk, k of 0, a few, more than 32 (a heap) and the whole dim, largest and smallest,
-// scatters written and added (an index out of range an IndexError), a non-contiguous input and a
-// symbolic dim; and that no such node goes to the host's handler.
+// scatters written and added (an index out of range an IndexError), 2-d grid_samples, a
+// non-contiguous input and a symbolic dim; and that no such node goes to the host's handler.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -177,6 +177,28 @@ TEST(CpuNativeFallbacks, ScattersWriteAndAddInTheReferencesOrder) {
   for (int64_t n = 0; n < big_src.numel(); ++n) set_flat(big_src, n, double(std::numeric_limits<int64_t>::max() / 4));
   expect_native_and_exact(scatter_graph(DType::i64, {4, 3}, {40, 3}, 0, "sum"),
                           {{{"x", big}, {"i", positions({40, 3}, 4, 39)}, {"src", big_src}}});
+}
+
+// A 2-d grid_sample, bilinear and nearest, with each padding, with and without align_corners, at a
+// grid reaching past [-1, 1] (f32, rounded as the reference rounds it, and f64), of f32 and f64
+// images.
+TEST(CpuNativeFallbacks, GridSamplesOfImagesAsTheReference) {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (DType grid_dtype : {DType::f32, DType::f64}) {
+      Tensor image = random_tensor({2, 3, 9, 11}, dtype, 51);
+      Tensor grid = random_tensor({2, 7, 5, 2}, grid_dtype, 52, -1.3, 1.3);
+      for (const char* mode : {"bilinear", "nearest"})
+        for (const char* padding : {"zeros", "border", "reflection"})
+          for (bool corners : {false, true}) {
+            SCOPED_TRACE(std::string(mode) + " " + padding + (corners ? " align_corners" : ""));
+            Graph graph;
+            Node* x = graph.create_placeholder("x", TensorMeta::contiguous(dtype, {2, 3, 9, 11}));
+            Node* g = graph.create_placeholder("g", TensorMeta::contiguous(grid_dtype, {2, 7, 5, 2}));
+            graph.create_output({graph.create_call("grid_sample", {x, g, std::string(mode), std::string(padding), corners})});
+            expect_native_and_exact(graph, {{{"x", image}, {"g", grid}}});
+          }
+    }
+  }
 }
 
 // An index outside the dim is an IndexError of the kernel, as the reference kernel's error is.
