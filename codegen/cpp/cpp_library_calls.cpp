@@ -1194,7 +1194,8 @@ void CppSourcePrinter::emit_native_fallback(const LoopNode& node) {
   w_.line("// " + native_fallback_text(native) + " (as its reference kernel computes it)");
   w_.line("const int64_t kiln_outer = " + index_text(native.outer) + ", kiln_length = " + index_text(native.length) +
           ", kiln_inner = " + index_text(native.inner) + ";");
-  std::string task, tasks = "kiln_line_tasks(kiln_outer, kiln_inner)", work = "kiln_outer * kiln_length * kiln_inner";
+  std::string task, tasks = "kiln_line_tasks(kiln_outer, kiln_inner, kiln_scan_lanes)",
+                    work = "kiln_outer * kiln_length * kiln_inner";
   if (native.kind == NativeFallback::Kind::grid_sample) {
     const StridedView& grid = call.inputs.at(1);
     const SymShape& x = in.shape;
@@ -1218,6 +1219,7 @@ void CppSourcePrinter::emit_native_fallback(const LoopNode& node) {
            ", kiln_inner, " + (add ? "true" : "false") + ", kiln_t0, kiln_t1);";
     tasks = "kiln_scatter_tasks_count(kiln_outer, kiln_inner, kiln_scatter_lanes(kiln_length))";
   } else if (native.kind == NativeFallback::Kind::top_k) {
+    tasks = "kiln_line_tasks(kiln_outer, kiln_inner, kiln_lanes)";
     const std::string t = element(in);
     task = "kiln_top_k_tasks<" + t + ">(" + pointer(in, "const " + t) + ", " + pointer(call.outputs.at(0), t) + ", " +
            pointer(call.outputs.at(1), "int64_t") + ", kiln_outer, kiln_length, kiln_inner, " + std::to_string(native.k) +

@@ -1,11 +1,12 @@
 // Differential tests of the fallback nodes the cpu target computes itself (codegen/loop_ir.h:
-// NativeFallback, codegen/cpp/kiln_sequence_kernels.h): cumsum, cumprod and topk compiled, built
-// and run, bit for bit against the reference interpreter, along the first, a middle and the last
-// dim (lines side by side as columns or as rows, a block of 64 lanes and a partial one), of f32,
-// f64 and integer values (sums that wrap past int64), with NaNs, infinities, signed zeros and ties
-// for topk, k of 0, a few, more than 32 (a heap) and the whole dim, largest and smallest,
-// scatters written and added (an index out of range an IndexError), 2-d grid_samples, a
-// non-contiguous input and a symbolic dim; and that no such node goes to the host's handler.
+// NativeFallback, codegen/cpp/kiln_sequence_kernels.h): cumsum, cumprod, topk, scatter and
+// grid_sample compiled, built and run, bit for bit against the reference interpreter, along the
+// first, a middle and the last dim (lines side by side as columns or as rows, whole tasks of
+// lanes and partial ones), of f32, f64 and integer values (sums that wrap past int64), with NaNs,
+// infinities, signed zeros and ties for topk, k of 0, a few, more than 32 (a heap) and the whole
+// dim, largest and smallest, scatters written and added (an index out of range an IndexError),
+// 2-d grid_samples, a non-contiguous input and a symbolic dim; and that no such node goes to the
+// host's handler.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,15 +76,17 @@ void set_flat(const Tensor& t, int64_t flat, double value) {
 }
 
 TEST(CpuNativeFallbacks, RunningSumsAndProductsAlongEveryDim) {
-  const Sizes sizes = {3, 70, 130};  // rows of 130: two blocks of lanes and part of a third
+  // Rows of 600 (two tasks of 256 columns and part of a third); along the last dim, 120 rows side
+  // by side (one partial task) and, in [300, 7], a task of 256 rows and one of 44.
   for (DType dtype : {DType::f32, DType::f64}) {
-    Tensor x = random_tensor(sizes, dtype, 11, -8, 8);
+    Tensor x = random_tensor({3, 40, 600}, dtype, 11, -8, 8);
     for (int64_t i = 0; i < x.numel(); i += 5) set_flat(x, i, (i % 3 + 1) * 1.0e7);  // sums that round in f32
-    Tensor near_one = random_tensor(sizes, dtype, 12, 0.9, 1.1);
+    Tensor near_one = random_tensor({3, 40, 600}, dtype, 12, 0.9, 1.1);
     for (int64_t dim = 0; dim < 3; ++dim) {
-      expect_native_and_exact(one_op("cumsum", dtype, {3, 70, 130}, {dim}), {{{"x", x}}});
-      expect_native_and_exact(one_op("cumprod", dtype, {3, 70, 130}, {dim}), {{{"x", near_one}}});
+      expect_native_and_exact(one_op("cumsum", dtype, {3, 40, 600}, {dim}), {{{"x", x}}});
+      expect_native_and_exact(one_op("cumprod", dtype, {3, 40, 600}, {dim}), {{{"x", near_one}}});
     }
+    expect_native_and_exact(one_op("cumsum", dtype, {300, 7}, {1}), {{{"x", random_tensor({300, 7}, dtype, 13)}}});
   }
 }
 
