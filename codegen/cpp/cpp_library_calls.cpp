@@ -1208,7 +1208,9 @@ void CppSourcePrinter::emit_native_fallback(const LoopNode& node) {
            ", " + pointer(grid, "const " + element(grid)) + ", " + pointer(call.outputs.at(0), element(in)) +
            ", &kiln_sample, kiln_t0, kiln_t1);";
     tasks = "kiln_sample.n * kiln_sample.out_h";
-    work = "4 * kiln_sample.n * kiln_sample.c * kiln_sample.out_h * kiln_sample.out_w";  // 4 taps a point
+    // A point's coordinates and taps, in double, weigh as 32 copied points: [2, 1, 28, 28] (1568
+    // points) on both threads 0.021 ms, on one 0.032.
+    work = "32 * kiln_sample.n * kiln_sample.c * kiln_sample.out_h * kiln_sample.out_w";
   } else if (native.kind == NativeFallback::Kind::scatter || native.kind == NativeFallback::Kind::scatter_add) {
     const std::string t = element(in);
     const bool add = native.kind == NativeFallback::Kind::scatter_add;
