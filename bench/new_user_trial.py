@@ -1069,6 +1069,8 @@ def summarize(R):
 
 
 def bench(name, R):
+    if R.get("onnx_export") != "ok":
+        raise SkipBench("no ONNX export (" + str(R.get("onnx_export"))[:80] + ")")
     d = f"{WORK}/{name}"
     spec = MODELS[name]
     n = spec.get("bench_n", 50)
@@ -1081,6 +1083,8 @@ def bench(name, R):
     m = re.search(r"median\s+([\d.]+)\s*ms", out + err)
     B = dict(kiln_cmd=" ".join(cmd), kiln_rc=rc, kiln_out=(out + err)[-1500:], n=n)
     B["kiln_ms"] = float(m.group(1)) if m else None
+    if rc != 0:
+        B["kiln_error"] = (err or out).strip().splitlines()[-1][:300] if (err or out).strip() else f"exit {rc}"
     sess = ort_session(onnx_path, 2)
     feed = dict(inputs)
     for _ in range(5):
@@ -1093,6 +1097,10 @@ def bench(name, R):
     B["ort_ms"] = float(np.median(ts))
     R["bench"] = B
     return B
+
+
+class SkipBench(Exception):
+    """A model `bench` cannot time (its export failed)."""
 
 
 def main():
@@ -1129,6 +1137,8 @@ def main():
                     continue
                 b = bench(name, results[name])
                 print(name, "kiln", b["kiln_ms"], "ort", round(b["ort_ms"], 3), f"[{time.time() - t0:.0f}s]", flush=True)
+        except SkipBench as skipped:
+            print(name, "not timed:", skipped, flush=True)
         except Exception as e:  # noqa: BLE001
             import traceback
             traceback.print_exc()
