@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_python import reexecute_under_reference_python  # noqa: E402
@@ -57,7 +56,7 @@ import torchvision  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import compare_torch  # noqa: E402
-from onnx_engines import export, ort_session  # noqa: E402
+from onnx_engines import export, ort_call_times, ort_session  # noqa: E402
 from compare_torch import CHECK_TOLERANCE, OtherLoad, kiln_env, summarize, wait_for_quiet  # noqa: E402
 
 MODELS = ["mlp", "transformer", "resnet18"]
@@ -95,14 +94,7 @@ def make_model(name):
 
 def time_ort(session, inputs, iters, warmup):
     """Latency of session.run as a caller sees it: fresh outputs per call, dropped before the clock stops."""
-    for _ in range(warmup):
-        session.run(None, inputs)
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        session.run(None, inputs)
-        times.append((time.perf_counter() - start) * 1e3)
-    return summarize(times)
+    return summarize(ort_call_times(session, inputs, iters, warmup))
 
 
 class KilnFailure(Exception):

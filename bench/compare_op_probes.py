@@ -21,7 +21,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_python import reexecute_under_reference_python  # noqa: E402
@@ -32,7 +31,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from onnx_engines import export, ort_session  # noqa: E402
+from onnx_engines import export, ort_call_times, ort_session  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -105,14 +104,7 @@ def kiln_median(binary, model, flags, cache_dir, args):
 
 
 def ort_median(session, inputs, iters):
-    for _ in range(5):
-        session.run(None, inputs)
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        session.run(None, inputs)
-        times.append((time.perf_counter() - start) * 1e3)
-    return float(np.median(times))
+    return float(np.median(ort_call_times(session, inputs, iters)))
 
 
 def main():

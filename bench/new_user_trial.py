@@ -43,7 +43,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from onnx_engines import ort_session  # noqa: E402
+from onnx_engines import ort_call_times, ort_session  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 torch.set_num_threads(2)
@@ -1085,16 +1085,7 @@ def bench(name, R):
     B["kiln_ms"] = float(m.group(1)) if m else None
     if rc != 0:
         B["kiln_error"] = (err or out).strip().splitlines()[-1][:300] if (err or out).strip() else f"exit {rc}"
-    sess = ort_session(onnx_path, 2)
-    feed = dict(inputs)
-    for _ in range(5):
-        sess.run(None, feed)
-    ts = []
-    for _ in range(n):
-        t = time.perf_counter()
-        sess.run(None, feed)
-        ts.append((time.perf_counter() - t) * 1e3)
-    B["ort_ms"] = float(np.median(ts))
+    B["ort_ms"] = float(np.median(ort_call_times(ort_session(onnx_path, 2), dict(inputs), n)))
     R["bench"] = B
     return B
 

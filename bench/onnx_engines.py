@@ -1,6 +1,7 @@
 """The ONNX side of the comparisons (compare_onnxruntime.py, compare_suite.py): exporting a
 PyTorch module the way the tests do, and an ONNX Runtime session set up like Kiln's runs
 (CPU provider, every graph optimization, `threads` intra-op threads, sequential)."""
+import time
 import warnings
 
 import onnxruntime as ort
@@ -26,3 +27,16 @@ def ort_session(path, threads):
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def ort_call_times(session, inputs, iters, warmup=5):
+    """Milliseconds of each of `iters` session.run calls after `warmup` untimed ones, as a caller sees
+    them: fresh outputs per call, dropped before the clock stops."""
+    for _ in range(warmup):
+        session.run(None, inputs)
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        session.run(None, inputs)
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
