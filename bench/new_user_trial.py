@@ -489,9 +489,12 @@ class DLRM(nn.Module):
         self.register_buffer("lj", lj)
         self.top = nn.Sequential(nn.Linear(d + n * (n - 1) // 2, 64), nn.ReLU(), nn.Linear(64, 1))
 
+    def bag(self, table, ids):
+        return table(ids)
+
     def forward(self, dense, sparse):
         b = self.bot(dense)
-        T = torch.stack([b] + [e(sparse[:, i, :]) for i, e in enumerate(self.embs)], 1)
+        T = torch.stack([b] + [self.bag(e, sparse[:, i, :]) for i, e in enumerate(self.embs)], 1)
         Z = torch.bmm(T, T.transpose(1, 2))
         zf = Z[:, self.li, self.lj]
         return torch.sigmoid(self.top(torch.cat([b, zf], 1)))
@@ -508,12 +511,8 @@ class DLRMEmb(DLRM):
         super().__init__()
         self.embs = nn.ModuleList(nn.Embedding(1000, 32) for _ in range(8))
 
-    def forward(self, dense, sparse):
-        b = self.bot(dense)
-        T = torch.stack([b] + [e(sparse[:, i, :]).sum(1) for i, e in enumerate(self.embs)], 1)
-        Z = torch.bmm(T, T.transpose(1, 2))
-        zf = Z[:, self.li, self.lj]
-        return torch.sigmoid(self.top(torch.cat([b, zf], 1)))
+    def bag(self, table, ids):
+        return table(ids).sum(1)
 
 
 def m_dlrm_emb():
