@@ -1066,6 +1066,75 @@ TEST(CpuConvolution, AResidualThatDiesAtItsAddIsAccumulatedIntoByTheConvolution)
   }
 }
 
+// Dilated 3x3 convolutions of 64 channels, frozen: dilation 2 with the padding that keeps the
+// size (a bias, then a relu), 3 on a side it does not divide (31: the phases' last rows past the
+// image are zeros), (2, 1), 4, 2 without padding, 2 with a residual added and a relu; 2 with a
+// padding it does not divide and 12 (phases of 3 x 3 outputs, 44% of the Winograd tiles over
+// them filled) have no phase form.
+ir::Graph dilated_convolutions() {
+  std::map<std::string, Tensor, std::less<>> parameters = {{"b1", test_support::random_tensor({64}, DType::f32, 70)}};
+  for (int i = 1; i <= 8; ++i)
+    parameters["w" + std::to_string(i)] = test_support::random_tensor({64, 64, 3, 3}, DType::f32, 70 + i, -0.1, 0.1);
+  auto conv = [](const std::string& in, int w, const std::string& bias, const std::string& pad, const std::string& dilation) {
+    return "call_function[target=convolution](args = (%" + in + ", %w" + std::to_string(w) + ", " + bias + ", [1, 1], " +
+           pad + ", " + dilation + ", False, [0, 0], 1), kwargs = {})";
+  };
+  std::string text = "graph():\n"
+                     "    %x : f32[1, 64, 32, 32] = placeholder[target=x]\n"
+                     "    %odd : f32[1, 64, 31, 31] = placeholder[target=odd]\n"
+                     "    %b1 : f32[64] = get_attr[target=b1]\n";
+  for (int i = 1; i <= 8; ++i)
+    text += "    %w" + std::to_string(i) + " : f32[64, 64, 3, 3] = get_attr[target=w" + std::to_string(i) + "]\n";
+  text += "    %c1 : f32[1, 64, 32, 32] = " + conv("x", 1, "%b1", "[2, 2]", "[2, 2]") + "\n"
+          "    %r1 : f32[1, 64, 32, 32] = call_function[target=relu](args = (%c1,), kwargs = {})\n"
+          "    %c2 : f32[1, 64, 31, 31] = " + conv("odd", 2, "None", "[3, 3]", "[3, 3]") + "\n"
+          "    %c3 : f32[1, 64, 32, 32] = " + conv("x", 3, "None", "[2, 1]", "[2, 1]") + "\n"
+          "    %c4 : f32[1, 64, 32, 32] = " + conv("x", 4, "None", "[4, 4]", "[4, 4]") + "\n"
+          "    %c5 : f32[1, 64, 28, 28] = " + conv("x", 5, "None", "[0, 0]", "[2, 2]") + "\n"
+          "    %c6 : f32[1, 64, 32, 32] = " + conv("x", 6, "None", "[2, 2]", "[2, 2]") + "\n"
+          "    %sum : f32[1, 64, 32, 32] = call_function[target=add](args = (%c6, %x), kwargs = {})\n"
+          "    %r6 : f32[1, 64, 32, 32] = call_function[target=relu](args = (%sum,), kwargs = {})\n"
+          "    %c7 : f32[1, 64, 30, 30] = " + conv("x", 7, "None", "[1, 1]", "[2, 2]") + "\n"
+          "    %c8 : f32[1, 64, 32, 32] = " + conv("x", 8, "None", "[12, 12]", "[12, 12]") + "\n"
+          "    return (r1, c2, c3, c4, c5, r6, c7, c8)\n";
+  return ir::parse_graph(text, "dilated.kiln", parameters);
+}
+
+// A frozen dilated convolution runs as the Winograd of its phases (kiln_phase_geometry,
+// codegen/cpp/kiln_dnnl.h): the copies to and from nChw16c split the image into phases and join
+// the output, with the relu's clamp and the residual's sum; the values match the interpreter's
+// within Winograd's rounding. Those without a phase form, and all without frozen weights, stay
+// direct and dilated.
+TEST(CpuConvolution, FrozenDilatedConvolutionsRunAsTheWinogradOfTheirPhases) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  ir::Graph graph = dilated_convolutions();
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({1, 64, 32, 32}, DType::f32, 79, -2, 2)},
+                                          {"odd", test_support::random_tensor({1, 64, 31, 31}, DType::f32, 80, -2, 2)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  std::vector<std::string> names = graph.output_names();
+  for (bool freeze : {true, false}) {
+    CompiledModel model = compile(graph, options(freeze));
+    for (int threads : {1, 2, 3}) {
+      std::vector<Tensor> actual;
+      std::string log = onednn_log_of([&] { actual = model.run(inputs, threads); });
+      if (log.empty()) GTEST_SKIP() << "oneDNN's verbose log could not be read";
+      const bool winograd = freeze && winograd_available();
+      EXPECT_EQ(count_of(log, "alg:convolution_winograd"), winograd ? 6u : 0u) << log;
+      EXPECT_EQ(count_of(log, "alg:convolution_direct"), winograd ? 2u : 8u) << log;
+      if (winograd) {
+        EXPECT_EQ(count_of(log, "mb4_ic64oc64_ih16oh16kh3sh1dh0ph1_iw16ow16kw3sw1dw0pw1"), 2u) << log;  // c1, c6
+        EXPECT_EQ(count_of(log, "mb9_ic64oc64_ih11oh11kh3sh1dh0ph1_iw11ow11kw3sw1dw0pw1"), 1u) << log;  // c2
+        EXPECT_EQ(count_of(log, "mb2_ic64oc64_ih16oh16kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1"), 1u) << log;  // c3
+        EXPECT_EQ(count_of(log, "mb16_ic64oc64_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1"), 1u) << log;     // c4
+        EXPECT_EQ(count_of(log, "mb4_ic64oc64_ih16oh14kh3sh1dh0ph0_iw16ow14kw3sw1dw0pw0"), 1u) << log;  // c5
+      }
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "")
+            << names[i] << ", freeze " << freeze << ", " << threads << " threads";
+    }
+  }
+}
+
 // KILN_WINOGRAD=0 keeps every convolution direct.
 TEST(CpuConvolution, KilnWinogradZeroKeepsConvolutionsDirect) {
   if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
