@@ -434,44 +434,64 @@ class Machine {
     });
   }
 
-  // ExternKind::Convolution (codegen/loop_ir.h): channels-last input and output, sums in double.
+  // ExternKind::Convolution (codegen/loop_ir.h): channels-last input and output, sums in double;
+  // a 1-d or 2-d one walked as the 3-d one of depth 1.
   void run_convolution(const LoopNode& node) {
     const ExternCall call = convolution_as_2d(node.extern_call);
     KILN_CHECK((call.inputs.size() == 2 || call.inputs.size() == 3) && call.outputs.size() == 1,
                "loop evaluator: convolution ", node.name, " arity");
     EvaluatedView in = evaluate_view(call.inputs[0], node.name), weight = evaluate_view(call.inputs[1], node.name);
     EvaluatedView out = evaluate_view(call.outputs[0], node.name);
-    KILN_CHECK(in.sizes.size() == 4 && weight.sizes.size() == 4 && out.sizes.size() == 4,
+    const size_t rank = in.sizes.size();
+    KILN_CHECK((rank == 4 || rank == 5) && weight.sizes.size() == rank && out.sizes.size() == rank,
                "loop evaluator: convolution ", node.name, " ranks");
-    const ConvolutionGeometry& g = call.convolution;
-    int64_t batch = in.sizes[0], height = in.sizes[1], width = in.sizes[2];
-    int64_t out_channels = out.sizes[3], group_in = weight.sizes[1], group_out = out_channels / g.groups;
+    ConvolutionGeometry g = call.convolution;
+    // [N, (D,) H, W, C] and [O, C/groups, (KD,) KH, KW] as 3-d: a depth of 1 inserted where missing.
+    auto with_depth = [&](EvaluatedView& v, size_t at) {
+      if (rank == 5) return;
+      v.sizes.insert(v.sizes.begin() + std::ptrdiff_t(at), 1);
+      v.strides.insert(v.strides.begin() + std::ptrdiff_t(at), 0);
+    };
+    with_depth(in, 1);
+    with_depth(out, 1);
+    with_depth(weight, 2);
+    if (rank == 4) {
+      g.stride.insert(g.stride.begin(), 1);
+      g.padding.insert(g.padding.begin(), 0);
+      g.dilation.insert(g.dilation.begin(), 1);
+    }
+    const int64_t batch = in.sizes[0];
+    const int64_t out_channels = out.sizes[4], group_in = weight.sizes[1], group_out = out_channels / g.groups;
     for (int64_t n = 0; n < batch; ++n)
-      for (int64_t oh = 0; oh < out.sizes[1]; ++oh)
-        for (int64_t ow = 0; ow < out.sizes[2]; ++ow)
-          for (int64_t o = 0; o < out_channels; ++o) {
-            Value sum;
-            if (call.inputs.size() == 3) {
-              EvaluatedView bias = evaluate_view(call.inputs[2], node.name);
-              sum.f = read(bias.buffer, bias.offset + o * bias.strides[0]).f;
+      for (int64_t od = 0; od < out.sizes[1]; ++od)
+        for (int64_t oh = 0; oh < out.sizes[2]; ++oh)
+          for (int64_t ow = 0; ow < out.sizes[3]; ++ow)
+            for (int64_t o = 0; o < out_channels; ++o) {
+              Value sum;
+              if (call.inputs.size() == 3) {
+                EvaluatedView bias = evaluate_view(call.inputs[2], node.name);
+                sum.f = read(bias.buffer, bias.offset + o * bias.strides[0]).f;
+              }
+              const int64_t group = o / group_out;
+              for (int64_t c = 0; c < group_in; ++c)
+                for (int64_t kd = 0; kd < weight.sizes[2]; ++kd)
+                  for (int64_t kh = 0; kh < weight.sizes[3]; ++kh)
+                    for (int64_t kw = 0; kw < weight.sizes[4]; ++kw) {
+                      const int64_t d = od * g.stride[0] - g.padding[0] + kd * g.dilation[0];
+                      const int64_t h = oh * g.stride[1] - g.padding[1] + kh * g.dilation[1];
+                      const int64_t w = ow * g.stride[2] - g.padding[2] + kw * g.dilation[2];
+                      if (d < 0 || d >= in.sizes[1] || h < 0 || h >= in.sizes[2] || w < 0 || w >= in.sizes[3]) continue;
+                      const int64_t channel = group * group_in + c;
+                      double x = read(in.buffer, in.offset + n * in.strides[0] + d * in.strides[1] + h * in.strides[2] +
+                                                     w * in.strides[3] + channel * in.strides[4]).f;
+                      double k = read(weight.buffer, weight.offset + o * weight.strides[0] + c * weight.strides[1] +
+                                                         kd * weight.strides[2] + kh * weight.strides[3] +
+                                                         kw * weight.strides[4]).f;
+                      sum.f += x * k;
+                    }
+              write(out.buffer, out.offset + n * out.strides[0] + od * out.strides[1] + oh * out.strides[2] +
+                                    ow * out.strides[3] + o * out.strides[4], sum, DType::f64);
             }
-            int64_t group = o / group_out;
-            for (int64_t c = 0; c < group_in; ++c)
-              for (int64_t kh = 0; kh < weight.sizes[2]; ++kh)
-                for (int64_t kw = 0; kw < weight.sizes[3]; ++kw) {
-                  int64_t h = oh * g.stride[0] - g.padding[0] + kh * g.dilation[0];
-                  int64_t w = ow * g.stride[1] - g.padding[1] + kw * g.dilation[1];
-                  if (h < 0 || h >= height || w < 0 || w >= width) continue;
-                  int64_t channel = group * group_in + c;
-                  double x = read(in.buffer, in.offset + n * in.strides[0] + h * in.strides[1] + w * in.strides[2] +
-                                                 channel * in.strides[3]).f;
-                  double k = read(weight.buffer, weight.offset + o * weight.strides[0] + c * weight.strides[1] +
-                                                     kh * weight.strides[2] + kw * weight.strides[3]).f;
-                  sum.f += x * k;
-                }
-            write(out.buffer, out.offset + n * out.strides[0] + oh * out.strides[1] + ow * out.strides[2] +
-                                  o * out.strides[3], sum, DType::f64);
-          }
   }
 
   Tensor view_tensor(const StridedView& view, const std::string& node) {

@@ -185,12 +185,13 @@ enum class ExternKind {
   //   * weight[o, c, kh, kw], with g = o / (O / groups) and zero outside the input.
   // input [N, H, W, C], weight [O, C/groups, KH, KW], optional bias [O], out [N, OH, OW, O]; all contiguous.
   // Or a 1-d one, which is the 2-d one of height 1 (convolution_as_2d): input [N, W, C], weight
-  // [O, C/groups, KW], out [N, OW, O], one stride, padding and dilation.
+  // [O, C/groups, KW], out [N, OW, O], one stride, padding and dilation. Or a 3-d one (video,
+  // volumes): input [N, D, H, W, C], weight [O, C/groups, KD, KH, KW], out [N, OD, OH, OW, O].
   Convolution,
   Fallback,  // the reference kernel of graph node `graph_node`, run by the host
 };
 
-// The geometry of a Convolution (per spatial dim: height, then width).
+// The geometry of a Convolution (per spatial dim: [depth,] height, then width).
 struct ConvolutionGeometry {
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;

@@ -24,8 +24,8 @@
 //    whole contributes one view per element) and contiguous outputs. cumsum, cumprod, topk and
 //    scatter of common dtypes also name a NativeFallback (their tensor inputs then contiguous),
 //    which the C++ backend computes itself.
-//  - with LoweringOptions::library_convolution, f32 2-d convolutions are ExternKind::Convolution
-//    calls that read and write channels-last (NHWC) buffers; 4-d pointwise values and pooling
+//  - with LoweringOptions::library_convolution, f32 1-d to 3-d convolutions are ExternKind::Convolution
+//    calls that read and write channels-last (NHWC, NDHWC) buffers; pointwise values and pooling
 //    windows computed from a channels-last value are stored channels-last too, so that the
 //    layout flows from one convolution to the next (their accessors read the NHWC buffers as
 //    the graph's NCHW values).
@@ -48,7 +48,7 @@ namespace kiln::codegen {
 struct LoweringOptions {
   // Ops to lower as Fallback externs even when a native lowering exists (for tests).
   std::set<std::string> force_fallback_ops;
-  // f32 2-d convolutions become ExternKind::Convolution calls in channels-last layout (a
+  // f32 1-d to 3-d convolutions become ExternKind::Convolution calls in channels-last layout (a
   // backend with a convolution library: the CPU backend with oneDNN) instead of im2col + GEMM;
   // see codegen/lowering_convolution.cpp for the layout they bring.
   bool library_convolution = false;

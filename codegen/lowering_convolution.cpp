@@ -8,7 +8,7 @@
 // in memory; a bias is added by a Pointwise node. A 1x1, stride-1, unpadded convolution
 // multiplies the (contiguous) input directly.
 //
-// A library call (LoweringOptions::library_convolution; f32, 1 or 2 spatial dims): an
+// A library call (LoweringOptions::library_convolution; f32, 1 to 3 spatial dims): an
 // ExternKind::Convolution node reading the input channels-last [N, H, W, C] (the input's own
 // buffer when it already is channels-last, else a Pointwise copy), the weight [O, C/groups, KH,
 // KW] and the bias contiguous, and writing the output channels-last [N, OH, OW, O]; the node's
@@ -16,7 +16,9 @@
 // on through the pointwise nodes and pools that read it (codegen/lowering_layout.cpp). A 1-d
 // convolution is the same over [N, W, C] (oneDNN runs it as the 2-d one of height 1): audio
 // encoders' strided convolutions ran as im2col + GEMM, whose columns are kernel-size times the
-// input.
+// input. A 3-d one (video models' and volumes' 3x3x3 and (2+1)-d layers) is the same over
+// [N, D, H, W, C]: as im2col + GEMM its columns were 27 times the input (ResNet3D-18 on 8
+// frames of 112 x 112, bench/README.md).
 //
 // A fully connected layer written as a convolution (f32 and f64; 1x1 kernel, no padding, one
 // group, a 1x1 output: squeeze-and-excitation's two layers, classifier heads on pooled features)
@@ -446,7 +448,7 @@ void lower_convolution(Lowerer& lowerer, const ir::Node& node, const ir::OpCall&
   }
   if (lowered_as_fully_connected(lowerer, node, call, g)) return;
   if (spatial == 2 && lowered_as_direct(lowerer, node, call, g)) return;
-  bool library = lowerer.options().library_convolution && meta.dtype == DType::f32 && spatial <= 2 &&
+  bool library = lowerer.options().library_convolution && meta.dtype == DType::f32 && spatial <= 3 &&
                  lowerer.tensor(call, 1).dtype == DType::f32 && lowerer.tensor(call, 0).dtype == DType::f32 &&
                  (call.is_none(2) || lowerer.tensor(call, 2).dtype == DType::f32);
   if (library) {

@@ -63,7 +63,7 @@ void lower_cat(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
   // is stored channels-last too, along any dim, so that the pool or convolution that reads it
   // needs no transposing copy (GoogLeNet's 3x3 max pools over the concatenated branches ran as
   // scalar NCHW windows, then were copied back to channels-last).
-  const bool channels_last = (rank == 3 || rank == 4) && std::any_of(pieces.begin(), pieces.end(), [&](const Accessor& piece) {
+  const bool channels_last = rank >= 3 && rank <= 5 && std::any_of(pieces.begin(), pieces.end(), [&](const Accessor& piece) {
                                return lowerer.is_channels_last(piece);
                              });
   if (channels_last) {

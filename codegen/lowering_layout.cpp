@@ -1,5 +1,6 @@
-// The Lowerer's channels-last layout (codegen/lowering_context.h): 3-d and 4-d values
-// [N, C, L] and [N, C, H, W] stored as [N, L, C] and [N, H, W, C], the layout a convolution
+// The Lowerer's channels-last layout (codegen/lowering_context.h): 3-d, 4-d and 5-d values
+// [N, C, L], [N, C, H, W] and [N, C, D, H, W] stored as [N, L, C], [N, H, W, C] and
+// [N, D, H, W, C], the layout a convolution
 // library reads and writes (codegen/lowering_convolution.cpp). A channels-last value's accessor
 // reads its buffer with the permuted index, so every consumer sees the graph's channels-first
 // value; pointwise nodes and pooling windows whose inputs are channels-last iterate [N, H, W, C]
@@ -12,7 +13,7 @@ namespace kiln::codegen::lowering {
 
 namespace {
 
-bool has_channels_last_rank(const SymShape& shape) { return shape.size() == 3 || shape.size() == 4; }
+bool has_channels_last_rank(const SymShape& shape) { return shape.size() >= 3 && shape.size() <= 5; }
 
 // The index of point (x0, x1, x2, ...) = (n, c, h, ...) of a [N, C, H, ...] value in its
 // channels-last buffer [N, H, ..., C]. A dim of size 1 contributes nothing (its variable is

@@ -233,21 +233,32 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   const StridedView& out = call.outputs.at(0);
   const StridedView& flat_out = flat.outputs.at(0);
   const ConvolutionGeometry& g = flat.convolution;
-  KILN_CHECK(p_.buffer(out.buffer).dtype == DType::f32 && in.shape.size() == 4 && weight.shape.size() == 4 &&
-                 flat_out.shape.size() == 4 && g.stride.size() == 2 && g.padding.size() == 2 && g.dilation.size() == 2,
-             "convolution " + node.name + ": not a 1-d or 2-d f32 convolution");
+  // A 3-d one: [N, D, H, W, C] and its depth's geometry first.
+  const bool volume = in.shape.size() == 5;
+  const size_t rank = volume ? 5 : 4, h = volume ? 2 : 1, kh = volume ? 3 : 2, sh = volume ? 1 : 0;
+  KILN_CHECK(p_.buffer(out.buffer).dtype == DType::f32 && in.shape.size() == rank && weight.shape.size() == rank &&
+                 flat_out.shape.size() == rank && g.stride.size() == rank - 2 && g.padding.size() == rank - 2 &&
+                 g.dilation.size() == rank - 2,
+             "convolution " + node.name + ": not a 1-d, 2-d or 3-d f32 convolution");
   module_.uses_dnnl = true;
   bool constant_weights = options_.constant_parameters && p_.buffer(weight.buffer).kind == BufferKind::Parameter;
   w_.line("// " + geometry_text(g) + (constant_weights ? ", weights prepacked once (frozen parameters)" : ""));
   w_.line("static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;");
   auto pointer = [&](const StridedView& v) { return buf(v.buffer) + " + (" + index_text(v.offset) + ")"; };
-  std::string shape = "{" + index_text(in.shape[0]) + ", " + index_text(in.shape[3]) + ", " + index_text(in.shape[1]) +
-                      ", " + index_text(in.shape[2]) + ", " + index_text(flat_out.shape[3]) + ", " +
-                      index_text(weight.shape[2]) + ", " + index_text(weight.shape[3]) + ", " +
-                      index_text(flat_out.shape[1]) + ", " + index_text(flat_out.shape[2]);
-  for (int64_t v : {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups}) {
+  std::string shape = "{" + index_text(in.shape[0]) + ", " + index_text(in.shape[rank - 1]) + ", " +
+                      index_text(in.shape[h]) + ", " + index_text(in.shape[h + 1]) + ", " +
+                      index_text(flat_out.shape[rank - 1]) + ", " + index_text(weight.shape[kh]) + ", " +
+                      index_text(weight.shape[kh + 1]) + ", " + index_text(flat_out.shape[h]) + ", " +
+                      index_text(flat_out.shape[h + 1]);
+  for (int64_t v : {g.stride[sh], g.stride[sh + 1], g.padding[sh], g.padding[sh + 1], g.dilation[sh], g.dilation[sh + 1],
+                    g.groups}) {
     shape += ", " + std::to_string(v);
   }
+  // KilnConvolutionShape's depth fields (0 for a 2-d convolution), after the flags below.
+  const std::string depth = volume ? ", " + index_text(in.shape[1]) + ", " + index_text(weight.shape[2]) + ", " +
+                                         index_text(flat_out.shape[1]) + ", " + std::to_string(g.stride[0]) + ", " +
+                                         std::to_string(g.padding[0]) + ", " + std::to_string(g.dilation[0])
+                                   : ", 0, 0, 0, 0, 0, 0";
   const auto [activation, activation_buffer] = convolution_post_op(kernel, out);
   std::optional<std::pair<double, double>> clip = activation == 0 ? clamp_epilogue(kernel, node) : std::nullopt;
   // A residual added into the memory that holds it (the result in place of the operand): the
@@ -295,7 +306,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   } else {
     shape += ", 0, 0, " + std::to_string(activation) + ", 0, 0, 0.0f, 0.0f";
   }
-  shape += residual ? ", 1}" : ", 0}";
+  shape += (residual ? ", 1" : ", 0") + depth + "}";
   if (residual)
     w_.line("// the residual " + p_.buffer(residual->operand).name + " added as oneDNN's sum post-op: " +
             p_.buffer(residual->result).name + " takes its memory, into which the convolution accumulates");
@@ -319,8 +330,8 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
                          destination + ", " + (constant_weights ? "1" : "0") + ", \"" + kernel.name +
                          "\", args->error, args->error_capacity)";
   // oneDNN's team (emit_onednn_team): a small convolution (LeNet's) runs on the calling thread.
-  std::string macs = "(" + index_text(numel(out.shape)) + ") * (" + index_text(weight.shape[1]) + ") * (" +
-                     index_text(weight.shape[2]) + ") * (" + index_text(weight.shape[3]) + ")";
+  std::string macs = "(" + index_text(numel(out.shape)) + ")";
+  for (size_t d = 1; d < weight.shape.size(); ++d) macs += " * (" + index_text(weight.shape[d]) + ")";
   if (uses_pool()) {
     w_.line("bool on_team = false;  // the convolution ran on OpenMP's team: so does its epilogue");
     w_.line("(void)on_team;");
@@ -332,7 +343,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
   if (kernel.steps.empty() || activation != 0 || (residual && !residual->clamp)) return;
   if (clip) w_.open("if (!clipped)");
   on_team_ = uses_pool() ? "on_team" : "";
-  // The epilogue over the output [N, OH, OW, O], channels innermost (of a residual, the clamp).
+  // The epilogue over the output [N, (OD,) OH, OW, O], channels innermost (of a residual, the clamp).
   std::vector<KernelStep> steps = residual ? std::vector<KernelStep>{*residual->clamp_step} : kernel.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (&kernel.steps[i] == in_place) steps[i].body = with_loads_redirected(steps[i].body, out.buffer, steps[i].outputs[0]);

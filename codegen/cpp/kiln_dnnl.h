@@ -79,6 +79,9 @@ typedef struct KilnConvolutionShape {
   // 1: dst = conv(src) + dst, then the activation: the destination already holds a residual
   // (oneDNN's sum post-op; a Winograd convolution's copy back to nhwc adds it).
   int64_t accumulate;
+  // A 3-d convolution's depth (a video's frames, a volume's slices): src [N, D, H, W, C] and dst
+  // [N, OD, OH, OW, O] as ndhwc, the weights [O, C/groups, KD, KH, KW]; depth 0 for a 2-d one.
+  int64_t depth, kernel_d, out_d, stride_d, pad_d, dilation_d;
 } KilnConvolutionShape;
 
 // Activations oneDNN applies to the convolution's output as it writes it. The first two keep a
@@ -374,7 +377,7 @@ static void kiln_give_back_scratch(KilnScratch* arena) { pthread_mutex_unlock(&a
 // direct ones and, streamed from memory in a model, they bound a convolution with few points
 // (ResNet-18's 512 -> 512 at 7x7, batch 1: 0.55 ms direct, 0.62 ms Winograd with its reorders).
 static int kiln_winograd_suits(const KilnConvolutionShape* s) {
-  if (s->groups != 1 || s->kernel_h != 3 || s->kernel_w != 3 || s->stride_h != 1 || s->stride_w != 1 ||
+  if (s->depth != 0 || s->groups != 1 || s->kernel_h != 3 || s->kernel_w != 3 || s->stride_h != 1 || s->stride_w != 1 ||
       s->dilation_h != 1 || s->dilation_w != 1)
     return 0;
   if (s->channels < 48 || s->out_channels < 48) return 0;
@@ -400,7 +403,7 @@ static int kiln_winograd_suits(const KilnConvolutionShape* s) {
 static int64_t kiln_winograd_tiled(int64_t outputs) { return (outputs + 3) / 4 * 4; }
 static int kiln_phase_geometry(const KilnConvolutionShape* s, KilnConvolutionShape* g) {
   const int64_t dh = s->dilation_h, dw = s->dilation_w;
-  if ((dh == 1 && dw == 1) || dh < 1 || dw < 1) return 0;
+  if ((dh == 1 && dw == 1) || dh < 1 || dw < 1 || s->depth != 0) return 0;
   if (s->groups != 1 || s->kernel_h != 3 || s->kernel_w != 3 || s->stride_h != 1 || s->stride_w != 1) return 0;
   if (s->pad_h % dh != 0 || s->pad_w % dw != 0) return 0;
   if (s->out_h != s->height + 2 * s->pad_h - 2 * dh || s->out_w != s->width + 2 * s->pad_w - 2 * dw) return 0;
@@ -560,22 +563,11 @@ static int kiln_make_entry_of(KilnConvolutionEntry* e, const KilnConvolutionShap
   e->geometry = *s;
   e->phases_h = s->dilation_h == shape->dilation_h ? 1 : shape->dilation_h;
   e->phases_w = s->dilation_w == shape->dilation_w ? 1 : shape->dilation_w;
+  // 2-d: nhwc and 2 spatial dims; 3-d: ndhwc and 3 (the depth first).
+  const int volume = s->depth > 0, ndims = volume ? 5 : 4;
   dnnl_memory_desc_t src_md, dst_md, weights_any_md, weights_plain_md, bias_md;
   dnnl_dims_t src_dims = {s->batch, s->channels, s->height, s->width};
   dnnl_dims_t dst_dims = {s->batch, s->out_channels, s->out_h, s->out_w};
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), "source descriptor");
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), "destination descriptor");
-  if (s->groups == 1) {
-    dnnl_dims_t w = {s->out_channels, s->channels, s->kernel_h, s->kernel_w};
-    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 4, w, dnnl_f32, dnnl_format_tag_any), "weights descriptor");
-    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_plain_md, 4, w, dnnl_f32, dnnl_oihw), "weights descriptor");
-  } else {
-    dnnl_dims_t w = {s->groups, s->out_channels / s->groups, s->channels / s->groups, s->kernel_h, s->kernel_w};
-    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, 5, w, dnnl_f32, dnnl_format_tag_any), "weights descriptor");
-    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_plain_md, 5, w, dnnl_f32, dnnl_goihw), "weights descriptor");
-  }
-  dnnl_dims_t bias_dims = {s->out_channels};
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "bias descriptor");
   dnnl_dims_t strides = {s->stride_h, s->stride_w};
   dnnl_dims_t dilates = {s->dilation_h - 1, s->dilation_w - 1};
   dnnl_dims_t padding = {s->pad_h, s->pad_w};
@@ -583,10 +575,43 @@ static int kiln_make_entry_of(KilnConvolutionEntry* e, const KilnConvolutionShap
   dnnl_dims_t padding_r = {
       (s->out_h - 1) * s->stride_h + (s->kernel_h - 1) * s->dilation_h + 1 - s->height - s->pad_h,
       (s->out_w - 1) * s->stride_w + (s->kernel_w - 1) * s->dilation_w + 1 - s->width - s->pad_w};
+  if (volume) {
+    const int64_t src_3d[] = {s->batch, s->channels, s->depth, s->height, s->width};
+    const int64_t dst_3d[] = {s->batch, s->out_channels, s->out_d, s->out_h, s->out_w};
+    const int64_t strides_3d[] = {s->stride_d, s->stride_h, s->stride_w};
+    const int64_t dilates_3d[] = {s->dilation_d - 1, s->dilation_h - 1, s->dilation_w - 1};
+    const int64_t padding_3d[] = {s->pad_d, s->pad_h, s->pad_w};
+    const int64_t padding_r_3d[] = {
+        (s->out_d - 1) * s->stride_d + (s->kernel_d - 1) * s->dilation_d + 1 - s->depth - s->pad_d, padding_r[0],
+        padding_r[1]};
+    for (int d = 0; d < 5; ++d) src_dims[d] = src_3d[d], dst_dims[d] = dst_3d[d];
+    for (int d = 0; d < 3; ++d)
+      strides[d] = strides_3d[d], dilates[d] = dilates_3d[d], padding[d] = padding_3d[d], padding_r[d] = padding_r_3d[d];
+  }
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, ndims, src_dims, dnnl_f32, volume ? dnnl_ndhwc : dnnl_nhwc),
+                "source descriptor");
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, ndims, dst_dims, dnnl_f32, volume ? dnnl_ndhwc : dnnl_nhwc),
+                "destination descriptor");
+  {
+    // [groups,] O/groups, C/groups, [KD,] KH, KW
+    dnnl_dims_t w;
+    int rank = 0;
+    if (s->groups != 1) w[rank++] = s->groups;
+    w[rank++] = s->out_channels / s->groups;
+    w[rank++] = s->channels / s->groups;
+    if (volume) w[rank++] = s->kernel_d;
+    w[rank++] = s->kernel_h;
+    w[rank++] = s->kernel_w;
+    const dnnl_format_tag_t plain = s->groups != 1 ? (volume ? dnnl_goidhw : dnnl_goihw) : (volume ? dnnl_oidhw : dnnl_oihw);
+    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_any_md, rank, w, dnnl_f32, dnnl_format_tag_any), "weights descriptor");
+    KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_plain_md, rank, w, dnnl_f32, plain), "weights descriptor");
+  }
+  dnnl_dims_t bias_dims = {s->out_channels};
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "bias descriptor");
   // Winograd takes the layouts it wants (format `any`); the direct convolution works on nhwc.
   dnnl_memory_desc_t src_any_md, dst_any_md;
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_any_md, 4, src_dims, dnnl_f32, dnnl_format_tag_any), "source descriptor");
-  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_any_md, 4, dst_dims, dnnl_f32, dnnl_format_tag_any),
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_any_md, ndims, src_dims, dnnl_f32, dnnl_format_tag_any), "source descriptor");
+  KILN_DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_any_md, ndims, dst_dims, dnnl_f32, dnnl_format_tag_any),
                 "destination descriptor");
   dnnl_convolution_desc_t desc, winograd_desc;
   KILN_DNNL_TRY(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct,

@@ -5,8 +5,9 @@
 // bias, depthwise, 1x1), the layout flowing from one convolution through pointwise nodes and
 // pools into the next without another transposing copy, graph outputs written back in the
 // graph's NCHW layout, values read through views (flatten into a matmul), 1-d convolutions as
-// the library's over [N, W, C] (the layout flowing through a 1-d pool and a transpose), what
-// stays on im2col + GEMM (f64, 3-d convolutions), fully connected layers written as
+// the library's over [N, W, C] (the layout flowing through a 1-d pool and a transpose), 3-d ones
+// over [N, D, H, W, C] (through a 3-d pool and a concatenation), what stays on im2col + GEMM
+// (f64), fully connected layers written as
 // convolutions (1x1 kernel, 1x1 output) lowered as one GEMM, inputs of one channel read
 // without a copy, and transposed convolutions as GEMM + col2im (1-3 spatial dims, strides,
 // padding, dilation, output padding, groups, f64, channels-last inputs read in place).
@@ -60,6 +61,11 @@ TEST(LoweringLibraryConvolution, GeometriesMatchTheInterpreter) {
       {"[1, 4, 17]", "[6, 2, 3]", "", "[2]", "[1]", "[1]", 2},
       {"[2, 6, 11]", "[6, 1, 5]", "[6]", "[1]", "[4]", "[2]", 6},  // depthwise, dilated
       {"[3, 5, 9]", "[4, 5, 3]", "[4]", "[1]", "[1]", "[1]", 1},
+      // 3-d (video, volumes), channels-last [N, D, H, W, C]; the evaluator's reference walks the
+      // depth too.
+      {"[1, 3, 5, 6, 7]", "[4, 3, 3, 3, 3]", "[4]", "[1, 1, 1]", "[1, 1, 1]", "[1, 1, 1]", 1},
+      {"[2, 4, 6, 7, 5]", "[6, 2, 3, 1, 1]", "", "[2, 1, 1]", "[1, 0, 0]", "[1]", 2},  // (2+1)-d's temporal, grouped
+      {"[1, 2, 4, 9, 8]", "[5, 2, 1, 3, 3]", "[5]", "[1, 2, 2]", "[0, 2, 1]", "[1, 2, 1]", 1},
   };
   for (const Case& c : cases) {
     std::vector<std::string> inputs = {"x: f32" + c.input, "w: f32" + c.weight};
@@ -152,10 +158,35 @@ TEST(LoweringLibraryConvolution, OneDimensionalLayoutFlowsThroughPoolsIntoTheNex
   }
 }
 
-TEST(LoweringLibraryConvolution, OtherRanksAndDtypesStayOnIm2col) {
+// 3-d convolutions: a relu after the first, a 3-d max pool of it concatenated with a strided
+// convolution of it, then a third: one copy of the input into channels-last order, the pool and the
+// concatenation iterating [N, D, H, W, C], the last convolution reading the concatenation's own
+// buffer.
+TEST(LoweringLibraryConvolution, ThreeDimensionalLayoutFlowsThroughPoolsAndConcatenations) {
+  ir::Graph graph = parse(graph_text(
+      {"x: f32[1, 3, 4, 8, 8]", "w1: f32[16, 3, 3, 3, 3]", "w2: f32[8, 16, 1, 2, 2]", "w3: f32[8, 24, 3, 3, 3]"},
+      {op_line("c1", "convolution", "%x, %w1, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0], 1"),
+       op_line("r", "relu", "%c1"), op_line("p", "max_pool", "%r, [2, 2, 2], [2, 2, 2], [0, 0, 0]"),
+       op_line("c2", "convolution", "%r, %w2, None, [2, 2, 2], [0, 0, 0], [1, 1, 1], False, [0], 1"),
+       op_line("both", "cat", "[%p, %c2], 1"),
+       op_line("y", "convolution", "%both, %w3, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0], 1")},
+      "y"));
+  EXPECT_EQ(check_lowering(graph, test_support::random_inputs(graph, 7), library()), "");
+  LoopProgram program = lower(graph, library());
+  EXPECT_EQ(node_kinds(program)["Convolution"], 3);
+  EXPECT_EQ(transposing_copies(program), 1);
+  EXPECT_EQ(convolution_input(program, "y"), "both");
+  for (const LoopNode& node : program.nodes) {
+    if (node.name == "p" || node.name == "both") {
+      EXPECT_EQ(node.ranges.back(), SymInt(node.name == "p" ? 16 : 24)) << node.name << " iterates [N, D, H, W, C]";
+    }
+  }
+}
+
+TEST(LoweringLibraryConvolution, OtherDtypesStayOnIm2col) {
   for (const std::string& declaration :
        {std::string("x: f64[1, 2, 5, 5]|w: f64[3, 2, 3, 3]"), std::string("x: f64[1, 2, 9]|w: f64[3, 2, 3]"),
-        std::string("x: f32[1, 2, 4, 4, 4]|w: f32[3, 2, 2, 2, 2]")}) {
+        std::string("x: f64[1, 2, 4, 4, 4]|w: f64[3, 2, 2, 2, 2]")}) {
     size_t bar = declaration.find('|');
     std::string pads = declaration.find("5, 5]") != std::string::npos ? "[1, 1]" : "[0]";
     ir::Graph graph = parse(graph_text({declaration.substr(0, bar), declaration.substr(bar + 1)},

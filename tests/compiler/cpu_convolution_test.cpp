@@ -1135,6 +1135,49 @@ TEST(CpuConvolution, FrozenDilatedConvolutionsRunAsTheWinogradOfTheirPhases) {
   }
 }
 
+// 3-d convolutions (a video model's): 3x3x3 with a bias and a relu, a grouped temporal 3x1x1 at
+// depth stride 2 ((2+1)-d's), a spatial 1x3x3 at stride 2 with dilation 2, run through oneDNN
+// over [N, D, H, W, C] with frozen weights or not, the relu as its post-op where the inputs are
+// in range; the values match the interpreter's.
+TEST(CpuConvolution, ThreeDimensionalConvolutionsRunThroughTheLibrary) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w1", test_support::random_tensor({16, 8, 3, 3, 3}, DType::f32, 91, -0.2, 0.2)},
+      {"b1", test_support::random_tensor({16}, DType::f32, 92)},
+      {"w2", test_support::random_tensor({16, 4, 3, 1, 1}, DType::f32, 93, -0.3, 0.3)},
+      {"w3", test_support::random_tensor({8, 16, 1, 3, 3}, DType::f32, 94, -0.2, 0.2)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[1, 8, 6, 10, 12] = placeholder[target=x]\n"
+      "    %w1 : f32[16, 8, 3, 3, 3] = get_attr[target=w1]\n"
+      "    %b1 : f32[16] = get_attr[target=b1]\n"
+      "    %w2 : f32[16, 4, 3, 1, 1] = get_attr[target=w2]\n"
+      "    %w3 : f32[8, 16, 1, 3, 3] = get_attr[target=w3]\n"
+      "    %c1 : f32[1, 16, 6, 10, 12] = call_function[target=convolution](args = (%x, %w1, %b1, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1), kwargs = {})\n"
+      "    %r1 : f32[1, 16, 6, 10, 12] = call_function[target=relu](args = (%c1,), kwargs = {})\n"
+      "    %c2 : f32[1, 16, 3, 10, 12] = call_function[target=convolution](args = (%r1, %w2, None, [2, 1, 1], [1, 0, 0], [1, 1, 1], False, [0, 0, 0], 4), kwargs = {})\n"
+      "    %c3 : f32[1, 8, 3, 4, 5] = call_function[target=convolution](args = (%c2, %w3, None, [1, 2, 2], [0, 1, 1], [1, 2, 2], False, [0, 0, 0], 1), kwargs = {})\n"
+      "    return (r1, c3)\n",
+      "conv3d.kiln", parameters);
+  std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({1, 8, 6, 10, 12}, DType::f32, 95, -2, 2)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  for (bool freeze : {true, false}) {
+    CompiledModel model = compile(graph, options(freeze));
+    for (int threads : {1, 2}) {
+      std::vector<Tensor> actual;
+      std::string log = onednn_log_of([&] { actual = model.run(inputs, threads); });
+      if (log.empty()) GTEST_SKIP() << "oneDNN's verbose log could not be read";
+      EXPECT_EQ(count_of(log, "alg:convolution_direct"), 3u) << log;
+      EXPECT_EQ(count_of(log, "mb1_ic8oc16_id6od6kd3sd1dd0pd1_ih10oh10kh3sh1dh0ph1_iw12ow12kw3sw1dw0pw1"), 1u) << log;
+      EXPECT_EQ(count_of(log, "g4mb1_ic16oc16_id6od3kd3sd2dd0pd1_ih10oh10kh1sh1dh0ph0_iw12ow12kw1sw1dw0pw0"), 1u) << log;
+      EXPECT_EQ(count_of(log, "mb1_ic16oc8_id3od3kd1sd1dd0pd0_ih10oh4kh3sh2dh1ph1_iw12ow5kw3sw2dw1pw1"), 1u) << log;
+      EXPECT_EQ(count_of(log, "post-ops:eltwise_relu"), freeze ? 1u : 0u) << log;
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "") << i << ", freeze " << freeze << ", " << threads << " threads";
+    }
+  }
+}
+
 // KILN_WINOGRAD=0 keeps every convolution direct.
 TEST(CpuConvolution, KilnWinogradZeroKeepsConvolutionsDirect) {
   if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";

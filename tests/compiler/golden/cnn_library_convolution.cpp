@@ -521,7 +521,7 @@ KILN_KERNEL int32_t kernel4_convolution_1(void* const* bufs, const int64_t* sym,
   float* __restrict b10 = (float*)bufs[10];  // convolution_1
   // stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=1, weights prepacked once (frozen parameters)
   static KilnConvolutionCache cache = KILN_CONVOLUTION_CACHE_INIT;
-  const KilnConvolutionShape shape = {2, 8, 8, 8, 16, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0};
+  const KilnConvolutionShape shape = {2, 8, 8, 8, 16, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0, 0, 0, 0, 0, 0, 0};
   const int omp_threads = omp_get_max_threads();
   const int64_t macs = (2048) * (8) * (3) * (3);
   if (macs < 262144) omp_set_num_threads(1);
