@@ -7,7 +7,13 @@
 // contiguous vector. The row form (cpp_reductions.cpp) would read one strided element per lane and
 // keep a single accumulator for a 3x3 window. A Welford step keeps a mean and an M2 per point and
 // one count for the block (every point sees the same rows), so each point's statistics are one
-// sequential Welford pass over its values, as PyTorch's over a row.
+// sequential Welford pass over its values, as PyTorch's over a row. A reduction that reads
+// another's result (softmax's or logsumexp's sum of exp(x - max) over a middle dim: over the
+// classes of an NCHW segmentation map) runs in a later pass over the block's rows, each lane
+// reading its own point's result; a step that stores each element of the rows (softmax's
+// quotient) runs in a last pass, after the reductions.
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -74,21 +80,52 @@ bool CppSourcePrinter::is_column_reduction(const Kernel& kernel) {
   for (const KernelStep& step : kernel.steps) {
     for (int b : step.outputs) made.insert(b);
   }
+  std::set<int> reduced;  // registers of the reduction steps before the step looked at
+  std::set<int> stored;   // buffers of the steps that store every element of the rows
+  std::set<int> pointed;  // registers of the point steps before the step looked at
   for (const KernelStep& step : kernel.steps) {
-    if (step.kind == KernelStep::Kind::StoreInner) return false;
+    if (step.kind == KernelStep::Kind::StoreOuter) {
+      for (int b : step.outputs)
+        if (registers_.count(b)) pointed.insert(b);
+    }
+    if (step.kind == KernelStep::Kind::StoreInner) {
+      // In the last pass: it reads the results of the reductions and point steps before it
+      // (log_softmax's log of the sum), and no other step reads what it stores.
+      for (int b : step.outputs) {
+        if (registers_.count(b)) return false;
+        stored.insert(b);
+      }
+      bool reads_reductions_only = true;
+      visit(step.body, [&](const ExprNode& node) {
+        if (node.kind == ExprKind::Load && registers_.count(node.buffer) && !reduced.count(node.buffer) &&
+            !pointed.count(node.buffer))
+          reads_reductions_only = false;
+      });
+      if (!reads_reductions_only) return false;
+    }
     // A point step may come between reductions (a mean stored before a variance's reduction):
     // every reduction runs in the block's rows, every point step after them, in order, since no
     // reduction reads what the kernel makes.
     if (step.kind == KernelStep::Kind::Reduce) {
       bool plain = step.reduction == ReductionKind::Sum || step.reduction == ReductionKind::Max ||
                    step.reduction == ReductionKind::Min || step.reduction == ReductionKind::Welford;
-      if (!plain || step.stash_buffer >= 0) return false;
+      if (!plain) return false;
+      // A stash (softmax's exp, kept for the row step of the last pass): stored per lane, each
+      // lane its own point's.
+      if (step.stash_buffer >= 0) {
+        std::optional<SymInt> along = coefficient(step.stash_index, vars, last_outer);
+        if (step.reduction == ReductionKind::Welford || !along || !(*along == SymInt(1))) return false;
+      }
     }
     // Unit (or no) stride along the last outer dim everywhere; a reduction reads made values never.
     bool ok = true;
     visit(step.body, [&](const ExprNode& node) {
       if (!ok || node.kind != ExprKind::Load || registers_.count(node.buffer)) return;
       if (step.kind == KernelStep::Kind::Reduce && made.count(node.buffer)) ok = false;
+      // (a row step may read the element it stores: a stash in its output's place)
+      const bool own_element = step.kind == KernelStep::Kind::StoreInner && node.index == step.store_index &&
+                               std::find(step.outputs.begin(), step.outputs.end(), node.buffer) != step.outputs.end();
+      if (stored.count(node.buffer) && !own_element) ok = false;
       if (!node.indirect.empty()) ok = false;
       std::optional<SymInt> along_outer = coefficient(node.index, vars, last_outer);
       std::optional<int64_t> outer_stride = along_outer ? along_outer->maybe_constant() : std::nullopt;
@@ -100,9 +137,14 @@ bool CppSourcePrinter::is_column_reduction(const Kernel& kernel) {
       }
     });
     if (step.kind == KernelStep::Kind::Reduce) {
+      // Of the registers, only an earlier plain reduction's result (read in a later pass).
       visit(step.body, [&](const ExprNode& node) {
-        if (node.kind == ExprKind::Load && registers_.count(node.buffer)) ok = false;
+        if (node.kind == ExprKind::Load && registers_.count(node.buffer) && !reduced.count(node.buffer)) ok = false;
       });
+      if (step.reduction != ReductionKind::Welford) {
+        for (int b : step.outputs)
+          if (registers_.count(b)) reduced.insert(b);
+      }
     }
     if (!ok) return false;
     std::optional<SymInt> store = coefficient(step.store_index, vars, last_outer);
@@ -122,13 +164,124 @@ void CppSourcePrinter::emit_column_reduction_kernel(const Kernel& kernel) {
   SymInt work = numel(kernel.outer) * numel(kernel.inner);
   std::vector<LoopDim> dims = loop_dims(kernel.outer, rank - 1);
   dims.push_back({"cb", extent, kColumnBlock});
-  if (emit_column_reduction_in_parts(kernel, dims, work)) return;
-  w_.line("// column reduction: " + B + " points of " + last + " at once");
+  const std::vector<int> passes = column_passes(kernel);
+  const int reduction_passes = passes.empty() ? 1 : *std::max_element(passes.begin(), passes.end()) + 1;
+  const bool stores_rows = std::any_of(kernel.steps.begin(), kernel.steps.end(), [](const KernelStep& step) {
+    return step.kind == KernelStep::Kind::StoreInner;
+  });
+  const int pass_count = reduction_passes + (stores_rows ? 1 : 0);
+  if (pass_count == 1 && emit_column_reduction_in_parts(kernel, dims, work)) return;
+  w_.line("// column reduction: " + B + " points of " + last + " at once" +
+          (pass_count > 1 ? ", in " + std::to_string(pass_count) + " passes over the rows" : ""));
   parallel_loops(work, dims, " collapse(" + std::to_string(rank) + ")", false, [&] {
     std::vector<ReduceStepText> texts = declare_column_lanes(kernel);
-    emit_column_rows(kernel, texts, "0", index_text(kernel.inner[0]));
+    for (int pass = 0; pass < reduction_passes; ++pass)
+      emit_column_rows(kernel, texts, "0", index_text(kernel.inner[0]), passes, pass);
+    if (stores_rows) emit_column_stores(kernel, texts);
     emit_column_results(kernel, texts);
   });
+}
+
+// The last pass over a block's rows: the steps that store every element of them, each lane with
+// its own point's reduction results. What a step computes once per point (softmax's reciprocal
+// of the sum), and the point steps' results (log_softmax's log of the sum), are computed per lane
+// before the rows, as the row form hoists them out of its row.
+void CppSourcePrinter::emit_column_stores(const Kernel& kernel, const std::vector<ReduceStepText>& texts) {
+  const std::string last = loop_var(kernel.outer.size() - 1).to_string(), B = std::to_string(kColumnBlock);
+  std::vector<const KernelStep*> reductions;
+  std::vector<KernelStep> stores;  // with the per-point values hoisted out of their bodies
+  std::vector<std::pair<std::string, Expr>> hoisted;
+  std::vector<std::pair<int, Expr>> pointed;  // point steps' registers and what they hold
+  for (const KernelStep& step : kernel.steps) {
+    if (step.kind == KernelStep::Kind::Reduce) reductions.push_back(&step);
+    if (step.kind == KernelStep::Kind::StoreOuter) {
+      for (int b : step.outputs)
+        if (registers_.count(b)) pointed.push_back({b, step.body});
+    }
+    if (step.kind != KernelStep::Kind::StoreInner) continue;
+    stores.push_back(step);
+    stores.back().body = hoist_row_invariants(step.body, kernel.inner.size(), hoisted);
+  }
+  // In a lanes loop: the reductions' results that `exprs` read, at the lane's point.
+  auto define_results = [&](const std::vector<Expr>& exprs) {
+    std::set<int> read;
+    for (const Expr& e : exprs)
+      visit(e, [&](const ExprNode& node) {
+        if (node.kind == ExprKind::Load) read.insert(node.buffer);
+      });
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const int b = reductions[i]->outputs.at(0);
+      if (texts[i].welford || !read.count(b)) continue;
+      const DType to = p_.buffer(b).dtype;
+      w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(texts[i].acc + "[j]", texts[i].at, to) + ";");
+    }
+  };
+  auto open_lanes = [&] {
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t j = 0; j < cn; ++j)");
+    w_.line("const int64_t " + last + " = cb + j;");
+  };
+  if (!hoisted.empty() || !pointed.empty()) {
+    std::vector<Expr> values;
+    for (const auto& [b, value] : pointed) {
+      w_.line(ctype(p_.buffer(b).dtype) + " " + reg(b) + "_lanes[" + B + "];");
+      values.push_back(value);
+    }
+    for (const auto& [name, value] : hoisted) {
+      w_.line(ctype(value->dtype) + " " + name + "_lanes[" + B + "];");
+      values.push_back(value);
+    }
+    open_lanes();
+    define_results(values);
+    for (const auto& [b, value] : pointed) {
+      const DType to = p_.buffer(b).dtype;
+      w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(expr(value), value->dtype, to) + ";");
+      w_.line(reg(b) + "_lanes[j] = " + reg(b) + ";");
+    }
+    for (const auto& [name, value] : hoisted) w_.line(name + "_lanes[j] = " + expr(value) + ";");
+    w_.close();
+  }
+  for (size_t k = 0; k < kernel.inner.size(); ++k) {
+    const std::string var = reduction_var(k).to_string();
+    w_.open("for (int64_t " + var + " = 0; " + var + " < " + index_text(kernel.inner[k]) + "; ++" + var + ")");
+  }
+  open_lanes();
+  std::vector<Expr> bodies;
+  for (const KernelStep& step : stores) bodies.push_back(step.body);
+  define_results(bodies);
+  for (const auto& [b, value] : pointed) {
+    bool read = false;
+    for (const Expr& body : bodies)
+      visit(body, [&](const ExprNode& node) { read = read || (node.kind == ExprKind::Load && node.buffer == b); });
+    if (read) w_.line("const " + ctype(p_.buffer(b).dtype) + " " + reg(b) + " = " + reg(b) + "_lanes[j];");
+  }
+  for (const auto& [name, value] : hoisted) w_.line("const " + ctype(value->dtype) + " " + name + " = " + name + "_lanes[j];");
+  size_t next = 0;
+  for (size_t number = 0; number < kernel.steps.size(); ++number) {
+    if (kernel.steps[number].kind != KernelStep::Kind::StoreInner) continue;
+    w_.line("// row: " + p_.nodes[size_t(kernel.steps[number].node)].name);
+    emit_point_step(stores.at(next++), int(number));
+  }
+  w_.close();
+  for (size_t k = 0; k < kernel.inner.size(); ++k) w_.close();
+}
+
+std::vector<int> CppSourcePrinter::column_passes(const Kernel& kernel) {
+  std::map<int, int> pass_of_register;  // a reduction's result -> its pass
+  std::vector<int> passes;
+  for (const KernelStep& step : kernel.steps) {
+    if (step.kind != KernelStep::Kind::Reduce) continue;
+    int pass = 0;
+    visit(step.body, [&](const ExprNode& node) {
+      if (node.kind != ExprKind::Load) return;
+      auto found = pass_of_register.find(node.buffer);
+      if (found != pass_of_register.end()) pass = std::max(pass, found->second + 1);
+    });
+    for (int b : step.outputs)
+      if (registers_.count(b)) pass_of_register[b] = pass;
+    passes.push_back(pass);
+  }
+  return passes;
 }
 
 // A column reduction of few blocks and long rows (a global average pool of 32 channels over a
@@ -175,6 +328,7 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   // a Welford step's means and M2s, and its count per part: the column reductions,
   // is_column_reduction).
   const std::string slots = std::to_string(blocks * kMaxParts);
+  const std::vector<int> one_pass(column_passes(kernel).size(), 0);
   int number = -1;  // the step's index: its locals' suffix
   for (const KernelStep& step : kernel.steps) {
     ++number;
@@ -194,7 +348,8 @@ bool CppSourcePrinter::emit_column_reduction_in_parts(const Kernel& kernel, cons
   w_.line("const int64_t kiln_part = kiln_task / " + count + ";");
   locate_block("kiln_task % " + count);
   std::vector<ReduceStepText> texts = declare_column_lanes(kernel);
-  emit_column_rows(kernel, texts, rows_text + " * kiln_part / kiln_parts", rows_text + " * (kiln_part + 1) / kiln_parts");
+  emit_column_rows(kernel, texts, rows_text + " * kiln_part / kiln_parts", rows_text + " * (kiln_part + 1) / kiln_parts",
+                   one_pass, 0);
   const std::string slot = "[(kiln_task % " + count + ") * kiln_parts + kiln_part]";
   for (const ReduceStepText& r : texts) {
     if (r.welford) {
@@ -280,10 +435,12 @@ std::vector<CppSourcePrinter::ReduceStepText> CppSourcePrinter::declare_column_l
   return texts;
 }
 
-// The reduction loops of a block, the first reduction dim over [first_begin, first_end), every
-// lane of the block innermost.
+// The reduction loops of a block for the reduction steps of pass `pass` (column_passes), the first
+// reduction dim over [first_begin, first_end), every lane of the block innermost; the results of
+// earlier passes that those steps read are each lane's own point's.
 void CppSourcePrinter::emit_column_rows(const Kernel& kernel, const std::vector<ReduceStepText>& texts,
-                                        const std::string& first_begin, const std::string& first_end) {
+                                        const std::string& first_begin, const std::string& first_end,
+                                        const std::vector<int>& passes, int pass) {
   const size_t rank = kernel.outer.size();
   const std::string last = loop_var(rank - 1).to_string();
   for (size_t k = 0; k < kernel.inner.size(); ++k) {
@@ -293,14 +450,20 @@ void CppSourcePrinter::emit_column_rows(const Kernel& kernel, const std::vector<
   }
   std::vector<std::pair<std::string, Expr>> hoisted;
   std::vector<KernelStep> reductions;  // texts' steps, in order
+  std::set<int> read;                  // the buffers this pass's steps load
   for (const KernelStep& step : kernel.steps) {
     if (step.kind != KernelStep::Kind::Reduce) continue;
     reductions.push_back(step);
+    if (passes.at(reductions.size() - 1) != pass) continue;
     reductions.back().body = hoist_invariant_masks(reductions.back().body, loop_var(rank - 1), hoisted);
+    visit(reductions.back().body, [&](const ExprNode& node) {
+      if (node.kind == ExprKind::Load) read.insert(node.buffer);
+    });
   }
   // A Welford step's count and its reciprocal, once per row for the whole block.
-  for (const ReduceStepText& r : texts) {
-    if (!r.welford) continue;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const ReduceStepText& r = texts[i];
+    if (!r.welford || passes[i] != pass) continue;
     w_.line("wn" + r.n + " += " + r.t + "(1);");
     w_.line("const " + r.t + " winv" + r.n + " = " + r.t + "(1) / wn" + r.n + ";");
   }
@@ -308,8 +471,17 @@ void CppSourcePrinter::emit_column_rows(const Kernel& kernel, const std::vector<
     w_.line("#pragma omp simd");
     w_.open("for (int64_t j = 0; j < cn; ++j)");
     w_.line("const int64_t " + last + " = cb + j;");
+    // The earlier passes' results this one reads, at the lane's point.
+    for (size_t i = 0; i < texts.size(); ++i) {
+      if (passes[i] >= pass || texts[i].welford) continue;
+      const int b = reductions[i].outputs.at(0);
+      if (!read.count(b)) continue;
+      const DType to = p_.buffer(b).dtype;
+      w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(texts[i].acc + "[j]", texts[i].at, to) + ";");
+    }
     for (size_t i = 0; i < texts.size(); ++i) {
       const ReduceStepText& r = texts[i];
+      if (passes[i] != pass) continue;
       if (!r.welford) {
         emit_reduction_combine(reductions[i], r, "j", "0");
         continue;
@@ -350,6 +522,10 @@ void CppSourcePrinter::emit_column_results(const Kernel& kernel, const std::vect
   int number = 0;
   size_t reduced = 0;  // the next reduction's text
   for (const KernelStep& step : kernel.steps) {
+    if (step.kind == KernelStep::Kind::StoreInner) {  // in emit_column_stores
+      ++number;
+      continue;
+    }
     if (step.kind == KernelStep::Kind::Reduce) {
       const ReduceStepText& r = texts.at(reduced++);
       if (r.welford) {

@@ -168,8 +168,13 @@ class CppSourcePrinter : public CPrinter {
   void emit_column_reduction_kernel(const Kernel& kernel);
   bool emit_column_reduction_in_parts(const Kernel& kernel, const std::vector<LoopDim>& dims, const SymInt& work);
   std::vector<ReduceStepText> declare_column_lanes(const Kernel& kernel);
+  // The pass over the rows each reduction step (in texts' order) runs in: 0 for one that reads no
+  // other reduction's result, else one past the last pass of those it reads (softmax's sum after
+  // its max).
+  std::vector<int> column_passes(const Kernel& kernel);
   void emit_column_rows(const Kernel& kernel, const std::vector<ReduceStepText>& texts, const std::string& first_begin,
-                        const std::string& first_end);
+                        const std::string& first_end, const std::vector<int>& passes, int pass);
+  void emit_column_stores(const Kernel& kernel, const std::vector<ReduceStepText>& texts);
   void emit_column_results(const Kernel& kernel, const std::vector<ReduceStepText>& texts);
   void merge_welford_parts(const ReduceStepText& r);
   Expr hoist_invariant_masks(const Expr& e, const SymInt& var, std::vector<std::pair<std::string, Expr>>& hoisted);

@@ -203,6 +203,34 @@ TEST(CpuBackend, TransposesToFewColumnsLoopOverRows) {
   expect_matches_interpreter(wide, {{"y", random_tensor({9, 40}, DType::f32, 78)}});
 }
 
+// Reductions over a middle dim whose second reduction reads the first's result: softmax and
+// log_softmax over the classes of an NCHW map, and logsumexp written out (amax, exp of the
+// difference, sum, log): column reductions over 64 points at once, one pass over the rows per
+// dependent reduction and a last one for the stores, each lane with its own point's max, sum and
+// log of the sum; a NaN and an infinity in one point's classes, and 630 points (a partial last
+// block). All three share one kernel (one max, two sums); logsumexp alone takes two passes.
+TEST(CpuBackend, SoftmaxOverAMiddleDimReducesColumnsInPasses) {
+  Tensor values = random_tensor({2, 21, 9, 70}, DType::f32, 81, -6, 6);
+  values.data<float>()[3 * 630 + 100] = std::numeric_limits<float>::quiet_NaN();  // class 3 of point 100
+  values.data<float>()[5 * 630 + 200] = std::numeric_limits<float>::infinity();   // class 5 of point 200
+  for (bool all : {true, false}) {
+    Graph graph;
+    Node* x = input(graph, "x", {2, 21, 9, 70});
+    Node* peak = graph.create_call("amax", {x, ints({1}), true});
+    Node* sum = graph.create_call("sum", {graph.create_call("exp", {graph.create_call("sub", {x, peak})}), ints({1})});
+    Node* logsumexp = graph.create_call("add", {graph.create_call("log", {sum}), graph.create_call("squeeze", {peak, 1})});
+    if (all) {
+      graph.create_output({graph.create_call("softmax", {x, 1}), graph.create_call("log_softmax", {x, 1}), logsumexp});
+    } else {
+      graph.create_output({logsumexp});
+    }
+    const std::string source = dump_codegen_stage(graph, "cpp");
+    const std::string expected = all ? "in 3 passes over the rows" : "in 2 passes over the rows";
+    EXPECT_NE(source.find("column reduction: 64 points of x1 at once, " + expected), std::string::npos) << source;
+    expect_matches_interpreter(graph, {{"x", values}});
+  }
+}
+
 TEST(CpuBackend, SymbolsNamedLikeGeneratedVariablesCompile) {
   Graph graph;
   SymInt batch = SymInt::symbol("batch"), sym = SymInt::symbol("sym"), n = SymInt::symbol("N");
