@@ -6,6 +6,8 @@
 // time of the steps alone (without the host-device copies), and the FLOPs of the model's
 // convolutions and matrix products per run with their rate at the median (passes/flop_count.h; not
 // for a package, which has no graph to count). --json prints one JSON object.
+// An ONNX model whose shapes depend on an input's value (a Reshape's shape, EmbeddingBag's
+// offsets as a Slice's starts) is specialized on the value --input gives, as `kiln run` does.
 // --backend is the deprecated old name of --target. MODEL may be a package folder (`kiln compile
 // -o DIR`): its own library runs it (compiler/package_runner.h), as an app would.
 #include <algorithm>
@@ -80,8 +82,11 @@ int run_bench(const BenchOptions& options) {
     target = "package (" + package.isa + ")";
     compile_ms = milliseconds(Clock::now() - compile_start);
   } else {
-    ir::Graph graph = compiler::load_model(options.model);
-    inputs = prepare_inputs(graph, parse_input_flags(options.inputs), dims, options.random_seed);
+    // Specialized, as `kiln run` is, on the values --input gives to ONNX inputs that decide a
+    // shape or a slice at import (tools/model_inputs.h).
+    std::map<std::string, std::string> files = parse_input_flags(options.inputs);
+    ir::Graph graph = load_model_for_run(options.model, files);
+    inputs = prepare_inputs(graph, files, dims, options.random_seed);
     CompileOptions compile_options;
     compile_options.target = options.target;
     compile_options.freeze = options.freeze;

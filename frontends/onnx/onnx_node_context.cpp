@@ -218,7 +218,7 @@ void OnnxNodeContext::need_known(size_t index, std::string_view what, const std:
   for (const std::string& source : sources) names += (names.empty() ? "'" : ", '") + source + "'";
   throw OnnxInputValuesNeeded(prefix + ", but it is computed from the graph input" + (sources.size() == 1 ? " " : "s ") +
                                   names + " fed at run time: give " + (sources.size() == 1 ? "its value" : "their values") +
-                                  " (kiln run specializes the model on the values it is given)",
+                                  " (kiln run and kiln bench specialize the model on the values --input gives)",
                               sources);
 }
 

@@ -154,8 +154,8 @@ TEST_F(OnnxBadInput, DataDependentShape) {
   EXPECT_EQ(error_of([] { import_onnx(bad("reshape_runtime_shape.onnx")); }),
             "'" + bad("reshape_runtime_shape.onnx") +
                 "': node 'reshape_runtime' (Reshape): input 1 (shape) must be known when the model is imported, but it "
-                "is computed from the graph input 'shape' fed at run time: give its value (kiln run specializes the "
-                "model on the values it is given)");
+                "is computed from the graph input 'shape' fed at run time: give its value (kiln run and kiln bench "
+                "specialize the model on the values --input gives)");
 }
 
 TEST_F(OnnxBadInput, UnknownExtension) {

@@ -110,8 +110,8 @@ TEST(OnnxSpecialization, BadValuesAndMissingInputsAreUserErrors) {
   OnnxSpecializedModel fresh(specialize_case("reshape_shape_input"));
   EXPECT_THAT(error_of([&] { fresh.run(inputs); }),
               HasSubstr("input 1 (shape) must be known when the model is imported, but it is computed from the graph "
-                        "input 'shape' fed at run time: give its value (kiln run specializes the model on the values it "
-                        "is given); the input 'shape' was not given"));
+                        "input 'shape' fed at run time: give its value (kiln run and kiln bench specialize the model on "
+                        "the values --input gives); the input 'shape' was not given"));
   inputs["shape"] = ints({3, 4});
   fresh.run(inputs);
   inputs.erase("shape");

@@ -1,6 +1,7 @@
 // ONNX models from the command line: `kiln dump model.onnx` (the imported graph with each
 // node's ONNX source), `kiln run model.onnx` with ONNX Runtime's input and `--backend cpu
-// --check`, a model specialized on its shape input, `kiln compile model.onnx`, and a refused model
+// --check`, a model specialized on its shape input (by `kiln run` and `kiln bench`), `kiln compile
+// model.onnx`, and a refused model
 // (one line on stderr, exit 1).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -57,6 +58,20 @@ TEST_F(OnnxCli, RunSpecializesOnShapeDecidingInputs) {
   EXPECT_THAT(result.out, HasSubstr("y: f32[3, 4] = "));
   // Its value cannot be random: without it, one line and exit 1.
   cli_test::expect_user_error(kiln("run " + model + " --random-inputs 0"),
+                              "input 1 (shape) must be known when the model is imported, but it is computed from the "
+                              "graph input 'shape' fed at run time");
+}
+
+// `kiln bench` specializes the same way on the value it is given, and refuses the model alike
+// without it.
+TEST_F(OnnxCli, BenchSpecializesOnShapeDecidingInputs) {
+  fs::path folder = kOnnxData / "specialize" / "reshape_shape_input";
+  std::string model = (folder / "model.onnx").string();
+  CliResult result = kiln("bench " + model + " --target cpu --iters 3 --warmup 1 --input x=" +
+                          (folder / "input_0.npy").string() + " --input shape=" + (folder / "input_1.npy").string());
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("median "));
+  cli_test::expect_user_error(kiln("bench " + model + " --random-inputs 0 --iters 1"),
                               "input 1 (shape) must be known when the model is imported, but it is computed from the "
                               "graph input 'shape' fed at run time");
 }
