@@ -50,9 +50,10 @@
 // gathers, at each output point, the columns of the taps that reach it: output position
 // o = i * stride - padding + k * dilation, so tap k reads input point
 // i = (o + padding - k * dilation) / stride where that divides exactly and lies inside the
-// input (a masked load). Along the last spatial dim a stride s > 1 is gathered phase by phase
-// (lowered_as_transposed), so that the innermost loop reads the columns contiguously, and a copy
-// puts the phases back in order. The taps are summed in a tree, with the bias; kernels of more
+// input (a masked load). With strides, each phase of the output (its points o = q * stride + r)
+// is a Pointwise node of its own that sums only the taps that reach it, their input points known
+// while lowering (lowered_as_transposed), and the output reads each point from its phase's node.
+// The taps are summed in a tree, with the bias; kernels of more
 // than kTransposedMaxTaps points (or of symbolic size) go to the Fallback. Measured on a UNet's
 // 2x upsampling (128 -> 64 channels, kernel 4, 16x16 -> 32x32): 104 ms as the Fallback, 0.57 ms
 // so, ONNX Runtime 0.53-0.72 ms (bench/README.md).
@@ -364,68 +365,98 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
   add_gemm(lowerer, node.name() + "_columns", a, b,
            StridedView{columns, SymInt(0), columns_shape, contiguous_strides(columns_shape)});
 
-  // col2im: each output point sums the columns of the taps that reach it. With a stride s > 1
-  // along the last spatial dim, the points are gathered in phase-major order along it, ranges
-  // [..., s, ceil(out / s)]: at phase r, tap k reaches the points r + s * q whose input point is
-  // q + (r + padding - k * dilation) / s, when s divides r + padding - k * dilation (a test
-  // on the outer variable r), so the innermost loop reads the columns contiguously. A Pointwise
-  // node then reads that buffer back in the output's order.
-  size_t last = spatial - 1;
-  int64_t last_stride = g.stride[last];
-  SymShape ranges(meta.shape.begin(), meta.shape.end() - 1);
-  if (last_stride != 1) ranges.push_back(SymInt(last_stride));
-  ranges.push_back(last_stride == 1 ? meta.shape.back()
-                                   : floordiv(meta.shape.back() + SymInt(last_stride - 1), SymInt(last_stride)));
+  // col2im: each output point sums the columns of the taps that reach it. Output point o (per
+  // dim) = i * stride - padding + k * dilation, so tap k reaches it from input point
+  // i = (o + padding - k * dilation) / stride where that divides exactly.
   SymShape columns_view = {batch, meta.shape[1]};
   for (int64_t k : kernel) columns_view.push_back(SymInt(k));
   columns_view.insert(columns_view.end(), in_spatial.begin(), in_spatial.end());
   Accessor columns_accessor = lowerer.whole(columns, columns_view);
-  std::vector<Expr> terms;
-  for (int64_t tap = 0; tap < taps; ++tap) {
-    std::vector<SymInt> index = {loop_var(0), loop_var(1)};
-    std::vector<SymInt> points;
-    Expr mask;
-    auto require = [&mask](Expr condition) {
-      mask = mask ? binary(LoopOp::logical_and, mask, condition) : condition;
-    };
-    int64_t rest = tap;
-    std::vector<int64_t> tap_index(spatial);
-    for (size_t s = spatial; s-- > 0;) {
-      tap_index[s] = rest % kernel[s];
-      rest /= kernel[s];
-    }
-    for (size_t s = 0; s < spatial; ++s) {
-      index.push_back(SymInt(tap_index[s]));
-      SymInt shift = SymInt(g.padding[s] - tap_index[s] * g.dilation[s]);
-      SymInt point;
-      if (g.stride[s] == 1) {
-        point = loop_var(2 + s) + shift;
-      } else {
-        // Dims before the last: output point x (loop variable 2 + s) reaches input point
-        // (x + shift) / stride. The last: phase r (that variable) and quotient q (the next one).
-        SymInt reach = loop_var(2 + s) + shift;
-        SymInt divisor(g.stride[s]);
-        require(binary(LoopOp::eq, index_value(mod(reach, divisor), DType::i64), constant(0, DType::i64)));
-        point = s == last ? loop_var(3 + s) + floordiv(reach, divisor) : floordiv(reach, divisor);
+  // The sum over the taps of `taps` (per dim: each tap's kernel index and its input point), each
+  // load masked where its point is outside the input, plus the bias.
+  auto tap_sum = [&](const std::vector<std::vector<std::pair<int64_t, SymInt>>>& taps) {
+    std::vector<Expr> terms;
+    std::vector<size_t> at(spatial, 0);
+    const bool none = std::any_of(taps.begin(), taps.end(), [](const auto& dim) { return dim.empty(); });
+    while (!none) {
+      std::vector<SymInt> index = {loop_var(0), loop_var(1)};
+      std::vector<SymInt> points;
+      Expr mask;
+      for (size_t d = 0; d < spatial; ++d) {
+        const auto& [k, point] = taps[d][at[d]];
+        index.push_back(SymInt(k));
+        points.push_back(point);
+        Expr inside = index_within(point, in_spatial[d]);
+        mask = mask ? binary(LoopOp::logical_and, mask, inside) : inside;
       }
-      require(index_within(point, in_spatial[s]));
-      points.push_back(point);
+      index.insert(index.end(), points.begin(), points.end());
+      terms.push_back(lowerer.load_masked(columns_accessor, index, mask, 0));
+      size_t d = spatial;  // the next combination, the last dim fastest
+      while (d > 0 && ++at[d - 1] == taps[d - 1].size()) at[--d] = 0;
+      if (d == 0) break;
     }
-    index.insert(index.end(), points.begin(), points.end());
-    terms.push_back(lowerer.load_masked(columns_accessor, index, mask, 0));
-  }
-  if (!call.is_none(2)) terms.push_back(cast(lowerer.load(lowerer.tensor(call, 2), {loop_var(1)}), meta.dtype));
-  Expr sum = pairwise_sum(std::move(terms));
-  if (last_stride == 1) {
-    lowerer.define_pointwise(node, sum);
+    if (!call.is_none(2)) terms.push_back(cast(lowerer.load(lowerer.tensor(call, 2), {loop_var(1)}), meta.dtype));
+    if (terms.empty()) terms.push_back(constant(0, meta.dtype));
+    return pairwise_sum(std::move(terms));
+  };
+  const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](int64_t stride) { return stride > 1; });
+  if (!strided) {
+    std::vector<std::vector<std::pair<int64_t, SymInt>>> taps(spatial);
+    for (size_t d = 0; d < spatial; ++d)
+      for (int64_t k = 0; k < kernel[d]; ++k) taps[d].push_back({k, loop_var(2 + d) + SymInt(g.padding[d] - k * g.dilation[d])});
+    lowerer.define_pointwise(node, tap_sum(taps));
     return true;
   }
-  int phases = lowerer.emit_pointwise(node.name() + "_phases", meta.dtype, ranges, sum);
-  std::vector<SymInt> index = vars_of(meta.shape);
-  SymInt x = index.back(), divisor(last_stride);
-  index.back() = mod(x, divisor);
-  index.push_back(floordiv(x, divisor));
-  lowerer.define_pointwise(node, lowerer.load(lowerer.whole(phases), index));
+  // With strides, phase by phase: output points o = q * stride + r of one phase r (per dim) are
+  // reached by the taps k with (r + padding - k * dilation) divisible by the stride, from input
+  // point q + (r + padding - k * dilation) / stride, known while lowering. So each phase is a
+  // Pointwise node of its own over [N, O, ceil(out / stride)...] that sums only its taps (a
+  // kernel 4, stride 2 layer's 4 of 16, and no test of divisibility per point), and the output
+  // reads each point from its phase's node. Measured on a DCGAN layer (128 -> 64, kernel 4,
+  // stride 2, [4, 128, 16, 16]), bench/README.md.
+  SymShape phase_shape = {batch, meta.shape[1]};
+  for (size_t d = 0; d < spatial; ++d)
+    phase_shape.push_back(floordiv(meta.shape[2 + d] + SymInt(g.stride[d] - 1), SymInt(g.stride[d])));
+  int64_t phase_count = 1;
+  for (int64_t stride : g.stride) phase_count *= stride;
+  std::vector<int> phases;  // their buffers, the last dim's phase fastest
+  for (int64_t p = 0; p < phase_count; ++p) {
+    std::vector<int64_t> r(spatial);
+    int64_t rest = p;
+    for (size_t d = spatial; d-- > 0;) {
+      r[d] = rest % g.stride[d];
+      rest /= g.stride[d];
+    }
+    std::vector<std::vector<std::pair<int64_t, SymInt>>> taps(spatial);
+    std::string suffix;
+    for (size_t d = 0; d < spatial; ++d) {
+      suffix += "_" + std::to_string(r[d]);
+      for (int64_t k = 0; k < kernel[d]; ++k) {
+        const int64_t reach = r[d] + g.padding[d] - k * g.dilation[d];
+        if (reach % g.stride[d] != 0) continue;
+        taps[d].push_back({k, loop_var(2 + d) + SymInt(reach / g.stride[d])});  // exact
+      }
+    }
+    phases.push_back(lowerer.emit_pointwise(node.name() + "_phase" + suffix, meta.dtype, phase_shape, tap_sum(taps)));
+  }
+  // Each output point from its phase's node, chosen by o % stride per dim.
+  std::vector<SymInt> index = {loop_var(0), loop_var(1)};
+  for (size_t d = 0; d < spatial; ++d) index.push_back(floordiv(loop_var(2 + d), SymInt(g.stride[d])));
+  Expr value = lowerer.load(lowerer.whole(phases.back()), index);
+  for (int64_t p = phase_count - 1; p-- > 0;) {
+    Expr condition;
+    int64_t rest = p;
+    for (size_t d = spatial; d-- > 0;) {
+      const int64_t r = rest % g.stride[d];
+      rest /= g.stride[d];
+      if (g.stride[d] == 1) continue;
+      Expr is_phase = binary(LoopOp::eq, index_value(mod(loop_var(2 + d), SymInt(g.stride[d])), DType::i64),
+                             constant(r, DType::i64));
+      condition = condition ? binary(LoopOp::logical_and, condition, is_phase) : is_phase;
+    }
+    value = where(condition, lowerer.load(lowerer.whole(phases[size_t(p)]), index), value);
+  }
+  lowerer.define_pointwise(node, value);
   return true;
 }
 

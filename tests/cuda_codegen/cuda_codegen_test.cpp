@@ -178,9 +178,9 @@ TEST(CudaCodegen, GemmsAreLibraryCallsAndTheirEpiloguesKernels) {
 }
 
 // Transposed convolutions lower to a GEMM and a gather of their taps for the cuda target as for the
-// cpu one (codegen/lowering_convolution.cpp): a UNet's 2x upsampling (kernel 4, padding 1; its last
-// dim gathered phase by phase, then put back in order) and a 1-d one of stride 3 with groups,
-// dilation and an output padding, none a fallback.
+// cpu one (codegen/lowering_convolution.cpp): a UNet's 2x upsampling (kernel 4, padding 1; each
+// phase of the output gathered by a node of its own, then read back in order) and a 1-d one of
+// stride 3 with groups, dilation and an output padding, none a fallback.
 TEST(CudaCodegen, TransposedConvolutionsAreAGemmAndGathersThatMatchTheInterpreter) {
   ir::Graph graph = ir::parse_graph(
       "graph():\n"
@@ -197,7 +197,7 @@ TEST(CudaCodegen, TransposedConvolutionsAreAGemmAndGathersThatMatchTheInterprete
   size_t library_steps = 0;
   for (const LaunchStep& step : model.module().steps) library_steps += step.kind == LaunchStep::Kind::Library;
   EXPECT_EQ(library_steps, 2u);  // the two GEMMs
-  EXPECT_NE(find_launch(model.module(), "up_phases"), nullptr);
+  EXPECT_NE(find_launch(model.module(), "up_phase_0_0"), nullptr);
   expect_matches_interpreter(graph,
                              {{{"x", test_support::random_tensor({2, 6, 5, 7}, DType::f32, 11)},
                                {"w", test_support::random_tensor({6, 4, 4, 4}, DType::f32, 12)},
