@@ -43,10 +43,13 @@
 // A transposed convolution (f32 and f64, any number of spatial dims; weight [C, O/groups,
 // kernel...]) as GEMM + col2im, as ONNX Runtime and PyTorch's slow path run it, so that it does
 // the convolution's multiplies and no more (inserting zeros between the input's points and
-// convolving would do stride^spatial times as many): a Gemm with batch dims [N, groups] of the
-// weight read transposed, [groups, O/groups * prod(kernel), C/groups], times the input as
-// [N, groups, C/groups, prod(in)] (read where it is, channels-last included, when its spatial
-// dims flatten to one stride), into columns [N, O, kernel..., in...]; then a Pointwise node
+// convolving would do stride^spatial times as many): without groups, a Gemm of the input as
+// [N, prod(in), C] (read where it is, channels-last as it is, NCHW transposed, when its spatial
+// dims flatten to one stride) times the weight [C, O * prod(kernel)] read in place as the right
+// operand (a frozen one prepacked by the library's matmul), into columns [N, in..., O, kernel...];
+// with groups, a Gemm with batch dims [N, groups] of the weight read transposed, [groups,
+// O/groups * prod(kernel), C/groups], times the input as [N, groups, C/groups, prod(in)], into
+// columns [N, O, kernel..., in...]. Then a Pointwise node
 // gathers, at each output point, the columns of the taps that reach it: output position
 // o = i * stride - padding + k * dilation, so tap k reads input point
 // i = (o + padding - k * dilation) / stride where that divides exactly and lies inside the
@@ -332,6 +335,28 @@ StridedView transposed_convolution_input(Lowerer& lowerer, const Accessor& input
   return StridedView{lowerer.resolve(dense), SymInt(0), shape, contiguous_strides(shape)};
 }
 
+// The input of a transposed convolution without groups as the GEMM's left operand [N, 1, prod(in),
+// C]: its own buffer where its spatial dims flatten to one stride (channels-last: row-major; NCHW:
+// read transposed), else a contiguous copy read transposed.
+StridedView transposed_convolution_rows(Lowerer& lowerer, const Accessor& input, const std::string& name) {
+  const SymInt& batch = input.shape[0];
+  const SymInt& channels = input.shape[1];
+  SymShape spatial(input.shape.begin() + 2, input.shape.end());
+  SymInt points = numel(spatial);
+  SymShape shape = {batch, SymInt(1), points, channels};
+  if (std::optional<StridedView> view = lowerer.strided_view(input)) {
+    bool flattens = true;
+    for (size_t d = 2; d + 1 < view->shape.size(); ++d)
+      flattens = flattens && view->strides[d] == view->strides[d + 1] * view->shape[d + 1];
+    if (flattens) {
+      StridedView a{view->buffer, view->offset, shape, {view->strides[0], SymInt(0), view->strides.back(), view->strides[1]}};
+      if (make_matrix_layout(a)) return a;
+    }
+  }
+  Accessor dense = lowerer.contiguous(input, name);
+  return StridedView{lowerer.resolve(dense), SymInt(0), shape, {channels * points, SymInt(0), SymInt(1), points}};
+}
+
 // Lowers a transposed convolution as GEMM + col2im (the header), or returns false where its
 // kernel is symbolic or has more than kTransposedMaxTaps points.
 bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call, const Geometry& g) {
@@ -354,23 +379,43 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
   const SymInt& out_per_group = weight.shape[1];
   SymShape in_spatial(input.shape.begin() + 2, input.shape.end());
   SymInt in_volume = numel(in_spatial), rows = out_per_group * SymInt(taps);
-  // The weight [groups, C/groups, O/groups * taps] read transposed, the same for every image.
   Accessor dense_weight = lowerer.contiguous(weight, node.name() + "_weight");
-  StridedView a{lowerer.resolve(dense_weight), SymInt(0), {batch, SymInt(g.groups), rows, channels_per_group},
-                {SymInt(0), channels_per_group * rows, SymInt(1), rows}};
-  KILN_CHECK(make_matrix_layout(a), "transposed convolution: the weight has no matrix layout");
-  StridedView b = transposed_convolution_input(lowerer, input, g.groups, node.name() + "_input");
-  SymShape columns_shape = {batch, SymInt(g.groups), rows, in_volume};
-  int columns = lowerer.new_buffer(node.name() + "_columns", meta.dtype, columns_shape);
-  add_gemm(lowerer, node.name() + "_columns", a, b,
-           StridedView{columns, SymInt(0), columns_shape, contiguous_strides(columns_shape)});
+  // Without groups the weight [C, O * taps] is the GEMM's right operand, read in place (a frozen
+  // one prepacked once by the library's matmul, where OpenBLAS packed it again on every call:
+  // 35% of a DCGAN generator's samples): columns [N, prod(in), O * taps] = input^T [N, prod(in),
+  // C] @ weight. With groups, columns [N, groups, O/groups * taps, prod(in)] = the weight
+  // [groups, C/groups, O/groups * taps] read transposed @ the input [N, groups, C/groups, prod(in)].
+  const bool rows_first = g.groups == 1;
+  int columns = -1;
+  if (rows_first) {
+    StridedView b{lowerer.resolve(dense_weight), SymInt(0), {batch, SymInt(1), input.shape[1], rows},
+                  {SymInt(0), SymInt(0), rows, SymInt(1)}};
+    KILN_CHECK(make_matrix_layout(b), "transposed convolution: the weight has no matrix layout");
+    StridedView a = transposed_convolution_rows(lowerer, input, node.name() + "_input");
+    SymShape columns_shape = {batch, SymInt(1), in_volume, rows};
+    columns = lowerer.new_buffer(node.name() + "_columns", meta.dtype, columns_shape);
+    add_gemm(lowerer, node.name() + "_columns", a, b,
+             StridedView{columns, SymInt(0), columns_shape, contiguous_strides(columns_shape)});
+  } else {
+    StridedView a{lowerer.resolve(dense_weight), SymInt(0), {batch, SymInt(g.groups), rows, channels_per_group},
+                  {SymInt(0), channels_per_group * rows, SymInt(1), rows}};
+    KILN_CHECK(make_matrix_layout(a), "transposed convolution: the weight has no matrix layout");
+    StridedView b = transposed_convolution_input(lowerer, input, g.groups, node.name() + "_input");
+    SymShape columns_shape = {batch, SymInt(g.groups), rows, in_volume};
+    columns = lowerer.new_buffer(node.name() + "_columns", meta.dtype, columns_shape);
+    add_gemm(lowerer, node.name() + "_columns", a, b,
+             StridedView{columns, SymInt(0), columns_shape, contiguous_strides(columns_shape)});
+  }
 
   // col2im: each output point sums the columns of the taps that reach it. Output point o (per
   // dim) = i * stride - padding + k * dilation, so tap k reaches it from input point
   // i = (o + padding - k * dilation) / stride where that divides exactly.
-  SymShape columns_view = {batch, meta.shape[1]};
+  // The columns as [N, O, kernel..., in...] (with groups) or [N, in..., O, kernel...].
+  SymShape columns_view = {batch};
+  if (rows_first) columns_view.insert(columns_view.end(), in_spatial.begin(), in_spatial.end());
+  columns_view.push_back(meta.shape[1]);
   for (int64_t k : kernel) columns_view.push_back(SymInt(k));
-  columns_view.insert(columns_view.end(), in_spatial.begin(), in_spatial.end());
+  if (!rows_first) columns_view.insert(columns_view.end(), in_spatial.begin(), in_spatial.end());
   Accessor columns_accessor = lowerer.whole(columns, columns_view);
   // The sum over the taps of `taps` (per dim: each tap's kernel index and its input point), each
   // load masked where its point is outside the input, plus the bias.
@@ -379,17 +424,20 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
     std::vector<size_t> at(spatial, 0);
     const bool none = std::any_of(taps.begin(), taps.end(), [](const auto& dim) { return dim.empty(); });
     while (!none) {
-      std::vector<SymInt> index = {loop_var(0), loop_var(1)};
-      std::vector<SymInt> points;
+      std::vector<SymInt> taps_at, points;
       Expr mask;
       for (size_t d = 0; d < spatial; ++d) {
         const auto& [k, point] = taps[d][at[d]];
-        index.push_back(SymInt(k));
+        taps_at.push_back(SymInt(k));
         points.push_back(point);
         Expr inside = index_within(point, in_spatial[d]);
         mask = mask ? binary(LoopOp::logical_and, mask, inside) : inside;
       }
-      index.insert(index.end(), points.begin(), points.end());
+      std::vector<SymInt> index = {loop_var(0)};
+      if (rows_first) index.insert(index.end(), points.begin(), points.end());
+      index.push_back(loop_var(1));
+      index.insert(index.end(), taps_at.begin(), taps_at.end());
+      if (!rows_first) index.insert(index.end(), points.begin(), points.end());
       terms.push_back(lowerer.load_masked(columns_accessor, index, mask, 0));
       size_t d = spatial;  // the next combination, the last dim fastest
       while (d > 0 && ++at[d - 1] == taps[d - 1].size()) at[--d] = 0;

@@ -351,8 +351,8 @@ TEST(LoweringTransposedConvolution, GeometriesMatchTheInterpreter) {
 }
 
 TEST(LoweringTransposedConvolution, AChannelsLastInputIsReadInPlace) {
-  // A library convolution's channels-last output is the GEMM's right operand as it is: no copy
-  // between the two convolutions.
+  // A library convolution's channels-last output is the GEMM's left operand as it is, and the
+  // weight its right one, read in place: no copy between the two convolutions.
   ir::Graph graph = parse(graph_text(
       {"x: f32[2, 3, 8, 8]", "w1: f32[16, 3, 3, 3]", "w2: f32[16, 6, 2, 2]", "b2: f32[6]"},
       {op_line("c", "convolution", "%x, %w1, None, [1, 1], [1, 1], [1, 1], False, [0], 1"), op_line("r", "relu", "%c"),
@@ -363,7 +363,8 @@ TEST(LoweringTransposedConvolution, AChannelsLastInputIsReadInPlace) {
   EXPECT_EQ(transposing_copies(program), 1);  // the graph input's, into the first convolution
   for (const LoopNode& node : program.nodes) {
     if (node.kind == NodeKind::Extern && node.extern_call.kind == ExternKind::Gemm) {
-      EXPECT_EQ(program.buffer(node.extern_call.inputs[1].buffer).name, "r");
+      EXPECT_EQ(program.buffer(node.extern_call.inputs[0].buffer).name, "r");
+      EXPECT_EQ(program.buffer(node.extern_call.inputs[1].buffer).name, "w2");
     }
   }
 }
