@@ -25,6 +25,14 @@ def tvv(name, shape=(1, 3, 8, 64, 64)):
     return f
 
 
+def variant_of(base, cls):
+    """A variant written around an export gap: `cls` with the weights of `base()`'s model, on its inputs."""
+    m, inputs = base()
+    variant = cls()
+    variant.load_state_dict(m.state_dict())
+    return variant, inputs
+
+
 # ----------------------------------------------------------------------------- video / 3-D
 class Block3d(nn.Module):
     def __init__(self, cin, cout):
@@ -338,10 +346,7 @@ class LlamaSliceAssign(LlamaDecode):
 
 
 def m_llama_slice_assign():
-    m, inputs = m_llama_kvcache()
-    m2 = LlamaSliceAssign()
-    m2.load_state_dict(m.state_dict())
-    return m2, inputs
+    return variant_of(m_llama_kvcache, LlamaSliceAssign)
 
 
 class LlamaPrefill(LlamaDecode):
@@ -954,10 +959,7 @@ class GATScatterAdd(GAT):
 
 
 def m_gat_scatter_add():
-    m, inputs = m_gat()
-    m2 = GATScatterAdd()
-    m2.load_state_dict(m.state_dict())
-    return m2, inputs
+    return variant_of(m_gat, GATScatterAdd)
 
 
 class EinsumNoBilinear(EinsumBilinear):
@@ -976,10 +978,7 @@ class EinsumNoBilinear(EinsumBilinear):
 
 def m_einsum_attn():
     g(0)
-    m, inputs = m_einsum_bilinear()
-    m2 = EinsumNoBilinear()
-    m2.load_state_dict(m.state_dict())
-    return m2, inputs
+    return variant_of(m_einsum_bilinear, EinsumNoBilinear)
 
 
 class InterpBicubic(InterpModes):
@@ -994,10 +993,7 @@ class InterpBicubic(InterpModes):
 
 
 def m_interp_bicubic():
-    m, inputs = m_interp_modes()
-    m2 = InterpBicubic()
-    m2.load_state_dict(m.state_dict())
-    return m2, inputs
+    return variant_of(m_interp_modes, InterpBicubic)
 
 
 class LogCumSumExp(nn.Module):
@@ -1024,10 +1020,7 @@ class UnfoldFoldStatic(UnfoldFold):
 
 
 def m_unfold_fold_static():
-    m, inputs = m_unfold_fold()
-    m2 = UnfoldFoldStatic()
-    m2.load_state_dict(m.state_dict())
-    return m2, inputs
+    return variant_of(m_unfold_fold, UnfoldFoldStatic)
 
 
 MODELS.update([
