@@ -211,9 +211,7 @@ void CppSourcePrinter::emit_column_stores(const Kernel& kernel, const std::vecto
       });
     for (size_t i = 0; i < texts.size(); ++i) {
       const int b = reductions[i]->outputs.at(0);
-      if (texts[i].welford || !read.count(b)) continue;
-      const DType to = p_.buffer(b).dtype;
-      w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(texts[i].acc + "[j]", texts[i].at, to) + ";");
+      if (!texts[i].welford && read.count(b)) w_.line(lane_result(texts[i], b));
     }
   };
   auto open_lanes = [&] {
@@ -264,6 +262,11 @@ void CppSourcePrinter::emit_column_stores(const Kernel& kernel, const std::vecto
   }
   w_.close();
   for (size_t k = 0; k < kernel.inner.size(); ++k) w_.close();
+}
+
+std::string CppSourcePrinter::lane_result(const ReduceStepText& r, int buffer) {
+  const DType to = p_.buffer(buffer).dtype;
+  return "const " + ctype(to) + " " + reg(buffer) + " = " + convert(r.acc + "[j]", r.at, to) + ";";
 }
 
 std::vector<int> CppSourcePrinter::column_passes(const Kernel& kernel) {
@@ -473,11 +476,8 @@ void CppSourcePrinter::emit_column_rows(const Kernel& kernel, const std::vector<
     w_.line("const int64_t " + last + " = cb + j;");
     // The earlier passes' results this one reads, at the lane's point.
     for (size_t i = 0; i < texts.size(); ++i) {
-      if (passes[i] >= pass || texts[i].welford) continue;
       const int b = reductions[i].outputs.at(0);
-      if (!read.count(b)) continue;
-      const DType to = p_.buffer(b).dtype;
-      w_.line("const " + ctype(to) + " " + reg(b) + " = " + convert(texts[i].acc + "[j]", texts[i].at, to) + ";");
+      if (passes[i] < pass && !texts[i].welford && read.count(b)) w_.line(lane_result(texts[i], b));
     }
     for (size_t i = 0; i < texts.size(); ++i) {
       const ReduceStepText& r = texts[i];

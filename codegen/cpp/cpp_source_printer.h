@@ -172,6 +172,8 @@ class CppSourcePrinter : public CPrinter {
   // other reduction's result, else one past the last pass of those it reads (softmax's sum after
   // its max).
   std::vector<int> column_passes(const Kernel& kernel);
+  // "const T v = acc[j];": reduction `r`'s result at the lane's point, as its register `buffer`.
+  std::string lane_result(const ReduceStepText& r, int buffer);
   void emit_column_rows(const Kernel& kernel, const std::vector<ReduceStepText>& texts, const std::string& first_begin,
                         const std::string& first_end, const std::vector<int>& passes, int pass);
   void emit_column_stores(const Kernel& kernel, const std::vector<ReduceStepText>& texts);
