@@ -304,8 +304,7 @@ class LlamaDecode(nn.Module):
         ang = pos.float()[:, None] * self.inv_freq[None, :]  # [T, dh/2]
         emb = torch.cat([ang, ang], -1)
         q, k = rope(q, emb.cos(), emb.sin()), rope(k, emb.cos(), emb.sin())
-        k_cache = k_cache.index_copy(2, pos, k)
-        v_cache = v_cache.index_copy(2, pos, v)
+        k_cache, v_cache = self.write_cache(k_cache, v_cache, pos, k, v)
         keep = torch.arange(self.max_len)[None, :] <= pos[:, None]  # [T, max_len]
         s = (q @ k_cache.transpose(-1, -2)) / math.sqrt(self.dh)
         s = s.masked_fill(~keep, float("-inf"))
@@ -313,6 +312,9 @@ class LlamaDecode(nn.Module):
         x = x + self.wo(a)
         y = self.norm2(x)
         return x + self.w2(F.silu(self.w1(y)) * self.w3(y)), k_cache, v_cache
+
+    def write_cache(self, k_cache, v_cache, pos, k, v):
+        return k_cache.index_copy(2, pos, k), v_cache.index_copy(2, pos, v)
 
 
 def m_llama_kvcache():
@@ -323,26 +325,11 @@ def m_llama_kvcache():
 class LlamaSliceAssign(LlamaDecode):
     """The same step with the cache written by slice assignment, as many hand-written decoders do."""
 
-    def forward(self, x, pos, k_cache, v_cache):
-        B, T, D = x.shape
-        hN = self.norm1(x)
-        q = self.wq(hN).view(B, T, self.h, self.dh).transpose(1, 2)
-        k = self.wk(hN).view(B, T, self.h, self.dh).transpose(1, 2)
-        v = self.wv(hN).view(B, T, self.h, self.dh).transpose(1, 2)
-        ang = pos.float()[:, None] * self.inv_freq[None, :]
-        emb = torch.cat([ang, ang], -1)
-        q, k = rope(q, emb.cos(), emb.sin()), rope(k, emb.cos(), emb.sin())
-        k_cache = k_cache.clone()
-        v_cache = v_cache.clone()
+    def write_cache(self, k_cache, v_cache, pos, k, v):
+        k_cache, v_cache = k_cache.clone(), v_cache.clone()
         k_cache[:, :, pos] = k
         v_cache[:, :, pos] = v
-        keep = torch.arange(self.max_len)[None, :] <= pos[:, None]
-        s = (q @ k_cache.transpose(-1, -2)) / math.sqrt(self.dh)
-        s = s.masked_fill(~keep, float("-inf"))
-        a = (F.softmax(s, -1) @ v_cache).transpose(1, 2).reshape(B, T, D)
-        x = x + self.wo(a)
-        y = self.norm2(x)
-        return x + self.w2(F.silu(self.w1(y)) * self.w3(y)), k_cache, v_cache
+        return k_cache, v_cache
 
 
 def m_llama_slice_assign():
