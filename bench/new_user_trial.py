@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A new user's trial of Kiln on models this project never tuned for, as a user would write them
-(bench/README.md, "Models a new user brings"), in two sets.
+(bench/README.md, "Models a new user brings"), in three sets.
 
 Set 1 (31 models, defined here): a T5 encoder layer with relative-position buckets, Whisper- and
 Conformer-like blocks, a YOLO-like neck, torchvision's DeepLabv3-MobileNet-v3, FCN-ResNet-50,
@@ -16,7 +16,14 @@ decoder, a padded TransformerEncoder, GPT-2 and Llama decode steps with KV cache
 sentence-embedding encoder, PointNet, NeRF, SIREN, WaveNet, a CRNN with a bidirectional LSTM, EDSR,
 a 2-D U-Net, a DCGAN generator, GAT, FT-Transformer, Wide&Deep with EmbeddingBag offsets, and op
 probes (einsum, sort/argsort, bicubic / nearest-exact interpolation, logsumexp, scans, unfold/fold),
-variants around PyTorch's ONNX-export gaps, and single-op probes (probe_*) of the slow op kinds:
+variants around PyTorch's ONNX-export gaps, and single-op probes (probe_*) of the slow op kinds.
+
+Set 3 (defined in new_user_trial_set3.py): torchvision's Inception-v3, EfficientNet-v2-S, MaxViT-T,
+Swin-v2-T, RegNetX-800MF, LR-ASPP and RAFT-small; generative models (a Stable-Diffusion-like U-Net with
+cross-attention, a DiT with adaLN-zero, RealNVP, PixelCNN); sequence models (a Mamba block with its scan as a
+Python loop, a grouped-query Llama, nn.Transformer seq2seq with masks, a greedy GRU decoder, an LSTM with
+projections, N-BEATS, Conv-TasNet); tabular and recommendation models (DCN-v2, TabNet's sparsemax, a KAN);
+a capsule network, MobileViT and YOLOv8's head with box decoding:
 
   python3 bench/new_user_trial.py check [NAME ...]   export ONNX (and .pt2 where marked), run ONNX
                                                      Runtime and `kiln run --target cpu --freeze`,
@@ -25,10 +32,10 @@ variants around PyTorch's ONNX-export gaps, and single-op probes (probe_*) of th
                                                      Runtime (2 threads), medians of 50 calls (after check)
   python3 bench/new_user_trial.py list
 
-Options: --set 1|2|all (which models, when no NAME is given; default 1), --kiln PATH (default
+Options: --set 1|2|3|all (which models, when no NAME is given; default 1), --kiln PATH (default
 build/tools/kiln), --work DIR (models, inputs and outputs; default ~/.cache/kiln-new-user-trial),
 --json-out FILE (default bench/results/new_user_trial-DATE.json for set 1 and
-bench/results/new_user_trial2-DATE.json for set 2: every model's results of this run, each model in
+bench/results/new_user_trialN-DATE.json for set N > 1: every model's results of this run, each model in
 its set's file). Models are random-initialized with non-trivial normalization statistics, so that
 their outputs depend on their inputs. A Kiln output counts as a match within 1e-3 of the largest
 reference magnitude. Timings run one engine after the other (not interleaved): rough, on a shared
@@ -913,13 +920,15 @@ MODELS.update([
 MODELS["dyn_batch_cnn"]["dynamic"] = dict(axes={"x": {0: "batch"}}, out={"y": {0: "batch"}},
                                           alt=lambda i: OrderedDict((n, a[:1].copy()) for n, a in i.items()))
 
-# ---- the second set: model definitions in new_user_trial_set2.py, which imports the helpers above from
+# ---- the second and third sets: model definitions in new_user_trial_set2.py and new_user_trial_set3.py, which import the helpers above from
 # this module (registered under its module name when it runs as a script, so that it is not loaded twice).
 sys.modules.setdefault("new_user_trial", sys.modules[__name__])
 import new_user_trial_set2  # noqa: E402
+import new_user_trial_set3  # noqa: E402
 
-SETS = OrderedDict([("1", MODELS), ("2", new_user_trial_set2.MODELS)])
-assert not set(SETS["1"]) & set(SETS["2"]), "a model name in both sets"
+SETS = OrderedDict([("1", MODELS), ("2", new_user_trial_set2.MODELS), ("3", new_user_trial_set3.MODELS)])
+assert sum(len(models) for models in SETS.values()) == len({n for models in SETS.values() for n in models}), \
+    "a model name in two sets"
 SET_OF = {name: k for k, models in SETS.items() for name in models}
 ALL_MODELS = OrderedDict((name, spec) for models in SETS.values() for name, spec in models.items())
 
