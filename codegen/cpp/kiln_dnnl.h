@@ -372,17 +372,20 @@ static void kiln_give_back_scratch(KilnScratch* arena) { pthread_mutex_unlock(&a
 // output channels, past which the Winograd's fewer multiplies outweigh the reorders of source and
 // destination and its kernel fills its blocks of channels (64 -> 64 wins by 1.4x at 56x56,
 // 48 -> 192 by 1.6x; 32 -> 32 loses by 1.3x at 112x112, DenseNet's 128 -> 32 by 1.1x); at least 2^24
-// multiply-adds, below which its fixed costs lose (512 -> 512 at 2x2 by 1.7x); and at least 128
+// multiply-adds, below which its fixed costs lose (512 -> 512 at 2x2 by 1.7x); and at least 64
 // output points per weight (batch x OH x OW): its transformed weights are 16/9 the size of the
-// direct ones and, streamed from memory in a model, they bound a convolution with few points
-// (ResNet-18's 512 -> 512 at 7x7, batch 1: 0.55 ms direct, 0.62 ms Winograd with its reorders).
+// direct ones and, streamed from memory in a model, they bound a convolution with fewer points
+// (ResNet-18's 512 -> 512 at 7x7, batch 1: 0.55 ms direct, 0.62 ms Winograd with its reorders;
+// two such layers alone at 7x7 and 6x6 even, 256 -> 256 at 7x7 1.1x slower), while from 8x8 it
+// wins: 512 -> 512 1.60 -> 1.24 ms for two layers at 8x8, 2.29 -> 1.56 at 10x10, 256 -> 256 at
+// 9x9 1.1x; ResNet-18 at 320 x 320 (its last stage 10x10) 16.9 -> 16.0 ms.
 static int kiln_winograd_suits(const KilnConvolutionShape* s) {
   if (s->depth != 0 || s->groups != 1 || s->kernel_h != 3 || s->kernel_w != 3 || s->stride_h != 1 || s->stride_w != 1 ||
       s->dilation_h != 1 || s->dilation_w != 1)
     return 0;
   if (s->channels < 48 || s->out_channels < 48) return 0;
   const int64_t points = s->batch * s->out_h * s->out_w;
-  return points >= 128 && points * s->channels * s->out_channels * 9 >= (int64_t(1) << 24);
+  return points >= 64 && points * s->channels * s->out_channels * 9 >= (int64_t(1) << 24);
 }
 
 // A dilated convolution as the undilated one of its phases (the atrous convolution's "space to

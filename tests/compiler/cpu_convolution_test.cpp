@@ -905,6 +905,38 @@ TEST(CpuConvolution, WinogradIsChosenPerGeometry) {
   }
 }
 
+// Winograd from 64 output points: a 3x3 256 -> 256 convolution at 8 x 8 (64 points) runs as
+// Winograd, the same at 7 x 7 (49 points, where its transformed weights, 16/9 the direct ones',
+// stream from memory for too few points) stays direct; both match the interpreter.
+TEST(CpuConvolution, WinogradNeedsSixtyFourOutputPoints) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"w", test_support::random_tensor({256, 256, 3, 3}, DType::f32, 41, -0.05, 0.05)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %a : f32[1, 256, 8, 8] = placeholder[target=a]\n"
+      "    %b : f32[1, 256, 7, 7] = placeholder[target=b]\n"
+      "    %w : f32[256, 256, 3, 3] = get_attr[target=w]\n"
+      "    %ca : f32[1, 256, 8, 8] = call_function[target=convolution](args = (%a, %w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    %cb : f32[1, 256, 7, 7] = call_function[target=convolution](args = (%b, %w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), kwargs = {})\n"
+      "    return (ca, cb)\n",
+      "winograd_points.kiln", parameters);
+  std::map<std::string, Tensor> inputs = {{"a", test_support::random_tensor({1, 256, 8, 8}, DType::f32, 42)},
+                                          {"b", test_support::random_tensor({1, 256, 7, 7}, DType::f32, 43)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  CompiledModel model = compile(graph, options(true));
+  std::vector<Tensor> actual;
+  std::string log = onednn_log_of([&] { actual = model.run(inputs, 2); });
+  if (log.empty()) GTEST_SKIP() << "oneDNN's verbose log could not be read";
+  if (winograd_available()) {
+    EXPECT_EQ(count_of(log, "alg:convolution_winograd"), 1u) << log;
+    EXPECT_NE(log.find("mb1_ic256oc256_ih8oh8kh3sh1"), std::string::npos) << log;
+    EXPECT_EQ(count_of(log, "alg:convolution_direct"), 1u) << log;
+    EXPECT_NE(log.find("mb1_ic256oc256_ih7oh7kh3sh1"), std::string::npos) << log;
+  }
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-4, 1e-4), "") << i;
+}
+
 // Two Winograd convolutions whose channels do not fill nChw16c's blocks of 16: 50 input channels
 // (14 lanes of the last block empty) and 56 output channels (the copy back reads 8 lanes of
 // the last block), one followed by a relu, the other by a relu6, each read by a 1x1 convolution;
