@@ -68,6 +68,7 @@ int run_bench(const BenchOptions& options) {
   std::map<std::string, Tensor> inputs;
   std::unique_ptr<compiler::Executable> model;
   std::optional<passes::FlopCount> flops;  // of the model's products (a package has no graph to count)
+  int64_t parameter_values = 0;  // of a model compiled without --freeze: its parameters' values
   std::string target = options.target;
   auto compile_start = Clock::now();
   double compile_ms = 0;
@@ -96,6 +97,9 @@ int run_bench(const BenchOptions& options) {
     compile_ms = milliseconds(Clock::now() - compile_start);
     // Counted once the model compiled (the compile says what is wrong with a model it refuses).
     flops = passes::count_model_flops(graph, ir::bind_symbols(graph, inputs));
+    if (!options.freeze && (options.target == "cpu" || options.target == "cuda")) {
+      for (const auto& [name, value] : graph.parameters()) parameter_values += value.numel();
+    }
   }
   const CompileResult* compiled = model->compile_result();
   std::vector<double> device_times;
@@ -128,6 +132,7 @@ int run_bench(const BenchOptions& options) {
     if (const std::string core = loaded_openblas_core(); !core.empty()) out["openblas_core"] = core;
     if (flops) out["gflop"] = flops->total / 1e9;
     if (rated) out["gflops"] = rate;
+    if (!compiler::is_package(options.model)) out["frozen"] = options.freeze;
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -152,6 +157,14 @@ int run_bench(const BenchOptions& options) {
   }
   // Which kernels the model's BLAS calls ran (runtime/cpu/openblas_core_type.h).
   if (const std::string core = loaded_openblas_core(); !core.empty()) std::cout << "OpenBLAS kernels: " << core << "\n";
+  // A new user times a model as ONNX Runtime runs it, whose initializers are constants: say what
+  // --freeze does (ResNet-18 at 320 x 320, 2 threads: 24.1 ms without, 16.1 ms with).
+  if (parameter_values >= 4096) {
+    std::cout << "parameters: not frozen (" << parameter_values
+              << " values, read as inputs that may change between calls); --freeze makes them constants "
+                 "(folded where they can be, convolution and matmul weights prepacked once), as ONNX "
+                 "Runtime treats initializers\n";
+  }
   return 0;
 }
 }  // namespace

@@ -136,6 +136,25 @@ TEST_F(CompileCli, BenchPrintsMedianAndSpread) {
   EXPECT_THAT(json.out, HasSubstr("\"median_ms\""));
 }
 
+// Without --freeze `kiln bench` says that the parameters are read as inputs and what --freeze does
+// (a user timing a model against ONNX Runtime, whose initializers are constants); with it, or on
+// the interpreter, it says nothing of them. The JSON says whether the model was frozen.
+TEST_F(CompileCli, BenchSaysWhenTheParametersAreNotFrozen) {
+  CliResult loose = kiln("bench " + mlp() + " --iters 2 --warmup 0 --dim s0=8");
+  ASSERT_EQ(loose.status, 0) << loose.err;
+  // The MLP's parameters: 784 x 128 + 128 + 128 x 10 + 10 values.
+  EXPECT_THAT(loose.out, HasSubstr("parameters: not frozen (101770 values, read as inputs that may change between calls); --freeze"));
+  CliResult frozen = kiln("bench " + mlp() + " --iters 2 --warmup 0 --dim s0=8 --freeze");
+  ASSERT_EQ(frozen.status, 0) << frozen.err;
+  EXPECT_THAT(frozen.out, Not(HasSubstr("parameters: not frozen")));
+  CliResult interp = kiln("bench " + mlp() + " --iters 2 --warmup 0 --dim s0=8 --target interp");
+  ASSERT_EQ(interp.status, 0) << interp.err;
+  EXPECT_THAT(interp.out, Not(HasSubstr("parameters: not frozen")));
+  CliResult json = kiln("bench " + mlp() + " --iters 2 --warmup 0 --dim s0=8 --json --freeze");
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out).at("frozen"), true) << json.out;
+}
+
 // `kiln bench` says which OpenBLAS kernels the model's BLAS calls ran: the user's OPENBLAS_CORETYPE,
 // or, unset, the kernels the loader chose for this CPU's instruction set, never OpenBLAS's SSE3
 // fallback on a CPU with AVX2 or AVX-512 (runtime/cpu/openblas_core_type.h).
