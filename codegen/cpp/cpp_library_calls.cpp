@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "codegen/cpp/cpp_source_printer.h"
 #include "kiln/error.h"
@@ -19,6 +20,16 @@ namespace kiln::codegen {
 // The multiply-adds from which a GEMM or convolution is worth a parallel team (OpenBLAS's own
 // threshold for threading a GEMM).
 constexpr int64_t kTeamMacs = 262144;
+// The same for a product of at most 4 rows with a frozen right operand (kKilnSmallRows,
+// codegen/cpp/kiln_dnnl.h: a decoder's token, a recurrent step) in a module whose such products
+// read more weights per call than a core's L2 holds (kiln_l2_bytes, known where the module runs):
+// they stream their weights, one multiply-add each per row, and on the team each core keeps its
+// half of every weight (the same panels on every call) in its own L2. Measured (2 threads, 2 MB
+// of L2 per core, `kiln bench --freeze`, interleaved): a Llama decode step (2.6 MB of 256 -> 256
+// and 256 <-> 512 layers: 65536 and 131072 multiply-adds each) 0.120 -> 0.054 ms, a GPT-2 decode
+// step 0.060 -> 0.035; a CRNN's two bidirectional LSTM layers (1 MB of recurrent weights, steps
+// of 2 rows) were 2-4% slower with their steps on the team, and keep kTeamMacs.
+constexpr int64_t kFewRowsTeamMacs = 65536;
 // The multiply-adds from which a run of GEMMs (a batch walked at two strides, BatchWalk) is worth
 // one oneDNN matmul call rather than one-thread BLAS calls side by side: Swin-T's window attention
 // (runs of 3 to 12 heads, 49 x 32 x 49 each: 0.23M to 0.92M) took 7% longer as oneDNN runs, a
@@ -336,7 +347,7 @@ void CppSourcePrinter::emit_convolution(const Kernel& kernel, const LoopNode& no
     w_.line("bool on_team = false;  // the convolution ran on OpenMP's team: so does its epilogue");
     w_.line("(void)on_team;");
   }
-  emit_onednn_team(macs);
+  emit_onednn_team(macs, std::to_string(kTeamMacs));
   w_.line("const int convolved = " + convolve + ";");
   w_.line("omp_set_num_threads(omp_threads);");
   w_.line("if (convolved != 0) return 1;");
@@ -574,6 +585,24 @@ void CppSourcePrinter::emit_gemm_dispatch(const std::string& batch, const std::s
   w_.line("omp_set_num_threads(omp_threads);");
 }
 
+int64_t CppSourcePrinter::few_rows_weight_bytes() {
+  if (few_rows_bytes_) return *few_rows_bytes_;
+  int64_t bytes = 0;
+  std::set<int> counted;  // each weight once, however many steps of an unrolled loop read it
+  for (const LoopNode& node : p_.nodes) {
+    if (node.kind != NodeKind::Extern || !library_matmul(node)) continue;
+    const StridedView& b = node.extern_call.inputs.at(1);
+    const StridedView& c = node.extern_call.outputs.at(0);
+    std::optional<int64_t> elements = numel(c.shape).maybe_constant(), n = c.shape.back().maybe_constant();
+    // B's matrix: a batch dim of B is broadcast (stride 0) or 1 in a library matmul.
+    std::optional<int64_t> weights = (b.shape[b.shape.size() - 2] * b.shape.back()).maybe_constant();
+    if (!elements || !n || !weights || *n == 0 || *elements / *n > 4 || !counted.insert(b.buffer).second) continue;
+    bytes += *weights * int64_t(sizeof(float));
+  }
+  few_rows_bytes_ = options_.constant_parameters ? bytes : 0;
+  return *few_rows_bytes_;
+}
+
 bool CppSourcePrinter::library_matmul(const LoopNode& node) {
   if (node.extern_call.kind != ExternKind::Gemm || !options_.library_matmul) return false;
   if (!uses_pool() && !options_.team_library_matmul) return false;
@@ -601,9 +630,9 @@ bool CppSourcePrinter::library_matmul(const LoopNode& node) {
 
 // Before a oneDNN call of `macs` multiply-adds: it runs on OpenMP threads, as many as the module
 // may use (with the pool: while the pool's workers sleep), or on the calling thread alone under
-// kTeamMacs, where a team costs more than it saves. Declares `omp_threads` (restored after).
-void CppSourcePrinter::emit_onednn_team(const std::string& macs) {
-  const std::string threshold = std::to_string(kTeamMacs);
+// `threshold` (kTeamMacs unless the caller knows better), where a team costs more than it saves.
+// Declares `omp_threads` (restored after).
+void CppSourcePrinter::emit_onednn_team(const std::string& macs, const std::string& threshold) {
   w_.line("const int omp_threads = omp_get_max_threads();");
   w_.line("const int64_t macs = " + macs + ";");
   if (uses_pool()) {
@@ -668,7 +697,13 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
     w_.line("*pc = " + buf(out.buffer) + " + (" + index_text(out.offset) + ");");
   });
   w_.open(blocks ? "else" : "");
-  emit_onednn_team("rows * N * K");
+  // A frozen B and at most 4 rows: the few rows' kernel (kiln_small_rows_suit), worth a team
+  // earlier where the module's such products stream their weights (kFewRowsTeamMacs).
+  const int64_t few_rows_bytes = few_rows_weight_bytes();
+  const std::string few_rows = few_rows_bytes > 0 ? "rows <= 4 && " + std::to_string(few_rows_bytes) +
+                                                        " > kiln_l2_bytes() ? " + std::to_string(kFewRowsTeamMacs) + " : "
+                                                  : "";
+  emit_onednn_team("rows * N * K", few_rows.empty() ? std::to_string(kTeamMacs) : "(" + few_rows + std::to_string(kTeamMacs) + ")");
   w_.line("multiplied = kiln_matmul(&cache, shape, " + buf(a.buffer) + " + (" + index_text(a.offset) + "), " + b_pointer +
           ", " + epilogue.bias + ", " + buf(out.buffer) + " + (" + index_text(out.offset) + "), \"" + kernel.name +
           "\", args->error, args->error_capacity);");
@@ -722,7 +757,7 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
     w_.line("*pc = " + view_pointer(out, batch_vars) + ";");
   });
   w_.open(blocks ? "else" : "");
-  emit_onednn_team("M * N * K");
+  emit_onednn_team("M * N * K", std::to_string(kTeamMacs));
   w_.open("for (int64_t bi = 0; bi < batch && multiplied == 0; ++bi)");
   emit_batch_entry_vars(c, vars, rank - 2);
   w_.line("float* pc = " + view_pointer(out, batch_vars) + ";");
@@ -864,7 +899,7 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
     w_.close();
   } else {
     w_.open("else");
-    emit_onednn_team("batch * M * N * K");
+    emit_onednn_team("batch * M * N * K", std::to_string(kTeamMacs));
     w_.open("for (int64_t o = 0; o < batch / run && multiplied == 0; ++o)");
     w_.line("const int64_t i = 0;");
     w_.line("KilnMatmulShape part = shape;");

@@ -192,6 +192,10 @@ class CppSourcePrinter : public CPrinter {
   // A GEMM that runs as oneDNN's matmul (CppEmitOptions::library_matmul): its right operand a
   // parameter, prepacked once where parameters are constant, else read in place on every call.
   bool library_matmul(const LoopNode& node);
+  // The bytes of the weights the module's frozen products of at most 4 rows read per call, each
+  // weight once (0 without frozen parameters): where they outgrow a core's L2, such products are
+  // worth a team earlier (cpp_library_calls.cpp, kFewRowsTeamMacs).
+  int64_t few_rows_weight_bytes();
   void emit_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& rows,
                            const SymInt& row_stride);
   void emit_batched_library_matmul(const Kernel& kernel, const StridedView& a, const StridedView& c, const SymInt& batch,
@@ -213,7 +217,7 @@ class CppSourcePrinter : public CPrinter {
   void emit_matmul_epilogue(const std::vector<KernelStep>& steps, const StridedView& c);
   void emit_output_epilogue(const std::vector<KernelStep>& steps, const SymShape& shape);
   void emit_batch_entry_vars(const StridedView& c, const std::vector<std::string>& vars, size_t batch_rank);
-  void emit_onednn_team(const std::string& macs);
+  void emit_onednn_team(const std::string& macs, const std::string& threshold);
   bool emit_matmul_blocks(const Kernel& kernel, const std::string& rows, const std::string& batch,
                           const std::string& b_pointer, const std::string& bias, const std::function<void()>& locate);
   void emit_fallback(const LoopNode& node);
@@ -319,6 +323,7 @@ class CppSourcePrinter : public CPrinter {
   // pasted): a loop that is no library call's epilogue runs on whichever of the two is awake
   // (kiln_team_or_pool_for).
   bool team_beside_pool_ = false;
+  std::optional<int64_t> few_rows_bytes_;  // few_rows_weight_bytes(), once known
   CppEmitOptions options_;
   CSourceWriter w_;
   CppModule module_;

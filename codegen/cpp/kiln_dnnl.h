@@ -63,6 +63,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 extern "C" int omp_get_max_threads(void);
 
@@ -1311,6 +1312,17 @@ static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, con
 // 128 over 100 steps 1.29 -> 0.51 ms, ONNX Runtime 0.54 ms. At 5-8 rows it ran slower than
 // oneDNN's matmul (256 x 1024 at 8 rows: 34 against 27 us), which keeps them.
 static constexpr int64_t kKilnSmallRows = 4, kKilnPanel = 16, kKilnPanelsAtOnce = 4;
+
+// A core's L2 in bytes (sysconf; 1 MB where the system does not say), read once: the generated
+// code runs a module's few-row products on the team from fewer multiply-adds where their weights
+// outgrow it (codegen/cpp/cpp_library_calls.cpp, kFewRowsTeamMacs).
+static inline int64_t kiln_l2_bytes() {
+  static const int64_t bytes = [] {
+    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return reported > 0 ? int64_t(reported) : int64_t(1) << 20;
+  }();
+  return bytes;
+}
 
 static bool kiln_small_rows_suit(const KilnMatmulShape* shape) {
   return shape->m <= kKilnSmallRows && !shape->runtime_b && shape->batch <= 1 && shape->k > 0 && shape->n > 0;

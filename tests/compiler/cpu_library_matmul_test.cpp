@@ -185,6 +185,51 @@ TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
   }
 }
 
+// Frozen products of at most 4 rows stream their weights: where the module's such weights (each
+// counted once, however many kernels read it) outgrow a core's L2, known where the module runs,
+// they run on OpenMP's team from 65536 multiply-adds instead of 262144, so that each core keeps
+// half of every weight in its own L2 (kFewRowsTeamMacs). Here a 256 x 256 weight read by two steps
+// and a 256 x 1024 one: 1310720 bytes. At 5 rows the products are oneDNN's matmul and keep the
+// one threshold, as does a module whose parameters may change. The interpreter's values on 1, 2
+// and 4 threads.
+TEST(CpuLibraryMatmul, FewRowProductsWhoseWeightsOutgrowACoresL2RunOnTheTeamSooner) {
+  for (int64_t rows : {1, 5}) {
+    std::map<std::string, Tensor, std::less<>> parameters = {
+        {"w", random_tensor({256, 256}, DType::f32, 51, -0.1, 0.1)},
+        {"wide", random_tensor({256, 1024}, DType::f32, 52, -0.1, 0.1)}};
+    const std::string m = std::to_string(rows);
+    ir::Graph graph = ir::parse_graph(
+        "graph():\n"
+        "    %x : f32[" + m + ", 256] = placeholder[target=x]\n"
+        "    %w : f32[256, 256] = get_attr[target=w]\n"
+        "    %wide : f32[256, 1024] = get_attr[target=wide]\n"
+        "    %m1 = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
+        "    %h1 = call_function[target=tanh](args = (%m1,), kwargs = {})\n"
+        "    %m2 = call_function[target=matmul](args = (%h1, %w), kwargs = {})\n"
+        "    %h2 = call_function[target=tanh](args = (%m2,), kwargs = {})\n"
+        "    %m3 = call_function[target=matmul](args = (%h2, %wide), kwargs = {})\n"
+        "    return (m3,)\n",
+        "few_rows_stream.kiln", parameters);
+    const std::string sooner = "rows <= 4 && 1310720 > kiln_l2_bytes() ? 65536 : 262144";
+    if (built_with_onednn()) {
+      CodegenStageOptions stage;
+      stage.freeze = true;
+      std::string frozen = dump_codegen_stage(graph, "cpp", stage);
+      EXPECT_EQ(occurrences(frozen, sooner), rows <= 4 ? 3u : 0u) << frozen;
+      stage.freeze = false;
+      std::string loose = dump_codegen_stage(graph, "cpp", stage);
+      EXPECT_EQ(occurrences(loose, "kiln_l2_bytes() ?"), 0u) << loose;
+    }
+    std::map<std::string, Tensor> inputs = {{"x", random_tensor({rows, 256}, DType::f32, 53)}};
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    CompiledModel model = compile(graph, options(true));
+    for (int threads : {2, 1, 4, 2}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-5, 1e-5), "") << rows << " rows, " << threads << " threads";
+    }
+  }
+}
+
 // A GEMM too short to split into blocks of rows (64 rows: an MLP's layer at batch 64) runs on
 // OpenMP's team while the pool's workers sleep; its epilogue (bias and relu over 64 x 512) then
 // runs on that team too, rather than wake the pool's workers (`if (on_team) kiln_team_for`): the
