@@ -2,9 +2,12 @@
 #include "passes/constant_folding.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
@@ -59,6 +62,60 @@ bool in_place_view(const ir::Node& node) {
 bool foldable(const ir::Node& node) {
   return node.op() == ir::OpKind::call_function && node.has_single_value() && node.value().is_static() &&
          !node_mutates(node);
+}
+
+}  // namespace
+
+namespace {
+
+// A parameter's dtype, sizes and 64 of its 8-byte words spread evenly: equal for equal
+// parameters; those with the same key are then compared byte by byte.
+using ContentKey = std::tuple<DType, Sizes, std::vector<uint64_t>>;
+
+ContentKey content_key(const Tensor& t) {
+  std::vector<uint64_t> samples;
+  const size_t words = t.nbytes() / sizeof(uint64_t);
+  const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+  for (size_t i = 0; i < std::min<size_t>(words, 64); ++i) {
+    uint64_t word;
+    std::memcpy(&word, bytes + (words <= 64 ? i : i * (words - 1) / 63) * sizeof(uint64_t), sizeof word);
+    samples.push_back(word);
+  }
+  return {t.dtype(), t.sizes(), std::move(samples)};
+}
+
+// With freeze, a get_attr of a parameter equal to one read earlier (dtype, sizes and every byte)
+// reads that one instead, so that the compiled model, its prepacked copies and the caches hold one:
+// PyTorch's TorchScript ONNX exporter writes a weight again for each use in an unrolled
+// recurrence (each step's Gemm or MatMul its own transposed initializer: a greedy GRU decoder's
+// 6 steps read 6 copies of each of its weights, 2.2 MB where 0.4 MB are distinct). A parameter
+// that a mutation output writes back keeps its own node. The copies nothing reads any more are
+// dropped with the other unread parameters below.
+bool share_identical_parameters(ir::Graph& graph, const std::set<std::string>& written_back) {
+  std::map<ContentKey, std::vector<std::string>> seen;
+  bool changed = false;
+  for (ir::Node* node : graph.nodes()) {
+    if (node->op() != ir::OpKind::get_attr || written_back.count(node->target())) continue;
+    const Tensor* t = graph.parameter(node->target());
+    if (t == nullptr || !t->device().is_cpu() || !t->is_contiguous() || t->numel() == 0) continue;
+    std::vector<std::string>& same_key = seen[content_key(*t)];
+    const std::string* twin = nullptr;
+    for (const std::string& name : same_key) {
+      if (name == node->target()) break;
+      const Tensor* other = graph.parameter(name);
+      if (std::memcmp(other->data_ptr(), t->data_ptr(), t->nbytes()) == 0) {
+        twin = &name;
+        break;
+      }
+    }
+    if (twin != nullptr) {
+      node->set_target(*twin);
+      changed = true;
+    } else if (std::find(same_key.begin(), same_key.end(), node->target()) == same_key.end()) {
+      same_key.push_back(node->target());
+    }
+  }
+  return changed;
 }
 
 }  // namespace
@@ -146,6 +203,7 @@ bool fold_constants(ir::Graph& graph, bool freeze) {
   std::set<std::string> written_back;
   for (const ir::OutputSpec& spec : graph.signature().outputs())
     if (spec.is_mutation()) written_back.insert(spec.target);
+  if (freeze) changed |= share_identical_parameters(graph, written_back);
   std::set<std::string> read;
   for (ir::Node* node : graph.nodes())
     if (node->op() == ir::OpKind::get_attr) read.insert(node->target());

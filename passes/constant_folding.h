@@ -12,9 +12,10 @@
 // larger than max(kMaxFoldedDerivedElements, the largest constant input), views (t, permute,
 // expand, ...) of constants larger than kMaxFoldedDerivedElements, which the code generator reads
 // in place while a folded copy would double the constant's memory, and copy-back outputs
-// (mutation outputs of the graph signature), which keep their node. With `freeze`, parameters and
-// buffers that no get_attr reads and no mutation output writes are dropped from the graph (their
-// folded forms replaced them). Needs a functional graph; on a graph that still mutates it changes
+// (mutation outputs of the graph signature), which keep their node. With `freeze`, a get_attr of a
+// parameter equal to one read earlier in the graph (dtype, sizes and every byte; not one a mutation
+// output writes) reads that one, and parameters and buffers that no get_attr reads and no mutation
+// output writes are dropped from the graph (their folded forms or twins replaced them). Needs a functional graph; on a graph that still mutates it changes
 // nothing.
 #pragma once
 
