@@ -64,10 +64,6 @@ bool foldable(const ir::Node& node) {
          !node_mutates(node);
 }
 
-}  // namespace
-
-namespace {
-
 // A parameter's dtype, sizes and 64 of its 8-byte words spread evenly: equal for equal
 // parameters; those with the same key are then compared byte by byte.
 using ContentKey = std::tuple<DType, Sizes, std::vector<uint64_t>>;
@@ -88,7 +84,7 @@ ContentKey content_key(const Tensor& t) {
 // reads that one instead, so that the compiled model, its prepacked copies and the caches hold one:
 // PyTorch's TorchScript ONNX exporter writes a weight again for each use in an unrolled
 // recurrence (each step's Gemm or MatMul its own transposed initializer: a greedy GRU decoder's
-// 6 steps read 6 copies of each of its weights, 2.2 MB where 0.4 MB are distinct). A parameter
+// 6 steps read 6 copies of each of its weights, 2.2 MB where 0.47 MB are distinct). A parameter
 // that a mutation output writes back keeps its own node. The copies nothing reads any more are
 // dropped with the other unread parameters below.
 bool share_identical_parameters(ir::Graph& graph, const std::set<std::string>& written_back) {

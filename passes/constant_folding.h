@@ -15,8 +15,8 @@
 // (mutation outputs of the graph signature), which keep their node. With `freeze`, a get_attr of a
 // parameter equal to one read earlier in the graph (dtype, sizes and every byte; not one a mutation
 // output writes) reads that one, and parameters and buffers that no get_attr reads and no mutation
-// output writes are dropped from the graph (their folded forms or twins replaced them). Needs a functional graph; on a graph that still mutates it changes
-// nothing.
+// output writes are dropped from the graph (their folded forms or twins replaced them). Needs a
+// functional graph; on a graph that still mutates it changes nothing.
 #pragma once
 
 #include <cstdint>
