@@ -378,19 +378,51 @@ std::string CppSourcePrinter::view_pointer(const StridedView& view, const std::v
 // x[seq, batch, d] @ w[d, n] (a sequence-first transformer, whose batch dim cannot fold into
 // the rows) is then `batch` GEMMs of `seq` rows rather than `seq` GEMMs of `batch` rows, each of
 // which packed all of w again.
+//
+// A symbolic extent (a dynamic batch or sequence) is unknown until run time; the choice is made
+// now, so it counts as kSymbolicRows rows. The costly mistake is many GEMMs of one row or a few
+// (each reads all of B again), so a constant extent of kSymbolicRows or more wins over a
+// symbolic one (x[40, batch, d]: batch GEMMs of 40 rows at any batch) and a smaller one loses to
+// it (x[seq, 2, d]: 2 GEMMs of seq rows).
+constexpr int64_t kSymbolicRows = 8;
+
+// Whether `stride` is at least `least` for every size its symbols may take: a constant, or an
+// expression that is at least `least` with each symbol 0 and with each symbol 1 (strides are
+// products of sizes and max(size, 1), increasing in each symbol).
+static bool stride_at_least(const SymInt& stride, int64_t least) {
+  if (std::optional<int64_t> value = stride.maybe_constant()) return *value >= least;
+  std::map<std::string, int64_t> zeros, ones;
+  for (const std::string& symbol : stride.free_symbols()) {
+    zeros[symbol] = 0;
+    ones[symbol] = 1;
+  }
+  try {
+    return stride.evaluate(zeros) >= least && stride.evaluate(ones) >= least;
+  } catch (const ir::SymbolicError&) {
+    return false;
+  }
+}
+
 static std::optional<size_t> batch_dim_as_rows(const StridedView& a, const StridedView& b, const StridedView& c) {
   const size_t rank = c.shape.size();
-  auto constant = [](const SymInt& value) { return value.maybe_constant(); };
-  const std::optional<int64_t> m = constant(c.shape[rank - 2]), n = constant(c.shape[rank - 1]), k = constant(a.shape[rank - 1]);
-  if (!m || !n || !k || !(a.strides[rank - 1] == SymInt(1)) || !(c.strides[rank - 1] == SymInt(1))) return std::nullopt;
+  const std::optional<int64_t> n = c.shape[rank - 1].maybe_constant(), k = a.shape[rank - 1].maybe_constant();
+  if (!n || !k || !(a.strides[rank - 1] == SymInt(1)) || !(c.strides[rank - 1] == SymInt(1))) return std::nullopt;
+  // Rows as (count, symbolic): a symbolic extent counts kSymbolicRows and loses a tie to a constant.
+  auto worth = [](const SymInt& extent) {
+    std::optional<int64_t> value = extent.maybe_constant();
+    return std::pair<int64_t, bool>{value ? *value : kSymbolicRows, !value};
+  };
+  auto more_rows = [](std::pair<int64_t, bool> x, std::pair<int64_t, bool> y) {
+    return x.first > y.first || (x.first == y.first && !x.second && y.second);
+  };
   std::optional<size_t> best;
-  int64_t rows = *m;
+  std::pair<int64_t, bool> rows = worth(c.shape[rank - 2]);
   for (size_t d = 0; d + 2 < rank; ++d) {
-    const std::optional<int64_t> extent = constant(c.shape[d]), a_stride = constant(a.strides[d]), c_stride = constant(c.strides[d]);
-    if (!extent || !a_stride || !c_stride || !(b.strides[d] == SymInt(0)) || *extent <= rows) continue;
-    if (*a_stride < *k || *c_stride < *n) continue;
+    const std::pair<int64_t, bool> extent = worth(c.shape[d]);
+    if (!(b.strides[d] == SymInt(0)) || !more_rows(extent, rows)) continue;
+    if (!stride_at_least(a.strides[d], *k) || !stride_at_least(c.strides[d], *n)) continue;
     best = d;
-    rows = *extent;
+    rows = extent;
   }
   return best;
 }

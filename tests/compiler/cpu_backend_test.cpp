@@ -315,6 +315,41 @@ TEST(CpuBackend, ASequenceFirstMatmulTakesItsLongerDimAsRows) {
   }
 }
 
+// The same with a dynamic dim (an ONNX export with a dynamic batch or sequence): the choice is made
+// before the size is known. A constant seq of 41 against a symbolic batch takes the seq as rows
+// (`batch` GEMMs of 41 rows, not 41 GEMMs of `batch` rows, one row each at batch 1); two rows of
+// each of s0 entries (x[s0, 3, 24][:, :2], whose batch cannot fold into the rows) take the
+// symbolic s0 as rows instead. Each at sizes 0, 1 and 5, against the interpreter.
+TEST(CpuBackend, AMatmulWithADynamicDimChoosesItsRowsBeforeTheSizeIsKnown) {
+  const SymInt s0 = SymInt::symbol("s0");
+  for (bool sequence_first : {true, false}) {
+    SCOPED_TRACE(sequence_first ? "x[41, s0, 24]" : "x[s0, 2, 24]");
+    const std::vector<SymInt> x_shape = sequence_first ? std::vector<SymInt>{s0, 41, 24} : std::vector<SymInt>{s0, 3, 24};
+    Graph graph;
+    Node* x = input(graph, "x", x_shape);
+    Node* w = input(graph, "w", {24, 70});
+    Node* bias = input(graph, "bias", {70});
+    Node* left = sequence_first ? graph.create_call("permute", {x, ints({1, 0, 2})}) : graph.create_call("slice", {x, 1, 0, 2});
+    graph.create_output({graph.create_call("add", {graph.create_call("matmul", {left, w}), bias})});
+    std::string source = dump_codegen_stage(graph, "cpp", {});
+    EXPECT_NE(source.find("the rows are the output's dim 0"), std::string::npos) << source;
+    CompiledModel model = compile(graph, test_options());
+    for (int64_t size : {0, 1, 5}) {
+      std::vector<int64_t> x_sizes;
+      for (const SymInt& dim : x_shape) x_sizes.push_back(dim.maybe_constant().value_or(size));
+      std::map<std::string, Tensor> inputs = {{"x", random_tensor(x_sizes, DType::f32, 83 + size)},
+                                              {"w", random_tensor({24, 70}, DType::f32, 81)},
+                                              {"bias", random_tensor({70}, DType::f32, 82)}};
+      std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+      for (int threads : {1, 2}) {
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        std::string problem = compare_tensors(expected[0], actual[0], 1e-4, 1e-5);
+        EXPECT_TRUE(problem.empty()) << "s0 = " << size << ", " << threads << " threads: " << problem;
+      }
+    }
+  }
+}
+
 // gather and index_select of 0-d tensors read them as shape [1] (PyTorch's rule): the one
 // element at index 0, and another index is an IndexError, as in the interpreter (they used to
 // be fallback nodes, which a package could not carry).
