@@ -44,6 +44,13 @@ void register_linear_algebra_lowerings(LoweringTable& table);  // lowering_linea
 void register_pooling_lowerings(LoweringTable& table);         // lowering_pooling.cpp
 void register_convolution_lowerings(LoweringTable& table);     // lowering_convolution.cpp
 
+// ---- reductions that skip their input's padding (lowering_reductions.cpp)
+
+// The pad that `reduction` (amax or amin) reduces, when that pad fills a float tensor with the
+// reduction's identity (-inf for amax, +inf for amin) only after the end of reduced dims: the
+// reduction then reduces the pad's input, and a pad that nothing else reads is not computed.
+std::optional<ir::OpCall> identity_padding(const ir::Node& reduction);
+
 // ---- dtype helpers
 
 // The dtype arithmetic runs in: f16 and bf16 compute in f32, others in themselves.

@@ -6,6 +6,7 @@
 // its buffer has the graph value's shape (keepdim or not: the same row-major order).
 // Accumulation dtypes: integers and bool as i64 for sum/prod, f16/bf16 as f32.
 #include <algorithm>
+#include <cmath>
 
 #include "codegen/lowering_context.h"
 #include "kiln/error.h"
@@ -106,10 +107,12 @@ void lower_mean(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) 
 }
 
 void lower_extreme(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
-  const Accessor& input = lowerer.tensor(call, 0);
+  const bool is_max = node.target() == "amax";
+  const std::optional<ir::OpCall> pad = identity_padding(node);
+  const Accessor& input = pad ? lowerer.tensor(*pad, 0) : lowerer.tensor(call, 0);
   ReductionShape shape = reduction_shape(input.shape, normalized_dims(call.ints(1), int64_t(input.shape.size())));
   Expr body = upcast(lowerer.load(input, shape.input_index));
-  reduce_into_value(lowerer, node, shape, node.target() == "amax" ? ReductionKind::Max : ReductionKind::Min, body);
+  reduce_into_value(lowerer, node, shape, is_max ? ReductionKind::Max : ReductionKind::Min, body);
 }
 
 void lower_arg_extreme(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& call) {
@@ -149,6 +152,31 @@ void lower_variance(Lowerer& lowerer, const ir::Node& node, const ir::OpCall& ca
 }
 
 }  // namespace
+
+// The decompositions pad so (row_max: a softmax over a symbolic dim that may be empty, where amax
+// alone would fail); the padded row (seq + 1) kept the max out of the softmax's kernel and stored
+// the softmax's input between. The compiled reduction starts from the identity, so it is the
+// same reduction without the padding, empty rows included.
+std::optional<ir::OpCall> identity_padding(const ir::Node& reduction) {
+  if (reduction.target() != "amax" && reduction.target() != "amin") return std::nullopt;
+  const ir::OpCall call = ir::OpCall::of(reduction);
+  if (!call.arg(0).is_node() || call.arg(0).node()->target() != "pad") return std::nullopt;
+  ir::OpCall pad = ir::OpCall::of(*call.arg(0).node());
+  const ir::TensorMeta& input = pad.tensor(0);
+  if (!is_floating(input.dtype) || pad.string_arg(2) != "constant" || pad.is_none(3)) return std::nullopt;
+  const double fill = pad.float_arg(3);
+  if (!std::isinf(fill) || (fill < 0) != (reduction.target() == "amax")) return std::nullopt;
+  const int64_t rank = int64_t(input.shape.size());
+  const std::vector<int64_t> dims = normalized_dims(call.ints(1), rank);
+  const std::vector<SymInt> pads = pad.syms(1);
+  for (size_t k = 0; k < pads.size() / 2; ++k) {
+    const int64_t d = rank - 1 - int64_t(k);
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    const std::optional<int64_t> after = pads[2 * k + 1].maybe_constant();
+    if (!(pads[2 * k] == SymInt(0)) || !after || *after < 0 || (!reduced && *after != 0)) return std::nullopt;
+  }
+  return pad;
+}
 
 void register_reduction_lowerings(LoweringTable& table) {
   table["sum"] = lower_sum_prod;

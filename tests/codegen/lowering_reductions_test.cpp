@@ -1,9 +1,13 @@
 // Differential tests of the reduction lowerings (codegen/lowering_reductions.cpp) against
 // the interpreter: sum, prod, mean, amax, amin, argmax, argmin, var and var_mean over dim
 // lists (None, single, negative, several), keepdim, explicit dtypes, integer and bool
-// inputs, f16, 0-d inputs, NaN, reductions of views and a symbolic batch; and the node
-// structure (ranges with the reduced dims set to 1, reduction ranges, reduced_dims).
+// inputs, f16, 0-d inputs, NaN, reductions of views and a symbolic batch, amax and amin over
+// their identity padding; and the node structure (ranges with the reduced dims set to 1,
+// reduction ranges, reduced_dims).
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
 
 #include "tests/codegen/lowering_test_support.h"
 
@@ -145,6 +149,46 @@ TEST(LoweringReductions, ReductionOfViewsAndSymbolicBatch) {
                                 "s, e");
   for (int64_t batch : {1, 3, 17})
     EXPECT_EQ(check_lowering(text, {{"x", random_tensor({batch, 17}, DType::f32, 6)}}), "") << batch;
+}
+
+// amax over x padded with -inf after the end of the reduced dim (softmax's row_max over a symbolic
+// dim) reduces x itself from -inf, the pad not computed: one reduction over s0, not s0 + 1, and no
+// other node. The same numbers as the interpreter's over the padding, for empty rows (s0 = 0), NaN
+// and -inf rows. A pad that is not the identity (0, or before the start, or along a kept dim, or
+// +inf for amax) or that something else reads too is computed as before.
+TEST(LoweringReductions, AnExtremeOverItsIdentityPaddingSkipsThePadding) {
+  auto graph_of = [](const std::string& pad_args, const std::string& op, bool pad_read_elsewhere) {
+    std::vector<std::string> lines = {op_line("p", "pad", "%x, " + pad_args), op_line("m", op, "%p, [1], True"),
+                                      op_line("y", "mul", "%m, 2.0")};
+    if (pad_read_elsewhere) lines.push_back(op_line("q", "abs", "%p"));
+    return parse(graph_text({"x: f32[3, s0]"}, lines, pad_read_elsewhere ? "y, q" : "y"));
+  };
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::string, Inputs>> inputs = {
+      {"s0 = 0", {{"x", Tensor::zeros({3, 0}, DType::f32)}}},
+      {"s0 = 5", {{"x", random_tensor({3, 5}, DType::f32, 11)}}},
+      {"NaN and -inf rows", {{"x", tensor_of({3, 2}, {nan, 1, -inf, -inf, 2, -inf}, DType::f32)}}}};
+  for (const char* op : {"amax", "amin"}) {
+    const std::string identity = std::string(op) == "amax" ? "-inf" : "inf";
+    ir::Graph graph = graph_of("[0, 1], 'constant', " + identity, op, false);
+    LoopProgram program = lower(graph);
+    ASSERT_EQ(program.nodes.size(), 2u) << op;  // the reduction and y
+    EXPECT_EQ(program.nodes[0].reduction_ranges, (SymShape{SymInt::symbol("s0")})) << op;
+    for (const auto& [name, given] : inputs) EXPECT_EQ(check_lowering(graph, given), "") << op << ", " << name;
+  }
+  for (const char* pad_args : {"[0, 1], 'constant', 0.0", "[1, 0], 'constant', -inf", "[0, 0, 0, 1], 'constant', -inf",
+                               "[0, 1], 'constant', inf"}) {
+    ir::Graph graph = graph_of(pad_args, "amax", false);
+    EXPECT_EQ(lower(graph).nodes.size(), 3u) << pad_args;  // the pad computed
+    for (const auto& [name, given] : inputs) {
+      // (amax of an empty row is an error where the padding is not along the reduced dim.)
+      if (name != "s0 = 0" || std::string(pad_args).starts_with("[0, 1]") || std::string(pad_args).starts_with("[1, 0]"))
+        EXPECT_EQ(check_lowering(graph, given), "") << pad_args << ", " << name;
+    }
+  }
+  ir::Graph shared = graph_of("[0, 1], 'constant', -inf", "amax", true);
+  EXPECT_EQ(lower(shared).nodes.size(), 4u);  // the pad for abs, the reduction without it, y, q
+  for (const auto& [name, given] : inputs) EXPECT_EQ(check_lowering(shared, given), "") << "read elsewhere, " << name;
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ const std::vector<Case>& cases() {
       {"broadcast", "--expr '-x - y / (z + 2)' --input 'x=f32[4,1,6]' --input 'y=f32[5,1]' --input z=f32[6]"},
       {"total", "--expr 'sum(x * x)' --input 'x=f32[s0]'"},
       {"row_softmax", "--expr 'softmax(x, -1)' --input 'x=f32[s0,50]'"},
-      {"three_kernels", "--expr 'softmax(x, 0) * sum(x, 1, keepdim=True)' --input 'x=f32[s0,40]'"},
+      {"two_kernels", "--expr 'softmax(x, 0) * sum(x, 1, keepdim=True)' --input 'x=f32[s0,40]'"},
       {"to_half", "--expr 'cast(x * 2, f16)' --input 'x=f32[s0]'"},
       {"model_softmax", std::string(KILN_SOURCE_DIR) + "/samples/models/attention.kiln --kernel kernel3_softmax_max"},
       {"model_layer_norm", std::string(KILN_SOURCE_DIR) + "/samples/models/attention.kiln --node layer_norm"},
@@ -66,10 +66,10 @@ TEST_F(KernelCudaCli, HeadersDocumentTheLaunchHelper) {
                                "cudaStream_t stream = 0)"));
   EXPECT_THAT(model, ::testing::Not(HasSubstr("kernel0_layer_norm_var_mean")));  // only the chosen kernel
   std::string header = read_file(emit(cases()[4]));
-  EXPECT_THAT(header, HasSubstr("static inline cudaError_t three_kernels(const float* x, float* out, long long s0, void* workspace, cudaStream_t stream = 0)"));
-  EXPECT_THAT(header, HasSubstr("static inline long long three_kernels_workspace_bytes(long long s0)"));
-  EXPECT_THAT(header, HasSubstr("#if defined(__CUDACC_RTC__)\n#define THREE_KERNELS_GLOBAL extern \"C\" __global__"));
-  EXPECT_THAT(header, HasSubstr("//   three_kernels_kernel0_softmax_max<<<"));
+  EXPECT_THAT(header, HasSubstr("static inline cudaError_t two_kernels(const float* x, float* out, long long s0, void* workspace, cudaStream_t stream = 0)"));
+  EXPECT_THAT(header, HasSubstr("static inline long long two_kernels_workspace_bytes(long long s0)"));
+  EXPECT_THAT(header, HasSubstr("#if defined(__CUDACC_RTC__)\n#define TWO_KERNELS_GLOBAL extern \"C\" __global__"));
+  EXPECT_THAT(header, HasSubstr("//   two_kernels_kernel0_softmax_max<<<"));
   EXPECT_THAT(header, ::testing::Not(HasSubstr("#include \"")));
 }
 
@@ -81,14 +81,14 @@ TEST_F(KernelCudaCli, HeadersCompileWithNvccAndLinkFromTwoFiles) {
   std::ofstream(dir_ / "a.cu") << includes
                                << "int other(const float* x, float* out, void* workspace) {\n"
                                   "  return int(fused_gelu(x, x, x, out, 2)) + int(broadcast(x, x, x, out)) + int(total(x, out, 9)) +\n"
-                                  "         int(row_softmax(x, out, 3)) + int(three_kernels(x, out, 3, workspace)) +\n"
+                                  "         int(row_softmax(x, out, 3)) + int(two_kernels(x, out, 3, workspace)) +\n"
                                   "         int(to_half(x, (__half*)out, 5)) + int(model_softmax((const bool*)x, x, out)) +\n"
                                   "         int(model_layer_norm(x, x, x, out));\n}\n";
   std::ofstream(dir_ / "b.cu") << "#include \"" << (dir_ / "fused_gelu.cuh").string() << "\"\n#include \""
-                               << (dir_ / "three_kernels.cuh").string() << "\"\n"
+                               << (dir_ / "two_kernels.cuh").string() << "\"\n"
                                << "int other(const float* x, float* out, void* workspace);\n"
                                   "int main() {\n"
-                                  "  if (three_kernels_workspace_bytes(7) <= 0) return 1;\n"
+                                  "  if (two_kernels_workspace_bytes(7) <= 0) return 1;\n"
                                   "  return 0 * (other(nullptr, nullptr, nullptr) + int(fused_gelu(nullptr, nullptr, nullptr, nullptr, 0)));\n}\n";
   const std::string log = " 2>" + (dir_ / "nvcc.log").string();
   for (const char* file : {"a", "b"}) {
