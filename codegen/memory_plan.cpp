@@ -1,8 +1,12 @@
-// Stage 5 of the scheduler (codegen/schedule.h): the memory plan. Every intermediate buffer that
+// Stage 6 of the scheduler (codegen/schedule.h): the memory plan. Every intermediate buffer that
 // still exists in memory gets a 64-byte-aligned offset in one workspace by liveness (from the
 // kernel that makes it to the last kernel that reads it): with static sizes, greedily by size,
 // each buffer at the lowest offset free over its lifetime; with symbolic sizes, a slot is reused
 // only by a later buffer of the very same size expression.
+//
+// Kernels side by side (ScheduledProgram::side_by_side) run in no fixed order between lanes: every
+// buffer a group's kernels touch is alive over the whole group, and no result there takes an
+// operand's bytes.
 //
 // A library call's epilogue may write its result over an operand that dies in that kernel (a
 // residual add after a block's last convolution: out = relu(conv(h) + x), x read nowhere after):
@@ -44,8 +48,13 @@ std::map<int, int> in_place_results(const SchedulingState& state, const std::map
   const LoopProgram& p = state.result.program;
   std::map<int, int> result;
   std::set<int> taken;
+  auto side_by_side = [&](int kernel) {
+    return std::any_of(state.result.side_by_side.begin(), state.result.side_by_side.end(), [&](const SideBySide& g) {
+      return kernel >= g.first && kernel < g.first + g.lane0 + g.lane1;
+    });
+  };
   for (const Kernel& kernel : state.result.kernels) {
-    if (kernel.kind != KernelKind::Extern || kernel.steps.size() != 1) continue;
+    if (kernel.kind != KernelKind::Extern || kernel.steps.size() != 1 || side_by_side(kernel.id)) continue;
     const KernelStep& step = kernel.steps[0];
     if (step.kind != KernelStep::Kind::StoreOuter || step.outputs.size() != 1 || step.stash_buffer >= 0) continue;
     const ExternCall& call = p.nodes[size_t(kernel.extern_node)].extern_call;
@@ -97,8 +106,15 @@ void plan_memory(SchedulingState& state) {
     }
     SymInt bytes = numel(b.shape) * SymInt(int64_t(dtype_size(b.dtype)));
     bytes = floordiv(bytes + 63, 64) * 64;
-    lifetimes.push_back({b.id, made->second.kernel, last, bytes});
-    state.result.memory.lifetimes[b.id] = {made->second.kernel, last, bytes};
+    int first = made->second.kernel;
+    for (const SideBySide& g : state.result.side_by_side) {
+      const int g_last = g.first + g.lane0 + g.lane1 - 1;
+      if (first > g_last || last < g.first) continue;
+      first = std::min(first, g.first);
+      last = std::max(last, g_last);
+    }
+    lifetimes.push_back({b.id, first, last, bytes});
+    state.result.memory.lifetimes[b.id] = {first, last, bytes};
   }
   SymInt naive = 0;
   bool all_static = true;

@@ -22,7 +22,10 @@
 //      one exp where tanh takes two branches);
 //   4. coalesces dims that every access walks contiguously, drops size-1 dims, and splits a
 //      pointwise kernel's dim where its indices divide it (a copy out of a permuted view);
-//   5. plans memory: every intermediate buffer that still exists gets an offset in one workspace
+//   5. where the target asks (SideBySideOptions), orders runs of small independent kernels (the
+//      directions of a bidirectional recurrent layer) into groups of two lanes that run side by
+//      side, each on one thread;
+//   6. plans memory: every intermediate buffer that still exists gets an offset in one workspace
 //      by liveness (buffers whose lifetimes do not overlap share bytes); a library call's
 //      epilogue writes its result over an operand that dies there (a residual), in place.
 // KILN_LOG=fusion prints each decision that kept two nodes apart and why.
@@ -89,9 +92,22 @@ struct MemoryPlan {
   std::map<int, int> in_place_of;
 };
 
+// Kernels that run side by side (codegen/schedule_side_by_side.cpp): kernels [first, first + lane0)
+// on one thread and [first + lane0, first + lane0 + lane1) on another, at the same time, each
+// kernel on its thread alone (the directions of a bidirectional recurrent layer at batch 1). No
+// kernel of one lane reads or writes a buffer that a kernel of the other writes, and the memory
+// plan keeps every buffer that a group's kernels touch alive over the whole group. Run one after
+// the other, in order, they compute the same.
+struct SideBySide {
+  int first = 0;
+  int lane0 = 0;
+  int lane1 = 0;
+};
+
 struct ScheduledProgram {
   LoopProgram program;  // the loop program after inlining (inlined nodes are gone from kernels)
   std::vector<Kernel> kernels;
+  std::vector<SideBySide> side_by_side;  // in kernel order; empty unless ScheduleOptions asked
   MemoryPlan memory;
   // Buffers that live only in registers inside one kernel (reduction results and values consumed
   // where they are made): never stored.
@@ -99,14 +115,24 @@ struct ScheduledProgram {
   std::vector<std::string> fusion_log;  // why nodes were kept apart (KILN_LOG=fusion prints it)
 };
 
+// Whether and when the scheduler may put kernels side by side: a target whose generated code runs
+// two kernels at once on two threads (the CPU), and the work below which that target runs a loop
+// or a GEMM on one thread anyway (such kernels, up to a few times that, may take a lane).
+struct SideBySideOptions {
+  bool enabled = false;
+  int64_t loop_work = 32768;   // points, each expensive op (exp, tanh, ...) counted 8 more
+  int64_t gemm_macs = 262144;  // multiply-adds
+};
+
 struct ScheduleOptions {
   bool fuse = true;  // false: one kernel per loop node, nothing inlined (for tests and debugging)
+  SideBySideOptions side_by_side;
 };
 
 ScheduledProgram schedule(LoopProgram program, const ScheduleOptions& options = {});
 
 // `kiln dump --stage scheduled`: each kernel with its ranges, steps and the graph nodes fused in,
-// then the memory plan.
+// the groups side by side, then the memory plan.
 // With `sources` (--show-source), each kernel's "fuses" line says where its nodes come from.
 std::string print_schedule(const ScheduledProgram& scheduled, const std::map<std::string, std::string>* sources = nullptr);
 

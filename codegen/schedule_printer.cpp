@@ -78,6 +78,11 @@ std::string print_schedule(const ScheduledProgram& scheduled, const std::map<std
       out << join(outputs) << "\n";
     }
   }
+  for (const SideBySide& g : scheduled.side_by_side) {
+    auto name = [&](int k) { return scheduled.kernels[size_t(k)].name; };
+    out << "# side by side: " << name(g.first) << " .. " << name(g.first + g.lane0 - 1) << " (" << g.lane0 << ") | "
+        << name(g.first + g.lane0) << " .. " << name(g.first + g.lane0 + g.lane1 - 1) << " (" << g.lane1 << ")\n";
+  }
   out << "# memory plan: workspace " << scheduled.memory.peak_bytes.to_string() << " bytes (without reuse "
       << scheduled.memory.naive_bytes.to_string() << ")\n";
   for (const auto& [buffer, offset] : scheduled.memory.offsets) {

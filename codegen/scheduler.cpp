@@ -1,6 +1,6 @@
 // The scheduler's driver: runs the stages of codegen/schedule.h in order (inlining, kernel
-// formation, register buffers, stashes, range simplification, the memory plan) over one
-// SchedulingState (codegen/schedule_stages.h), and the fusion log they write.
+// formation, register buffers, stashes, range simplification, kernels side by side, the memory
+// plan) over one SchedulingState (codegen/schedule_stages.h), and the fusion log they write.
 #include <cstdlib>
 #include <iostream>
 
@@ -38,6 +38,8 @@ ScheduledProgram schedule(LoopProgram program, const ScheduleOptions& options) {
   for (Kernel& kernel : state.result.kernels) scheduling::spell_tanh_complements(kernel);
   for (Kernel& kernel : state.result.kernels) scheduling::stash_reduced_values(state.program(), kernel);
   for (Kernel& kernel : state.result.kernels) scheduling::simplify_ranges(kernel);
+  if (options.side_by_side.enabled && state.program().batch_chunks.chunks <= 1)
+    scheduling::place_side_by_side(state, options.side_by_side);
   scheduling::plan_memory(state);
   return std::move(state.result);
 }

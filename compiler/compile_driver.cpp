@@ -124,6 +124,7 @@ Generated generate(const ir::Graph& graph, const CodeTarget* target, const Compi
   if (stop == StopAfter::lower) return g;
   codegen::ScheduleOptions schedule_options;
   schedule_options.fuse = options.fuse;
+  schedule_options.side_by_side = lowering_target.side_by_side();
   g.scheduled = codegen::schedule(std::move(g.loops), schedule_options);
   inject_schedule_fault(g.graph, g.scheduled);
   timer.done("schedule");
@@ -432,6 +433,7 @@ CodegenPrograms codegen_programs(const ir::Graph& graph, const CodegenStageOptio
   CodegenPrograms programs{std::move(g.graph), g.loops, {}};
   codegen::ScheduleOptions schedule_options;
   schedule_options.fuse = options.fuse;
+  schedule_options.side_by_side = lowering_target.side_by_side();
   programs.scheduled = codegen::schedule(std::move(g.loops), schedule_options);
   inject_schedule_fault(programs.graph, programs.scheduled);
   return programs;

@@ -60,6 +60,9 @@ class CodeTarget {
   // Whether the emitter runs a program of one chunk of the batch (LoopProgram::batch_chunks) as
   // chunks side by side on its threads, so that the driver may split batches (passes/batch_split.h).
   virtual bool splits_batches() const { return false; }
+  // Whether the emitter runs groups of small kernels side by side on two threads, and from what
+  // work it runs a kernel on more than one (codegen/schedule.h).
+  virtual codegen::SideBySideOptions side_by_side() const { return {}; }
 
   // The emitter. `title` names the graph in the source's first comment (std::nullopt: the
   // emitter's default, as dumps print it); `options` are the compile's (freeze: the parameters

@@ -331,7 +331,13 @@ void CppSourcePrinter::emit_run() {
     w_.line("__atomic_store_n(&kiln_fault_index, 0, __ATOMIC_RELAXED);");
   }
   emit_inputs_bounded();
-  for (const Kernel& kernel : s_.kernels) {
+  for (size_t index = 0; index < s_.kernels.size(); ++index) {
+    const Kernel& kernel = s_.kernels[index];
+    if (const SideBySide* group = side_by_side_at(int(index))) {
+      emit_side_by_side(*group);
+      index += size_t(group->lane0 + group->lane1) - 1;
+      continue;
+    }
     std::string origins = origins_text(kernel.origins);
     w_.open("");
     w_.line("const int32_t rc = " + kernel.name + "(bufs, sym, args);");
@@ -351,6 +357,64 @@ void CppSourcePrinter::emit_run() {
   w_.line("return 0;");
   w_.close();
   if (chunked()) emit_chunked_run();
+}
+
+// The group of kernels side by side that starts at kernel `index`, where this module runs them so:
+// with a runner (the pool or OpenMP's team) and not in a chunk of a batch (whose chunks already
+// take the threads). Otherwise the kernels run one after another, which computes the same.
+const SideBySide* CppSourcePrinter::side_by_side_at(int index) const {
+  if (!uses_runner() || chunked()) return nullptr;
+  for (const SideBySide& group : s_.side_by_side)
+    if (group.first == index) return &group;
+  return nullptr;
+}
+
+// Two lanes of kernels at once (codegen/schedule_side_by_side.cpp): lane i's kernels in order on
+// one thread of the runner, each kernel on that thread alone (as a chunk of a batch runs); with one
+// thread, lane 0 then lane 1. The lanes' kernels raise no fault flag (the scheduler keeps such
+// kernels out); a library call's failure is reported from the lane's own message buffer.
+void CppSourcePrinter::emit_side_by_side(const SideBySide& group) {
+  const Kernel& first = s_.kernels[size_t(group.first)];
+  const Kernel& second = s_.kernels[size_t(group.first + group.lane0)];
+  w_.open("");
+  w_.line("// side by side: " + std::to_string(group.lane0) + " kernels from " + first.name + " on one thread, " +
+          std::to_string(group.lane1) + " from " + second.name + " on another");
+  w_.line("char lane_error[2][1024];");
+  w_.line("int32_t lane_rc[2] = {0, 0};");
+  w_.open("auto lanes = [&](int64_t begin, int64_t end)");
+  w_.line("const int omp_threads = omp_get_max_threads();");
+  w_.line("omp_set_num_threads(1);");
+  if (uses_pool()) {
+    w_.line("const int32_t in_chunk = kiln_pool_in_chunk;");
+    w_.line("kiln_pool_in_chunk = 1;");
+  }
+  w_.open("for (int64_t lane = begin; lane < end; ++lane)");
+  w_.line("KilnRunArgs lane_args = *args;");
+  w_.line("lane_error[lane][0] = 0;");
+  w_.line("lane_args.error = lane_error[lane];");
+  w_.line("lane_args.error_capacity = sizeof lane_error[lane];");
+  w_.line("int32_t rc = 0;");
+  for (int lane = 0; lane < 2; ++lane) {
+    w_.open(lane == 0 ? "if (lane == 0)" : "else");
+    const int begin = lane == 0 ? group.first : group.first + group.lane0;
+    const int end = lane == 0 ? group.first + group.lane0 : group.first + group.lane0 + group.lane1;
+    for (int k = begin; k < end; ++k) w_.line("if (rc == 0) rc = " + s_.kernels[size_t(k)].name + "(bufs, sym, &lane_args);");
+    w_.close();
+  }
+  w_.line("lane_rc[lane] = rc;");
+  w_.close();
+  if (uses_pool()) w_.line("kiln_pool_in_chunk = in_chunk;");
+  w_.line("omp_set_num_threads(omp_threads);");
+  w_.close(";");
+  w_.line(runner() + "(2, lanes);");
+  w_.open("for (int lane = 0; lane < 2; ++lane)");
+  w_.open("if (lane_rc[lane] != 0)");
+  w_.line("const char* parts[] = {lane_error[lane]};");
+  w_.line("kiln_message(args->error, args->error_capacity, parts, nullptr, 1);");
+  w_.line("return lane_rc[lane];");
+  w_.close();
+  w_.close();
+  w_.close();
 }
 
 // Sets kiln_inputs_bounded, and kiln_inputs_small where some clamp's bound assumes it

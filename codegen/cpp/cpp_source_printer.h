@@ -277,6 +277,8 @@ class CppSourcePrinter : public CPrinter {
   // A chunked program (LoopProgram::batch_chunks): kiln_run runs kiln_run_chunk once per chunk,
   // the chunks side by side on the pool's threads.
   bool chunked() const { return p_.batch_chunks.chunks > 1; }
+  const SideBySide* side_by_side_at(int index) const;
+  void emit_side_by_side(const SideBySide& group);
   void emit_chunked_run();
   using BatchSlice = LoopProgram::BatchChunks::Slice;
   // Where input i / output i of a chunked program holds the batch (dim -1: nowhere).

@@ -238,6 +238,12 @@ class CpuTarget final : public CodeTarget {
     return options;
   }
   bool splits_batches() const override { return true; }
+  codegen::SideBySideOptions side_by_side() const override {
+    codegen::SideBySideOptions options;
+    options.enabled = true;
+    options.loop_work = codegen::CppEmitOptions().parallel_threshold;
+    return options;
+  }
 
   std::unique_ptr<GeneratedCode> emit(const codegen::ScheduledProgram& scheduled,
                                       const std::optional<std::string>& title,
