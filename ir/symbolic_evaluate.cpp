@@ -133,6 +133,39 @@ std::optional<SymInt> substitute_sym(const SymInt& value,
 
 std::optional<SymInt> fold_sym(const SymInt& value, const std::map<std::string, int64_t>& bounds);
 
+// a//b and a % b for a divisor b = c*M (c > 1 a constant, M a product of symbols: sizes, positive
+// wherever the division is defined) and a = c*Q + R with R within [0, c) under `bounds`: a//b is
+// Q//M and a % b is c*(Q % M) + R, as floor((c*Q + R) / (c*M)) = floor((Q + R/c) / M) and no
+// multiple of M lies strictly between Q and Q + R/c < Q + 1. (A copy out of a permuted view of a
+// symbolic batch: (128*x0 + x1)//(128*s0) with x1 < 128 is x0//s0, which no longer varies along x1.)
+std::optional<SymInt> fold_scaled_divisor(AtomKind kind, const SymInt& a, const SymInt& b,
+                                          const std::map<std::string, int64_t>& bounds) {
+  const std::vector<Term>& divisor_terms = terms_of(b);
+  if (divisor_terms.size() != 1 || SymAccess::constant_term(b) != 0 || divisor_terms[0].coefficient <= 1) return std::nullopt;
+  for (const Factor& factor : divisor_terms[0].factors)
+    if (factor.atom->kind != AtomKind::kSymbol) return std::nullopt;
+  const int64_t c = divisor_terms[0].coefficient;
+  Term unit = divisor_terms[0];
+  unit.coefficient = 1;
+  const SymInt m = SymAccess::make({unit}, 0);
+  std::vector<Term> q_terms, r_terms;
+  for (Term term : terms_of(a)) {
+    if (term.coefficient % c == 0) {
+      term.coefficient /= c;
+      q_terms.push_back(std::move(term));
+    } else {
+      r_terms.push_back(std::move(term));
+    }
+  }
+  const int64_t constant = SymAccess::constant_term(a);
+  const int64_t q_constant = python_floordiv(constant, c);
+  const SymInt q = SymAccess::make(std::move(q_terms), q_constant);
+  const SymInt r = SymAccess::make(std::move(r_terms), constant - q_constant * c);
+  const Interval range = range_within(r, bounds);
+  if (!is_finite(range) || range.lo < 0 || range.hi >= c) return std::nullopt;
+  return kind == AtomKind::kFloorDiv ? floordiv(q, m) : SymInt(c) * mod(q, m) + r;
+}
+
 // The atom with what `bounds` decide folded, or nullopt when nothing in it changes.
 std::optional<SymInt> fold_atom(const Atom& atom, const std::map<std::string, int64_t>& bounds) {
   if (atom.kind == AtomKind::kSymbol) return std::nullopt;
@@ -149,6 +182,9 @@ std::optional<SymInt> fold_atom(const Atom& atom, const std::map<std::string, in
       if (quotient == python_floordiv(range.hi, *divisor))
         return atom.kind == AtomKind::kFloorDiv ? SymInt(quotient) : a - SymInt(checked_mul(quotient, *divisor));
     }
+  }
+  if ((atom.kind == AtomKind::kFloorDiv || atom.kind == AtomKind::kMod) && !divisor) {
+    if (std::optional<SymInt> folded = fold_scaled_divisor(atom.kind, a, b, bounds)) return folded;
   }
   if (!lhs && !rhs) return std::nullopt;
   return apply(atom.kind, a, b);

@@ -294,6 +294,30 @@ TEST(SymIntSubstitute, ReplacesAndSimplifies) {
   EXPECT_THROW(floordiv(s1, s0).substitute({{"s0", 0}}), SymbolicError);
 }
 
+// A divisor scaled by a constant: (128*x0 + x1)//(128*s0) with x1 < 128 is x0//s0, and the
+// remainder 128*(x0 % s0) + x1 (a copy out of a permuted view of a symbolic batch); equal at every
+// point of the bounds and sizes tried. A remainder outside [0, 128), a divisor with a constant
+// term or a non-symbol factor, stay.
+TEST(SymIntFoldWithBounds, FoldsDivisionsByAScaledSymbol) {
+  SymInt x0 = SymInt::symbol("x0"), x1 = SymInt::symbol("x1");
+  const std::map<std::string, int64_t> bounds = {{"x1", 128}};
+  const SymInt quotient = floordiv(128 * x0 + x1, 128 * s0), remainder = mod(128 * x0 + x1, 128 * s0);
+  EXPECT_EQ(quotient.fold_with_bounds(bounds), floordiv(x0, s0));
+  EXPECT_EQ(remainder.fold_with_bounds(bounds), 128 * mod(x0, s0) + x1);
+  EXPECT_EQ(floordiv(256 * x0 + 2 * x1 + 1, 256 * s0 * s1).fold_with_bounds(bounds), floordiv(x0, s0 * s1));
+  for (int64_t size : {1, 3, 7})
+    for (int64_t i : {0, 1, 5, 20})
+      for (int64_t j : {0, 1, 127}) {
+        const std::map<std::string, int64_t> at = {{"x0", i}, {"x1", j}, {"s0", size}};
+        EXPECT_EQ(quotient.fold_with_bounds(bounds).evaluate(at), quotient.evaluate(at));
+        EXPECT_EQ(remainder.fold_with_bounds(bounds).evaluate(at), remainder.evaluate(at));
+      }
+  EXPECT_EQ(quotient.fold_with_bounds({{"x1", 129}}), quotient);
+  EXPECT_EQ(floordiv(128 * x0 + x1 + 5, 128 * s0).fold_with_bounds(bounds), floordiv(128 * x0 + x1 + 5, 128 * s0));
+  EXPECT_EQ(floordiv(128 * x0 + x1, 128 * s0 + 1).fold_with_bounds(bounds), floordiv(128 * x0 + x1, 128 * s0 + 1));
+  EXPECT_EQ(floordiv(128 * x0 + x1, 128 * max(s0, 1)).fold_with_bounds(bounds), floordiv(128 * x0 + x1, 128 * max(s0, 1)));
+}
+
 // Loop variables bounded to [0, size): a head split read back through //256 and % 256 is the
 // affine index it walks; a quotient the bounds do not decide stays; an unbounded symbol stays.
 TEST(SymIntFoldWithBounds, FoldsWhatTheBoundsDecide) {
