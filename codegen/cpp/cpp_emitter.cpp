@@ -5,6 +5,7 @@
 #include "codegen/cpp/cpp_emitter.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "codegen/c_like/c_ops.h"
@@ -592,7 +593,19 @@ bool gemm_team_led(const ScheduledProgram& scheduled) {
     const StridedView& b = node.extern_call.inputs.at(1);
     const StridedView& c = node.extern_call.outputs.at(0);
     if (scheduled.program.buffer(b.buffer).kind != BufferKind::Parameter) continue;
+    // A dynamic dim (an export's batch or sequence) counts at size 1: the call is then small, where
+    // the team's saved wake-ups matter most; a large call loses little on it (a sentence encoder
+    // with a dynamic batch: 0.38 against 0.39 ms at batch 3, 2.71 against 2.62 at 32).
+    std::map<std::string, int64_t> ones;
+    for (const std::string& symbol : numel(c.shape).free_symbols()) ones[symbol] = 1;
     std::optional<int64_t> elements = numel(c.shape).maybe_constant();
+    if (!elements && !ones.empty()) {
+      try {
+        elements = numel(c.shape).evaluate(ones);
+      } catch (const ir::SymbolicError&) {
+        return false;
+      }
+    }
     std::optional<int64_t> n = c.shape.back().maybe_constant(), k = b.shape[b.shape.size() - 2].maybe_constant();
     if (!elements || !n || !k || *n == 0) return false;
     const int64_t rows = *elements / *n, macs = *elements * *k;

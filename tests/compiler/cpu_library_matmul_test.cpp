@@ -362,6 +362,43 @@ TEST(CpuLibraryMatmul, AModuleOfWholeGemmsRunsOnOpenMPsTeam) {
   }
 }
 
+// The same with a dynamic batch (x [s0, 64, 128], s0 * 64 rows): the rows are decided at size 1 of
+// s0, where the GEMM runs whole, so the module runs on OpenMP's team too; at a batch whose GEMM a
+// static module would split (s0 = 4: 256 rows), the values are still the interpreter's. With 128
+// rows per unit of s0 the GEMM splits already at size 1: the pool.
+TEST(CpuLibraryMatmul, AModuleOfDynamicGemmsIsDecidedAtSizeOne) {
+  if (!built_with_onednn()) GTEST_SKIP() << "Kiln was built without oneDNN";
+  std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({128, 1024}, DType::f32, 54)}};
+  auto graph_of = [&](int64_t rows_per_unit) {
+    const std::string x = "s0, " + std::to_string(rows_per_unit);
+    return ir::parse_graph(
+        "graph():\n"
+        "    %x : f32[" + x + ", 128] = placeholder[target=x]\n"
+        "    %w : f32[128, 1024] = get_attr[target=w]\n"
+        "    %mm : f32[" + x + ", 1024] = call_function[target=matmul](args = (%x, %w), kwargs = {})\n"
+        "    %act : f32[" + x + ", 1024] = call_function[target=gelu](args = (%mm,), kwargs = {})\n"
+        "    return (act,)\n",
+        "dynamic_gemms.kiln", parameters);
+  };
+  CodegenStageOptions stage;
+  stage.freeze = true;
+  const std::string team = dump_codegen_stage(graph_of(64), "cpp", stage);
+  EXPECT_EQ(occurrences(team, "kiln_parallel_for("), 0u) << team;
+  EXPECT_NE(occurrences(team, "kiln_team_for("), 0u) << team;
+  const std::string pool = dump_codegen_stage(graph_of(128), "cpp", stage);
+  EXPECT_NE(occurrences(pool, "kiln_parallel_for("), 0u) << pool;
+  ir::Graph graph = graph_of(64);
+  CompiledModel model = compile(graph, options(true));
+  for (int64_t batch : {1, 4}) {
+    std::map<std::string, Tensor> inputs = {{"x", random_tensor({batch, 64, 128}, DType::f32, 55)}};
+    std::vector<Tensor> expected = ir::interpret(graph, inputs);
+    for (int threads : {2, 1}) {
+      std::vector<Tensor> actual = model.run(inputs, threads);
+      EXPECT_EQ(compare_tensors(expected[0], actual[0], 1e-4, 1e-5), "") << batch << " x 64 rows, " << threads << " threads";
+    }
+  }
+}
+
 // Without frozen parameters, a GEMM of kTeamMacs (262144) multiply-adds or more whose right
 // operand is a parameter runs through oneDNN's matmul reading that operand in place on every call
 // (KilnMatmulShape::runtime_b): a parameter changed in place between two calls (as an optimizer
