@@ -485,6 +485,21 @@ std::optional<std::pair<std::string, SymInt>> equating_substitution(const SymInt
   return std::nullopt;
 }
 
+std::optional<std::pair<std::string, int64_t>> clamped_symbol(const SymInt& a, const SymInt& b) {
+  for (const auto& [symbol, clamped] : {std::pair{a, b}, std::pair{b, a}}) {
+    if (!symbol.is_symbol() || clamped.free_symbols() != symbol.free_symbols()) continue;
+    const std::string name = symbol.free_symbols().front();
+    int64_t bound = 0;
+    try {
+      bound = clamped.evaluate({{name, int64_t(1) << 40}});  // min(s, bound) at a size past any bound
+    } catch (const SymbolicError&) {
+      continue;
+    }
+    if (bound >= 1 && clamped == min(symbol, SymInt(bound))) return std::pair{name, bound};
+  }
+  return std::nullopt;
+}
+
 std::string OpCall::prefix() const {
   const std::string& name = node_ ? node_->name() : node_name_;
   if (name.empty()) return op_.name() + ": ";

@@ -121,6 +121,26 @@ class SymbolMismatch : public Error {
 // none (a - b is not of that form, or the value would be a constant below 2).
 std::optional<std::pair<std::string, SymInt>> equating_substitution(const SymInt& a, const SymInt& b);
 
+// A shape rule's refusal of a size s (a symbol) against min(s, bound): a slice of `bound` elements
+// cut at a dynamic size (a causal mask buffer of 128 x 128 sliced [:seq, :seq] against a [seq, seq]
+// score), equal whenever s <= bound. A front end may import again with such slices taking exactly
+// s elements, checked at run time.
+class SymbolBound : public Error {
+ public:
+  SymbolBound(const std::string& message, std::string symbol, int64_t bound)
+      : Error(message), symbol_(std::move(symbol)), bound_(bound) {}
+  const std::string& symbol() const { return symbol_; }
+  int64_t bound() const { return bound_; }
+  SymbolBound with_message(const std::string& message) const { return {message, symbol_, bound_}; }
+
+ private:
+  std::string symbol_;
+  int64_t bound_;
+};
+
+// The symbol s and the constant bound when {a, b} is {s, min(s, bound)}; nullopt otherwise.
+std::optional<std::pair<std::string, int64_t>> clamped_symbol(const SymInt& a, const SymInt& b);
+
 // A bound call of an op, as seen by shape rules (and other per-op facets): normalized
 // arguments plus typed accessors. Tensor arguments are Nodes; their meta is read here.
 class OpCall {
@@ -160,6 +180,7 @@ class OpCall {
   [[noreturn]] void fail_unequal(const SymInt& a, const SymInt& b, const Parts&... parts) const {
     std::string message = prefix() + ::kiln::detail::concat(parts...);
     if (auto equality = equating_substitution(a, b)) throw SymbolMismatch(message, equality->first, equality->second);
+    if (auto clamped = clamped_symbol(a, b)) throw SymbolBound(message, clamped->first, clamped->second);
     throw Error(message);
   }
 

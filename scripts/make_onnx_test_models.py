@@ -811,7 +811,8 @@ def make_dynamic_cases():
 def make_equal_dim_cases():
     """Dynamic dims under different names that the ops need equal (the importer makes them one
     symbol): two batches, a dim_param that meets a fixed size, a KV cache whose past length
-    plus one meets a total length, and a Reshape whose shape bakes the batch in."""
+    plus one meets a total length, and a Reshape whose shape bakes the batch in; and a mask
+    buffer sliced at a dynamic size that an op needs to be that size (the importer cuts it)."""
     reseed(11)
 
     def with_symbolic_outputs(folder, dims_by_output):
@@ -860,6 +861,28 @@ def make_equal_dim_cases():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     write_case(os.path.join(ROOT, "dynamic", "baked_batch"), model, [f32(2, 4, 6)])
+
+    # A causal mask buffer [8, 8] sliced [:seq, :seq] at the scores' dynamic size (GPT-style): the
+    # slice has min(seq, 8) rows, which the Where needs to be seq.
+    mask = np.tril(np.ones((8, 8), dtype=bool))
+    nodes = [helper.make_node("Shape", ["scores"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+             helper.make_node("Unsqueeze", ["seq", "zero_axis"], ["seq_1"]),
+             helper.make_node("Concat", ["seq_1", "seq_1"], ["ends"], axis=0),
+             helper.make_node("Slice", ["mask", "starts", "ends", "axes"], ["causal"]),
+             helper.make_node("Where", ["causal", "scores", "minus_inf"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["weights"], axis=-1)]
+    graph = helper.make_graph(nodes, "sliced_mask", [value_info("scores", TensorProto.FLOAT, ["batch", "seq", "seq"])],
+                              [helper.make_empty_tensor_value_info("weights")],
+                              initializer=[numpy_helper.from_array(mask, "mask"), numpy_helper.from_array(i64(1).reshape(()), "one"),
+                                           numpy_helper.from_array(i64(0), "zero_axis"), numpy_helper.from_array(i64(0, 0), "starts"),
+                                           numpy_helper.from_array(i64(0, 1), "axes"),
+                                           numpy_helper.from_array(np.array(-np.inf, dtype=np.float32), "minus_inf")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder = os.path.join(ROOT, "dynamic", "sliced_mask")
+    write_case(folder, model, [f32(2, 5, 5)])
+    with_symbolic_outputs(folder, [{0: "batch", 1: "seq", 2: "seq"}])
 
 
 def save_bad(name, model):

@@ -187,8 +187,10 @@ void freeze_inputs(OnnxModel& model, const std::map<std::string, Tensor>& values
 
 class Importer {
  public:
-  Importer(OnnxModel model, const OnnxImportOptions& options, std::map<std::string, ir::SymInt> equal_symbols = {})
+  Importer(OnnxModel model, const OnnxImportOptions& options, std::map<std::string, ir::SymInt> equal_symbols = {},
+           std::set<std::string> slices_cut_at = {})
       : model_(std::move(model)), options_(options), reader_(model_.proto, model_.path), symbols_(std::move(equal_symbols)) {
+    state_.slices_cut_at = std::move(slices_cut_at);
     state_.model_path = model_.path;
     state_.file_label = std::filesystem::path(model_.path).filename().string();
     if (model_.converted_from_opset)
@@ -600,9 +602,10 @@ ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options)
   report_unsupported_ops(model);
   std::map<std::string, onnx::TypeProto> declared = declared_types(model.proto->graph());
   std::map<std::string, ir::SymInt> equal_symbols;
+  std::set<std::string> slices_cut_at;
   std::optional<Importer> attempt;
   for (;;) {
-    attempt.emplace(std::move(model), options, equal_symbols);
+    attempt.emplace(std::move(model), options, equal_symbols, slices_cut_at);
     try {
       attempt->convert_all();
       break;
@@ -612,6 +615,17 @@ ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options)
       equal_symbols.emplace(name, mismatch.value());
       log("dynamic", "'" + path + "': imported again with " + name + " = " + mismatch.value().to_string() +
                          ", which the sizes of an op need (" + mismatch.what() + ")");
+      model = attempt->release();
+    } catch (const ir::SymbolBound& bound) {
+      // A slice of a static dim cut at a dynamic size s (a causal mask [:seq, :seq]) has
+      // min(s, size) elements, which an op needs to be s: import again with such slices taking s
+      // elements (indices 0 .. s - 1, each checked against the dim at run time: a larger s is the
+      // index error PyTorch's broadcast would have raised).
+      if (slices_cut_at.count(bound.symbol())) throw;
+      slices_cut_at.insert(bound.symbol());
+      log("dynamic", "'" + path + "': imported again with slices cut at " + bound.symbol() + " taking " + bound.symbol() +
+                         " elements (at most " + std::to_string(bound.bound()) + "), which the sizes of an op need (" +
+                         bound.what() + ")");
       model = attempt->release();
     }
   }

@@ -330,6 +330,8 @@ ir::Node* OnnxNodeContext::create(const std::string& target, std::vector<ir::Arg
     node = graph_.create_call(target, std::move(args), std::move(kwargs), name);
   } catch (const ir::SymbolMismatch& mismatch) {
     throw mismatch.with_message(where() + ": " + mismatch.what());  // the importer may unify the two
+  } catch (const ir::SymbolBound& bound) {
+    throw bound.with_message(where() + ": " + bound.what());  // the importer may cut slices at the symbol
   } catch (const kiln::Error& error) {
     fail(error.what());
   }

@@ -44,6 +44,9 @@ struct OnnxImportState {
   // `inputs`: its outputs (set by the importer).
   std::function<std::vector<OnnxValue>(const onnx::GraphProto&, const std::vector<OnnxValue>&)> convert_subgraph;
   std::set<std::string> run_time_inputs;         // its graph inputs fed at run time
+  // Size symbols at which a slice of a static dim takes exactly the symbol's elements rather than
+  // min(symbol, size) (ir::SymbolBound; onnx_importer.cpp imports again with them).
+  std::set<std::string> slices_cut_at;
 
   // The graph inputs fed at run time that `onnx_name`'s data is computed from (through any
   // node but Shape and Size, which read only shapes), sorted.
@@ -66,6 +69,8 @@ class OnnxNodeContext {
   const onnx::NodeProto& proto() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
   int64_t opset() const { return state_.opset; }
+  // Whether slices cut from 0 at size symbol `symbol` take exactly its elements (OnnxImportState).
+  bool slices_cut_at(const std::string& symbol) const { return state_.slices_cut_at.count(symbol) > 0; }
   // "node 'fc1' (Gemm)", or "the Gemm node producing 'y'" when it has no name.
   std::string node_description() const;
   // "'model.onnx': node 'fc1' (Gemm)"

@@ -160,6 +160,14 @@ void convert_slice(OnnxNodeContext& context) {
     int64_t axis = context.wrap_axis(axes[i], rank);
     int64_t step = steps[i];
     SymInt dim = result->value().shape[size_t(axis)];
+    // Cut from 0 at a size symbol whose min with this dim an op needed to be the symbol
+    // (OnnxImportState::slices_cut_at): exactly that many elements, each index checked at run time.
+    if (dim.is_constant() && step == 1 && starts[i] == SymInt(0) && ends[i].is_symbol() &&
+        context.slices_cut_at(ends[i].free_symbols().front())) {
+      ir::Node* indices = context.call("arange", {int64_t(0), ends[i]}, {{"dtype", DType::i64}});
+      result = context.call("index_select", {result, axis, indices});
+      continue;
+    }
     if (!dim.is_constant() || !constant_bounds(i)) {
       if (step < 0) context.fail("a negative step along dim ", axis, " needs a static size and constant bounds");
       result = context.call("slice", {result, axis, python_bound(starts[i], dim), python_bound(ends[i], dim), step});

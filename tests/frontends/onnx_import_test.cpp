@@ -1,8 +1,8 @@
 // What the ONNX importer makes of a model beyond its numbers: node names and op types in
 // each node's SourceInfo, initializers as named parameters, static shape arithmetic folded
 // away, dim_param dims as symbols (sanitized, shared, unique) with shape arithmetic on them
-// kept symbolic, dim_params that an op needs equal made one symbol, the op table, and .onnx
-// through frontends::load_model.
+// kept symbolic, dim_params that an op needs equal made one symbol, a slice that an op needs at
+// a dynamic size cut there, the op table, and .onnx through frontends::load_model.
 #include <gmock/gmock.h>
 
 #include <fstream>
@@ -204,6 +204,25 @@ TEST(OnnxImport, AReshapeThatBakesTheBatchInFixesTheBatch) {
   expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "batch 2");
   std::string message = error_of([&] { ir::interpret(graph, {{"x", Tensor::full({3, 4, 6}, 1.0, DType::f32)}}); });
   EXPECT_NE(message.find("'x'"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, AMaskBufferSlicedAtADynamicSizeTakesThatSize) {
+  // where(mask[:seq, :seq], scores [batch, seq, seq], -inf) with mask a buffer of 8 x 8 (a GPT's
+  // causal mask): the slice has min(seq, 8) rows, which the Where needs to be seq. The import cuts
+  // it at seq (indices 0 .. seq - 1, checked when it runs): ONNX Runtime's values at seq 5, and an
+  // index error past the buffer (seq 9), where PyTorch's broadcast fails too.
+  fs::path folder = kOnnxData / "dynamic" / "sliced_mask";
+  ir::Graph graph = import_onnx((folder / "model.onnx").string());
+  ASSERT_EQ(graph.placeholders().size(), 1u);
+  EXPECT_EQ(graph.placeholders()[0]->value().type_string(), "f32[batch, seq, seq]");
+  expect_outputs_match(read_numbered(folder, "output"), ir::interpret(graph, case_inputs(graph, folder)), "seq 5");
+  compiler::CompiledModel model = compiler::compile(graph, onnx_test_compile_options());
+  expect_outputs_match(read_numbered(folder, "output"), model.run(case_inputs(graph, folder)), "seq 5, cpu");
+  const Tensor longer = Tensor::full({1, 9, 9}, 0.5, DType::f32);
+  std::string message = error_of([&] { model.run({{"scores", longer}}); });
+  EXPECT_NE(message.find("IndexError"), std::string::npos) << message;
+  message = error_of([&] { ir::interpret(graph, {{"scores", longer}}); });
+  EXPECT_NE(message.find("index 8 is out of bounds for dimension of size 8"), std::string::npos) << message;
 }
 
 TEST(OnnxImport, SizesAreMadeEqualByOneSymbolsValueOrStayTheModelsError) {

@@ -43,6 +43,24 @@ TEST_F(Elementwise, SymbolicBroadcasting) {
   EXPECT_THAT(error("add", {input(f32, {s0}), input(f32, {3})}), HasSubstr("tensor a (s0)"));
 }
 
+// A size s against min(s, 8) (a buffer of 8 sliced at s) is refused as a SymbolBound naming s and
+// 8, which an importer may act on; min(s0, s1), min(s0 + 1, 8) or max(s0, 8) against s0 are not.
+TEST_F(Elementwise, ASymbolAgainstItsMinWithAConstantIsASymbolBound) {
+  try {
+    graph.create_call("add", {input(f32, {s0}), input(f32, {min(s0, SymInt(8))})});
+    ADD_FAILURE() << "expected a SymbolBound";
+  } catch (const SymbolBound& bound) {
+    EXPECT_EQ(bound.symbol(), "s0");
+    EXPECT_EQ(bound.bound(), 8);
+    EXPECT_THAT(bound.what(), HasSubstr("The size of tensor a (s0) must match the size of tensor b (min(s0, 8))"));
+  }
+  EXPECT_EQ(clamped_symbol(min(s0, SymInt(8)), s0), (std::optional<std::pair<std::string, int64_t>>{{"s0", 8}}));
+  EXPECT_FALSE(clamped_symbol(min(s0, s1), s0).has_value());
+  EXPECT_FALSE(clamped_symbol(min(s0 + 1, SymInt(8)), s0).has_value());
+  EXPECT_FALSE(clamped_symbol(max(s0, SymInt(8)), s0).has_value());
+  EXPECT_FALSE(clamped_symbol(s1, s0).has_value());
+}
+
 TEST_F(Elementwise, OutputIsContiguousEvenForTransposedInputs) {
   Node* transposed = strided_input(f32, {3, 2}, {1, 3});
   TensorMeta result = meta("relu", {transposed});
