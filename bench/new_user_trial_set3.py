@@ -759,6 +759,48 @@ def m_yolov8_head():
     return randomize_bn(YoloV8Head()), OrderedDict(p3=f32(1, 64, 32, 32), p4=f32(1, 128, 16, 16), p5=f32(1, 256, 8, 8))
 
 
+# ----------------------------------------------------------------------------- a GPT served at any length
+class MaskedGptBlock(nn.Module):
+    """GPT-2's attention as its older Hugging Face code writes it: a causal mask registered as a
+    buffer of the whole context, sliced [:seq, :seq] per call."""
+
+    def __init__(self, dim=128, heads=4, context=128):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"), nn.Linear(4 * dim, dim))
+        self.register_buffer("bias", torch.tril(torch.ones(context, context, dtype=torch.bool)))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        scores = scores.masked_fill(~self.bias[:t, :t], float("-inf"))
+        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, c)
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+class MaskedGpt(nn.Module):
+    def __init__(self, vocab=1000, dim=128, layers=2, context=128):
+        super().__init__()
+        self.token, self.position = nn.Embedding(vocab, dim), nn.Embedding(context, dim)
+        self.blocks = nn.ModuleList(MaskedGptBlock(dim, 4, context) for _ in range(layers))
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.token(ids) + self.position(torch.arange(ids.shape[1]))[None]
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def m_gpt_masked_dyn():
+    return MaskedGpt().eval(), OrderedDict(ids=np.random.randint(0, 1000, size=(2, 48)).astype(np.int64))
+
+
 MODELS = OrderedDict([
     ("inception_v3", dict(fn=m_inception_v3, pt2=True, bench_n=20)),
     ("efficientnet_v2_s", dict(fn=tv("efficientnet_v2_s"), pt2=True, bench_n=20)),
@@ -784,4 +826,8 @@ MODELS = OrderedDict([
     ("capsnet", dict(fn=m_capsnet, pt2=True)),
     ("mobilevit", dict(fn=m_mobilevit, pt2=True)),
     ("yolov8_head", dict(fn=m_yolov8_head, pt2=True)),
+    # exported with a dynamic batch and length; the other size is batch 1, 100 tokens
+    ("gpt_masked_dyn", dict(fn=m_gpt_masked_dyn, pt2=True, dynamic=dict(
+        axes={"ids": {0: "batch", 1: "seq"}}, out={"y": {0: "batch", 1: "seq"}},
+        alt=lambda i: OrderedDict(ids=np.random.randint(0, 1000, size=(1, 100)).astype(np.int64))))),
 ])
