@@ -188,7 +188,7 @@ void freeze_inputs(OnnxModel& model, const std::map<std::string, Tensor>& values
 class Importer {
  public:
   Importer(OnnxModel model, const OnnxImportOptions& options, std::map<std::string, ir::SymInt> equal_symbols = {},
-           std::set<std::string> slices_cut_at = {})
+           std::map<std::string, int64_t> slices_cut_at = {})
       : model_(std::move(model)), options_(options), reader_(model_.proto, model_.path), symbols_(std::move(equal_symbols)) {
     state_.slices_cut_at = std::move(slices_cut_at);
     state_.model_path = model_.path;
@@ -263,6 +263,18 @@ class Importer {
   // Step 8.
   ir::Graph finish() {
     add_outputs(model_.proto->graph());
+    // A symbol that slices were cut at is at most the size they cut (its range, where it is an
+    // input's dim: the range is checked on the inputs).
+    for (const auto& [symbol, most] : state_.slices_cut_at) {
+      bool input_dim = false;
+      for (const ir::Node* input : state_.graph.placeholders())
+        for (const ir::SymInt& size : input->value().shape) input_dim = input_dim || (size.is_symbol() && size.free_symbols().front() == symbol);
+      if (!input_dim) continue;
+      ir::SymbolRange range = state_.graph.signature().symbol_ranges().count(symbol) ? state_.graph.signature().symbol_ranges().at(symbol)
+                                                                                     : ir::SymbolRange{};
+      range.max = range.max ? std::min(*range.max, most) : most;
+      state_.graph.signature().set_symbol_range(symbol, range);
+    }
     ir::verify(state_.graph);
     return std::move(state_.graph);
   }
@@ -602,7 +614,7 @@ ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options)
   report_unsupported_ops(model);
   std::map<std::string, onnx::TypeProto> declared = declared_types(model.proto->graph());
   std::map<std::string, ir::SymInt> equal_symbols;
-  std::set<std::string> slices_cut_at;
+  std::map<std::string, int64_t> slices_cut_at;
   std::optional<Importer> attempt;
   for (;;) {
     attempt.emplace(std::move(model), options, equal_symbols, slices_cut_at);
@@ -619,10 +631,10 @@ ir::Graph import_onnx(const std::string& path, const OnnxImportOptions& options)
     } catch (const ir::SymbolBound& bound) {
       // A slice of a static dim cut at a dynamic size s (a causal mask [:seq, :seq]) has
       // min(s, size) elements, which an op needs to be s: import again with such slices taking s
-      // elements (indices 0 .. s - 1, each checked against the dim at run time: a larger s is the
-      // index error PyTorch's broadcast would have raised).
+      // elements, s at most that size (the symbol's range, checked when the model runs: a larger s
+      // is the error PyTorch's broadcast would have raised).
       if (slices_cut_at.count(bound.symbol())) throw;
-      slices_cut_at.insert(bound.symbol());
+      slices_cut_at.emplace(bound.symbol(), bound.bound());
       log("dynamic", "'" + path + "': imported again with slices cut at " + bound.symbol() + " taking " + bound.symbol() +
                          " elements (at most " + std::to_string(bound.bound()) + "), which the sizes of an op need (" +
                          bound.what() + ")");

@@ -45,8 +45,9 @@ struct OnnxImportState {
   std::function<std::vector<OnnxValue>(const onnx::GraphProto&, const std::vector<OnnxValue>&)> convert_subgraph;
   std::set<std::string> run_time_inputs;         // its graph inputs fed at run time
   // Size symbols at which a slice of a static dim takes exactly the symbol's elements rather than
-  // min(symbol, size) (ir::SymbolBound; onnx_importer.cpp imports again with them).
-  std::set<std::string> slices_cut_at;
+  // min(symbol, size), with that size: the most the symbol may be (ir::SymbolBound;
+  // onnx_importer.cpp imports again with them and makes it the symbol's range).
+  std::map<std::string, int64_t> slices_cut_at;
 
   // The graph inputs fed at run time that `onnx_name`'s data is computed from (through any
   // node but Shape and Size, which read only shapes), sorted.
