@@ -265,15 +265,17 @@ class Importer {
     add_outputs(model_.proto->graph());
     // A symbol that slices were cut at is at most the size they cut (its range, where it is an
     // input's dim: the range is checked on the inputs).
+    ir::GraphSignature& signature = state_.graph.signature();
     for (const auto& [symbol, most] : state_.slices_cut_at) {
       bool input_dim = false;
       for (const ir::Node* input : state_.graph.placeholders())
-        for (const ir::SymInt& size : input->value().shape) input_dim = input_dim || (size.is_symbol() && size.free_symbols().front() == symbol);
+        for (const ir::SymInt& size : input->value().shape)
+          input_dim = input_dim || (size.is_symbol() && size.free_symbols().front() == symbol);
       if (!input_dim) continue;
-      ir::SymbolRange range = state_.graph.signature().symbol_ranges().count(symbol) ? state_.graph.signature().symbol_ranges().at(symbol)
-                                                                                     : ir::SymbolRange{};
+      auto known = signature.symbol_ranges().find(symbol);
+      ir::SymbolRange range = known != signature.symbol_ranges().end() ? known->second : ir::SymbolRange{};
       range.max = range.max ? std::min(*range.max, most) : most;
-      state_.graph.signature().set_symbol_range(symbol, range);
+      signature.set_symbol_range(symbol, range);
     }
     ir::verify(state_.graph);
     return std::move(state_.graph);
