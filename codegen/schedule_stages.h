@@ -3,8 +3,9 @@
 // formation (schedule_fusion.cpp), register buffers (schedule_registers.cpp), exps of values
 // minus their max (schedule_shifted_exps.cpp), the complements of erf and tanh
 // (schedule_erf_complements.cpp, schedule_tanh_complements.cpp), stashes
-// (schedule_stashes.cpp), range simplification (schedule_ranges.cpp), kernels side by side
-// (schedule_side_by_side.cpp) and the memory plan (memory_plan.cpp).
+// (schedule_stashes.cpp), range simplification (schedule_ranges.cpp), direct loop indices
+// (schedule_direct_indices.cpp), kernels side by side (schedule_side_by_side.cpp) and the memory plan
+// (memory_plan.cpp).
 // codegen/scheduler.cpp runs them in order. Internal to codegen/.
 #pragma once
 
@@ -56,6 +57,8 @@ void spell_tanh_complements(Kernel& kernel);
 void stash_reduced_values(const LoopProgram& program, Kernel& kernel);
 // 4. Drops size-1 dims and merges dims every access walks contiguously.
 void simplify_ranges(Kernel& kernel);
+// Loads through an index that is the loop variable itself, within the indexed dim, become direct.
+void read_loop_indices_directly(const LoopProgram& program, Kernel& kernel);
 // 5. Orders independent small kernels into groups that run side by side (ScheduledProgram::
 // side_by_side); renumbers the kernels and `produced` to the new order.
 void place_side_by_side(SchedulingState& state, const SideBySideOptions& options);

@@ -38,6 +38,7 @@ ScheduledProgram schedule(LoopProgram program, const ScheduleOptions& options) {
   for (Kernel& kernel : state.result.kernels) scheduling::spell_tanh_complements(kernel);
   for (Kernel& kernel : state.result.kernels) scheduling::stash_reduced_values(state.program(), kernel);
   for (Kernel& kernel : state.result.kernels) scheduling::simplify_ranges(kernel);
+  for (Kernel& kernel : state.result.kernels) scheduling::read_loop_indices_directly(state.program(), kernel);
   if (options.side_by_side.enabled && state.program().batch_chunks.chunks <= 1)
     scheduling::place_side_by_side(state, options.side_by_side);
   scheduling::plan_memory(state);
