@@ -5,9 +5,7 @@
 // AMaskBufferSlicedAtADynamicSizeTakesThatSize, whose import gives its symbol that range.)
 #include <gtest/gtest.h>
 
-#include "codegen/lowering.h"
-#include "codegen/schedule.h"
-#include "passes/pass_manager.h"
+#include "tests/codegen/schedule_test_support.h"
 
 namespace kiln::codegen {
 namespace {
@@ -44,9 +42,7 @@ size_t indirect_loads(const ScheduledProgram& s) {
 TEST(ScheduleDirectIndices, AMaskCutAtARangedSymbolIsReadDirectly) {
   for (std::optional<int64_t> most : {std::optional<int64_t>(8), std::optional<int64_t>(), std::optional<int64_t>(9)}) {
     SCOPED_TRACE(most ? "s0 in [0, " + std::to_string(*most) + "]" : "s0 unbounded");
-    Graph graph = masked(most);
-    passes::run_pipeline(graph, "simplified");
-    ScheduledProgram s = schedule(lower(graph));
+    ScheduledProgram s = testing::schedule_graph(masked(most));
     EXPECT_EQ(indirect_loads(s) == 0, most == std::optional<int64_t>(8)) << print_schedule(s);
   }
 }

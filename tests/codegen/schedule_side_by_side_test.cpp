@@ -7,9 +7,7 @@
 
 #include <algorithm>
 
-#include "codegen/lowering.h"
-#include "codegen/schedule.h"
-#include "passes/pass_manager.h"
+#include "tests/codegen/schedule_test_support.h"
 
 namespace kiln::codegen {
 namespace {
@@ -17,21 +15,14 @@ namespace {
 using ir::Graph;
 using ir::Node;
 using ir::SymInt;
-using ir::TensorMeta;
 
-Node* input(Graph& graph, const std::string& name, const std::vector<SymInt>& shape, DType dtype = DType::f32) {
-  return graph.create_placeholder(name, TensorMeta::contiguous(dtype, shape));
-}
+using testing::input;
+using testing::schedule_graph;
 
 ScheduleOptions side_by_side() {
   ScheduleOptions options;
   options.side_by_side.enabled = true;
   return options;
-}
-
-ScheduledProgram schedule_graph(Graph graph, const ScheduleOptions& options) {
-  passes::run_pipeline(graph, "simplified");
-  return schedule(lower(graph), options);
 }
 
 // Two recurrences over x [1, 32] (8 steps each, tanh and sigmoid), each after its own large

@@ -17,6 +17,7 @@
 #include "ir/model_file.h"
 #include "ir/parser.h"
 #include "passes/pass_manager.h"
+#include "tests/codegen/schedule_test_support.h"
 
 namespace kiln::codegen {
 namespace {
@@ -32,14 +33,8 @@ ir::Argument ints(std::initializer_list<int64_t> values) {
   return ir::Argument(list);
 }
 
-Node* input(Graph& graph, const std::string& name, const std::vector<SymInt>& shape) {
-  return graph.create_placeholder(name, TensorMeta::contiguous(DType::f32, shape));
-}
-
-ScheduledProgram schedule_graph(Graph graph) {
-  passes::run_pipeline(graph, "simplified");
-  return schedule(lower(graph));
-}
+using testing::input;
+using testing::schedule_graph;
 
 size_t count(const ScheduledProgram& s, KernelKind kind) {
   size_t n = 0;
