@@ -299,6 +299,22 @@ std::string native_fallback_text(const NativeFallback& native) {
   return "";
 }
 
+std::optional<SymInt> gemm_folded_row_stride(const StridedView& a, const StridedView& b) {
+  const size_t rank = a.shape.size();
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (!(b.strides[i] == SymInt(0)) && !(b.shape[i] == SymInt(1))) return std::nullopt;
+  }
+  std::vector<size_t> walked;  // batch and row dims of `a` that have more than one element
+  for (size_t i = 0; i + 1 < rank; ++i) {
+    if (!(a.shape[i] == SymInt(1))) walked.push_back(i);
+  }
+  for (size_t j = 0; j + 1 < walked.size(); ++j) {
+    if (!(a.strides[walked[j]] == a.strides[walked[j + 1]] * a.shape[walked[j + 1]])) return std::nullopt;
+  }
+  if (walked.empty()) return a.shape[rank - 1];  // one row: any stride >= K will do
+  return a.strides[walked.back()];
+}
+
 ExternCall convolution_as_2d(const ExternCall& call) {
   KILN_CHECK(call.kind == ExternKind::Convolution, "convolution_as_2d: not a convolution");
   ExternCall flat = call;

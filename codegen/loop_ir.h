@@ -177,6 +177,12 @@ struct StridedView {
   SymShape strides;  // elements
 };
 
+// A Gemm's batch folds into the rows of one GEMM (x[seq, 1, d] @ w[d, n] is one call, not seq calls
+// of one row) when its right operand `b` is the same matrix for every batch entry (stride 0 or one
+// entry along each batch dim) and the left operand `a`'s batch and row dims walk memory as one dim.
+// Returns a's folded row stride then, else nullopt.
+std::optional<SymInt> gemm_folded_row_stride(const StridedView& a, const StridedView& b);
+
 enum class ExternKind {
   Gemm,      // out[b...] = a[b...] @ b[b...]: a [batch..., m, k], b [batch..., k, n], out [batch..., m, n]
   // A 2-d convolution in channels-last layout (a convolution library's call):

@@ -367,7 +367,12 @@ bool Lowerer::is_contiguous(const Accessor& value) {
 
 Accessor Lowerer::contiguous(const Accessor& value, const std::string& name) {
   if (is_contiguous(value)) return value;
+  std::string key = value.parameter + " " + std::string(dtype_name(value.dtype)) + " " + value.index.to_string();
+  for (const SymInt& size : value.shape) key += " " + size.to_string();
+  std::map<std::string, int>& copies = contiguous_copies_[value.buffer];
+  if (auto copied = copies.find(key); copied != copies.end()) return whole(copied->second);
   int buffer = emit_pointwise(name, value.dtype, value.shape, load(value, vars_of(value.shape)));
+  contiguous_copies_[value.buffer][key] = buffer;
   return whole(buffer);
 }
 
@@ -404,6 +409,8 @@ int Lowerer::add_node(LoopNode node) {
   if (std::find(node.origins.begin(), node.origins.end(), current_->name()) == node.origins.end())
     node.origins.push_back(current_->name());
   pending_origins_.clear();
+  // A buffer written again (a scatter into a copy of its base) has new elements: its copies are stale.
+  for (int output : node.outputs) contiguous_copies_.erase(output);
   return program_.add_node(std::move(node));
 }
 

@@ -132,7 +132,8 @@ class Lowerer {
   // The accessor as a strided view of its buffer, or nullopt when it is not affine.
   std::optional<StridedView> strided_view(const Accessor& value);
   // `value` copied into a fresh contiguous buffer named `name` by a Pointwise node, unless it
-  // already reads a whole buffer contiguously.
+  // already reads a whole buffer contiguously or an earlier call copied the same elements (two
+  // products of one transposed input read one copy).
   Accessor contiguous(const Accessor& value, const std::string& name);
   // Whether `value` reads its buffer's elements in row-major order from offset 0.
   static bool is_contiguous(const Accessor& value);
@@ -197,6 +198,8 @@ class Lowerer {
   std::map<std::string, int> parameter_buffers_;
   std::map<std::string, std::string> parameter_names_;  // get_attr target -> the first get_attr node's name
   std::set<std::string> buffer_names_;
+  // contiguous(): per buffer read (-1: a parameter not yet read), the copy of each accessor of it.
+  std::map<int, std::map<std::string, int>> contiguous_copies_;
   std::set<int> channels_last_buffers_;
   const ir::Node* current_ = nullptr;
   std::vector<std::string> pending_origins_;

@@ -439,7 +439,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   std::vector<std::string> vars;
   for (size_t i = 0; i < rank; ++i) vars.push_back(loop_var(i).to_string());
   std::optional<size_t> rows_dim;
-  const bool folds = rank == 2 || folded_row_stride(a, b).has_value();
+  const bool folds = rank == 2 || gemm_folded_row_stride(a, b).has_value();
   if (!folds) rows_dim = batch_dim_as_rows(a, b, c);
   if (rows_dim) {
     const size_t d = *rows_dim, m = rank - 2;
@@ -477,7 +477,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
       w_.open("if (" + index_text(batch * c.shape[rank - 2]) + " * N * K >= " + std::to_string(kTeamMacs) +
               " && kiln_runtime_b_matmul_allowed())");
     if (folds) {
-      std::optional<SymInt> row_stride = batch_rank == 0 ? std::optional<SymInt>(a.strides[0]) : folded_row_stride(a, b);
+      std::optional<SymInt> row_stride = batch_rank == 0 ? std::optional<SymInt>(a.strides[0]) : gemm_folded_row_stride(a, b);
       emit_library_matmul(kernel, a, c, batch * c.shape[rank - 2], *row_stride);
     } else {
       emit_batched_library_matmul(kernel, a, c, batch, vars);
@@ -499,7 +499,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
     }
   }
   if (batch_rank > 0 && !rows_dim) {
-    if (std::optional<SymInt> row_stride = folded_row_stride(a, b)) {
+    if (std::optional<SymInt> row_stride = gemm_folded_row_stride(a, b)) {
       emit_folded_gemm(kernel, a, b, c, *row_stride, batch, t);
       return;
     }
@@ -645,7 +645,7 @@ bool CppSourcePrinter::library_matmul(const LoopNode& node) {
   const size_t rank = c.shape.size();
   if (p_.buffer(c.buffer).dtype != DType::f32 || p_.buffer(b.buffer).kind != BufferKind::Parameter) return false;
   // One GEMM, or a batch that folds into the rows of one (the right operand shared).
-  if (rank == 2 || folded_row_stride(a, b).has_value()) return true;
+  if (rank == 2 || gemm_folded_row_stride(a, b).has_value()) return true;
   // A batch of GEMMs that share the right operand but do not fold (x[seq, batch, d] @ w, whose
   // output rows interleave the batch): one call each, C's rows strided, the calls one after
   // another. So each must be worth both threads (the pool's threshold, known now): smaller ones
@@ -1172,26 +1172,6 @@ void CppSourcePrinter::emit_output_epilogue(const std::vector<KernelStep>& steps
     w_.close();
   });
   interleave_simd_ = false;
-}
-
-// When the right operand is the same matrix for every batch entry and the left operand's batch
-// and row dims walk memory as one dim, the batch folds into M: one GEMM of batch*M rows
-// instead of batch GEMMs (x[seq, 1, d] @ w[d, n] is one call, not seq calls of one row).
-// Returns the folded row stride of `a`.
-std::optional<SymInt> CppSourcePrinter::folded_row_stride(const StridedView& a, const StridedView& b) {
-  const size_t rank = a.shape.size();
-  for (size_t i = 0; i + 2 < rank; ++i) {
-    if (!(b.strides[i] == SymInt(0)) && !(b.shape[i] == SymInt(1))) return std::nullopt;
-  }
-  std::vector<size_t> walked;  // batch and row dims of `a` that have more than one element
-  for (size_t i = 0; i + 1 < rank; ++i) {
-    if (!(a.shape[i] == SymInt(1))) walked.push_back(i);
-  }
-  for (size_t j = 0; j + 1 < walked.size(); ++j) {
-    if (!(a.strides[walked[j]] == a.strides[walked[j + 1]] * a.shape[walked[j + 1]])) return std::nullopt;
-  }
-  if (walked.empty()) return a.shape[rank - 1];  // one row: any stride >= K will do
-  return a.strides[walked.back()];
 }
 
 void CppSourcePrinter::emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b,

@@ -185,7 +185,6 @@ class CppSourcePrinter : public CPrinter {
   void emit_extern_kernel(const Kernel& kernel);
   std::string view_pointer(const StridedView& view, const std::vector<std::string>& batch_vars);
   void emit_gemm(const Kernel& kernel, const LoopNode& node);
-  std::optional<SymInt> folded_row_stride(const StridedView& a, const StridedView& b);
   void emit_folded_gemm(const Kernel& kernel, const StridedView& a, const StridedView& b, const StridedView& c,
                         const SymInt& row_stride, const SymInt& batch, const std::string& t);
   void emit_gemm_dispatch(const std::string& batch, const std::string& rows, const SymInt& macs);

@@ -2,7 +2,7 @@
 // (codegen/lowering_convolution.cpp) lowerings:
 // differential checks against the interpreter over 1-d operands, broadcast batch dims,
 // transposed (column-major) operands, operands that need a contiguous copy (non-affine or
-// without a unit stride), f64, integer dtypes through the Fallback, convolutions of rank 1-3
+// without a unit stride, or rows read batch-first under a shared weight), f64, integer dtypes through the Fallback, convolutions of rank 1-3
 // with groups, stride, padding, dilation and bias, the 1x1 shortcut, half-precision convolution
 // through the Fallback; and the Gemm views themselves.
 #include <gtest/gtest.h>
@@ -88,6 +88,49 @@ TEST(LoweringMatmul, BatchBroadcastHasZeroStride) {
   EXPECT_EQ(call.inputs[0].strides, (SymShape{12, 0, 4, 1}));
   EXPECT_EQ(call.inputs[1].shape, (SymShape{2, 5, 4, 6}));
   EXPECT_EQ(call.inputs[1].strides, (SymShape{0, 24, 6, 1}));
+}
+
+// x read batch-first from a time-major tensor, times one weight: the batch's rows walk memory with
+// two strides, so x is copied in order first and the batch folds into the rows of one GEMM. Not
+// where the weight differs along the batch, where x is broadcast along it (its copy would repeat
+// rows), or where the product is too narrow to pay for the copy. Two products of x share its copy.
+TEST(LoweringMatmul, ASharedWeightOverRowsReadBatchFirstCopiesThemToFoldIntoOneGemm) {
+  auto program_of = [](const std::string& x, const std::string& w, const std::string& permute) {
+    return parse(graph_text({"x: f32" + x, "w: f32" + w},
+                            {op_line("xt", "permute", "%x, " + permute), op_line("y", "matmul", "%xt, %w")}, "y"));
+  };
+  ir::Graph folded = program_of("[12, 3, 16]", "[16, 20]", "[1, 0, 2]");
+  LoopProgram program = lower(folded);
+  EXPECT_EQ(node_kinds(program), (std::map<std::string, int>{{"Gemm", 1}, {"Pointwise", 1}}));
+  const ExternCall& call = program.nodes.back().extern_call;
+  EXPECT_EQ(call.inputs[0].shape, (SymShape{3, 12, 16}));
+  EXPECT_EQ(call.inputs[0].strides, (SymShape{192, 16, 1}));
+  EXPECT_TRUE(gemm_folded_row_stride(call.inputs[0], call.inputs[1]).has_value());
+  EXPECT_EQ(check_lowering(folded, test_support::random_inputs(folded, 1)), "");
+  // Two products of the one input read one copy of it (a bidirectional RNN's two directions).
+  ir::Graph shared = parse(graph_text({"x: f32[12, 3, 16]", "w: f32[16, 20]", "v: f32[16, 24]"},
+                                      {op_line("xt", "permute", "%x, [1, 0, 2]"), op_line("y", "matmul", "%xt, %w"),
+                                       op_line("z", "matmul", "%xt, %v")},
+                                      "y, z"));
+  EXPECT_EQ(node_kinds(lower(shared)), (std::map<std::string, int>{{"Gemm", 2}, {"Pointwise", 1}}));
+  EXPECT_EQ(check_lowering(shared, test_support::random_inputs(shared, 5)), "");
+  // Four dims, two of them batch dims read out of order.
+  ir::Graph deep = program_of("[5, 4, 3, 16]", "[16, 20]", "[2, 0, 1, 3]");
+  EXPECT_EQ(node_kinds(lower(deep)), (std::map<std::string, int>{{"Gemm", 1}, {"Pointwise", 1}}));
+  EXPECT_EQ(check_lowering(deep, test_support::random_inputs(deep, 2)), "");
+  for (const auto& [x, w] : std::vector<std::pair<std::string, std::string>>{
+           {"[12, 3, 16]", "[3, 16, 20]"},  // a weight per batch entry
+           {"[12, 3, 16]", "[16, 8]"}}) {   // 8 columns
+    ir::Graph kept = program_of(x, w, "[1, 0, 2]");
+    EXPECT_EQ(node_kinds(lower(kept)), (std::map<std::string, int>{{"Gemm", 1}})) << x << " @ " << w;
+    EXPECT_EQ(check_lowering(kept, test_support::random_inputs(kept, 3)), "") << x << " @ " << w;
+  }
+  ir::Graph broadcast = parse(graph_text({"x: f32[12, 1, 16]", "w: f32[16, 20]"},
+                                         {op_line("xe", "expand", "%x, [12, 3, 16]"), op_line("xt", "permute", "%xe, [1, 0, 2]"),
+                                          op_line("y", "matmul", "%xt, %w")},
+                                         "y"));
+  EXPECT_EQ(node_kinds(lower(broadcast)), (std::map<std::string, int>{{"Gemm", 1}}));
+  EXPECT_EQ(check_lowering(broadcast, test_support::random_inputs(broadcast, 4)), "");
 }
 
 TEST(LoweringMatmul, IntegerMatmulFallsBack) {

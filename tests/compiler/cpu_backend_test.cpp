@@ -287,64 +287,74 @@ TEST(CpuBackend, GemmsSplitIntoTasksMatchTheInterpreter) {
 }
 
 // x[seq, batch, d] @ w[d, n] where x is a sequence-first view of a batch-first tensor (an ONNX
-// transformer's in-projection): the batch cannot fold into the rows, so each GEMM takes the
-// longer seq dim as its rows (C's rows then seq * batch * n apart) and the batch is the loop:
-// `batch` GEMMs rather than `seq`. With and without an epilogue, at 1 to 3 threads.
-TEST(CpuBackend, ASequenceFirstMatmulTakesItsLongerDimAsRows) {
-  for (bool epilogue : {false, true}) {
-    SCOPED_TRACE(epilogue ? "+ bias" : "plain");
-    Graph graph;
-    Node* x = input(graph, "x", {3, 41, 24});
-    Node* w = input(graph, "w", {24, 70});
-    Node* bias = input(graph, "bias", {70});
-    Node* seq_first = graph.create_call("permute", {x, ints({1, 0, 2})});
-    Node* product = graph.create_call("matmul", {seq_first, w});
-    graph.create_output({epilogue ? graph.create_call("add", {product, bias}) : product});
-    std::string source = dump_codegen_stage(graph, "cpp", {});
-    EXPECT_NE(source.find("the rows are the output's dim 0"), std::string::npos) << source;
-    CompiledModel model = compile(graph, test_options());
-    std::map<std::string, Tensor> inputs = {{"x", random_tensor({3, 41, 24}, DType::f32, 80)},
-                                            {"w", random_tensor({24, 70}, DType::f32, 81)},
-                                            {"bias", random_tensor({70}, DType::f32, 82)}};
-    std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
-    for (int threads : {1, 2, 3}) {
-      std::vector<Tensor> actual = model.run(inputs, threads);
-      std::string problem = compare_tensors(expected[0], actual[0], 1e-4, 1e-5);
-      EXPECT_TRUE(problem.empty()) << threads << " threads: " << problem;
+// transformer's in-projection): the batch cannot fold into the rows as x lies. Where the product is
+// wide enough to pay for it (n = 70), the lowering copies x in order and the batch folds into one
+// GEMM of seq * batch rows; a narrow one (n = 12) keeps x in place, and each GEMM takes the longer
+// seq dim as its rows (C's rows then seq * batch * n apart) with the batch as the loop: `batch`
+// GEMMs rather than `seq`. With and without an epilogue, at 1 to 3 threads.
+TEST(CpuBackend, ASequenceFirstMatmulFoldsAfterACopyOrTakesItsLongerDimAsRows) {
+  for (int64_t n : {70, 12}) {
+    for (bool epilogue : {false, true}) {
+      SCOPED_TRACE(std::to_string(n) + " columns" + (epilogue ? " + bias" : ""));
+      Graph graph;
+      Node* x = input(graph, "x", {3, 41, 24});
+      Node* w = input(graph, "w", {24, n});
+      Node* bias = input(graph, "bias", {n});
+      Node* seq_first = graph.create_call("permute", {x, ints({1, 0, 2})});
+      Node* product = graph.create_call("matmul", {seq_first, w});
+      graph.create_output({epilogue ? graph.create_call("add", {product, bias}) : product});
+      std::string source = dump_codegen_stage(graph, "cpp", {});
+      EXPECT_EQ(source.find("the rows are the output's dim 0") != std::string::npos, n == 12) << source;
+      EXPECT_EQ(source.find("batch folded into M: one GEMM") != std::string::npos, n == 70) << source;
+      CompiledModel model = compile(graph, test_options());
+      std::map<std::string, Tensor> inputs = {{"x", random_tensor({3, 41, 24}, DType::f32, 80)},
+                                              {"w", random_tensor({24, n}, DType::f32, 81)},
+                                              {"bias", random_tensor({n}, DType::f32, 82)}};
+      std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+      for (int threads : {1, 2, 3}) {
+        std::vector<Tensor> actual = model.run(inputs, threads);
+        std::string problem = compare_tensors(expected[0], actual[0], 1e-4, 1e-5);
+        EXPECT_TRUE(problem.empty()) << threads << " threads: " << problem;
+      }
     }
   }
 }
 
 // The same with a dynamic dim (an ONNX export with a dynamic batch or sequence): the choice is made
-// before the size is known. A constant seq of 41 against a symbolic batch takes the seq as rows
-// (`batch` GEMMs of 41 rows, not 41 GEMMs of `batch` rows, one row each at batch 1); two rows of
-// each of s0 entries (x[s0, 3, 24][:, :2], whose batch cannot fold into the rows) take the
-// symbolic s0 as rows instead. Each at sizes 0, 1 and 5, against the interpreter.
+// before the size is known. A narrow product keeps x in place: a constant seq of 41 against a
+// symbolic batch takes the seq as rows (`batch` GEMMs of 41 rows, not 41 GEMMs of `batch` rows, one
+// row each at batch 1); two rows of each of s0 entries (x[s0, 3, 24][:, :2], whose batch cannot fold
+// into the rows) take the symbolic s0 as rows instead. A wide one copies x in order and folds, at
+// any size. Each at sizes 0, 1 and 5, against the interpreter.
 TEST(CpuBackend, AMatmulWithADynamicDimChoosesItsRowsBeforeTheSizeIsKnown) {
   const SymInt s0 = SymInt::symbol("s0");
-  for (bool sequence_first : {true, false}) {
-    SCOPED_TRACE(sequence_first ? "x[41, s0, 24]" : "x[s0, 2, 24]");
-    const std::vector<SymInt> x_shape = sequence_first ? std::vector<SymInt>{s0, 41, 24} : std::vector<SymInt>{s0, 3, 24};
-    Graph graph;
-    Node* x = input(graph, "x", x_shape);
-    Node* w = input(graph, "w", {24, 70});
-    Node* bias = input(graph, "bias", {70});
-    Node* left = sequence_first ? graph.create_call("permute", {x, ints({1, 0, 2})}) : graph.create_call("slice", {x, 1, 0, 2});
-    graph.create_output({graph.create_call("add", {graph.create_call("matmul", {left, w}), bias})});
-    std::string source = dump_codegen_stage(graph, "cpp", {});
-    EXPECT_NE(source.find("the rows are the output's dim 0"), std::string::npos) << source;
-    CompiledModel model = compile(graph, test_options());
-    for (int64_t size : {0, 1, 5}) {
-      std::vector<int64_t> x_sizes;
-      for (const SymInt& dim : x_shape) x_sizes.push_back(dim.maybe_constant().value_or(size));
-      std::map<std::string, Tensor> inputs = {{"x", random_tensor(x_sizes, DType::f32, 83 + size)},
-                                              {"w", random_tensor({24, 70}, DType::f32, 81)},
-                                              {"bias", random_tensor({70}, DType::f32, 82)}};
-      std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
-      for (int threads : {1, 2}) {
-        std::vector<Tensor> actual = model.run(inputs, threads);
-        std::string problem = compare_tensors(expected[0], actual[0], 1e-4, 1e-5);
-        EXPECT_TRUE(problem.empty()) << "s0 = " << size << ", " << threads << " threads: " << problem;
+  for (int64_t n : {12, 70}) {
+    for (bool sequence_first : {true, false}) {
+      SCOPED_TRACE(std::string(sequence_first ? "x[41, s0, 24]" : "x[s0, 2, 24]") + " @ w[24, " + std::to_string(n) + "]");
+      const std::vector<SymInt> x_shape =
+          sequence_first ? std::vector<SymInt>{s0, 41, 24} : std::vector<SymInt>{s0, 3, 24};
+      Graph graph;
+      Node* x = input(graph, "x", x_shape);
+      Node* w = input(graph, "w", {24, n});
+      Node* bias = input(graph, "bias", {n});
+      Node* left = sequence_first ? graph.create_call("permute", {x, ints({1, 0, 2})}) : graph.create_call("slice", {x, 1, 0, 2});
+      graph.create_output({graph.create_call("add", {graph.create_call("matmul", {left, w}), bias})});
+      std::string source = dump_codegen_stage(graph, "cpp", {});
+      EXPECT_EQ(source.find("the rows are the output's dim 0") != std::string::npos, n == 12) << source;
+      EXPECT_EQ(source.find("batch folded into M: one GEMM") != std::string::npos, n == 70) << source;
+      CompiledModel model = compile(graph, test_options());
+      for (int64_t size : {0, 1, 5}) {
+        std::vector<int64_t> x_sizes;
+        for (const SymInt& dim : x_shape) x_sizes.push_back(dim.maybe_constant().value_or(size));
+        std::map<std::string, Tensor> inputs = {{"x", random_tensor(x_sizes, DType::f32, 83 + size)},
+                                                {"w", random_tensor({24, n}, DType::f32, 81)},
+                                                {"bias", random_tensor({n}, DType::f32, 82)}};
+        std::vector<Tensor> expected = ir::Interpreter().run(graph, inputs);
+        for (int threads : {1, 2}) {
+          std::vector<Tensor> actual = model.run(inputs, threads);
+          std::string problem = compare_tensors(expected[0], actual[0], 1e-4, 1e-5);
+          EXPECT_TRUE(problem.empty()) << "s0 = " << size << ", " << threads << " threads: " << problem;
+        }
       }
     }
   }

@@ -35,7 +35,8 @@ ir::Graph linear_layers() {
   std::map<std::string, Tensor, std::less<>> parameters = {
       {"w", random_tensor({64, 96}, DType::f32, 1)},
       {"w_t", random_tensor({96, 64}, DType::f32, 2)},
-      {"bias", random_tensor({96}, DType::f32, 3)}};
+      {"bias", random_tensor({96}, DType::f32, 3)},
+      {"narrow_w", random_tensor({64, 8}, DType::f32, 4)}};
   return ir::parse_graph(
       "graph():\n"
       "    %x : f32[5, 64] = placeholder[target=x]\n"
@@ -68,7 +69,13 @@ ir::Graph linear_layers() {
       "    %tall_cols : f32[64, 140] = placeholder[target=tall_cols]\n"
       "    %tall_t : f32[140, 64] = call_function[target=transpose](args = (%tall_cols, 0, 1), kwargs = {})\n"
       "    %split_t : f32[140, 96] = call_function[target=matmul](args = (%tall_t, %wt), kwargs = {})\n"
-      "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt, sf_small, split_biased, split_t)\n",
+      "    %narrow_w : f32[64, 8] = get_attr[target=narrow_w]\n"
+      "    %longer : f32[2, 600, 64] = placeholder[target=longer]\n"
+      "    %longer_first : f32[600, 2, 64] = call_function[target=permute](args = (%longer, [1, 0, 2]), kwargs = {})\n"
+      "    %sf_narrow : f32[600, 2, 8] = call_function[target=matmul](args = (%longer_first, %narrow_w), kwargs = {})\n"
+      "    %sf_narrow_small : f32[7, 2, 8] = call_function[target=matmul](args = (%short_first, %narrow_w), kwargs = {})\n"
+      "    return (act, folded, by_wt, strided, one_biased, sf_biased, sf_wt, sf_small, split_biased, split_t, sf_narrow, "
+      "sf_narrow_small)\n",
       "linear.kiln", parameters);
 }
 
@@ -92,10 +99,12 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   std::string frozen = dump_codegen_stage(graph, "cpp", stage);
   std::string plain = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
   const std::string marker = "oneDNN's matmul, the operand prepacked once";
-  // A sequence-first batch (x[seq, batch, d] @ w: the output's rows interleave the batch, so it
-  // cannot fold into one GEMM): one oneDNN call per batch entry, C's rows strided, where each
-  // GEMM is worth both threads (144 x 96 x 64); a smaller one (7 x 96 x 64) keeps OpenBLAS. Each
-  // call site of either kind also holds the path that splits it into blocks of rows.
+  // A sequence-first batch (x[seq, batch, d] @ w: x's rows interleave the batch) of a wide product
+  // is x copied in order, then one GEMM (144 x 2 and 7 x 2 rows of 96 columns); of a narrow one
+  // (8 columns), x stays in place and the batch cannot fold into one GEMM: one oneDNN call per batch
+  // entry, C's rows strided, where each GEMM is worth both threads (600 x 8 x 64); a smaller one
+  // (7 x 8 x 64) keeps OpenBLAS. Each call site of either kind also holds the path that splits it
+  // into blocks of rows.
   const std::string batched_marker = "shared by the batch: oneDNN's matmul for each GEMM";
   EXPECT_EQ(plain.find(marker), std::string::npos);
   EXPECT_EQ(plain.find(batched_marker), std::string::npos);
@@ -105,9 +114,9 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
     return calls;
   };
   if (built_with_onednn()) {
-    EXPECT_EQ(count(marker), 7u);
-    EXPECT_EQ(count("multiplied = kiln_matmul_rows("), 9u);
-    EXPECT_EQ(count(batched_marker), 2u) << frozen;
+    EXPECT_EQ(count(marker), 10u);
+    EXPECT_EQ(count("multiplied = kiln_matmul_rows("), 11u);
+    EXPECT_EQ(count(batched_marker), 1u) << frozen;
   }
   std::map<std::string, Tensor> inputs = {{"x", random_tensor({5, 64}, DType::f32, 11)},
                                           {"seq", random_tensor({2, 7, 64}, DType::f32, 12)},
@@ -115,7 +124,8 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
                                           {"row", random_tensor({1, 64}, DType::f32, 14)},
                                           {"long", random_tensor({2, 144, 64}, DType::f32, 15)},
                                           {"tall", random_tensor({140, 64}, DType::f32, 16)},
-                                          {"tall_cols", random_tensor({64, 140}, DType::f32, 17)}};
+                                          {"tall_cols", random_tensor({64, 140}, DType::f32, 17)},
+                                          {"longer", random_tensor({2, 600, 64}, DType::f32, 18)}};
   std::vector<Tensor> expected = ir::interpret(graph, inputs);
   std::vector<std::string> names = graph.output_names();
   for (bool freeze : {true, false}) {
