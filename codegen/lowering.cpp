@@ -409,8 +409,13 @@ int Lowerer::add_node(LoopNode node) {
   if (std::find(node.origins.begin(), node.origins.end(), current_->name()) == node.origins.end())
     node.origins.push_back(current_->name());
   pending_origins_.clear();
-  // A buffer written again (a scatter into a copy of its base) has new elements: its copies are stale.
-  for (int output : node.outputs) contiguous_copies_.erase(output);
+  // A buffer written again (a scatter into a copy of its base) has new elements: its copies are
+  // stale, and a copy written into is no longer one.
+  for (int output : node.outputs) {
+    contiguous_copies_.erase(output);
+    for (auto& [source, copies] : contiguous_copies_)
+      std::erase_if(copies, [&](const auto& entry) { return entry.second == output; });
+  }
   return program_.add_node(std::move(node));
 }
 
