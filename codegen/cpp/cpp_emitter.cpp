@@ -491,6 +491,34 @@ bool CppSourcePrinter::reads_transposed(const Kernel& kernel) {
   return transposed;
 }
 
+// The dims that make the rows of a transposed read's tiles: the row dim (rank - 2), and each dim
+// before it whose step continues that read's walk (its coefficient the merged dims' size: a
+// GroupNorm's [G, C/G, H*W] over a channels-last input, read at (C/G)*g + c + C*hw, walks the
+// channels through g and c together). A tile of the row dim alone (C/G rows) left each cache line
+// of channels to as many other tiles as there are groups.
+size_t CppSourcePrinter::transposed_row_dims(const Kernel& kernel) {
+  const size_t rank = kernel.outer.size();
+  std::vector<SymInt> vars = loop_vars(rank);
+  size_t merged = 1;
+  bool found = false;
+  for (const KernelStep& step : kernel.steps) {
+    visit(step.body, [&](const ExprNode& node) {
+      if (found || node.kind != ExprKind::Load || registers_.count(node.buffer) || !node.indirect.empty()) return;
+      std::optional<AffineIndex> form = affine_form(node.index, vars);
+      if (!form) return;
+      const SymInt& col = form->coefficients[rank - 1];
+      if (!(form->coefficients[rank - 2] == SymInt(1)) || col == SymInt(1) || col == SymInt(0)) return;
+      found = true;
+      SymInt walked = kernel.outer[rank - 2];
+      for (size_t d = rank - 2; d-- > 0 && form->coefficients[d] == walked;) {
+        walked = walked * kernel.outer[d];
+        ++merged;
+      }
+    });
+  }
+  return merged;
+}
+
 void CppSourcePrinter::emit_tiled_transpose(const Kernel& kernel, const SymInt& work,
                                             const std::function<void()>& body) {
   const size_t rank = kernel.outer.size();
@@ -525,14 +553,35 @@ void CppSourcePrinter::emit_tiled_transpose(const Kernel& kernel, const SymInt& 
   }
   const int64_t tile = 32;
   const std::string tile_text = std::to_string(tile);
-  w_.line("// tiled " + tile_text + "x" + tile_text + ": a transposed read");
-  std::vector<LoopDim> dims = loop_dims(kernel.outer, rank - 2);
+  // The tile's rows: the row dim, or it and the dims before it that the read walks with it,
+  // merged (each row's coordinates recovered from the merged row, once per row).
+  const size_t merged = transposed_row_dims(kernel), first_row = rank - 1 - merged;
+  SymInt row_count = 1;
+  for (size_t d = first_row; d + 1 < rank; ++d) row_count = row_count * kernel.outer[d];
+  if (merged > 1) rows = index_text(row_count);
+  const std::string row_var = merged > 1 ? "kiln_row" : row;
+  w_.line("// tiled " + tile_text + "x" + tile_text + ": a transposed read" +
+          (merged > 1 ? " (rows over " + std::to_string(merged) + " dims)" : ""));
+  std::vector<LoopDim> dims = loop_dims(kernel.outer, first_row);
   dims.push_back({"tr", rows, tile});
   dims.push_back({"tc", cols, tile});
-  parallel_loops(work, dims, " collapse(" + std::to_string(rank) + ")", false, [&] {
+  parallel_loops(work, dims, " collapse(" + std::to_string(first_row + 2) + ")", false, [&] {
     w_.line("const int64_t row_end = tr + " + tile_text + " < " + rows + " ? tr + " + tile_text + " : " + rows + ";");
     w_.line("const int64_t col_end = tc + " + tile_text + " < " + cols + " ? tc + " + tile_text + " : " + cols + ";");
-    w_.open("for (int64_t " + row + " = tr; " + row + " < row_end; ++" + row + ")");
+    w_.open("for (int64_t " + row_var + " = tr; " + row_var + " < row_end; ++" + row_var + ")");
+    if (merged > 1) {
+      w_.line("int64_t kiln_row_rest = kiln_row;");
+      for (size_t d = rank - 1; d-- > first_row;) {
+        const std::string var = loop_var(d).to_string();
+        if (d == first_row) {
+          w_.line("const int64_t " + var + " = kiln_row_rest;");
+        } else {
+          w_.line("const int64_t " + var + " = kiln_row_rest % (" + index_text(kernel.outer[d]) + ");");
+          w_.line("kiln_row_rest /= (" + index_text(kernel.outer[d]) + ");");
+        }
+        w_.line("(void)" + var + ";");
+      }
+    }
     simd_pragma();
     w_.open("for (int64_t " + col + " = tc; " + col + " < col_end; ++" + col + ")");
     body();

@@ -120,6 +120,7 @@ class CppSourcePrinter : public CPrinter {
   // Loops over the last two dims in square tiles, so that both the transposed reads and the
   // contiguous writes use whole cache lines while a tile is in L1.
   void emit_tiled_transpose(const Kernel& kernel, const SymInt& work, const std::function<void()>& body);
+  size_t transposed_row_dims(const Kernel& kernel);
 
   // ---- cpp_reductions.cpp
   void emit_reduction_kernel(const Kernel& kernel);

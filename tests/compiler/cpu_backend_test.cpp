@@ -176,6 +176,22 @@ TEST(CpuBackend, TransposesAreTiledAndRight) {
   }
 }
 
+// A transposed read whose unit-stride walk spans two dims (a GroupNorm's [G, C/G, H*W] over a
+// channels-last input: channel (C/G)*g + c): the tiles' rows are the two dims merged, each row's
+// coordinates recovered from it; partial tiles at both edges (15 rows of 5 x 3, 70 columns), and
+// a per-group scale read at the outer of the two.
+TEST(CpuBackend, ATransposedReadOverTwoDimsTilesTheirMergedRows) {
+  Graph graph;
+  Node* x = input(graph, "x", {70, 15});
+  Node* scale = input(graph, "scale", {5, 1, 1});
+  Node* grouped = graph.create_call("reshape", {graph.create_call("transpose", {x, 0, 1}), ints({5, 3, 70})});
+  graph.create_output({graph.create_call("mul", {grouped, scale})});
+  const std::string source = dump_codegen_stage(graph, "cpp");
+  EXPECT_NE(source.find("tiled 32x32: a transposed read (rows over 2 dims)"), std::string::npos) << source;
+  expect_matches_interpreter(graph, {{"x", random_tensor({70, 15}, DType::f32, 91)},
+                                     {"scale", random_tensor({5, 1, 1}, DType::f32, 92)}});
+}
+
 // A transpose to few columns (an image's channels made innermost): rows innermost in the simd
 // loop, a statement per column; rows past a tile of 1024 and a batch dim outside, and a symbolic
 // row count.
