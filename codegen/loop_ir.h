@@ -94,6 +94,9 @@ struct IndirectTerm {
   Expr value;     // an integer expression; generated code reports values outside [0, size) as errors
   SymInt size;    // the size of the indexed dim (to wrap negatives and check bounds)
   SymInt stride;  // element stride of the indexed dim in the buffer
+  // The value is proven within [0, size) (a load of a constant index table whose every element
+  // is): the C-like printers read through it without the check.
+  bool in_range = false;
 };
 
 struct ExprNode {

@@ -331,9 +331,37 @@ Expr Lowerer::load_indirect(const Accessor& value, std::vector<SymInt> index, si
   auto node = std::make_shared<ExprNode>(*load(source, index));
   std::map<std::string, SymInt> replacements;
   for (size_t d = 0; d < index.size(); ++d) replacements["x" + std::to_string(d)] = index[d];
+  const bool in_range = constant_within(position, source.shape[dim]);
   node->indirect.push_back(IndirectTerm{std::move(position), source.shape[dim],
-                                        form->coefficients[0].substitute(replacements)});
+                                        form->coefficients[0].substitute(replacements), in_range});
   return node;
+}
+
+// Index tables of up to this many elements are read through at compile time (constant_within).
+constexpr int64_t kMaxScannedIndexTable = int64_t(1) << 20;
+
+bool Lowerer::constant_within(const Expr& position, const SymInt& size) const {
+  std::optional<int64_t> extent = size.maybe_constant();
+  if (!extent || !position) return false;
+  const ExprNode* at = position.get();
+  if (at->kind == ExprKind::Cast && !at->args.empty()) at = at->args[0].get();
+  if (at->kind != ExprKind::Load || !at->indirect.empty() || at->mask || at->buffer < 0 ||
+      at->buffer >= int(program_.buffers.size()))
+    return false;
+  const Buffer& table = program_.buffer(at->buffer);
+  if (table.kind != BufferKind::Parameter) return false;
+  // A parameter is a constant where the compile freezes them, or where it is one (an importer's).
+  if (!options_.frozen_parameters &&
+      graph_.signature().attribute_kind(table.source) != ir::InputKind::constant_tensor)
+    return false;
+  const Tensor* values = graph_.parameter(table.source);
+  if (!values || !values->is_contiguous() || values->numel() > kMaxScannedIndexTable) return false;
+  if (values->dtype() != DType::i64 && values->dtype() != DType::i32) return false;
+  for (int64_t i = 0; i < values->numel(); ++i) {
+    const int64_t v = values->dtype() == DType::i64 ? values->data<int64_t>()[i] : int64_t(values->data<int32_t>()[i]);
+    if (v < 0 || v >= *extent) return false;
+  }
+  return true;
 }
 
 std::optional<StridedView> Lowerer::strided_view(const Accessor& value) {

@@ -128,6 +128,9 @@ class Lowerer {
   // (an integer expression; negative positions count from the end). Copies `value`
   // contiguous first when its accessor is not affine in that dim.
   Expr load_indirect(const Accessor& value, std::vector<SymInt> index, size_t dim, Expr position);
+  // Whether `position` (an index value) is a read of a constant integer table whose every element
+  // lies in [0, size): an index read through it needs no check (IndirectTerm::in_range).
+  bool constant_within(const Expr& position, const SymInt& size) const;
 
   // The accessor as a strided view of its buffer, or nullopt when it is not affine.
   std::optional<StridedView> strided_view(const Accessor& value);

@@ -185,6 +185,10 @@ std::string_view CPrinter::op_spelling(LoopOp op) const {
 std::string CPrinter::memory_load(const ExprNode& e) {
   std::string index = index_text(e.index);
   for (const IndirectTerm& term : e.indirect) {
+    if (term.in_range) {
+      index += " + int64_t(" + expr(term.value) + ") * (" + index_text(term.stride) + ")";
+      continue;
+    }
     index += " + kiln_wrap_index(int64_t(" + expr(term.value) + "), " + index_text(term.size) + ") * (" +
              index_text(term.stride) + ")";
   }

@@ -399,6 +399,40 @@ TEST(CpuBackend, GatherAndIndexSelectOfZeroDimTensors) {
   EXPECT_NE(message.find("out of range"), std::string::npos) << message;
 }
 
+// An index table that is a constant (frozen, or a constant of the graph) with every element inside
+// the indexed dim (an ONNX Resize's source columns) is read through without a bounds check per
+// element; one with an element outside it, or a parameter that may change between calls, keeps the
+// check, and the run reports the bad index as before.
+TEST(CpuBackend, AConstantIndexTableInsideItsDimIsReadWithoutACheck) {
+  const std::string checked = "kiln_wrap_index(int64_t(";
+  for (int64_t last : {5, 6}) {
+    for (bool freeze : {true, false}) {
+      SCOPED_TRACE("last index " + std::to_string(last) + (freeze ? ", frozen" : ", a parameter"));
+      Graph graph;
+      Node* x = input(graph, "x", {4, 6});
+      Tensor table = Tensor::zeros({5}, DType::i64);
+      const int64_t values[] = {0, 3, 2, 1, last};
+      for (int64_t i = 0; i < 5; ++i) table.data<int64_t>()[i] = values[i];
+      graph.set_parameter("table", table);
+      graph.create_output({graph.create_call("index_select", {x, 1, graph.create_get_attr("table")})});
+      CodegenStageOptions stage;
+      stage.freeze = freeze;
+      const std::string source = dump_codegen_stage(graph, "cpp", stage);
+      EXPECT_EQ(source.find(checked) == std::string::npos, freeze && last < 6);
+      CompileOptions options = test_options();
+      options.freeze = freeze;
+      CompiledModel model = compile(graph, options);
+      const std::map<std::string, Tensor> inputs = {{"x", random_tensor({4, 6}, DType::f32, 93)}};
+      if (last < 6) {
+        EXPECT_EQ(compare_tensors(ir::Interpreter().run(graph, inputs)[0], model.run(inputs)[0], 0, 0), "");
+      } else {
+        const std::string message = error_of([&] { model.run(inputs); });
+        EXPECT_NE(message.find("out of range"), std::string::npos) << message;
+      }
+    }
+  }
+}
+
 // The mean of no values is NaN in PyTorch (torch.var_mean(torch.empty(3, 0), 1) is (nan, nan));
 // the compiled Welford reduction said 0.
 TEST(CpuBackend, VarMeanOverNoElementsIsNaN) {
