@@ -417,17 +417,17 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
   for (int64_t k : kernel) columns_view.push_back(SymInt(k));
   if (!rows_first) columns_view.insert(columns_view.end(), in_spatial.begin(), in_spatial.end());
   Accessor columns_accessor = lowerer.whole(columns, columns_view);
-  // The sum over the taps of `taps` (per dim: each tap's kernel index and its input point), each
+  // The sum over the taps of `tap_points` (per dim: each tap's kernel index and its input point), each
   // load masked where its point is outside the input, plus the bias.
-  auto tap_sum = [&](const std::vector<std::vector<std::pair<int64_t, SymInt>>>& taps) {
+  auto tap_sum = [&](const std::vector<std::vector<std::pair<int64_t, SymInt>>>& tap_points) {
     std::vector<Expr> terms;
     std::vector<size_t> at(spatial, 0);
-    const bool none = std::any_of(taps.begin(), taps.end(), [](const auto& dim) { return dim.empty(); });
+    const bool none = std::any_of(tap_points.begin(), tap_points.end(), [](const auto& dim) { return dim.empty(); });
     while (!none) {
       std::vector<SymInt> taps_at, points;
       Expr mask;
       for (size_t d = 0; d < spatial; ++d) {
-        const auto& [k, point] = taps[d][at[d]];
+        const auto& [k, point] = tap_points[d][at[d]];
         taps_at.push_back(SymInt(k));
         points.push_back(point);
         Expr inside = index_within(point, in_spatial[d]);
@@ -440,7 +440,7 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
       if (!rows_first) index.insert(index.end(), points.begin(), points.end());
       terms.push_back(lowerer.load_masked(columns_accessor, index, mask, 0));
       size_t d = spatial;  // the next combination, the last dim fastest
-      while (d > 0 && ++at[d - 1] == taps[d - 1].size()) at[--d] = 0;
+      while (d > 0 && ++at[d - 1] == tap_points[d - 1].size()) at[--d] = 0;
       if (d == 0) break;
     }
     if (!call.is_none(2)) terms.push_back(cast(lowerer.load(lowerer.tensor(call, 2), {loop_var(1)}), meta.dtype));
@@ -449,10 +449,10 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
   };
   const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](int64_t stride) { return stride > 1; });
   if (!strided) {
-    std::vector<std::vector<std::pair<int64_t, SymInt>>> taps(spatial);
+    std::vector<std::vector<std::pair<int64_t, SymInt>>> tap_points(spatial);
     for (size_t d = 0; d < spatial; ++d)
-      for (int64_t k = 0; k < kernel[d]; ++k) taps[d].push_back({k, loop_var(2 + d) + SymInt(g.padding[d] - k * g.dilation[d])});
-    lowerer.define_pointwise(node, tap_sum(taps));
+      for (int64_t k = 0; k < kernel[d]; ++k) tap_points[d].push_back({k, loop_var(2 + d) + SymInt(g.padding[d] - k * g.dilation[d])});
+    lowerer.define_pointwise(node, tap_sum(tap_points));
     return true;
   }
   // With strides, phase by phase: output points o = q * stride + r of one phase r (per dim) are
@@ -475,17 +475,17 @@ bool lowered_as_transposed(Lowerer& lowerer, const ir::Node& node, const ir::OpC
       r[d] = rest % g.stride[d];
       rest /= g.stride[d];
     }
-    std::vector<std::vector<std::pair<int64_t, SymInt>>> taps(spatial);
+    std::vector<std::vector<std::pair<int64_t, SymInt>>> tap_points(spatial);
     std::string suffix;
     for (size_t d = 0; d < spatial; ++d) {
       suffix += "_" + std::to_string(r[d]);
       for (int64_t k = 0; k < kernel[d]; ++k) {
         const int64_t reach = r[d] + g.padding[d] - k * g.dilation[d];
         if (reach % g.stride[d] != 0) continue;
-        taps[d].push_back({k, loop_var(2 + d) + SymInt(reach / g.stride[d])});  // exact
+        tap_points[d].push_back({k, loop_var(2 + d) + SymInt(reach / g.stride[d])});  // exact
       }
     }
-    phases.push_back(lowerer.emit_pointwise(node.name() + "_phase" + suffix, meta.dtype, phase_shape, tap_sum(taps)));
+    phases.push_back(lowerer.emit_pointwise(node.name() + "_phase" + suffix, meta.dtype, phase_shape, tap_sum(tap_points)));
   }
   // Each output point from its phase's node, chosen by o % stride per dim.
   std::vector<SymInt> index = {loop_var(0), loop_var(1)};
