@@ -23,12 +23,36 @@ std::optional<int64_t> largest(const SymInt& extent, const LoopProgram& program)
   return std::nullopt;
 }
 
-// The loop variable an index value is, through a cast to a wide integer: nullopt otherwise.
-std::optional<std::string> loop_variable(const Expr& value) {
+// The loop variable an index value is, through casts to a wide integer: nullopt otherwise.
+std::optional<std::string> bare_loop_variable(const Expr& value) {
   const Expr* at = &value;
-  if ((*at)->kind == ExprKind::Cast && ((*at)->dtype == DType::i64 || (*at)->dtype == DType::i32)) at = &(*at)->args[0];
+  while ((*at)->kind == ExprKind::Cast && ((*at)->dtype == DType::i64 || (*at)->dtype == DType::i32)) at = &(*at)->args[0];
   if ((*at)->kind != ExprKind::IndexValue || !(*at)->index.is_symbol()) return std::nullopt;
   return (*at)->index.free_symbols().front();
+}
+
+// Whether `expr` is the integer constant 0 (through casts).
+bool is_zero(const Expr& expr) {
+  const Expr* at = &expr;
+  while ((*at)->kind == ExprKind::Cast) at = &(*at)->args[0];
+  return (*at)->kind == ExprKind::Constant && (*at)->int_value == 0 && !is_floating((*at)->dtype);
+}
+
+// The loop variable an index value is: bare, or as an export's normalization of a negative index,
+// where(v < 0, v + size, v), which for a loop variable (never negative) is v itself (a GPT's
+// position embedding read at arange(seq) through ONNX's Gather). nullopt otherwise.
+std::optional<std::string> loop_variable(const Expr& value) {
+  const Expr* at = &value;
+  while ((*at)->kind == ExprKind::Cast && ((*at)->dtype == DType::i64 || (*at)->dtype == DType::i32)) at = &(*at)->args[0];
+  if ((*at)->kind == ExprKind::Where) {
+    const Expr& condition = (*at)->args[0];
+    std::optional<std::string> kept = bare_loop_variable((*at)->args[2]);
+    if (kept && condition->kind == ExprKind::Binary && condition->op == LoopOp::lt &&
+        bare_loop_variable(condition->args[0]) == kept && is_zero(condition->args[1]))
+      return kept;
+    return std::nullopt;
+  }
+  return bare_loop_variable(*at);
 }
 
 Expr direct(const Expr& expr, const std::map<std::string, int64_t>& extents) {
@@ -54,10 +78,17 @@ Expr direct(const Expr& expr, const std::map<std::string, int64_t>& extents) {
 }  // namespace
 
 void read_loop_indices_directly(const LoopProgram& program, Kernel& kernel) {
-  if (kernel.kind == KernelKind::Extern) return;
   std::map<std::string, int64_t> extents;  // each loop variable's largest extent
-  for (size_t d = 0; d < kernel.outer.size(); ++d)
-    if (std::optional<int64_t> most = largest(kernel.outer[d], program)) extents[loop_var(d).to_string()] = *most;
+  // A library call's epilogue runs over the call's output: its dims are the loop variables there.
+  SymShape outer = kernel.outer;
+  if (kernel.kind == KernelKind::Extern) {
+    if (kernel.steps.empty() || kernel.extern_node < 0) return;
+    const ExternCall& call = program.nodes[size_t(kernel.extern_node)].extern_call;
+    if (call.kind == ExternKind::Fallback || call.outputs.empty()) return;
+    outer = call.outputs[0].shape;
+  }
+  for (size_t d = 0; d < outer.size(); ++d)
+    if (std::optional<int64_t> most = largest(outer[d], program)) extents[loop_var(d).to_string()] = *most;
   for (size_t d = 0; d < kernel.inner.size(); ++d)
     if (std::optional<int64_t> most = largest(kernel.inner[d], program)) extents[reduction_var(d).to_string()] = *most;
   for (KernelStep& step : kernel.steps) step.body = direct(step.body, extents);
