@@ -23,12 +23,18 @@ std::optional<int64_t> largest(const SymInt& extent, const LoopProgram& program)
   return std::nullopt;
 }
 
-// The loop variable an index value is, through casts to a wide integer: nullopt otherwise.
-std::optional<std::string> bare_loop_variable(const Expr& value) {
+// `value` without its casts to a wide integer.
+const Expr& without_wide_casts(const Expr& value) {
   const Expr* at = &value;
   while ((*at)->kind == ExprKind::Cast && ((*at)->dtype == DType::i64 || (*at)->dtype == DType::i32)) at = &(*at)->args[0];
-  if ((*at)->kind != ExprKind::IndexValue || !(*at)->index.is_symbol()) return std::nullopt;
-  return (*at)->index.free_symbols().front();
+  return *at;
+}
+
+// The loop variable an index value is, through casts to a wide integer: nullopt otherwise.
+std::optional<std::string> bare_loop_variable(const Expr& value) {
+  const Expr& at = without_wide_casts(value);
+  if (at->kind != ExprKind::IndexValue || !at->index.is_symbol()) return std::nullopt;
+  return at->index.free_symbols().front();
 }
 
 // Whether `expr` is the integer constant 0 (through casts).
@@ -42,17 +48,14 @@ bool is_zero(const Expr& expr) {
 // where(v < 0, v + size, v), which for a loop variable (never negative) is v itself (a GPT's
 // position embedding read at arange(seq) through ONNX's Gather). nullopt otherwise.
 std::optional<std::string> loop_variable(const Expr& value) {
-  const Expr* at = &value;
-  while ((*at)->kind == ExprKind::Cast && ((*at)->dtype == DType::i64 || (*at)->dtype == DType::i32)) at = &(*at)->args[0];
-  if ((*at)->kind == ExprKind::Where) {
-    const Expr& condition = (*at)->args[0];
-    std::optional<std::string> kept = bare_loop_variable((*at)->args[2]);
-    if (kept && condition->kind == ExprKind::Binary && condition->op == LoopOp::lt &&
-        bare_loop_variable(condition->args[0]) == kept && is_zero(condition->args[1]))
-      return kept;
-    return std::nullopt;
-  }
-  return bare_loop_variable(*at);
+  const Expr& at = without_wide_casts(value);
+  if (at->kind != ExprKind::Where) return bare_loop_variable(at);
+  const Expr& condition = at->args[0];
+  std::optional<std::string> kept = bare_loop_variable(at->args[2]);
+  if (kept && condition->kind == ExprKind::Binary && condition->op == LoopOp::lt &&
+      bare_loop_variable(condition->args[0]) == kept && is_zero(condition->args[1]))
+    return kept;
+  return std::nullopt;
 }
 
 Expr direct(const Expr& expr, const std::map<std::string, int64_t>& extents) {
