@@ -27,11 +27,19 @@
 // (as NaN), a few positions further than the direct convolution's window. KILN_WINOGRAD=0 in the
 // environment keeps every convolution direct; where oneDNN has no Winograd kernel for a shape
 // (no AVX-512) the convolution is direct. The copies to and from nChw16c are Kiln's own loops
-// (kiln_copy_blocked16), faster than oneDNN's reorder primitive. A dilated 3x3 convolution (DeepLab's,
+// (kiln_copy_blocked), faster than oneDNN's reorder primitive. A dilated 3x3 convolution (DeepLab's,
 // FCN's) runs as the Winograd of its phases where that suits (kiln_phase_geometry): those copies
 // split the image into them and join the output again. The Winograd kernels take no
 // activation post-op: a clamp (relu, relu6) is done by the copy back to nhwc, any other
 // activation runs as oneDNN's eltwise primitive on the convolution's output, in place.
+//
+// On a CPU without AVX-512 (oneDNN's effective ISA), where oneDNN has no Winograd and no brgemm
+// convolution, a direct convolution with a kernel of more than one point runs on nChw8c, the
+// layout its AVX2 kernels block by (kiln_blocked8_suits): 7-25% faster than on nhwc for ResNet's
+// 3x3 layers with their weights coming from memory, the larger gains at 14 x 14 and 7 x 7
+// (bench/README.md). Kiln's copies take the source there and the output back (an output that
+// accumulates a residual is copied in first, for oneDNN's sum post-op); the activation stays a
+// post-op.
 //
 // kiln_matmul runs one GEMM whose right operand is a parameter (ExternKind::Gemm with
 // CppEmitOptions::library_matmul): C [M, N] = A [M, K] @ B [K, N], A and B in the layouts
@@ -142,12 +150,16 @@ typedef struct KilnConvolutionEntry {
   dnnl_primitive_t reorder;  // plain weights -> the convolution's weights layout
   dnnl_memory_t src, weights, packed, bias, dst, scratchpad;
   dnnl_memory_t own_packed;  // the entry's own object for a call's reordered weights (not frozen)
-  // Where the convolution wants another source or destination layout than nhwc (Winograd):
-  // copies between the caller's nhwc memory and blocked buffers in the call's arena: Kiln's own
-  // loop for oneDNN's nChw16c (kiln_copy_blocked16; `*_blocked16`), else oneDNN's reorders.
+  // Where the convolution wants another source or destination layout than nhwc (Winograd's,
+  // nChw8c without AVX-512): copies between the caller's nhwc memory and blocked buffers in the
+  // call's arena: Kiln's own loop for oneDNN's nChw16c and nChw8c (kiln_copy_blocked; `*_block`,
+  // the width: 16 or 8, else 0), else oneDNN's reorders.
   dnnl_primitive_t src_reorder, dst_reorder;
-  int src_blocked16, dst_blocked16;
-  int dst_clip;  // the clamp (kKilnActivationClip) done by the nChw16c destination's copy
+  int src_block, dst_block;
+  int dst_clip;  // the clamp (kKilnActivationClip) done by the blocked destination's copy
+  // 1: the blocked destination starts as a copy of the caller's (the residual oneDNN's sum
+  // post-op adds to); its copy back then adds nothing.
+  int dst_prefill;
   dnnl_primitive_t activation;  // the activation as its own primitive, where it cannot be a post-op
   dnnl_memory_t blocked_src, blocked_dst;
   // The bytes of the scratchpad and the blocked buffers, which live in a KilnScratch for the
@@ -182,7 +194,7 @@ static dnnl_engine_t kiln_dnnl_engine(void) {
 }
 
 // Copies between nhwc [N, H, W, C] and oneDNN's nChw16c [N, ceil(C/16), H, W, 16] (the layout of
-// oneDNN's Winograd convolutions), toward the blocked side when `to_blocked` (the channels past C
+// oneDNN's Winograd convolutions) or nChw8c (its AVX2 kernels'), toward the blocked side when `to_blocked` (the channels past C
 // zero, as oneDNN's reorder pads them), else toward the plain side, adding the value already
 // there when `accumulate` (a residual), then clamping into [low, high] when `clip`. One block of
 // pixels per thread of OpenMP's team (GOMP_parallel: the team oneDNN's kernels run on). Measured
@@ -192,7 +204,7 @@ extern "C" void GOMP_parallel(void (*)(void*), void*, unsigned, unsigned);
 extern "C" int omp_get_thread_num(void);
 extern "C" int omp_get_num_threads(void);
 
-typedef struct KilnBlocked16Copy {
+typedef struct KilnBlockedCopy {
   const float* from;
   float* to;
   int64_t channels;
@@ -202,15 +214,15 @@ typedef struct KilnBlocked16Copy {
   int64_t rows;  // the rows walked: every blocked row when `to_blocked` (each is written), else every plain one
   int to_blocked, clip, accumulate;
   float low, high;
-} KilnBlocked16Copy;
+} KilnBlockedCopy;
 
 // `width` values of a blocked row into a plain one: plus the plain value (Accumulate), clamped
 // into [low, high] (Clip; a NaN stays NaN).
-template <bool Accumulate, bool Clip>
+template <int Block, bool Accumulate, bool Clip>
 static inline void kiln_copy_to_plain(const float* from, float* to, int width, float low, float high) {
-  if (width == 16) {
+  if (width == Block) {
 #pragma omp simd
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < Block; ++j) {
       const float v = Accumulate ? from[j] + to[j] : from[j];
       to[j] = Clip ? (v < low ? low : (v > high ? high : v)) : v;
     }
@@ -222,15 +234,16 @@ static inline void kiln_copy_to_plain(const float* from, float* to, int width, f
   }
 }
 
-// The offsets of one row of a KilnBlocked16Copy: `row` walks the blocked side's pixels when
+// The offsets of one row of a KilnBlockedCopy in blocks of `Block` channels: `row` walks the blocked side's pixels when
 // `to_blocked`, else the plain side's. Plain pixel (n, y, x) is pixel (y / phases_h, x / phases_w)
 // of blocked image (n phases_h + y % phases_h) phases_w + x % phases_w; `*plain` is -1 for a blocked
 // pixel past the plain image's edge (written as zeros).
-static inline void kiln_blocked16_row(const KilnBlocked16Copy* c, int64_t row, int64_t* plain, int64_t* blocked) {
-  const int64_t blocks = (c->channels + 15) / 16, blocked_pixels = c->blocked_h * c->blocked_w;
+template <int Block>
+static inline void kiln_blocked_row(const KilnBlockedCopy* c, int64_t row, int64_t* plain, int64_t* blocked) {
+  const int64_t blocks = (c->channels + Block - 1) / Block, blocked_pixels = c->blocked_h * c->blocked_w;
   if (c->phases_h == 1 && c->phases_w == 1) {  // the same image on both sides
     *plain = row * c->channels;
-    *blocked = ((row / blocked_pixels) * blocks * blocked_pixels + row % blocked_pixels) * 16;
+    *blocked = ((row / blocked_pixels) * blocks * blocked_pixels + row % blocked_pixels) * Block;
     return;
   }
   const int64_t phases = c->phases_h * c->phases_w;
@@ -239,62 +252,64 @@ static inline void kiln_blocked16_row(const KilnBlocked16Copy* c, int64_t row, i
     const int64_t y = pixel / c->blocked_w * c->phases_h + phase / c->phases_w;
     const int64_t x = pixel % c->blocked_w * c->phases_w + phase % c->phases_w;
     *plain = y < c->height && x < c->width ? (((image / phases) * c->height + y) * c->width + x) * c->channels : -1;
-    *blocked = (image * blocks * blocked_pixels + pixel) * 16;
+    *blocked = (image * blocks * blocked_pixels + pixel) * Block;
     return;
   }
   const int64_t pixels = c->height * c->width, n = row / pixels, y = row % pixels / c->width, x = row % c->width;
   const int64_t image = (n * c->phases_h + y % c->phases_h) * c->phases_w + x % c->phases_w;
   *plain = row * c->channels;
-  *blocked = (image * blocks * blocked_pixels + (y / c->phases_h) * c->blocked_w + x / c->phases_w) * 16;
+  *blocked = (image * blocks * blocked_pixels + (y / c->phases_h) * c->blocked_w + x / c->phases_w) * Block;
 }
 
-static void kiln_copy_blocked16_part(void* data) {
-  const KilnBlocked16Copy* c = (const KilnBlocked16Copy*)data;
+template <int Block>
+static void kiln_copy_blocked_part(void* data) {
+  const KilnBlockedCopy* c = (const KilnBlockedCopy*)data;
   const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
   const int64_t q = c->rows / threads, r = c->rows % threads;
   const int64_t begin = t * q + (t < r ? t : r), end = begin + q + (t < r ? 1 : 0);
-  const int64_t blocks = (c->channels + 15) / 16, block_stride = c->blocked_h * c->blocked_w * 16;
+  const int64_t blocks = (c->channels + Block - 1) / Block, block_stride = c->blocked_h * c->blocked_w * Block;
   const float low = c->low, high = c->high;
   for (int64_t row = begin; row < end; ++row) {
     int64_t plain, blocked;
-    kiln_blocked16_row(c, row, &plain, &blocked);
+    kiln_blocked_row<Block>(c, row, &plain, &blocked);
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t width = c->channels - b * 16 < 16 ? c->channels - b * 16 : 16;
+      const int64_t width = c->channels - b * Block < Block ? c->channels - b * Block : Block;
       if (c->to_blocked) {
         float* to = c->to + blocked + b * block_stride;
         if (plain < 0) {
-          for (int j = 0; j < 16; ++j) to[j] = 0.0f;
+          for (int j = 0; j < Block; ++j) to[j] = 0.0f;
           continue;
         }
-        const float* from = c->from + plain + b * 16;
-        if (width == 16) {
+        const float* from = c->from + plain + b * Block;
+        if (width == Block) {
 #pragma omp simd
-          for (int j = 0; j < 16; ++j) to[j] = from[j];
+          for (int j = 0; j < Block; ++j) to[j] = from[j];
         } else {
-          for (int j = 0; j < 16; ++j) to[j] = j < width ? from[j] : 0.0f;
+          for (int j = 0; j < Block; ++j) to[j] = j < width ? from[j] : 0.0f;
         }
       } else {
         const float* from = c->from + blocked + b * block_stride;
-        float* to = c->to + plain + b * 16;
+        float* to = c->to + plain + b * Block;
         const int w = int(width);
-        if (c->accumulate && c->clip) kiln_copy_to_plain<true, true>(from, to, w, low, high);
-        else if (c->accumulate) kiln_copy_to_plain<true, false>(from, to, w, low, high);
-        else if (c->clip) kiln_copy_to_plain<false, true>(from, to, w, low, high);
-        else kiln_copy_to_plain<false, false>(from, to, w, low, high);
+        if (c->accumulate && c->clip) kiln_copy_to_plain<Block, true, true>(from, to, w, low, high);
+        else if (c->accumulate) kiln_copy_to_plain<Block, true, false>(from, to, w, low, high);
+        else if (c->clip) kiln_copy_to_plain<Block, false, true>(from, to, w, low, high);
+        else kiln_copy_to_plain<Block, false, false>(from, to, w, low, high);
       }
     }
   }
 }
 
-// `from` nhwc [batch, height, width, channels] and `to` nChw16c when `to_blocked`, else the other
-// way; the blocked side is [batch phases_h phases_w, ceil(channels / 16), blocked_h, blocked_w, 16].
-static void kiln_copy_blocked16(const float* from, float* to, int64_t batch, int64_t channels, int64_t height,
-                                int64_t width, int64_t phases_h, int64_t phases_w, int64_t blocked_h, int64_t blocked_w,
-                                int to_blocked, int clip, float low, float high, int accumulate = 0) {
+// `from` nhwc [batch, height, width, channels] and `to` blocked by `block` (16 or 8) channels
+// when `to_blocked`, else the other way; the blocked side is [batch phases_h phases_w,
+// ceil(channels / block), blocked_h, blocked_w, block].
+static void kiln_copy_blocked(int block, const float* from, float* to, int64_t batch, int64_t channels, int64_t height,
+                              int64_t width, int64_t phases_h, int64_t phases_w, int64_t blocked_h, int64_t blocked_w,
+                              int to_blocked, int clip, float low, float high, int accumulate = 0) {
   const int64_t rows = to_blocked ? batch * phases_h * phases_w * blocked_h * blocked_w : batch * height * width;
-  KilnBlocked16Copy copy = {from,      to,   channels,   height, width, phases_h, phases_w, blocked_h,
-                            blocked_w, rows, to_blocked, clip,   accumulate, low,  high};
-  GOMP_parallel(kiln_copy_blocked16_part, &copy, 0, 0);
+  KilnBlockedCopy copy = {from,      to,   channels,   height, width, phases_h, phases_w, blocked_h,
+                          blocked_w, rows, to_blocked, clip,   accumulate, low,  high};
+  GOMP_parallel(block == 8 ? kiln_copy_blocked_part<8> : kiln_copy_blocked_part<16>, &copy, 0, 0);
 }
 
 static void* kiln_aligned_bytes(size_t bytes) {
@@ -518,8 +533,8 @@ static dnnl_status_t kiln_make_eltwise(dnnl_primitive_t* primitive, const dnnl_m
 
 // Where the convolution `pd` wants a source or destination layout other than nhwc: the blocked
 // buffers' memory objects and sizes (their memory is a KilnScratch's during a call), and how the
-// caller's nhwc source and destination get there: Kiln's own copy for nChw16c, else oneDNN's
-// reorder primitives.
+// caller's nhwc source and destination get there: Kiln's own copy for nChw16c and nChw8c, else
+// oneDNN's reorder primitives.
 static dnnl_status_t kiln_make_layout_reorders(KilnConvolutionEntry* e, const_dnnl_primitive_desc_t pd,
                                                const dnnl_memory_desc_t* src_md, const dnnl_memory_desc_t* dst_md,
                                                dnnl_engine_t engine) {
@@ -529,22 +544,23 @@ static dnnl_status_t kiln_make_layout_reorders(KilnConvolutionEntry* e, const_dn
     dnnl_memory_t* blocked;
     size_t* bytes;
     dnnl_primitive_t* reorder;
-    int* blocked16;
+    int* block;
     int to_plain;
-  } sides[] = {{dnnl_query_src_md, src_md, &e->blocked_src, &e->blocked_src_bytes, &e->src_reorder, &e->src_blocked16, 0},
-               {dnnl_query_dst_md, dst_md, &e->blocked_dst, &e->blocked_dst_bytes, &e->dst_reorder, &e->dst_blocked16, 1}};
+  } sides[] = {{dnnl_query_src_md, src_md, &e->blocked_src, &e->blocked_src_bytes, &e->src_reorder, &e->src_block, 0},
+               {dnnl_query_dst_md, dst_md, &e->blocked_dst, &e->blocked_dst_bytes, &e->dst_reorder, &e->dst_block, 1}};
   for (const Side& side : sides) {
     const dnnl_memory_desc_t* wanted = dnnl_primitive_desc_query_md(pd, side.query, 0);
     if (!wanted) return dnnl_runtime_error;
     if (dnnl_memory_desc_equal(wanted, side.plain)) continue;
     *side.bytes = kiln_round_up_64(dnnl_memory_desc_get_size(wanted));
     dnnl_status_t status = dnnl_memory_create(side.blocked, wanted, engine, DNNL_MEMORY_NONE);
-    dnnl_memory_desc_t blocked16;
+    dnnl_memory_desc_t blocked16, blocked8;
     if (status == dnnl_success)
       status = dnnl_memory_desc_init_by_tag(&blocked16, 4, side.plain->dims, dnnl_f32, dnnl_nChw16c);
+    if (status == dnnl_success) status = dnnl_memory_desc_init_by_tag(&blocked8, 4, side.plain->dims, dnnl_f32, dnnl_nChw8c);
     if (status != dnnl_success) return status;
-    if (dnnl_memory_desc_equal(wanted, &blocked16)) {
-      *side.blocked16 = 1;
+    if (dnnl_memory_desc_equal(wanted, &blocked16) || dnnl_memory_desc_equal(wanted, &blocked8)) {
+      *side.block = dnnl_memory_desc_equal(wanted, &blocked16) ? 16 : 8;
       continue;
     }
     dnnl_primitive_desc_t reorder_pd = nullptr;
@@ -556,6 +572,17 @@ static dnnl_status_t kiln_make_layout_reorders(KilnConvolutionEntry* e, const_dn
     if (status != dnnl_success) return status;
   }
   return dnnl_success;
+}
+
+// Whether the direct convolution `s` runs on nChw8c (see the top of this file): a 2-d one with a
+// kernel of more than one point (a 1x1 convolution is a GEMM, as fast on nhwc: 2048 -> 512 at
+// 7 x 7 736 us on nhwc, 798 on nChw8c), one group, and whole blocks of channels on both sides,
+// where oneDNN's kernels are its AVX2 ones.
+static int kiln_blocked8_suits(const KilnConvolutionShape* s) {
+  if (s->depth != 0 || s->groups != 1 || s->kernel_h * s->kernel_w < 2 || s->channels % 8 != 0 || s->out_channels % 8 != 0)
+    return 0;
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
 }
 
 // Makes the primitives and memory objects of `e` for `shape`, of the geometry `s` (`shape` itself,
@@ -659,14 +686,44 @@ static int kiln_make_entry_of(KilnConvolutionEntry* e, const KilnConvolutionShap
       winograd = 0;
     }
   }
+  // Direct on nChw8c where that suits (and oneDNN makes a kernel of its own for it, not a reference one).
+  int blocked8 = !winograd && kiln_blocked8_suits(s);
+  if (blocked8) {
+    dnnl_memory_desc_t src8_md, dst8_md;
+    dnnl_convolution_desc_t desc8;
+    const char* chosen = nullptr;
+    blocked8 = dnnl_memory_desc_init_by_tag(&src8_md, 4, src_dims, dnnl_f32, dnnl_nChw8c) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&dst8_md, 4, dst_dims, dnnl_f32, dnnl_nChw8c) == dnnl_success &&
+               dnnl_dilated_convolution_forward_desc_init(&desc8, dnnl_forward_inference, dnnl_convolution_direct,
+                                                          &src8_md, &weights_any_md, s->has_bias ? &bias_md : nullptr,
+                                                          &dst8_md, strides, dilates, padding, padding_r) == dnnl_success &&
+               dnnl_primitive_desc_create(&pd, &desc8, attr, engine, nullptr) == dnnl_success;
+    if (blocked8 && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &chosen) != dnnl_success || !chosen ||
+                     __builtin_strstr(chosen, "ref") != nullptr))
+      blocked8 = 0;
+    if (!blocked8 && pd) {
+      dnnl_primitive_desc_destroy(pd);
+      pd = nullptr;
+    }
+  }
   if (!pd) status = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
   dnnl_primitive_attr_destroy(attr);
   if (winograd_attr) dnnl_primitive_attr_destroy(winograd_attr);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution choice", status, error, capacity);
+  if (blocked8) {
+    status = kiln_make_layout_reorders(e, pd, &src_md, &dst_md, engine);
+    // A residual is added by oneDNN's sum post-op, so the blocked destination starts as it.
+    e->dst_prefill = s->accumulate && e->dst_block != 0;
+    if (status == dnnl_success && s->accumulate && !e->dst_prefill) status = dnnl_unimplemented;
+    if (status != dnnl_success) {
+      dnnl_primitive_desc_destroy(pd);
+      return kiln_dnnl_failure(name, "nChw8c setup", status, error, capacity);
+    }
+  }
   if (winograd) {
     status = kiln_make_layout_reorders(e, pd, &src_md, &dst_md, engine);
     // A clamp is done by Kiln's copy of an nChw16c destination to nhwc, as it writes each value.
-    e->dst_clip = e->dst_blocked16 && s->activation == kKilnActivationClip;
+    e->dst_clip = e->dst_block != 0 && s->activation == kKilnActivationClip;
     if (status == dnnl_success && s->activation != kKilnActivationNone && !e->dst_clip)
       status = kiln_make_eltwise(&e->activation, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &activation,
                                  engine);
@@ -715,7 +772,7 @@ static int kiln_make_entry(KilnConvolutionEntry* e, const KilnConvolutionShape* 
                            int64_t capacity) {
   KilnConvolutionShape phases;
   if (!s->winograd || !kiln_phase_geometry(s, &phases)) return kiln_make_entry_of(e, s, s, name, error, capacity);
-  if (kiln_make_entry_of(e, s, &phases, name, error, capacity) == 0 && e->src_blocked16 && e->dst_blocked16) return 0;
+  if (kiln_make_entry_of(e, s, &phases, name, error, capacity) == 0 && e->src_block == 16 && e->dst_block == 16) return 0;
   kiln_release_entry(e);
   KilnConvolutionShape direct = *s;
   direct.winograd = 0;
@@ -843,13 +900,18 @@ static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, con
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->weights}, {DNNL_ARG_TO, packed}};
     if (status == dnnl_success) status = dnnl_primitive_execute(e->reorder, stream, 2, reorder_args);
   }
-  if (status == dnnl_success && e->src_blocked16) {
+  if (status == dnnl_success && e->src_block) {
     const KilnConvolutionShape *s = &e->shape, *g = &e->geometry;
-    kiln_copy_blocked16(src, blocked_src, s->batch, s->channels, s->height, s->width, e->phases_h, e->phases_w,
-                        g->height, g->width, 1, 0, 0.0f, 0.0f);
+    kiln_copy_blocked(e->src_block, src, blocked_src, s->batch, s->channels, s->height, s->width, e->phases_h,
+                      e->phases_w, g->height, g->width, 1, 0, 0.0f, 0.0f);
   } else if (status == dnnl_success && e->src_reorder) {
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->src}, {DNNL_ARG_TO, m->blocked_src}};
     status = dnnl_primitive_execute(e->src_reorder, stream, 2, reorder_args);
+  }
+  if (status == dnnl_success && e->dst_prefill) {
+    const KilnConvolutionShape* s = &e->shape;
+    kiln_copy_blocked(e->dst_block, dst, blocked_dst, s->batch, s->out_channels, s->out_h, s->out_w, 1, 1, s->out_h,
+                      s->out_w, 1, 0, 0.0f, 0.0f);
   }
   if (status == dnnl_success) {
     dnnl_memory_t conv_src = e->blocked_src_bytes ? m->blocked_src : m->src;
@@ -865,13 +927,14 @@ static dnnl_status_t kiln_execute_convolution(const KilnConvolutionEntry* e, con
     dnnl_exec_arg_t eltwise_args[] = {{DNNL_ARG_SRC, out}, {DNNL_ARG_DST, out}};
     status = dnnl_primitive_execute(e->activation, stream, 2, eltwise_args);
   }
-  if (status == dnnl_success && e->dst_blocked16) {
+  if (status == dnnl_success && e->dst_block) {
     // oneDNN's kernels ran on the stream: wait before reading their output.
     status = dnnl_stream_wait(stream);
     const KilnConvolutionShape *s = &e->shape, *g = &e->geometry;
     if (status == dnnl_success)
-      kiln_copy_blocked16(blocked_dst, dst, s->batch, s->out_channels, s->out_h, s->out_w, e->phases_h, e->phases_w,
-                          g->out_h, g->out_w, 0, e->dst_clip, s->clip_low, s->clip_high, int(s->accumulate));
+      kiln_copy_blocked(e->dst_block, blocked_dst, dst, s->batch, s->out_channels, s->out_h, s->out_w, e->phases_h,
+                        e->phases_w, g->out_h, g->out_w, 0, e->dst_clip, s->clip_low, s->clip_high,
+                        int(s->accumulate) && !e->dst_prefill);
   } else if (status == dnnl_success && e->dst_reorder) {
     dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, m->blocked_dst}, {DNNL_ARG_TO, m->dst}};
     status = dnnl_primitive_execute(e->dst_reorder, stream, 2, reorder_args);
@@ -1494,7 +1557,7 @@ static void kiln_small_rows_part(void* data) {
     kiln_small_rows_panels<M>(call->shape, call->a, call->packed, call->bias, call->c, begin, end < panels ? end : panels);
 }
 
-// On OpenMP's team (GOMP_parallel, as kiln_copy_blocked16) when the caller asked for threads
+// On OpenMP's team (GOMP_parallel, as kiln_copy_blocked) when the caller asked for threads
 // (shape.threads: the generated code asks for one below its team threshold) and there are panels
 // for each, else on the calling thread.
 template <int M>
