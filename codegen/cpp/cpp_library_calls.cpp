@@ -470,12 +470,13 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
   if (library_matmul(node)) {
     // A right operand that may change between calls (no frozen parameters) goes to oneDNN only
     // where the GEMM is worth a team (kTeamMacs multiply-adds, known at run time): in smaller ones
-    // OpenBLAS, below, was faster (1 x 784 x 128: 5.0 against 8.9 us; bench/README.md).
+    // OpenBLAS, below, was faster (1 x 784 x 128: 5.0 against 8.9 us; bench/README.md), and not
+    // where oneDNN's kernel for it is slow (kiln_runtime_b_matmul_allowed, codegen/cpp/kiln_dnnl.h).
     // KILN_ONEDNN_MATMUL=0 keeps them all on OpenBLAS.
     const bool runtime_b = !options_.constant_parameters;
     if (runtime_b)
       w_.open("if (" + index_text(batch * c.shape[rank - 2]) + " * N * K >= " + std::to_string(kTeamMacs) +
-              " && kiln_runtime_b_matmul_allowed())");
+              " && kiln_runtime_b_matmul_allowed(ldb))");
     if (folds) {
       std::optional<SymInt> row_stride = batch_rank == 0 ? std::optional<SymInt>(a.strides[0]) : gemm_folded_row_stride(a, b);
       emit_library_matmul(kernel, a, c, batch * c.shape[rank - 2], *row_stride);
@@ -492,7 +493,7 @@ void CppSourcePrinter::emit_gemm(const Kernel& kernel, const LoopNode& node) {
       // else OpenBLAS below.
       const SymInt gemms = walk->two_level ? walk->run : batch;
       w_.open("if (" + index_text(gemms * c.shape[rank - 2]) + " * N * K >= " +
-              std::to_string(walk->two_level ? kRunMacs : kTeamMacs) + " && kiln_runtime_b_matmul_allowed())");
+              std::to_string(walk->two_level ? kRunMacs : kTeamMacs) + " && kiln_runtime_b_matmul_allowed(ldb))");
       emit_batched_runtime_matmul(kernel, a, b, c, batch, *walk);
       w_.line("return 0;");
       w_.close();

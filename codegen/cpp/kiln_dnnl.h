@@ -194,10 +194,11 @@ static dnnl_engine_t kiln_dnnl_engine(void) {
 }
 
 // Copies between nhwc [N, H, W, C] and oneDNN's nChw16c [N, ceil(C/16), H, W, 16] (the layout of
-// oneDNN's Winograd convolutions) or nChw8c (its AVX2 kernels'), toward the blocked side when `to_blocked` (the channels past C
-// zero, as oneDNN's reorder pads them), else toward the plain side, adding the value already
-// there when `accumulate` (a residual), then clamping into [low, high] when `clip`. One block of
-// pixels per thread of OpenMP's team (GOMP_parallel: the team oneDNN's kernels run on). Measured
+// oneDNN's Winograd convolutions) or nChw8c (its AVX2 kernels'), toward the blocked side when
+// `to_blocked` (the channels past C zero, as oneDNN's reorder pads them), else toward the plain
+// side, adding the value already there when `accumulate` (a residual), then clamping into
+// [low, high] when `clip`. One block of pixels per thread of OpenMP's team (GOMP_parallel: the
+// team oneDNN's kernels run on). Measured
 // against oneDNN's reorder primitive (jit:uni) on 64 x 56 x 56: 13 against 52 us (to nChw16c) and
 // 12 against 35 us (back), each alone with its data hot (bench/README.md).
 extern "C" void GOMP_parallel(void (*)(void*), void*, unsigned, unsigned);
@@ -234,8 +235,8 @@ static inline void kiln_copy_to_plain(const float* from, float* to, int width, f
   }
 }
 
-// The offsets of one row of a KilnBlockedCopy in blocks of `Block` channels: `row` walks the blocked side's pixels when
-// `to_blocked`, else the plain side's. Plain pixel (n, y, x) is pixel (y / phases_h, x / phases_w)
+// The offsets of one row of a KilnBlockedCopy in blocks of `Block` channels: `row` walks the
+// blocked side's pixels when `to_blocked`, else the plain side's. Plain pixel (n, y, x) is pixel (y / phases_h, x / phases_w)
 // of blocked image (n phases_h + y % phases_h) phases_w + x % phases_w; `*plain` is -1 for a blocked
 // pixel past the plain image's edge (written as zeros).
 template <int Block>
@@ -458,11 +459,29 @@ static int kiln_winograd_allowed(void) {
   return kiln_environment_allows("KILN_WINOGRAD", &allowed);
 }
 
-// KILN_ONEDNN_MATMUL=0 keeps the GEMMs whose right operand may change between calls (parameters
-// not frozen) on OpenBLAS, as before oneDNN ran them (read once per module).
-static int kiln_runtime_b_matmul_allowed(void) {
+// Whether oneDNN runs its AVX-512 kernels here (its effective ISA: the CPU's, or less where
+// ONEDNN_MAX_CPU_ISA holds it there). Without, its matmul is its gemm and its convolutions have
+// no Winograd.
+static int kiln_onednn_has_avx512(void) {
+  static int has = -1;
+  int value = __atomic_load_n(&has, __ATOMIC_RELAXED);
+  if (value < 0) {
+    value = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 1 : 0;
+    __atomic_store_n(&has, value, __ATOMIC_RELAXED);
+  }
+  return value;
+}
+
+// Whether a GEMM whose right operand may change between calls (parameters not frozen), B's rows
+// (or columns, transposed) `ldb` floats apart, goes to oneDNN's matmul, which reads B in place.
+// KILN_ONEDNN_MATMUL=0 keeps them all on OpenBLAS, as before oneDNN ran them (read once per
+// module). Without AVX-512 oneDNN's gemm runs a B whose rows are a multiple of 4 KiB apart at under
+// half its speed (kiln_padded_plain_md pads a frozen one); such a B stays on OpenBLAS (the suite's
+// GPT at batch 1 without frozen weights: 7.1-7.4 ms against 8.1-8.9, bench/README.md).
+static int kiln_runtime_b_matmul_allowed(int64_t ldb) {
   static int allowed = -1;
-  return kiln_environment_allows("KILN_ONEDNN_MATMUL", &allowed);
+  if (!kiln_environment_allows("KILN_ONEDNN_MATMUL", &allowed)) return 0;
+  return ldb % 1024 != 0 || kiln_onednn_has_avx512();
 }
 
 // Writes "<name>: oneDNN <what> failed (status <status>)" to error.
@@ -581,8 +600,7 @@ static dnnl_status_t kiln_make_layout_reorders(KilnConvolutionEntry* e, const_dn
 static int kiln_blocked8_suits(const KilnConvolutionShape* s) {
   if (s->depth != 0 || s->groups != 1 || s->kernel_h * s->kernel_w < 2 || s->channels % 8 != 0 || s->out_channels % 8 != 0)
     return 0;
-  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  return (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+  return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && !kiln_onednn_has_avx512();
 }
 
 // Makes the primitives and memory objects of `e` for `shape`, of the geometry `s` (`shape` itself,

@@ -415,11 +415,15 @@ TEST(CpuLibraryMatmul, AModuleOfDynamicGemmsIsDecidedAtSizeOne) {
 // does) gives the second call's results from the new values, on 1, 2 and 4 threads. The weight read
 // transposed (a linear layer's), read as it is, and a 260-row GEMM that splits into blocks of rows
 // on 4 threads (80 + 80 + 80 + 20: the last block's own primitive, since nothing is packed to
-// share); a 4-row GEMM (under the threshold) keeps OpenBLAS, at run time.
+// share); a 4-row GEMM (under the threshold) keeps OpenBLAS, at run time. A weight of 1024
+// columns goes to oneDNN only where it has AVX-512 (its gemm runs B rows 4 KiB apart slowly:
+// kiln_runtime_b_matmul_allowed), else to OpenBLAS; ctest runs this test with oneDNN held to AVX2
+// too (tests/CMakeLists.txt), so both ways are checked on any host.
 TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
   std::map<std::string, Tensor, std::less<>> parameters = {{"w", random_tensor({96, 512}, DType::f32, 21)},
                                                            {"v", random_tensor({512, 96}, DType::f32, 22)},
-                                                           {"bias", random_tensor({96}, DType::f32, 23)}};
+                                                           {"bias", random_tensor({96}, DType::f32, 23)},
+                                                           {"wide", random_tensor({512, 1024}, DType::f32, 24)}};
   std::map<std::string, Tensor, std::less<>> held = parameters;  // the same storage as the graph's
   ir::Graph graph = ir::parse_graph(
       "graph():\n"
@@ -428,18 +432,20 @@ TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
       "    %w : f32[96, 512] = get_attr[target=w]\n"
       "    %v : f32[512, 96] = get_attr[target=v]\n"
       "    %bias : f32[96] = get_attr[target=bias]\n"
+      "    %wide : f32[512, 1024] = get_attr[target=wide]\n"
       "    %linear : f32[s0, 96] = call_function[target=linear](args = (%x, %w, %bias), kwargs = {})\n"
       "    %act : f32[s0, 96] = call_function[target=relu](args = (%linear,), kwargs = {})\n"
       "    %plain : f32[s0, 96] = call_function[target=matmul](args = (%x, %v), kwargs = {})\n"
       "    %split : f32[260, 96] = call_function[target=matmul](args = (%tall, %v), kwargs = {})\n"
-      "    return (act, plain, split)\n",
+      "    %widened : f32[260, 1024] = call_function[target=matmul](args = (%tall, %wide), kwargs = {})\n"
+      "    return (act, plain, split, widened)\n",
       "changing.kiln", parameters);
   std::string source = dump_codegen_stage(graph, "cpp", CodegenStageOptions{});
   if (built_with_onednn()) {
     size_t sites = 0;
     for (size_t at = 0; (at = source.find("which may change between calls: oneDNN's matmul", at)) != std::string::npos; ++at)
       ++sites;
-    EXPECT_EQ(sites, 3u) << source;
+    EXPECT_EQ(sites, 4u) << source;
     EXPECT_NE(source.find("0, N, 0, 1, 1, 0, 0, 0, 0, 0};"), std::string::npos);  // B read in place, one GEMM
     EXPECT_NE(source.find("0, N, 0, 1, 1, 0, 0, 0, 1, 0};"), std::string::npos);  // and the linear's bias with it
   }
@@ -449,6 +455,7 @@ TEST(CpuLibraryMatmul, ParametersThatChangeBetweenCallsAreReadOnEveryCall) {
     if (step > 0) {  // new values in the same memory
       held.at("w").copy_from(random_tensor({96, 512}, DType::f32, uint64_t(30 + step)));
       held.at("v").copy_from(random_tensor({512, 96}, DType::f32, uint64_t(40 + step)));
+      held.at("wide").copy_from(random_tensor({512, 1024}, DType::f32, uint64_t(45 + step)));
     }
     for (int64_t rows : {64, 4}) {
       std::map<std::string, Tensor> inputs = {{"x", random_tensor({rows, 512}, DType::f32, uint64_t(50 + step))},
