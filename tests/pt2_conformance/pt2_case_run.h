@@ -10,11 +10,11 @@
 // where one ulp of a logit moves an output by 1e-5, each lands about as far from float64 as the
 // tolerance, on different sides); where eager misses it, no farther from it than eager is at
 // its farthest (the tolerances where they are wider): a float32 evaluation of an ill-conditioned
-// sample misses float64 whatever its order, and its order is the CPU's (AVX2 rounds attention's
-// rows in 8 lanes, AVX-512 in 16; PyTorch's own reference tests judge precision against float64
-// the same way). A case passes when both match. The cases of one OpInfo entry are compiled together as one merged graph
-// (graph_merge.h); a case whose merged result fails is compiled and run again alone, and that
-// result is the one reported.
+// sample misses float64 whatever its order, and the order depends on the CPU (the libraries'
+// kernels and the vector width differ between AVX2 and AVX-512 hosts); PyTorch's own reference
+// tests judge precision against float64 the same way. A case passes when both match. The cases of
+// one OpInfo entry are compiled together as one merged graph (graph_merge.h); a case whose merged
+// result fails is compiled and run again alone, and that result is the one reported.
 #pragma once
 
 #include <string>
