@@ -729,10 +729,10 @@ static int kiln_make_entry_of(KilnConvolutionEntry* e, const KilnConvolutionShap
   if (winograd_attr) dnnl_primitive_attr_destroy(winograd_attr);
   if (status != dnnl_success) return kiln_dnnl_failure(name, "convolution choice", status, error, capacity);
   if (blocked8) {
+    // Both sides are nChw8c, which Kiln's copies take (src_block and dst_block 8). A residual is
+    // added by oneDNN's sum post-op, so the blocked destination starts as it.
     status = kiln_make_layout_reorders(e, pd, &src_md, &dst_md, engine);
-    // A residual is added by oneDNN's sum post-op, so the blocked destination starts as it.
-    e->dst_prefill = s->accumulate && e->dst_block != 0;
-    if (status == dnnl_success && s->accumulate && !e->dst_prefill) status = dnnl_unimplemented;
+    e->dst_prefill = int(s->accumulate);
     if (status != dnnl_success) {
       dnnl_primitive_desc_destroy(pd);
       return kiln_dnnl_failure(name, "nChw8c setup", status, error, capacity);
