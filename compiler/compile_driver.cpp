@@ -11,6 +11,7 @@
 
 #include "codegen/loop_printer.h"
 #include "codegen/lowering.h"
+#include "codegen/package/package_sources.h"
 #include "compiler/backend_common.h"
 #include "compiler/package_writer.h"
 #include "compiler/target_registry.h"
@@ -336,6 +337,9 @@ std::string default_package_name(const std::string& model_path) {
   for (char c : stem) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (name.empty()) return "model";
   if (std::isdigit(static_cast<unsigned char>(name[0]))) name = "m_" + name;
+  if (name[0] == '_') name = "m" + name;
+  while (name.find("__") != std::string::npos) name.replace(name.find("__"), 2, "_");
+  if (codegen::is_reserved_package_name(name)) name += "_model";
   return name;
 }
 

@@ -57,7 +57,8 @@ struct PackageResult {
 };
 
 // The default package name for a model file: its stem, made a C identifier ("resnet-18.onnx"
-// -> "resnet_18"; a leading digit gets "m_").
+// -> "resnet_18"; a leading digit gets "m_", a C++ keyword or other reserved name "_model":
+// "static.pt2" -> "static_model").
 std::string default_package_name(const std::string& model_path);
 
 // Compiles `graph` (with `options`: target, freeze, fuse) into a package. Throws kiln::Error for

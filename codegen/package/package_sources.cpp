@@ -312,15 +312,37 @@ std::string compiled_abi_text() {
   return std::string(prelude.substr(begin, end - begin));
 }
 
+bool is_reserved_package_name(const std::string& name) {
+  // C++20's keywords and alternative tokens, C's keywords and the macros of its standard headers
+  // that a package's sources include (the name becomes a namespace, a class prefix and a macro
+  // prefix), and the names the package itself uses.
+  static const std::set<std::string> reserved = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "co_await", "co_return", "co_yield", "compl", "concept",
+      "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "decltype", "default", "delete", "do",
+      "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend",
+      "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+      "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires",
+      "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
+      "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+      "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "restrict", "final",
+      "override", "import", "module", "NULL", "EOF", "errno", "stdin", "stdout", "stderr", "assert", "offsetof",
+      "kiln", "Kiln", "main", "std"};
+  // Identifiers that start with '_' and a capital or hold "__" belong to the implementation.
+  bool implementation = name.find("__") != std::string::npos ||
+                        (name.size() > 1 && name[0] == '_' && std::isupper(static_cast<unsigned char>(name[1])));
+  return implementation || reserved.count(name) != 0;
+}
+
 void check_package_name(const std::string& name) {
   bool identifier = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
   for (char c : name) identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   if (!identifier)
     fail("package name '", name, "' is not a C identifier (letters, digits and '_', not starting with a digit); ",
          "every symbol of the package starts with it (pass --name)");
-  static const std::set<std::string> reserved = {"kiln", "main", "std", "Kiln", "int", "float", "double", "char", "void",
-                                                 "class", "struct", "namespace", "new", "delete", "template"};
-  if (reserved.count(name) != 0) fail("package name '", name, "' is reserved (pass another --name)");
+  if (is_reserved_package_name(name))
+    fail("package name '", name, "' is a C or C++ keyword or a name the package's sources reserve; every symbol of ",
+         "the package starts with it (pass another --name)");
   if (name.size() > 64) fail("package name '", name, "' is longer than 64 characters (pass a shorter --name)");
 }
 

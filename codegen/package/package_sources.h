@@ -88,6 +88,10 @@ struct PackageSpec {
 // them: what NAME.cpp and a CUDA package's host code pass the kernels' entry points.
 std::string compiled_abi_text();
 
+// Whether `name`, a C identifier, cannot name a package: a C or C++ keyword, a standard macro the
+// package's sources see, an identifier reserved to the implementation, or one the package uses.
+bool is_reserved_package_name(const std::string& name);
+
 // Throws kiln::Error when `name` is not a C identifier (or is one the package reserves).
 void check_package_name(const std::string& name);
 
