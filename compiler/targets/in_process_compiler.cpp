@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -43,11 +44,27 @@ std::vector<fs::path> plugin_candidates() {
   return candidates;
 }
 
+// The plugin as the compile cache keys it: its bytes, not its path or time, so that every build
+// of the same plugin (a clean clone elsewhere, a relink of the same objects: each CI run) finds
+// the modules its predecessors built. The plugin links Debian's Clang and LLVM libraries, named
+// by their version in the identity beside this. Hashed once per process and file state.
 std::string file_identity(const fs::path& file) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> hashed;  // path, size and time -> identity
   std::error_code error;
   uintmax_t size = fs::file_size(file, error);
   auto modified = fs::last_write_time(file, error).time_since_epoch().count();
-  return file.string() + " " + std::to_string(size) + " bytes, modified " + std::to_string(modified);
+  std::string state = file.string() + " " + std::to_string(size) + " " + std::to_string(modified);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = hashed.find(state);
+  if (found != hashed.end()) return found->second;
+  std::string identity;
+  try {
+    identity = file.filename().string() + " xxh64 " + checksum_hex(checksum_file(file));
+  } catch (const Error&) {
+    identity = state;  // unreadable: a build that loads it fails and says so
+  }
+  return hashed.emplace(state, identity).first->second;
 }
 
 std::string read_head(const std::string& text, size_t max_lines) {

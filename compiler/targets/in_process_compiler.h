@@ -77,8 +77,9 @@ const InProcessCompiler* in_process_compiler();
 // plugin file found. Where that plugin then cannot be loaded, the system compiler builds the
 // entry stored under the key (logged on the `cache` channel).
 bool in_process_compiler_chosen();
-// What builds generated code, for cache keys: the plugin file's identity (path, size,
-// modification time) when in_process_compiler_chosen(), else the system compiler's (cxx_identity).
+// What builds generated code, for cache keys: the plugin file's identity (its name and a checksum
+// of its bytes, so that the same plugin anywhere finds the same entries) when
+// in_process_compiler_chosen(), else the system compiler's (cxx_identity).
 std::string generated_code_compiler();
 
 // The compile cache key of the precompiled header of `fixed_text` built with `flags` by `compiler`

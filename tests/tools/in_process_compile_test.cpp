@@ -15,6 +15,7 @@
 
 #include "cli_runner.h"
 #include "sample_models.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {
@@ -94,6 +95,28 @@ TEST_F(InProcessCompile, TheCacheKeyNamesTheCompiler) {
   EXPECT_NE(key_of(in_process), "");
   EXPECT_NE(key_of(in_process), key_of(system));
   EXPECT_THAT(system.out, Not(HasSubstr("in-process compiler load")));
+}
+
+// The key names the plugin by its bytes, not by its path or time: a copy elsewhere (a clean clone's
+// build, as CI's each run) finds the entries of the one built here; a plugin of other bytes does not.
+TEST_F(InProcessCompile, TheCacheKeyNamesThePluginByItsBytes) {
+  if (!plugin_built()) GTEST_SKIP() << "Kiln was built without Clang's libraries";
+  const fs::path built = test_paths::program("kiln_clang");
+  ASSERT_TRUE(fs::is_regular_file(built)) << built;
+  const fs::path copy = dir_ / "copy" / "libkiln-clang.so", changed = dir_ / "changed" / "libkiln-clang.so";
+  fs::create_directories(copy.parent_path());
+  fs::create_directories(changed.parent_path());
+  fs::copy_file(built, copy);
+  fs::copy_file(built, changed);
+  std::ofstream(changed, std::ios::app | std::ios::binary) << "kiln";  // past the ELF's end: it still loads
+  CliResult original = kiln("compile --no-cache " + mlp(), "KILN_CLANG_PLUGIN=" + built.string());
+  CliResult copied = kiln("compile --no-cache " + mlp(), "KILN_CLANG_PLUGIN=" + copy.string());
+  CliResult other = kiln("compile --no-cache " + mlp(), "KILN_CLANG_PLUGIN=" + changed.string());
+  for (const CliResult* result : {&original, &copied, &other}) ASSERT_EQ(result->status, 0) << result->err;
+  EXPECT_NE(key_of(original), "");
+  EXPECT_EQ(key_of(copied), key_of(original));
+  EXPECT_NE(key_of(other), key_of(original));
+  EXPECT_THAT(other.out, HasSubstr("in-process compiler load"));
 }
 
 // A damaged precompiled prelude in the cache is found by the cache's checksums and made again,
