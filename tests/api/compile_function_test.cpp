@@ -21,6 +21,7 @@
 #include "kiln/trace.h"
 #include "ir/interpreter.h"
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

@@ -12,6 +12,7 @@
 #include "kiln/compile.h"
 #include "kiln/trace.h"
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

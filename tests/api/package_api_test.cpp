@@ -14,6 +14,7 @@
 #include "compiler/model_files.h"
 #include "compiler/package_writer.h"
 #include "kiln/kiln.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 

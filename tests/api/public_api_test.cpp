@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kiln/kiln.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 

@@ -12,6 +12,7 @@
 #include "ir/op_registry.h"
 #include "passes/derivatives/derivatives.h"
 #include "passes/graph_queries.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

@@ -17,6 +17,7 @@
 #include "ir/printer.h"
 #include "passes/autodiff.h"
 #include "passes/pass_manager.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

@@ -16,6 +16,7 @@
 #include "ir/model_file.h"
 #include "passes/pass_manager.h"
 #include "tests/codegen/lowering_test_support.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::codegen {
 namespace {

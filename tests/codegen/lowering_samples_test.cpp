@@ -9,6 +9,7 @@
 #include "passes/pass_manager.h"
 #include "kiln/npy.h"
 #include "tests/codegen/lowering_test_support.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::codegen::testing {
 namespace {

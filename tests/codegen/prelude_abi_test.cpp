@@ -17,6 +17,7 @@ namespace generated {
 
 #include "codegen/cpp/prelude.h"
 #include "runtime/compiled_abi.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "codegen/cpp/prelude.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {
@@ -195,7 +196,7 @@ int main() {
   std::string source = write("accuracy.cpp", program);
   std::string binary = path("accuracy");
   CommandResult build = run(compiler() + " -std=gnu++17 -O3 -march=native -fno-math-errno -fopenmp-simd "
-                                         "-DKILN_PRELUDE_TEST_SIMD -I" KILN_SOURCE_DIR " " + source + " -o " + binary);
+                                         "-DKILN_PRELUDE_TEST_SIMD -I" + KILN_SOURCE_DIR + " " + source + " -o " + binary);
   ASSERT_EQ(build.status, 0) << build.output;
   CommandResult sweep = run(binary);
   ASSERT_EQ(sweep.status, 0) << sweep.output;

@@ -18,6 +18,7 @@
 #include "ir/parser.h"
 #include "passes/pass_manager.h"
 #include "tests/codegen/schedule_test_support.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::codegen {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "compiler/compile_driver.h"
 #include "ir/parser.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

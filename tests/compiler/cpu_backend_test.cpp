@@ -24,6 +24,7 @@
 #include "kiln/npy.h"
 #include "tests/support/differential.h"
 #include "tests/support/op_coverage_cases.h"
+#include "tests/support/test_paths.h"
 
 // GCC 12 reports -Wmaybe-uninitialized inside std::variant for braced Argument lists (a known
 // false positive of its inliner, like the -Wrestrict one the build turns off).

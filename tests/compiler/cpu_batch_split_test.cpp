@@ -18,6 +18,7 @@
 #include "runtime/cpu/cpu_artifact.h"
 #include "tests/support/batch_models.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

@@ -22,6 +22,7 @@
 #include "kiln/npy.h"
 #include "runtime/cpu_features.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

@@ -21,6 +21,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

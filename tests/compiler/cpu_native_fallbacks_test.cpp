@@ -16,6 +16,7 @@
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

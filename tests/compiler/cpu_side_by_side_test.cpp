@@ -8,6 +8,7 @@
 #include "compiler/target_registry.h"
 #include "ir/interpreter.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

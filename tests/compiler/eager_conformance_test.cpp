@@ -20,6 +20,7 @@
 #include "kiln/npy.h"
 #include "tests/compiler/eager_test_support.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

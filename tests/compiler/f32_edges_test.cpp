@@ -15,6 +15,7 @@
 #include "ir/printer.h"
 #include "tests/support/differential.h"
 #include "tests/support/f32_edge_cases.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

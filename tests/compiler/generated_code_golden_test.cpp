@@ -19,6 +19,7 @@
 #include "compiler/backend_common.h"
 #include "ir/model_file.h"
 #include "tests/support/golden.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

@@ -14,6 +14,7 @@
 #include "compiler/targets/cpu_toolchain.h"
 #include "compiler/targets/link_stubs.h"
 #include "runtime/compile_cache.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

@@ -16,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/npy.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "runtime/vm/virtual_machine.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

@@ -18,6 +18,7 @@
 #include "tests/support/differential.h"
 #include "tests/support/op_coverage_cases.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/test_paths.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 

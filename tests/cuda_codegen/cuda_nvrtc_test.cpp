@@ -15,6 +15,7 @@
 #include "tests/cuda_codegen/emulated_model.h"
 #include "tests/support/op_coverage_cases.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::codegen::cuda {
 namespace {

@@ -41,6 +41,7 @@
 #include "kiln/error.h"
 #include "runtime/shared_library.h"
 #include "kiln/tensor.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::codegen::cuda::testing {
 

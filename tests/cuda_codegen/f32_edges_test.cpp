@@ -12,6 +12,7 @@
 #include "tests/cuda_codegen/emulated_model.h"
 #include "tests/support/differential.h"
 #include "tests/support/f32_edge_cases.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::codegen::cuda {
 namespace {

@@ -16,6 +16,7 @@
 #include "kiln/npy.h"
 #include "tests/cuda_codegen/emulated_model.h"
 #include "tests/support/differential.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::codegen::cuda {
 namespace {

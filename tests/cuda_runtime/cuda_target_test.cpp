@@ -21,6 +21,7 @@
 #include "runtime/cuda/cuda_driver.h"
 #include "kiln/error.h"
 #include "runtime/philox.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

@@ -21,6 +21,7 @@
 #include "runtime/cuda/cuda_artifact.h"
 #include "runtime/cuda/library_search.h"
 #include "runtime/cuda/nvrtc.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
 namespace {

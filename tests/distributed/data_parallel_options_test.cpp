@@ -12,6 +12,7 @@
 #include "compiler/training/training_access.h"
 #include "kiln/distributed.h"
 #include "kiln/kiln.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::distributed_test {
 namespace {

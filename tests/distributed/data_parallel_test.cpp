@@ -21,6 +21,7 @@
 #include <string>
 
 #include "tests/distributed/mpi_job.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::distributed_test {
 namespace {

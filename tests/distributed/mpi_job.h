@@ -26,6 +26,8 @@
 #include <string>
 #include <system_error>
 
+#include "tests/support/test_paths.h"
+
 namespace kiln::distributed_test {
 
 struct JobResult {

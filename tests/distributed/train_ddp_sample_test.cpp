@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/distributed/mpi_job.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::distributed_test {
 namespace {

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "tests/support/test_paths.h"
+
 namespace kiln::frontends::testing {
 
 // The folder, or nullopt when the set-up step has not finished writing it.

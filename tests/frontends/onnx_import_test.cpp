@@ -15,6 +15,7 @@
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "tests/frontends/onnx_test_support.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::frontends::testing {
 namespace {

@@ -19,6 +19,7 @@
 #include "ir/graph.h"
 #include "kiln/npy.h"
 #include "kiln/tensor.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::frontends::testing {
 

@@ -20,6 +20,7 @@
 
 #include "kiln/npy.h"
 #include "kiln/tensor.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::frontends::testing {
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tests/fuzz/fuzz_target.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::fuzz {
 namespace {

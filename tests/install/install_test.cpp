@@ -18,6 +18,7 @@
 #include <string>
 
 #include "kiln/npy.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -48,7 +49,7 @@ class InstallTest : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
     prefix_ = root_ / "prefix";
-    install_status_ = shell(std::string(KILN_CMAKE_COMMAND) + " --install " + quoted(KILN_BINARY_DIR) + " --prefix " +
+    install_status_ = shell(std::string(KILN_CMAKE_COMMAND) + " --install " + quoted(fs::path(KILN_BINARY_DIR)) + " --prefix " +
                                 quoted(prefix_),
                             install_output_);
   }

@@ -10,6 +10,7 @@
 #include "ir/interpreter.h"
 #include "ir/kernels/erfinv.h"
 #include "kiln/safetensors.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::ir {
 namespace {

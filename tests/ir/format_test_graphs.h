@@ -18,6 +18,7 @@
 #include "ir/graph.h"
 #include "kiln/error.h"
 #include "tests/support/golden.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::ir::format_test {
 

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "tests/support/include_cycles.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

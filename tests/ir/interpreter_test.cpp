@@ -10,6 +10,7 @@
 
 #include "ir/model_file.h"
 #include "tests/ir/reference_test_support.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::ir {
 namespace {

@@ -16,6 +16,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "kiln/npy.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::ir {
 namespace {

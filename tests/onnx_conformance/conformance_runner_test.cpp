@@ -10,6 +10,7 @@
 #include "kiln/error.h"
 #include "tests/onnx_conformance/conformance_report.h"
 #include "tests/onnx_conformance/onnx_tolerance.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::conformance {
 namespace {

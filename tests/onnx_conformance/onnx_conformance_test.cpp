@@ -17,6 +17,7 @@
 #include "runtime/atomic_file.h"
 #include "tests/onnx_conformance/conformance_report.h"
 #include "tests/support/shared_compile_cache.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::conformance {
 namespace {

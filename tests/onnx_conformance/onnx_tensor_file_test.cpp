@@ -8,6 +8,7 @@
 #include "frontends/onnx/onnx_tensor.h"
 #include "runtime/atomic_file.h"
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::frontends {
 namespace {

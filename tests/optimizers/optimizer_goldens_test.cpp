@@ -11,6 +11,7 @@
 #include "compiler/training/fused_optimizer.h"
 #include "kiln/safetensors.h"
 #include "tests/optimizers/optimizer_test_support.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::training {
 namespace {

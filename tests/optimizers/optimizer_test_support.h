@@ -11,6 +11,7 @@
 
 #include "compiler/training/fused_optimizer.h"
 #include "kiln/tensor.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::training::testing {
 

@@ -28,6 +28,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/support/test_paths.h"
 #include "tests/tools/cli_runner.h"
 #include "tests/packages/package_cli_test.h"
 #include "codegen/cuda/cuda_emitter.h"

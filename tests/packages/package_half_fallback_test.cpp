@@ -13,6 +13,7 @@
 
 #include "runtime/cpu_features.h"
 #include "tests/packages/package_cli_test.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

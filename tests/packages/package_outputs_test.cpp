@@ -23,6 +23,7 @@
 #include "kiln/safetensors.h"
 #include "runtime/package_manifest.h"
 #include "tests/packages/package_cli_test.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

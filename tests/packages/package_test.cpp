@@ -23,6 +23,9 @@
 #include <string>
 
 #include "codegen/package/package_fallbacks.h"
+#include "codegen/package/package_sources.h"
+#include "compiler/package_writer.h"
+#include "tests/support/test_paths.h"
 #include "tests/tools/cli_runner.h"
 #include "tests/packages/package_cli_test.h"
 #include "runtime/cpu_features.h"
@@ -225,6 +228,25 @@ TEST(PackageFallbacks, AnOpWithoutADriverIsRefusedByName) {
     EXPECT_THAT(error.what(), HasSubstr("cumsum, cumprod, cummax, cummin, logcumsumexp, scatter, index_put, topk, det, "
                                         "convolution, matmul, grid_sample, roi_align and deform_conv2d only"));
   }
+}
+
+// The default name is the model file's stem made a C identifier that no C or C++ keyword,
+// standard macro or implementation-reserved spelling claims, since it names the package's
+// namespace, classes and macros; each default passes the check an explicit --name gets.
+TEST(PackageNames, TheDefaultNameIsAnIdentifierNoKeywordClaims) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"models/resnet-18.onnx", "resnet_18"}, {"static.pt2", "static_model"}, {"dir/class.kiln", "class_model"},
+      {"7up.onnx", "m_7up"},                  {"_Model.pt2", "m_Model"},      {"a__b.onnx", "a_b"},
+      {"NULL.onnx", "NULL_model"},            {"my model.onnx", "my_model"},             {"net.v2.onnx", "net_v2"}};
+  for (const auto& [path, expected] : cases) {
+    std::string name = compiler::default_package_name(path);
+    EXPECT_EQ(name, expected) << path;
+    EXPECT_NO_THROW(codegen::check_package_name(name)) << path;
+  }
+  for (const std::string reserved : {"static", "and", "co_await", "errno", "_Bool", "x__y", "std"})
+    EXPECT_TRUE(codegen::is_reserved_package_name(reserved)) << reserved;
+  for (const std::string allowed : {"resnet", "static_model", "_x", "Static", "mlp2"})
+    EXPECT_FALSE(codegen::is_reserved_package_name(allowed)) << allowed;
 }
 
 // A CPU lacking every instruction set of the package, through the test hook
@@ -529,6 +551,7 @@ TEST_F(PackageCli, BadPackageRequestsAreUserErrors) {
   std::string mlp = cli_test::sample_model("mlp");
   expect_user_error(kiln("compile " + mlp + " -o " + (dir_ / "a").string() + " --name 9lives"), "package name '9lives' is not a C identifier");
   expect_user_error(kiln("compile " + mlp + " -o " + (dir_ / "b").string() + " --name my-model"), "package name 'my-model' is not a C identifier");
+  expect_user_error(kiln("compile " + mlp + " -o " + (dir_ / "c").string() + " --name static"), "package name 'static' is a C or C++ keyword");
   expect_user_error(kiln("compile " + mlp + " --name mlp"), "--name applies only to packages");
   expect_user_error(kiln("compile " + mlp + " --isa all"), "--isa all applies only to packages");
   expect_user_error(kiln("compile " + mlp + " --embed-weights"), "--embed-weights applies only to packages");

@@ -19,6 +19,7 @@
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "tests/partition/partition_check.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::passes {
 namespace {

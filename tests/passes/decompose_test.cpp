@@ -29,6 +29,7 @@
 #include "kiln/error.h"
 #include "kiln/npy.h"
 #include "runtime/philox.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::passes {
 namespace {

@@ -22,6 +22,7 @@
 #include "kiln/error.h"
 #include "kiln/npy.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::passes {
 namespace {

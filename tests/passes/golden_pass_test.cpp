@@ -30,6 +30,7 @@
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::passes {
 namespace {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/include_cycles.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

@@ -14,6 +14,7 @@
 #include "frontends/pt2/pt2_importer.h"
 #include "tests/pt2_conformance/pt2_report.h"
 #include "tests/support/shared_compile_cache.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::pt2_conformance {
 namespace {

@@ -22,6 +22,7 @@
 #include "kiln/npy.h"
 #include "tests/pt2_conformance/pt2_test_data.h"
 #include "tests/support/shared_compile_cache.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::pt2_conformance {
 namespace {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::pt2_conformance {
 

@@ -21,6 +21,7 @@
 #include "runtime/compiled_abi.h"
 #include "runtime/cpu_features.h"
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 #include "kiln/safetensors.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::test_support {
 

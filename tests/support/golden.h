@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/test_paths.h"
+
 namespace kiln::test_support {
 
 // Whether KILN_UPDATE_GOLDENS is set to a value other than "" or "0".
@@ -29,9 +31,7 @@ inline std::string read_golden_file(const std::filesystem::path& path) {
 
 // Compares `actual` with the file at `path` (absolute, or relative to the source tree).
 inline void expect_matches_golden(const std::string& actual, std::filesystem::path path) {
-#ifdef KILN_SOURCE_DIR
   if (path.is_relative()) path = std::filesystem::path(KILN_SOURCE_DIR) / path;
-#endif
   bool missing = !std::filesystem::exists(path);
   if (updating_goldens() || missing) {
     std::filesystem::create_directories(path.parent_path());

@@ -17,6 +17,7 @@
 
 #include "kiln/compile.h"
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

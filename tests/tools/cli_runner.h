@@ -19,6 +19,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/test_paths.h"
+
 namespace kiln::cli_test {
 
 // What one run of `kiln` did.

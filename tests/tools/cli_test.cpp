@@ -14,6 +14,7 @@
 #include "kiln/npy.h"
 #include "kiln/tensor.h"
 #include "sample_models.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

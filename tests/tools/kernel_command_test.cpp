@@ -24,6 +24,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "kiln/tensor.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

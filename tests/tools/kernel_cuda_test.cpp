@@ -16,6 +16,7 @@
 #include "runtime/cuda/library_search.h"
 #include "runtime/cuda/nvrtc.h"
 #include "kiln/error.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

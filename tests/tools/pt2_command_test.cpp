@@ -2,6 +2,7 @@
 // user's PyTorch source, run on the archive's sample inputs (--sample-inputs) through the
 // interpreter and the CPU backend, compile, compile --train of a program with a loss output,
 // and the errors a user can cause with them (exit 1, one line).
+#include "tests/support/test_paths.h"
 #include "tests/tools/cli_runner.h"
 
 namespace kiln::cli_test {

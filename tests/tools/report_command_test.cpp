@@ -20,6 +20,7 @@
 #include "cli_runner.h"
 #include "sample_models.h"
 #include "tests/support/golden.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln {
 namespace {

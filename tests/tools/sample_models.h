@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::cli_test {
 

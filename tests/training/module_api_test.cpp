@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kiln/kiln.h"
+#include "tests/support/test_paths.h"
 #include "tests/training/training_test_support.h"
 
 namespace kiln::training_test {

@@ -13,6 +13,7 @@
 #include "compiler/compile_driver.h"
 #include "kiln/safetensors.h"
 #include "kiln/tensor.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::training_test {
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_paths.h"
+
 namespace {
 
 struct RunResult {

@@ -21,6 +21,7 @@
 #include "kiln/npy.h"
 #include "passes/autodiff.h"
 #include "passes/pass_manager.h"
+#include "tests/support/test_paths.h"
 
 namespace kiln::training_step_test {
 
