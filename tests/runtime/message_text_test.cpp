@@ -1,5 +1,6 @@
-// runtime/message_text.h: quoted input escaped onto one printable line and cut to a length, and
-// kiln::Error applying it to every message. Expected strings are written out by hand.
+// runtime/message_text.h: quoted input escaped onto one printable line and cut to a length,
+// kiln::Error applying it to every message, and KILN_CHECK's internal errors naming their source.
+// Expected strings are written out by hand.
 #include "runtime/message_text.h"
 
 #include <gtest/gtest.h>
@@ -34,6 +35,21 @@ TEST(MessageText, ExcerptsAreCutBetweenCharacters) {
 TEST(MessageText, EveryErrorIsOneLine) {
   EXPECT_STREQ(Error("bad input 'a\nb'").what(), "bad input 'a\\nb'");
   EXPECT_STREQ(InternalError("x\x02").what(), "x\\x02");
+}
+
+// KILN_CHECK's message names a library source as the source tree does, though the source was
+// compiled from its unity batch, which includes it by a path relative to the batch.
+TEST(MessageText, AnInternalErrorNamesTheSourceByItsPathInTheTree) {
+  auto message = [](const char* file) {
+    try {
+      detail::internal_failure(file, 12, "x > 0", "x is -1");
+    } catch (const InternalError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("kiln_ir_unity/../../../ir/graph.cpp"), "internal error at ir/graph.cpp:12: check 'x > 0' failed: x is -1");
+  EXPECT_EQ(message("ir/graph.h"), "internal error at ir/graph.h:12: check 'x > 0' failed: x is -1");
 }
 
 }  // namespace
