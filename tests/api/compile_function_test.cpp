@@ -21,6 +21,7 @@
 #include "kiln/trace.h"
 #include "ir/interpreter.h"
 #include "kiln/error.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln {
@@ -30,7 +31,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 FunctionCompileOptions test_options(FunctionCompileOptions options = {}) {
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kiln/kiln.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace {
@@ -23,7 +24,7 @@ const std::string kMlp = std::string(KILN_SOURCE_DIR) + "/samples/models/mlp.kil
 
 kiln::CompileOptions test_options() {
   kiln::CompileOptions options;
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = kiln::test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

@@ -9,6 +9,7 @@
 
 #include "compiler/compile_driver.h"
 #include "ir/parser.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -16,7 +17,7 @@ namespace {
 
 CompileOptions test_options() {
   CompileOptions options;
-  options.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

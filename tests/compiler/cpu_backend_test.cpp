@@ -24,6 +24,7 @@
 #include "kiln/npy.h"
 #include "tests/support/differential.h"
 #include "tests/support/op_coverage_cases.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 // GCC 12 reports -Wmaybe-uninitialized inside std::variant for braced Argument lists (a known
@@ -46,7 +47,7 @@ using test_support::random_tensor;
 // One cache for the whole suite (the cache is safe under the parallel test processes).
 CompileOptions test_options() {
   CompileOptions options;
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

@@ -18,6 +18,7 @@
 #include "runtime/cpu/cpu_artifact.h"
 #include "tests/support/batch_models.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -78,7 +79,7 @@ ir::Graph token_model() {
 
 CompileOptions options(int chunks, bool freeze) {
   CompileOptions o;
-  o.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  o.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   o.freeze = freeze;
   o.batch_chunks = chunks;
   return o;

@@ -22,6 +22,7 @@
 #include "kiln/npy.h"
 #include "runtime/cpu_features.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -32,7 +33,7 @@ using test_support::compare_tensors;
 
 CompileOptions options(bool freeze) {
   CompileOptions o;
-  o.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  o.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   o.freeze = freeze;
   return o;
 }

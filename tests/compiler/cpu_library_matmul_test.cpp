@@ -21,6 +21,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -88,7 +89,7 @@ size_t occurrences(const std::string& text, const std::string& what) {
 
 CompileOptions options(bool freeze) {
   CompileOptions o;
-  o.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  o.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   o.freeze = freeze;
   return o;
 }

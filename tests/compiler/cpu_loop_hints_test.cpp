@@ -18,6 +18,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -31,7 +32,7 @@ using ::testing::Not;
 
 CompileOptions options() {
   CompileOptions o;
-  o.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  o.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return o;
 }
 

@@ -16,6 +16,7 @@
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -31,7 +32,7 @@ using test_support::random_tensor;
 
 CompileOptions test_options() {
   CompileOptions options;
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

@@ -8,6 +8,7 @@
 #include "compiler/target_registry.h"
 #include "ir/interpreter.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -77,7 +78,7 @@ TEST(CpuSideBySide, TheDirectionsOfABidirectionalRecurrenceRunAsTwoLanesAndMatch
     const bool on_team = frozen && built_with_onednn();
     EXPECT_NE(source.find(on_team ? "kiln_team_for(2, lanes)" : "kiln_parallel_for(2, lanes)"), std::string::npos);
     CompileOptions options;
-    options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+    options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
     options.freeze = frozen;
     CompiledModel model = compile(graph, options);
     for (uint64_t seed : {1u, 2u}) {

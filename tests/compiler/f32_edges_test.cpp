@@ -15,6 +15,7 @@
 #include "ir/printer.h"
 #include "tests/support/differential.h"
 #include "tests/support/f32_edge_cases.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -45,7 +46,7 @@ void expect_outputs(const F32EdgeCase& c, const std::vector<Tensor>& actual, con
 
 CompileOptions test_options() {
   CompileOptions options;
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

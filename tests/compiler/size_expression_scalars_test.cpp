@@ -10,6 +10,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -28,7 +29,7 @@ TEST(SizeExpressionScalars, EveryTargetEvaluatesThemFromTheInputSizes) {
       "    return (clamped, above, counted)\n",
       "sizes.kiln");
   CompileOptions options;
-  options.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache");
   CompiledModel model = compile(graph, options);
   for (int64_t rows : {2, 5}) {
     std::map<std::string, Tensor> inputs = {{"x", test_support::random_tensor({rows, 3}, DType::f32, 1)},

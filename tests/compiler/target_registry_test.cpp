@@ -16,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/npy.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -93,7 +94,7 @@ TEST(TargetRegistry, EveryRunnableTargetMatchesTheInterpreter) {
       SCOPED_TRACE(std::string(name) + " on " + target);
       CompileOptions options;
       options.target = target;
-      options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+      options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
       std::unique_ptr<Executable> executable = prepare(graph, options);
       EXPECT_EQ(executable->compile_result() != nullptr, std::string(target) == "cpu");
       std::map<std::string, Tensor> copy;
@@ -108,7 +109,7 @@ TEST(TargetRegistry, EveryRunnableTargetMatchesTheInterpreter) {
 
 TEST(CompileDriver, StagesAreTimedInOrder) {
   CompileOptions options;
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   std::vector<std::string> stages;
   options.on_stage = [&](const std::string& stage, double milliseconds) {
     stages.push_back(stage);

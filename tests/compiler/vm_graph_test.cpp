@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "runtime/vm/virtual_machine.h"
 #include "tests/support/differential.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::compiler {
@@ -28,7 +29,7 @@ std::shared_ptr<Executable> compiled_layer() {
   ir::Node* y = graph.create_call("relu", {graph.create_call("add", {graph.create_call("matmul", {x, w}), 1.0})});
   graph.create_output({y});
   CompileOptions options;
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return std::make_shared<CompiledModel>(compile(graph, options));
 }
 

@@ -12,6 +12,7 @@
 #include "compiler/training/training_access.h"
 #include "kiln/distributed.h"
 #include "kiln/kiln.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::distributed_test {
@@ -42,7 +43,7 @@ Var loss_of(const Var& logits, const Var& labels) { return F::cross_entropy(logi
 // A compile cache for the suite under the build tree.
 TrainingOptions cached() {
   TrainingOptions options;
-  options.compile.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.compile.cache_dir = test_support::shared_compile_cache(std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

@@ -19,6 +19,7 @@
 #include "ir/graph.h"
 #include "kiln/npy.h"
 #include "kiln/tensor.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::frontends::testing {
@@ -100,7 +101,7 @@ inline void expect_outputs_match(const std::vector<Tensor>& expected, const std:
 // One compile cache for the suite.
 inline CompileOptions onnx_test_compile_options() {
   CompileOptions options;
-  options.cache_dir = fs::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(fs::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

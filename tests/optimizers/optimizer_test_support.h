@@ -11,13 +11,14 @@
 
 #include "compiler/training/fused_optimizer.h"
 #include "kiln/tensor.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::training::testing {
 
 inline FusedOptimizerOptions test_optimizer_options() {
   FusedOptimizerOptions options;
-  options.compile.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.compile.cache_dir = test_support::shared_compile_cache(std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

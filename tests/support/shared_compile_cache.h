@@ -1,12 +1,16 @@
-// The compile cache that the conformance and model suites (label conformance: ONNX's node
-// tests, PyTorch's OpInfo samples, the exported models) share across runs, build folders and
-// clean clones: thousands of small generated programs, each compiled once per change of its code,
-// as ccache compiles Kiln's own objects once. A cache entry is keyed by everything that decides
-// its binary (Kiln's version and ABI, the ISA, the compiler's resolved file and flags, the
-// generated source: compiler/targets/cpu_target.cpp), so a hit is the module a compile would
-// build now; the suites check the numbers it computes either way, and the compile step itself is
-// tested without a cache by the cpu target's own tests. Entries beyond CompileCache's size bound
-// ($KILN_CACHE_MAX_BYTES, else 1 GiB) are evicted least recently used first.
+// The compile cache that the test suites share across runs, build folders and clean clones: the
+// conformance and model suites (label conformance: ONNX's node tests, PyTorch's OpInfo samples,
+// the exported models) and the suites that compile small graphs by the hundred (the CPU backend,
+// the API, training, the optimizers): thousands of small generated programs, each compiled once
+// per change of its code, as ccache compiles Kiln's own objects once. CI builds a fresh clone
+// each run; a cache in its build folder started empty every time. A cache entry is keyed by
+// everything that decides its binary (Kiln's version and ABI, the ISA, the compiler (the
+// in-process one by its bytes) and flags, the generated source: compiler/targets/cpu_target.cpp),
+// so a hit is the module a compile would build now; the suites check the numbers it computes
+// either way, and the compile step itself, hits, misses and damaged entries are tested in private
+// caches (cpu_backend_test.cpp's CpuBackendCache, the cpu target's own tests). Entries beyond
+// CompileCache's size bound ($KILN_CACHE_MAX_BYTES, else 1 GiB) are evicted least recently used
+// first.
 //
 // Where: $KILN_TEST_COMPILE_CACHE, else compile-cache/ in the test data cache that
 // scripts/make-pt2-test-data fills ($KILN_TEST_DATA_CACHE, else $XDG_CACHE_HOME/kiln-test-data,

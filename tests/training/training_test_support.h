@@ -13,6 +13,7 @@
 #include "compiler/compile_driver.h"
 #include "kiln/safetensors.h"
 #include "kiln/tensor.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::training_test {
@@ -46,7 +47,7 @@ inline std::string mismatch(const Tensor& expected, const Tensor& actual, double
 
 inline CompileOptions compile_options() {
   CompileOptions options;
-  options.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.cache_dir = test_support::shared_compile_cache(std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 

@@ -21,6 +21,7 @@
 #include "kiln/npy.h"
 #include "passes/autodiff.h"
 #include "passes/pass_manager.h"
+#include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
 namespace kiln::training_step_test {
@@ -151,7 +152,7 @@ inline double relative_difference(const Tensor& expected, const Tensor& actual) 
 // One compile cache for the suite (safe under concurrent processes), so reruns compile no C++.
 inline TrainingOptions test_options() {
   TrainingOptions options;
-  options.compile.cache_dir = std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache";
+  options.compile.cache_dir = test_support::shared_compile_cache(std::filesystem::path(KILN_BINARY_DIR) / "test-compile-cache");
   return options;
 }
 
