@@ -57,8 +57,8 @@
 // (bench/README.md). A batch of GEMMs with their own operands (attention's Q K^T and P V, whose
 // right operand is an activation: KilnMatmulShape::batch, batch strides) is one matmul over
 // [batch, M, K] @ [batch, K, N], B read in place. A KilnMatmulCache keeps the primitives of the
-// last few (M, thread count) as the convolutions' cache does. A GEMM of at most kKilnSmallRows
-// rows with a frozen B (a recurrent step, a decoder's token) is Kiln's own product instead
+// last few (M, thread count) as the convolutions' cache does. A GEMM of a few rows
+// (kiln_small_rows_limit) with a frozen B (a recurrent step, a decoder's token) is Kiln's own product instead
 // (kiln_small_rows_matmul): B packed once per weight for the whole module, streamed in panels of
 // 16 columns. kiln_matmul_rows runs such a GEMM
 // (or a batch of them sharing B) as blocks of rows on the caller's own threads (Kiln's pool), each
@@ -1413,22 +1413,27 @@ static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, con
 
 // ------------------------------------------------- GEMMs of few rows with a frozen B
 //
-// A GEMM of at most kKilnSmallRows rows (a recurrent layer's step, a decoder's token, a
-// classifier on one image) reads each of B's k * n weights for a handful of multiply-adds: it is
-// bound by how fast B streams from memory or cache. Through oneDNN's matmul, when its cache and
-// packed B were each kernel's own, an LSTM unrolled over 64 steps kept 64 packed copies of its
-// recurrent weight (1 MB each) and read each step's from memory: [1, 256] @ [256, 1024] took
-// ~30 us a step on 2 threads, where ONNX Runtime's whole step takes ~15 us. Here B is packed once
-// per weight for the module (kiln_panels_of: read-only once made, shared by every kernel) into
-// panels of 16 columns, [k][16] each, which a row's product walks contiguously, 16 outputs per
-// vector FMA, four panels at a time (four chains in flight), every row of A against each panel
-// while it is in registers; the panels split evenly between OpenMP's threads (static: each thread
-// reads the same panels every call, which stay in its core's cache). The bias and a residual
-// (shape.accumulate) are added as C is stored. Measured (2 threads, `kiln bench --freeze`,
-// bench/README.md): that LSTM (64 steps, batch 1) 2.1 -> 1.0 ms, ONNX Runtime 0.9 ms; a GRU of
-// 128 over 100 steps 1.29 -> 0.51 ms, ONNX Runtime 0.54 ms. At 5-8 rows it ran slower than
-// oneDNN's matmul (256 x 1024 at 8 rows: 34 against 27 us), which keeps them.
-static constexpr int64_t kKilnSmallRows = 4, kKilnPanel = 16, kKilnPanelsAtOnce = 4;
+// A GEMM of a few rows (a recurrent layer's step, a decoder's token, a classifier on one image)
+// reads each of B's k * n weights for a handful of multiply-adds: it is bound by how fast B
+// streams from memory or cache. Through oneDNN's matmul, when its cache and packed B were each
+// kernel's own, an LSTM unrolled over 64 steps kept 64 packed copies of its recurrent weight (1 MB
+// each) and read each step's from memory: [1, 256] @ [256, 1024] took ~30 us a step on 2 threads,
+// where ONNX Runtime's whole step takes ~15 us. Here B is packed once per weight for the module
+// (kiln_panels_of: read-only once made, shared by every kernel) into panels of 16 columns, [k][16]
+// each, which a row's product walks contiguously. The panels split evenly between OpenMP's threads
+// in groups of four (static: each thread reads the same panels every call, which stay in its
+// core's cache); within a group, the rows go in blocks of at most four, each block against as many
+// panels at once as the vector registers hold accumulators for (kiln_panels_at_once), every row of
+// the block against each panel row while it is in registers. The bias and a residual
+// (shape.accumulate) are added as C is stored.
+//
+// How many rows (kiln_small_rows_limit): where oneDNN has its AVX-512 kernels, at most 4; its
+// brgemm matmul ran 5-8 rows faster (256 x 1024 at 8 rows: 27 against 34 us). Without them, its
+// gemm kernel took 59-77 us for those 8 rows on 2 threads, and this product ~25-30: at most 8.
+// Measured (2 threads, `kiln bench --freeze`, bench/README.md): that LSTM (64 steps, batch 1) 2.1
+// -> 1.0 ms, ONNX Runtime 0.9 ms; a GRU of 128 over 100 steps 1.29 -> 0.51 ms, ONNX Runtime 0.54 ms.
+static constexpr int64_t kKilnSmallRows = 4, kKilnSmallRowsWithoutAvx512 = 8, kKilnPanel = 16, kKilnPanelsAtOnce = 4,
+                         kKilnRowBlock = 4;
 
 // A core's L2 in bytes (sysconf; 1 MB where the system does not say), read once: the generated
 // code runs a module's few-row products on the team from fewer multiply-adds where their weights
@@ -1439,10 +1444,6 @@ static inline int64_t kiln_l2_bytes() {
     return reported > 0 ? int64_t(reported) : int64_t(1) << 20;
   }();
   return bytes;
-}
-
-static bool kiln_small_rows_suit(const KilnMatmulShape* shape) {
-  return shape->m <= kKilnSmallRows && !shape->runtime_b && shape->batch <= 1 && shape->k > 0 && shape->n > 0;
 }
 
 // A frozen B packed into panels of 16 columns, each [k][16] (the columns past n zero), for every
@@ -1507,53 +1508,98 @@ static const KilnPanels* kiln_panels_of(const KilnMatmulShape* shape, const floa
   return p;
 }
 
-typedef float KilnV16 __attribute__((vector_size(64), aligned(64)));
+static inline int64_t kiln_small_rows_limit() {
+  return kiln_onednn_has_avx512() ? kKilnSmallRows : kKilnSmallRowsWithoutAvx512;
+}
+
+static bool kiln_small_rows_suit(const KilnMatmulShape* shape) {
+  return shape->m <= kiln_small_rows_limit() && !shape->runtime_b && shape->batch <= 1 && shape->k > 0 && shape->n > 0;
+}
+
+// A panel row is one AVX-512 vector (32 registers: four rows by four panels accumulate in 16), or
+// two AVX2 vectors (16 registers: 8 accumulators keep both FMA units busy through their latency,
+// 12 is the most that leaves room for the panel row and the broadcast; a block of three rows
+// against two panels spilled under Clang and ran slower than against one).
+#if defined(__AVX512F__)
+typedef float KilnPanelVec __attribute__((vector_size(64), aligned(64)));
+template <int R>
+static constexpr int kiln_panels_at_once() {
+  return 4;
+}
+#else
+typedef float KilnPanelVec __attribute__((vector_size(32), aligned(32)));
+template <int R>
+static constexpr int kiln_panels_at_once() {
+  return R == 1 ? 4 : R == 2 ? 2 : 1;
+}
+#endif
+static constexpr int kKilnPanelVecs = int(kKilnPanel * sizeof(float) / sizeof(KilnPanelVec));
 
 // Stores C's row m over panel `q` (its first `width` columns): the sums plus the bias, added to
 // the residual already there where shape.accumulate.
-static inline void kiln_small_rows_store(const KilnMatmulShape* shape, KilnV16 sums, int64_t m, int64_t q,
+static inline void kiln_small_rows_store(const KilnMatmulShape* shape, const KilnPanelVec* sums, int64_t m, int64_t q,
                                          const float* bias, float* c) {
+  float values[kKilnPanel];
+  __builtin_memcpy(values, sums, sizeof(values));
   const int64_t col0 = q * kKilnPanel, width = shape->n - col0 < kKilnPanel ? shape->n - col0 : kKilnPanel;
   float* out = c + m * shape->ldc + col0;
   for (int64_t j = 0; j < width; ++j) {
-    const float value = sums[j] + (bias ? bias[col0 + j] : 0.0f);
+    const float value = values[j] + (bias ? bias[col0 + j] : 0.0f);
     out[j] = shape->accumulate ? out[j] + value : value;
   }
 }
 
-// Panels [first, last) of C's M rows (see above): groups of kKilnPanelsAtOnce, M x 4 vector
-// accumulators in registers, then one panel at a time.
-template <int M>
-static void kiln_small_rows_panels(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
-                                   float* c, int64_t first, int64_t last) {
+// Rows [m0, m0 + R) of C over panels [q, q + P): R x P panel rows of accumulators.
+template <int R, int P>
+static inline void kiln_small_rows_block(const KilnMatmulShape* shape, const float* a, const float* packed,
+                                         const float* bias, float* c, int64_t m0, int64_t q) {
   const int64_t k = shape->k;
   const int64_t a_row = shape->trans_a == 111 ? shape->lda : 1, a_col = shape->trans_a == 111 ? 1 : shape->lda;
-  int64_t q = first;
-  for (; q + kKilnPanelsAtOnce <= last; q += kKilnPanelsAtOnce) {
-    const KilnV16* w = (const KilnV16*)(packed + q * k * kKilnPanel);
-    KilnV16 acc[M][kKilnPanelsAtOnce] = {};
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const KilnV16 w0 = w[kk], w1 = w[k + kk], w2 = w[2 * k + kk], w3 = w[3 * k + kk];
+  const float* rows = a + m0 * a_row;
+  const KilnPanelVec* w = (const KilnPanelVec*)(packed + q * k * kKilnPanel);
+  KilnPanelVec acc[R][P * kKilnPanelVecs] = {};
+  for (int64_t kk = 0; kk < k; ++kk) {
 #pragma GCC unroll 4
-      for (int m = 0; m < M; ++m) {
-        const float x = a[m * a_row + kk * a_col];
-        acc[m][0] += x * w0;
-        acc[m][1] += x * w1;
-        acc[m][2] += x * w2;
-        acc[m][3] += x * w3;
+    for (int p = 0; p < P; ++p) {
+      KilnPanelVec row[kKilnPanelVecs];
+#pragma GCC unroll 2
+      for (int v = 0; v < kKilnPanelVecs; ++v) row[v] = w[(p * k + kk) * kKilnPanelVecs + v];
+#pragma GCC unroll 4
+      for (int m = 0; m < R; ++m) {
+        const float x = rows[m * a_row + kk * a_col];
+#pragma GCC unroll 2
+        for (int v = 0; v < kKilnPanelVecs; ++v) acc[m][p * kKilnPanelVecs + v] += x * row[v];
       }
     }
-    for (int m = 0; m < M; ++m)
-      for (int i = 0; i < kKilnPanelsAtOnce; ++i) kiln_small_rows_store(shape, acc[m][i], m, q + i, bias, c);
   }
-  for (; q < last; ++q) {
-    const KilnV16* w = (const KilnV16*)(packed + q * k * kKilnPanel);
-    KilnV16 acc[M] = {};
-    for (int64_t kk = 0; kk < k; ++kk) {
-#pragma GCC unroll 4
-      for (int m = 0; m < M; ++m) acc[m] += a[m * a_row + kk * a_col] * w[kk];
+  for (int m = 0; m < R; ++m)
+    for (int p = 0; p < P; ++p) kiln_small_rows_store(shape, &acc[m][p * kKilnPanelVecs], m0 + m, q + p, bias, c);
+}
+
+// Rows [m0, m0 + R) over panels [first, last): as many at once as R allows, then one at a time.
+template <int R>
+static void kiln_small_rows_block_panels(const KilnMatmulShape* shape, const float* a, const float* packed,
+                                         const float* bias, float* c, int64_t m0, int64_t first, int64_t last) {
+  constexpr int P = kiln_panels_at_once<R>();
+  int64_t q = first;
+  for (; q + P <= last; q += P) kiln_small_rows_block<R, P>(shape, a, packed, bias, c, m0, q);
+  for (; q < last; ++q) kiln_small_rows_block<R, 1>(shape, a, packed, bias, c, m0, q);
+}
+
+// Panels [first, last) of C's rows (see above): groups of kKilnPanelsAtOnce, each read by every
+// block of rows while it is in cache.
+static void kiln_small_rows_panels(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
+                                   float* c, int64_t first, int64_t last) {
+  for (int64_t group = first; group < last; group += kKilnPanelsAtOnce) {
+    const int64_t end = group + kKilnPanelsAtOnce < last ? group + kKilnPanelsAtOnce : last;
+    for (int64_t m0 = 0; m0 < shape->m; m0 += kKilnRowBlock) {
+      switch (shape->m - m0 < kKilnRowBlock ? shape->m - m0 : kKilnRowBlock) {
+        case 1: kiln_small_rows_block_panels<1>(shape, a, packed, bias, c, m0, group, end); break;
+        case 2: kiln_small_rows_block_panels<2>(shape, a, packed, bias, c, m0, group, end); break;
+        case 3: kiln_small_rows_block_panels<3>(shape, a, packed, bias, c, m0, group, end); break;
+        default: kiln_small_rows_block_panels<4>(shape, a, packed, bias, c, m0, group, end); break;
+      }
     }
-    for (int m = 0; m < M; ++m) kiln_small_rows_store(shape, acc[m], m, q, bias, c);
   }
 }
 
@@ -1564,7 +1610,6 @@ typedef struct KilnSmallRowsCall {
 } KilnSmallRowsCall;
 
 // One thread's panels: whole groups, the same ones on every call.
-template <int M>
 static void kiln_small_rows_part(void* data) {
   const KilnSmallRowsCall* call = (const KilnSmallRowsCall*)data;
   const int64_t panels = (call->shape->n + kKilnPanel - 1) / kKilnPanel;
@@ -1572,22 +1617,21 @@ static void kiln_small_rows_part(void* data) {
   const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
   const int64_t begin = groups * t / count * kKilnPanelsAtOnce, end = groups * (t + 1) / count * kKilnPanelsAtOnce;
   if (begin < panels)
-    kiln_small_rows_panels<M>(call->shape, call->a, call->packed, call->bias, call->c, begin, end < panels ? end : panels);
+    kiln_small_rows_panels(call->shape, call->a, call->packed, call->bias, call->c, begin, end < panels ? end : panels);
 }
 
 // On OpenMP's team (GOMP_parallel, as kiln_copy_blocked) when the caller asked for threads
 // (shape.threads: the generated code asks for one below its team threshold) and there are panels
 // for each, else on the calling thread.
-template <int M>
 static void kiln_small_rows_run(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
                                 float* c) {
   const int64_t panels = (shape->n + kKilnPanel - 1) / kKilnPanel;
   KilnSmallRowsCall call = {shape, a, packed, bias, c};
   if (shape->threads <= 1 || panels < 2 * kKilnPanelsAtOnce) {
-    kiln_small_rows_panels<M>(shape, a, packed, bias, c, 0, panels);
+    kiln_small_rows_panels(shape, a, packed, bias, c, 0, panels);
     return;
   }
-  GOMP_parallel(kiln_small_rows_part<M>, &call, unsigned(shape->threads), 0);
+  GOMP_parallel(kiln_small_rows_part, &call, unsigned(shape->threads), 0);
 }
 
 // C = A @ B (+ bias) for a shape kiln_small_rows_suit takes; 0, or 1 with a message in `error`.
@@ -1599,12 +1643,7 @@ static int kiln_small_rows_matmul(const KilnMatmulShape* shape, const float* a, 
     kiln_message(error, capacity, parts, nullptr, 2);
     return 1;
   }
-  switch (shape->m) {
-    case 1: kiln_small_rows_run<1>(shape, a, p->data, bias, c); break;
-    case 2: kiln_small_rows_run<2>(shape, a, p->data, bias, c); break;
-    case 3: kiln_small_rows_run<3>(shape, a, p->data, bias, c); break;
-    default: kiln_small_rows_run<4>(shape, a, p->data, bias, c); break;
-  }
+  kiln_small_rows_run(shape, a, p->data, bias, c);
   return 0;
 }
 

@@ -3,14 +3,12 @@
 // im2col path the same way): the cnn sample compiled with and without frozen parameters, run
 // several times and at two batch sizes (each convolution keeps primitives per geometry, and
 // with frozen parameters its weights reordered once), against the interpreter and PyTorch.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <string_view>
 
@@ -22,6 +20,7 @@
 #include "kiln/npy.h"
 #include "runtime/cpu_features.h"
 #include "tests/support/differential.h"
+#include "tests/support/onednn_log.h"
 #include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
@@ -30,6 +29,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using test_support::compare_tensors;
+using test_support::onednn_has_avx512;
+using test_support::onednn_log_of;
 
 CompileOptions options(bool freeze) {
   CompileOptions o;
@@ -334,24 +335,6 @@ TEST(CpuConvolution, HardswishRunsAsAOneDnnPostOpAndKeepsNaN) {
   }
 }
 
-// What oneDNN's verbose log says it ran while `run` runs: one "exec" line per primitive, each
-// naming the convolution's algorithm. Empty where libdnnl cannot be found. The module links
-// libdnnl.so.2, so this process's copy of it is the one the module calls.
-std::string onednn_log_of(const std::function<void()>& run) {
-  void* library = dlopen("libdnnl.so.2", RTLD_NOW);
-  auto set_verbose = library ? reinterpret_cast<int (*)(int)>(dlsym(library, "dnnl_set_verbose")) : nullptr;
-  if (!set_verbose) {
-    run();
-    return "";
-  }
-  set_verbose(1);
-  testing::internal::CaptureStdout();
-  run();
-  std::string log = testing::internal::GetCapturedStdout();
-  set_verbose(0);
-  return log;
-}
-
 // Runs `model` on input x on `threads` threads, expects the interpreter's output (the first) and
 // returns oneDNN's log of the run (empty where it cannot be captured).
 std::string run_against_the_interpreter(CompiledModel& model, const ir::Graph& graph, const Tensor& x, int threads,
@@ -364,15 +347,8 @@ std::string run_against_the_interpreter(CompiledModel& model, const ir::Graph& g
   return onednn;
 }
 
-// Whether oneDNN runs its AVX-512 kernels here: the CPU has AVX-512 (F, BW, VL, DQ), as Kiln's
-// avx512 ISA needs, and ONEDNN_MAX_CPU_ISA does not hold oneDNN below it (tests/CMakeLists.txt
-// runs some of these tests so). Without them oneDNN has no f32 Winograd kernels (every
-// convolution is direct) and a direct one with a kernel of several points runs on nChw8c.
-bool onednn_has_avx512() {
-  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
-  return host_supports(Isa::avx512) && (!cap || std::string_view(cap).find("AVX512") != std::string_view::npos ||
-                                        std::string_view(cap) == "ALL");
-}
+// Without AVX-512 in oneDNN every convolution is direct (no f32 Winograd kernels), and a direct one
+// with a kernel of several points runs on nChw8c.
 bool winograd_available() { return onednn_has_avx512(); }
 
 size_t count_of(const std::string& text, const std::string& what) {

@@ -15,12 +15,14 @@
 
 #include <filesystem>
 #include <regex>
+#include <string_view>
 
 #include "compiler/compile_driver.h"
 #include "compiler/target_registry.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "tests/support/differential.h"
+#include "tests/support/onednn_log.h"
 #include "tests/support/shared_compile_cache.h"
 #include "tests/support/test_paths.h"
 
@@ -142,15 +144,20 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
   }
 }
 
-// GEMMs of at most 4 rows with a frozen right operand (a recurrent step, a decoder's token) run as
+// GEMMs of a few rows with a frozen right operand (a recurrent step, a decoder's token) run as
 // Kiln's own product over the weight packed in panels of 16 columns, one packed copy per weight
-// for the module (kiln_small_rows_matmul): a recurrence of two steps through one weight, a width
-// that leaves a partial panel (200 = 12 x 16 + 8), a bias; a weight read transposed whose product
-// is worth both threads (256 x 1040: its 65 panels split between them), a residual accumulated
-// into; against the interpreter on 1 and 2 threads, over repeated calls; 5, 8 and 9 rows
-// (oneDNN's matmul) the same way.
+// for the module (kiln_small_rows_matmul): at most 4 rows where oneDNN has its AVX-512 kernels,
+// at most 8 where it has not (oneDNN's log of the run shows no matmul then, and one past that);
+// a recurrence of two steps through one weight, a width that leaves a partial panel (200 = 12 x
+// 16 + 8), a bias; a weight read transposed whose product is worth both threads (256 x 1040: its
+// 65 panels split between them), a residual accumulated into; against the interpreter on 1 and
+// 2 threads, over repeated calls. Every row count from 1 to 9 (blocks of 4 rows and the rest; 9
+// is oneDNN's matmul everywhere). tests/CMakeLists.txt runs it again with oneDNN held to AVX2,
+// and with the module compiled for AVX2 too (its blocking differs).
 TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
-  for (int64_t rows : {1, 2, 3, 4, 5, 8, 9}) {
+  const char* isa = std::getenv("KILN_ISA");
+  if (isa && std::string_view(isa) == "avx2" && !host_supports(Isa::avx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  for (int64_t rows = 1; rows <= 9; ++rows) {
     std::map<std::string, Tensor, std::less<>> parameters = {
         {"w", random_tensor({200, 200}, DType::f32, 21, -0.1, 0.1)},
         {"w_t", random_tensor({1040, 256}, DType::f32, 22, -0.1, 0.1)},
@@ -187,12 +194,21 @@ TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
       EXPECT_EQ(occurrences(frozen, "multiplied = kiln_matmul("), 3u) << frozen;
     }
     CompiledModel model = compile(graph, options(true));
+    const int64_t kiln_rows = test_support::onednn_has_avx512() ? 4 : 8;
     for (int threads : {1, 2, 2, 1}) {
-      std::vector<Tensor> actual = model.run(inputs, threads);
+      std::vector<Tensor> actual;
+      const std::string log = test_support::onednn_log_of([&] { actual = model.run(inputs, threads); });
       ASSERT_EQ(actual.size(), 2u);
       for (size_t i = 0; i < 2; ++i)
         EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "")
             << "output " << i << ", " << rows << " rows, " << threads << " threads";
+      if (built_with_onednn() && !log.empty()) {
+        if (rows <= kiln_rows) {
+          EXPECT_EQ(occurrences(log, ",exec,cpu,matmul,"), 0u) << rows << " rows\n" << log;
+        } else {
+          EXPECT_GE(occurrences(log, ",exec,cpu,matmul,"), 3u) << rows << " rows\n" << log;
+        }
+      }
     }
   }
 }
@@ -201,8 +217,9 @@ TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
 // counted once, however many kernels read it) outgrow a core's L2, known where the module runs,
 // they run on OpenMP's team from 65536 multiply-adds instead of 262144, so that each core keeps
 // half of every weight in its own L2 (kFewRowsTeamMacs). Here a 256 x 256 weight read by two steps
-// and a 256 x 1024 one: 1310720 bytes. At 5 rows the products are oneDNN's matmul and keep the
-// one threshold, as does a module whose parameters may change. The interpreter's values on 1, 2
+// and a 256 x 1024 one: 1310720 bytes. At 5 rows the products keep the one threshold (oneDNN's
+// matmul, or, where oneDNN lacks AVX-512, Kiln's product of up to 8 rows), as does a module whose
+// parameters may change. The interpreter's values on 1, 2
 // and 4 threads.
 TEST(CpuLibraryMatmul, FewRowProductsWhoseWeightsOutgrowACoresL2RunOnTheTeamSooner) {
   for (int64_t rows : {1, 5}) {
