@@ -730,8 +730,9 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
     w_.line("*pc = " + buf(out.buffer) + " + (" + index_text(out.offset) + ");");
   });
   w_.open(blocks ? "else" : "");
-  // A frozen B and at most 4 rows: the few rows' kernel (kiln_small_rows_suit), worth a team
-  // earlier where the module's such products stream their weights (kFewRowsTeamMacs).
+  // A frozen B and at most 4 rows: Kiln's product over panels (kiln_panel_gemm_suits, which also
+  // takes more rows where oneDNN lacks AVX-512), worth a team earlier where the module's such
+  // products stream their weights (kFewRowsTeamMacs).
   const int64_t few_rows_bytes = few_rows_weight_bytes();
   const std::string few_rows = few_rows_bytes > 0 ? "rows <= 4 && " + std::to_string(few_rows_bytes) +
                                                         " > kiln_l2_bytes() ? " + std::to_string(kFewRowsTeamMacs) + " : "

@@ -57,10 +57,10 @@
 // (bench/README.md). A batch of GEMMs with their own operands (attention's Q K^T and P V, whose
 // right operand is an activation: KilnMatmulShape::batch, batch strides) is one matmul over
 // [batch, M, K] @ [batch, K, N], B read in place. A KilnMatmulCache keeps the primitives of the
-// last few (M, thread count) as the convolutions' cache does. A GEMM of a few rows
-// (kiln_small_rows_limit) with a frozen B (a recurrent step, a decoder's token) is Kiln's own product instead
-// (kiln_small_rows_matmul): B packed once per weight for the whole module, streamed in panels of
-// 16 columns. kiln_matmul_rows runs such a GEMM
+// last few (M, thread count) as the convolutions' cache does. A GEMM of at most 4 rows with a
+// frozen B (a recurrent step, a decoder's token), and where oneDNN lacks AVX-512 any frozen GEMM
+// that is one call, is Kiln's own product instead (kiln_panel_matmul): B packed once per weight
+// for the whole module, streamed in panels of 16 columns. kiln_matmul_rows runs such a GEMM
 // (or a batch of them sharing B) as blocks of rows on the caller's own threads (Kiln's pool), each
 // a one-thread matmul, so that no OpenMP team starts beside the pool.
 //
@@ -1411,7 +1411,7 @@ static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, con
   return status;
 }
 
-// ------------------------------------------------- GEMMs of few rows with a frozen B
+// ------------------------------------------------- Kiln's product over panels of a frozen B
 //
 // A GEMM of a few rows (a recurrent layer's step, a decoder's token, a classifier on one image)
 // reads each of B's k * n weights for a handful of multiply-adds: it is bound by how fast B
@@ -1420,20 +1420,25 @@ static dnnl_status_t kiln_execute_matmul(KilnMatmulEntry* e, const float* a, con
 // each) and read each step's from memory: [1, 256] @ [256, 1024] took ~30 us a step on 2 threads,
 // where ONNX Runtime's whole step takes ~15 us. Here B is packed once per weight for the module
 // (kiln_panels_of: read-only once made, shared by every kernel) into panels of 16 columns, [k][16]
-// each, which a row's product walks contiguously. The panels split evenly between OpenMP's threads
-// in groups of four (static: each thread reads the same panels every call, which stay in its
-// core's cache); within a group, the rows go in blocks of at most four, each block against as many
-// panels at once as the vector registers hold accumulators for (kiln_panels_at_once), every row of
-// the block against each panel row while it is in registers. The bias and a residual
-// (shape.accumulate) are added as C is stored.
+// each, which a row's product walks contiguously. A call's work is tiles of rows by groups of four
+// panels (kiln_panel_tile); within a tile, blocks of at most four rows, each block against as
+// many panels at once as the vector registers hold accumulators for (kiln_panels_at_once), every
+// row of the block against each panel row while it is in registers. The bias and a residual
+// (shape.accumulate) are added as C is stored. On OpenMP's team the groups split evenly between
+// the threads, and the rows too where there are too few groups for the threads
+// (kiln_panel_row_parts); the split is static, so each thread reads the same panels every call,
+// which stay in its core's cache.
 //
-// How many rows (kiln_small_rows_limit): where oneDNN has its AVX-512 kernels, at most 4; its
-// brgemm matmul ran 5-8 rows faster (256 x 1024 at 8 rows: 27 against 34 us). Without them, its
-// gemm kernel took 59-77 us for those 8 rows on 2 threads, and this product ~25-30: at most 8.
-// Measured (2 threads, `kiln bench --freeze`, bench/README.md): that LSTM (64 steps, batch 1) 2.1
-// -> 1.0 ms, ONNX Runtime 0.9 ms; a GRU of 128 over 100 steps 1.29 -> 0.51 ms, ONNX Runtime 0.54 ms.
-static constexpr int64_t kKilnSmallRows = 4, kKilnSmallRowsWithoutAvx512 = 8, kKilnPanel = 16, kKilnPanelsAtOnce = 4,
-                         kKilnRowBlock = 4;
+// Which GEMMs (kiln_panel_gemm_suits): where oneDNN has its AVX-512 kernels, those of at most 4
+// rows; its brgemm matmul ran more rows faster (256 x 1024 at 8 rows: 27 against 34 us). Without
+// them, every frozen GEMM that is one call (not a batch): one core runs this product as fast as
+// oneDNN's gemm kernel (92-99 GFLOP/s on Zen 3, 96-101% of the core's FMA peak, for 8 to 512 rows),
+// and that kernel allocates its packing buffers on every call, which glibc gave back and mapped
+// again each time in a model (an LSTM language model's 512 x 256 x 4000 head: ~700 page faults a
+// call). Measured (2 threads, `kiln bench --freeze`, bench/README.md): the LSTM of 64 steps at
+// batch 1 2.1 -> 1.0 ms, ONNX Runtime 0.9 ms; a GRU of 128 over 100 steps 1.29 -> 0.51 ms, ONNX
+// Runtime 0.54 ms.
+static constexpr int64_t kKilnSmallRows = 4, kKilnPanel = 16, kKilnPanelsAtOnce = 4, kKilnRowBlock = 4;
 
 // A core's L2 in bytes (sysconf; 1 MB where the system does not say), read once: the generated
 // code runs a module's few-row products on the team from fewer multiply-adds where their weights
@@ -1508,12 +1513,9 @@ static const KilnPanels* kiln_panels_of(const KilnMatmulShape* shape, const floa
   return p;
 }
 
-static inline int64_t kiln_small_rows_limit() {
-  return kiln_onednn_has_avx512() ? kKilnSmallRows : kKilnSmallRowsWithoutAvx512;
-}
-
-static bool kiln_small_rows_suit(const KilnMatmulShape* shape) {
-  return shape->m <= kiln_small_rows_limit() && !shape->runtime_b && shape->batch <= 1 && shape->k > 0 && shape->n > 0;
+static bool kiln_panel_gemm_suits(const KilnMatmulShape* shape) {
+  return !shape->runtime_b && shape->batch <= 1 && shape->k > 0 && shape->n > 0 &&
+         (shape->m <= kKilnSmallRows || !kiln_onednn_has_avx512());
 }
 
 // A panel row is one AVX-512 vector (32 registers: four rows by four panels accumulate in 16), or
@@ -1537,8 +1539,8 @@ static constexpr int kKilnPanelVecs = int(kKilnPanel * sizeof(float) / sizeof(Ki
 
 // Stores C's row m over panel `q` (its first `width` columns): the sums plus the bias, added to
 // the residual already there where shape.accumulate.
-static inline void kiln_small_rows_store(const KilnMatmulShape* shape, const KilnPanelVec* sums, int64_t m, int64_t q,
-                                         const float* bias, float* c) {
+static inline void kiln_panel_store(const KilnMatmulShape* shape, const KilnPanelVec* sums, int64_t m, int64_t q,
+                                    const float* bias, float* c) {
   float values[kKilnPanel];
   __builtin_memcpy(values, sums, sizeof(values));
   const int64_t col0 = q * kKilnPanel, width = shape->n - col0 < kKilnPanel ? shape->n - col0 : kKilnPanel;
@@ -1551,8 +1553,8 @@ static inline void kiln_small_rows_store(const KilnMatmulShape* shape, const Kil
 
 // Rows [m0, m0 + R) of C over panels [q, q + P): R x P panel rows of accumulators.
 template <int R, int P>
-static inline void kiln_small_rows_block(const KilnMatmulShape* shape, const float* a, const float* packed,
-                                         const float* bias, float* c, int64_t m0, int64_t q) {
+static inline void kiln_panel_block(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
+                                    float* c, int64_t m0, int64_t q) {
   const int64_t k = shape->k;
   const int64_t a_row = shape->trans_a == 111 ? shape->lda : 1, a_col = shape->trans_a == 111 ? 1 : shape->lda;
   const float* rows = a + m0 * a_row;
@@ -1573,77 +1575,99 @@ static inline void kiln_small_rows_block(const KilnMatmulShape* shape, const flo
     }
   }
   for (int m = 0; m < R; ++m)
-    for (int p = 0; p < P; ++p) kiln_small_rows_store(shape, &acc[m][p * kKilnPanelVecs], m0 + m, q + p, bias, c);
+    for (int p = 0; p < P; ++p) kiln_panel_store(shape, &acc[m][p * kKilnPanelVecs], m0 + m, q + p, bias, c);
 }
 
 // Rows [m0, m0 + R) over panels [first, last): as many at once as R allows, then one at a time.
 template <int R>
-static void kiln_small_rows_block_panels(const KilnMatmulShape* shape, const float* a, const float* packed,
-                                         const float* bias, float* c, int64_t m0, int64_t first, int64_t last) {
+static void kiln_panel_row_block(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
+                                 float* c, int64_t m0, int64_t first, int64_t last) {
   constexpr int P = kiln_panels_at_once<R>();
   int64_t q = first;
-  for (; q + P <= last; q += P) kiln_small_rows_block<R, P>(shape, a, packed, bias, c, m0, q);
-  for (; q < last; ++q) kiln_small_rows_block<R, 1>(shape, a, packed, bias, c, m0, q);
+  for (; q + P <= last; q += P) kiln_panel_block<R, P>(shape, a, packed, bias, c, m0, q);
+  for (; q < last; ++q) kiln_panel_block<R, 1>(shape, a, packed, bias, c, m0, q);
 }
 
-// Panels [first, last) of C's rows (see above): groups of kKilnPanelsAtOnce, each read by every
-// block of rows while it is in cache.
-static void kiln_small_rows_panels(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
-                                   float* c, int64_t first, int64_t last) {
+// Rows [m_begin, m_end) of C over panels [first, last): groups of kKilnPanelsAtOnce, each read by
+// every block of rows while it is in cache.
+static void kiln_panel_tile(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
+                            float* c, int64_t m_begin, int64_t m_end, int64_t first, int64_t last) {
   for (int64_t group = first; group < last; group += kKilnPanelsAtOnce) {
     const int64_t end = group + kKilnPanelsAtOnce < last ? group + kKilnPanelsAtOnce : last;
-    for (int64_t m0 = 0; m0 < shape->m; m0 += kKilnRowBlock) {
-      switch (shape->m - m0 < kKilnRowBlock ? shape->m - m0 : kKilnRowBlock) {
-        case 1: kiln_small_rows_block_panels<1>(shape, a, packed, bias, c, m0, group, end); break;
-        case 2: kiln_small_rows_block_panels<2>(shape, a, packed, bias, c, m0, group, end); break;
-        case 3: kiln_small_rows_block_panels<3>(shape, a, packed, bias, c, m0, group, end); break;
-        default: kiln_small_rows_block_panels<4>(shape, a, packed, bias, c, m0, group, end); break;
+    for (int64_t m0 = m_begin; m0 < m_end; m0 += kKilnRowBlock) {
+      switch (m_end - m0 < kKilnRowBlock ? m_end - m0 : kKilnRowBlock) {
+        case 1: kiln_panel_row_block<1>(shape, a, packed, bias, c, m0, group, end); break;
+        case 2: kiln_panel_row_block<2>(shape, a, packed, bias, c, m0, group, end); break;
+        case 3: kiln_panel_row_block<3>(shape, a, packed, bias, c, m0, group, end); break;
+        default: kiln_panel_row_block<4>(shape, a, packed, bias, c, m0, group, end); break;
       }
     }
   }
 }
 
-typedef struct KilnSmallRowsCall {
+// The rows of a call on `threads` threads in parts of `*part_rows` (whole row blocks): one part
+// where the groups of panels give each thread at least four, else as many as bring the tasks
+// (parts x groups) to four per thread, at most one per row block. Returns the count of parts.
+static inline int64_t kiln_panel_row_parts(const KilnMatmulShape* shape, int64_t threads, int64_t* part_rows) {
+  const int64_t panels = (shape->n + kKilnPanel - 1) / kKilnPanel;
+  const int64_t groups = (panels + kKilnPanelsAtOnce - 1) / kKilnPanelsAtOnce;
+  const int64_t blocks = (shape->m + kKilnRowBlock - 1) / kKilnRowBlock;
+  int64_t parts = groups >= 4 * threads ? 1 : (4 * threads + groups - 1) / groups;
+  if (parts > blocks) parts = blocks;
+  *part_rows = (blocks + parts - 1) / parts * kKilnRowBlock;
+  return (shape->m + *part_rows - 1) / *part_rows;
+}
+
+typedef struct KilnPanelCall {
   const KilnMatmulShape* shape;
   const float *a, *packed, *bias;
   float* c;
-} KilnSmallRowsCall;
+} KilnPanelCall;
 
-// One thread's panels: whole groups, the same ones on every call.
-static void kiln_small_rows_part(void* data) {
-  const KilnSmallRowsCall* call = (const KilnSmallRowsCall*)data;
-  const int64_t panels = (call->shape->n + kKilnPanel - 1) / kKilnPanel;
+// One thread's tasks: an even share of the parts x groups, the same ones on every call.
+static void kiln_panel_part(void* data) {
+  const KilnPanelCall* call = (const KilnPanelCall*)data;
+  const KilnMatmulShape* shape = call->shape;
+  const int64_t panels = (shape->n + kKilnPanel - 1) / kKilnPanel;
   const int64_t groups = (panels + kKilnPanelsAtOnce - 1) / kKilnPanelsAtOnce;
   const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-  const int64_t begin = groups * t / count * kKilnPanelsAtOnce, end = groups * (t + 1) / count * kKilnPanelsAtOnce;
-  if (begin < panels)
-    kiln_small_rows_panels(call->shape, call->a, call->packed, call->bias, call->c, begin, end < panels ? end : panels);
+  int64_t part_rows = 0;
+  const int64_t tasks = kiln_panel_row_parts(shape, count, &part_rows) * groups;
+  for (int64_t task = tasks * t / count; task < tasks * (t + 1) / count; ++task) {
+    const int64_t m_begin = task / groups * part_rows, first = task % groups * kKilnPanelsAtOnce;
+    const int64_t m_end = m_begin + part_rows < shape->m ? m_begin + part_rows : shape->m;
+    kiln_panel_tile(shape, call->a, call->packed, call->bias, call->c, m_begin, m_end, first,
+                    first + kKilnPanelsAtOnce < panels ? first + kKilnPanelsAtOnce : panels);
+  }
 }
 
 // On OpenMP's team (GOMP_parallel, as kiln_copy_blocked) when the caller asked for threads
-// (shape.threads: the generated code asks for one below its team threshold) and there are panels
-// for each, else on the calling thread.
-static void kiln_small_rows_run(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
-                                float* c) {
+// (shape.threads: the generated code asks for one below its team threshold) and there are two
+// tasks or more, else on the calling thread.
+static void kiln_panel_run(const KilnMatmulShape* shape, const float* a, const float* packed, const float* bias,
+                           float* c) {
   const int64_t panels = (shape->n + kKilnPanel - 1) / kKilnPanel;
-  KilnSmallRowsCall call = {shape, a, packed, bias, c};
-  if (shape->threads <= 1 || panels < 2 * kKilnPanelsAtOnce) {
-    kiln_small_rows_panels(shape, a, packed, bias, c, 0, panels);
+  const int64_t groups = (panels + kKilnPanelsAtOnce - 1) / kKilnPanelsAtOnce;
+  int64_t part_rows = 0;
+  const int64_t tasks = shape->threads > 1 ? kiln_panel_row_parts(shape, shape->threads, &part_rows) * groups : 1;
+  if (tasks < 2) {
+    kiln_panel_tile(shape, a, packed, bias, c, 0, shape->m, 0, panels);
     return;
   }
-  GOMP_parallel(kiln_small_rows_part, &call, unsigned(shape->threads), 0);
+  KilnPanelCall call = {shape, a, packed, bias, c};
+  GOMP_parallel(kiln_panel_part, &call, unsigned(shape->threads), 0);
 }
 
-// C = A @ B (+ bias) for a shape kiln_small_rows_suit takes; 0, or 1 with a message in `error`.
-static int kiln_small_rows_matmul(const KilnMatmulShape* shape, const float* a, const float* b, const float* bias,
-                                  float* c, const char* name, char* error, int64_t capacity) {
+// C = A @ B (+ bias) for a shape kiln_panel_gemm_suits takes; 0, or 1 with a message in `error`.
+static int kiln_panel_matmul(const KilnMatmulShape* shape, const float* a, const float* b, const float* bias, float* c,
+                             const char* name, char* error, int64_t capacity) {
   const KilnPanels* p = kiln_panels_of(shape, b);
   if (!p) {
     const char* parts[] = {name, ": out of memory packing a matmul's weights"};
     kiln_message(error, capacity, parts, nullptr, 2);
     return 1;
   }
-  kiln_small_rows_run(shape, a, p->data, bias, c);
+  kiln_panel_run(shape, a, p->data, bias, c);
   return 0;
 }
 
@@ -1653,7 +1677,7 @@ static int kiln_small_rows_matmul(const KilnMatmulShape* shape, const float* a, 
 static int kiln_matmul(KilnMatmulCache* cache, KilnMatmulShape shape, const float* a, const float* b, const float* bias,
                        float* c, const char* name, char* error, int64_t capacity) {
   shape.threads = omp_get_max_threads();
-  if (kiln_small_rows_suit(&shape)) return kiln_small_rows_matmul(&shape, a, b, bias, c, name, error, capacity);
+  if (kiln_panel_gemm_suits(&shape)) return kiln_panel_matmul(&shape, a, b, bias, c, name, error, capacity);
   pthread_mutex_lock(&cache->mutex);
   KilnMatmulEntry* e = kiln_matmul_prepare(cache, &shape, b, name, error, capacity);
   if (!e) {

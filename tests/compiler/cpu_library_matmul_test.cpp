@@ -83,6 +83,12 @@ ir::Graph linear_layers() {
       "linear.kiln", parameters);
 }
 
+// Whether KILN_ISA asks for AVX2 (tests/CMakeLists.txt runs tests so) on a CPU without it.
+bool asks_for_avx2_without_it() {
+  const char* isa = std::getenv("KILN_ISA");
+  return isa && std::string_view(isa) == "avx2" && !host_supports(Isa::avx2);
+}
+
 size_t occurrences(const std::string& text, const std::string& what) {
   size_t count = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
@@ -146,17 +152,16 @@ TEST(CpuLibraryMatmul, FrozenWeightsRunThroughOneDnnAndMatchTheInterpreter) {
 
 // GEMMs of a few rows with a frozen right operand (a recurrent step, a decoder's token) run as
 // Kiln's own product over the weight packed in panels of 16 columns, one packed copy per weight
-// for the module (kiln_small_rows_matmul): at most 4 rows where oneDNN has its AVX-512 kernels,
-// at most 8 where it has not (oneDNN's log of the run shows no matmul then, and one past that);
+// for the module (kiln_panel_matmul): at most 4 rows where oneDNN has its AVX-512 kernels, any
+// number where it has not (oneDNN's log of the run shows no matmul then, and one past that);
 // a recurrence of two steps through one weight, a width that leaves a partial panel (200 = 12 x
 // 16 + 8), a bias; a weight read transposed whose product is worth both threads (256 x 1040: its
 // 65 panels split between them), a residual accumulated into; against the interpreter on 1 and
-// 2 threads, over repeated calls. Every row count from 1 to 9 (blocks of 4 rows and the rest; 9
-// is oneDNN's matmul everywhere). tests/CMakeLists.txt runs it again with oneDNN held to AVX2,
-// and with the module compiled for AVX2 too (its blocking differs).
+// 2 threads, over repeated calls. Every row count from 1 to 9 (blocks of 4 rows and the rest).
+// tests/CMakeLists.txt runs it again with oneDNN held to AVX2, and with the module compiled for
+// AVX2 too (its blocking differs).
 TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
-  const char* isa = std::getenv("KILN_ISA");
-  if (isa && std::string_view(isa) == "avx2" && !host_supports(Isa::avx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  if (asks_for_avx2_without_it()) GTEST_SKIP() << "KILN_ISA=avx2 and this CPU has no AVX2";
   for (int64_t rows = 1; rows <= 9; ++rows) {
     std::map<std::string, Tensor, std::less<>> parameters = {
         {"w", random_tensor({200, 200}, DType::f32, 21, -0.1, 0.1)},
@@ -194,7 +199,7 @@ TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
       EXPECT_EQ(occurrences(frozen, "multiplied = kiln_matmul("), 3u) << frozen;
     }
     CompiledModel model = compile(graph, options(true));
-    const int64_t kiln_rows = test_support::onednn_has_avx512() ? 4 : 8;
+    const bool kilns_product = rows <= 4 || !test_support::onednn_has_avx512();
     for (int threads : {1, 2, 2, 1}) {
       std::vector<Tensor> actual;
       const std::string log = test_support::onednn_log_of([&] { actual = model.run(inputs, threads); });
@@ -203,11 +208,60 @@ TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
         EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "")
             << "output " << i << ", " << rows << " rows, " << threads << " threads";
       if (built_with_onednn() && !log.empty()) {
-        if (rows <= kiln_rows) {
+        if (kilns_product) {
           EXPECT_EQ(occurrences(log, ",exec,cpu,matmul,"), 0u) << rows << " rows\n" << log;
         } else {
           EXPECT_GE(occurrences(log, ",exec,cpu,matmul,"), 3u) << rows << " rows\n" << log;
         }
+      }
+    }
+  }
+}
+
+// Where oneDNN lacks AVX-512, a frozen GEMM of many rows is Kiln's product over panels too
+// (kiln_panel_gemm_suits), its work split between the threads by groups of panels and, where
+// there are too few groups, by rows (kiln_panel_row_parts): 37 rows (9 blocks of 4 and one row)
+// by 768 x 40 (one group of 3 panels, worth a team: the rows split), with a bias; by 1040 columns read
+// transposed (17 groups), the rows read transposed too, a residual accumulated into. Against the
+// interpreter on 1 to 4 threads over repeated calls; oneDNN's log shows which library ran.
+TEST(CpuLibraryMatmul, FrozenGemmsOfManyRowsSplitByRowsAndPanels) {
+  if (asks_for_avx2_without_it()) GTEST_SKIP() << "KILN_ISA=avx2 and this CPU has no AVX2";
+  std::map<std::string, Tensor, std::less<>> parameters = {
+      {"narrow", random_tensor({768, 40}, DType::f32, 61, -0.1, 0.1)},
+      {"bias", random_tensor({40}, DType::f32, 62)},
+      {"wide_t", random_tensor({1040, 96}, DType::f32, 63, -0.1, 0.1)}};
+  ir::Graph graph = ir::parse_graph(
+      "graph():\n"
+      "    %x : f32[37, 768] = placeholder[target=x]\n"
+      "    %u : f32[96, 37] = placeholder[target=u]\n"
+      "    %r : f32[37, 1040] = placeholder[target=r]\n"
+      "    %narrow : f32[768, 40] = get_attr[target=narrow]\n"
+      "    %bias : f32[40] = get_attr[target=bias]\n"
+      "    %wide_t : f32[1040, 96] = get_attr[target=wide_t]\n"
+      "    %m1 = call_function[target=matmul](args = (%x, %narrow), kwargs = {})\n"
+      "    %a1 = call_function[target=add](args = (%m1, %bias), kwargs = {})\n"
+      "    %wide = call_function[target=transpose](args = (%wide_t, 0, 1), kwargs = {})\n"
+      "    %ut = call_function[target=transpose](args = (%u, 0, 1), kwargs = {})\n"
+      "    %m2 = call_function[target=matmul](args = (%ut, %wide), kwargs = {})\n"
+      "    %res = call_function[target=add](args = (%r, %m2), kwargs = {})\n"
+      "    return (a1, res)\n",
+      "many_rows.kiln", parameters);
+  std::map<std::string, Tensor> inputs = {{"x", random_tensor({37, 768}, DType::f32, 64)},
+                                          {"u", random_tensor({96, 37}, DType::f32, 65)},
+                                          {"r", random_tensor({37, 1040}, DType::f32, 66)}};
+  std::vector<Tensor> expected = ir::interpret(graph, inputs);
+  CompiledModel model = compile(graph, options(true));
+  for (int threads : {2, 1, 3, 4, 2}) {
+    std::vector<Tensor> actual;
+    const std::string log = test_support::onednn_log_of([&] { actual = model.run(inputs, threads); });
+    ASSERT_EQ(actual.size(), 2u);
+    for (size_t i = 0; i < 2; ++i)
+      EXPECT_EQ(compare_tensors(expected[i], actual[i], 1e-5, 1e-5), "") << "output " << i << ", " << threads << " threads";
+    if (built_with_onednn() && !log.empty()) {
+      if (test_support::onednn_has_avx512()) {
+        EXPECT_GE(occurrences(log, ",exec,cpu,matmul,"), 2u) << log;
+      } else {
+        EXPECT_EQ(occurrences(log, ",exec,cpu,matmul,"), 0u) << log;
       }
     }
   }
@@ -218,8 +272,8 @@ TEST(CpuLibraryMatmul, GemmsOfFewRowsMatchTheInterpreter) {
 // they run on OpenMP's team from 65536 multiply-adds instead of 262144, so that each core keeps
 // half of every weight in its own L2 (kFewRowsTeamMacs). Here a 256 x 256 weight read by two steps
 // and a 256 x 1024 one: 1310720 bytes. At 5 rows the products keep the one threshold (oneDNN's
-// matmul, or, where oneDNN lacks AVX-512, Kiln's product of up to 8 rows), as does a module whose
-// parameters may change. The interpreter's values on 1, 2
+// matmul, or, where oneDNN lacks AVX-512, Kiln's product as every frozen GEMM), as does a module
+// whose parameters may change. The interpreter's values on 1, 2
 // and 4 threads.
 TEST(CpuLibraryMatmul, FewRowProductsWhoseWeightsOutgrowACoresL2RunOnTheTeamSooner) {
   for (int64_t rows : {1, 5}) {
