@@ -722,7 +722,7 @@ void CppSourcePrinter::emit_library_matmul(const Kernel& kernel, const StridedVi
   w_.close();
   w_.open("else");
   w_.line("const KilnMatmulShape shape = {rows, K, N, ta, lda, tb, ldb, 0, N, 0, " + std::string(options_.constant_parameters ? "0" : "1") +
-          ", 1, 0, 0, 0, " + bias_flag + ", " + (epilogue.accumulate ? "1" : "0") + "};");
+          ", 1, 0, 0, 0, " + bias_flag + ", " + (epilogue.accumulate ? "1" : "0") + ", 0};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   w_.line("int multiplied;");
   const bool blocks = emit_matmul_blocks(kernel, "rows", "1", b_pointer, epilogue.bias, [&] {
@@ -779,7 +779,7 @@ void CppSourcePrinter::emit_batched_library_matmul(const Kernel& kernel, const S
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
   w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, ldc, 0, " + std::string(options_.constant_parameters ? "0" : "1") +
           ", 1, 0, 0, 0, " + std::string(epilogue.bias == "nullptr" ? "0" : "1") + ", " +
-          (epilogue.accumulate ? "1" : "0") + "};");
+          (epilogue.accumulate ? "1" : "0") + ", 0};");
   const std::string b_pointer = buf(b.buffer) + " + (" + index_text(b.offset) + ")";
   std::vector<std::string> batch_vars(vars.begin(), vars.begin() + long(rank - 2));
   w_.line("int multiplied = 0;");
@@ -873,12 +873,16 @@ void CppSourcePrinter::emit_batched_runtime_matmul(const Kernel& kernel, const S
   const size_t rank = c.shape.size();
   module_.uses_dnnl = true;
   w_.line("// a batch of GEMMs with their own right operands: oneDNN's matmul over the batch, reading them in place");
+  // Frozen parameters as right operands (an MoE's experts): Kiln's product over panels packs them
+  // once where oneDNN lacks AVX-512 (kiln_panel_batch_suits).
+  const bool frozen_b = options_.constant_parameters && p_.buffer(b.buffer).kind == BufferKind::Parameter;
+  if (frozen_b) w_.line("// (frozen parameters: where oneDNN lacks AVX-512, Kiln's product over panels packs each once)");
   w_.line("static KilnMatmulCache cache = KILN_MATMUL_CACHE_INIT;");
   w_.line("const int64_t batch = " + index_text(batch) + ";");
   w_.line("if (M == 0 || N == 0 || batch == 0) return 0;");
   w_.line("const KilnMatmulShape shape = {M, K, N, ta, lda, tb, ldb, 0, " + index_text(c.strides[rank - 2]) +
           ", 0, 1, batch, " + index_text(walk.strides[0]) + ", " + index_text(walk.strides[1]) + ", " +
-          index_text(walk.strides[2]) + ", 0, 0};");
+          index_text(walk.strides[2]) + ", 0, 0, " + (frozen_b ? "1" : "0") + "};");
   // GEMM bi of the batch is entry bi % run of run bi / run; each run is one oneDNN matmul over its
   // entries (the whole batch is one run unless its dims walk memory at two strides).
   if (walk.two_level) {
