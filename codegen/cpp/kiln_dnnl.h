@@ -1516,6 +1516,7 @@ static const KilnPanels* kiln_panels_of(const KilnMatmulShape* shape, const floa
   return p;
 }
 
+// Whether Kiln's product over panels runs this GEMM (see above: which GEMMs).
 static bool kiln_panel_gemm_suits(const KilnMatmulShape* shape) {
   return !shape->runtime_b && shape->batch <= 1 && shape->k > 0 && shape->n > 0 &&
          (shape->m <= kKilnSmallRows || !kiln_onednn_has_avx512());
@@ -1661,10 +1662,11 @@ static void kiln_panel_run(const KilnMatmulShape* shape, const float* a, const f
   GOMP_parallel(kiln_panel_part, &call, unsigned(shape->threads), 0);
 }
 
-// A batch of GEMMs whose right operands are frozen parameters, where oneDNN lacks AVX-512: its
-// gemm kernel packs each B again on every call (an MoE's experts: 8 x 512 x 512 x 256 at 43% of
-// the FMA peak on 2 threads).
-// (A part of such a batch may be one GEMM: the generated code splits a batch between threads.)
+// Whether Kiln's product over panels runs a batch of GEMMs whose right operands are frozen
+// parameters (shape.frozen_b), or a part of one (the generated code splits a batch between the
+// pool's threads: a part may be a single GEMM): where oneDNN lacks AVX-512, whose gemm kernel
+// packs each B again on every call (an MoE's experts: 8 x 512 x 512 x 256 at 43% of the FMA peak
+// on 2 threads).
 static bool kiln_panel_batch_suits(const KilnMatmulShape* shape) {
   return shape->frozen_b && shape->k > 0 && shape->n > 0 && !kiln_onednn_has_avx512();
 }
